@@ -1,0 +1,78 @@
+// Cost model: the roofline time of one kernel and the alpha-beta time of one
+// collective, on one GPU profile. Units: seconds, FLOP, bytes.
+//
+//   t = max(flop / (peak[dtype] * eff_compute),
+//           hbm_bytes / (hbm_bw * eff_mem(class)) + hbm_latency,
+//           sram_bytes / sram_bw)
+//       + launches * launch_overhead
+//
+// GEMM compute time includes tile and wave quantization: tiles =
+// ceil(M/tm) ceil(N/tn) batch, waves = ceil(tiles / SMs), and each wave costs
+// tm tn K 2 FLOP per SM at the achievable per-SM rate. A kernel is labelled by
+// its dominant term (compute, memory, sram, latency); arithmetic intensity is
+// FLOP per HBM byte, and the ridge point is peak / bandwidth.
+#pragma once
+
+#include <array>
+#include <string_view>
+
+#include "ridgeline/graph/graph.hpp"
+#include "ridgeline/spec/hardware.hpp"
+
+namespace ridgeline::cost {
+
+/// Documented defaults, used where a profile has no calibration block.
+/// Basis for each in efficiency.cpp.
+spec::EfficiencySpec default_efficiency(const spec::HardwareSpec& hw);
+
+/// Everything the per-kernel cost needs, resolved once per GPU.
+struct CostParams {
+  std::array<double, spec::kPeakCount> peak_flop_per_s{};
+  std::array<double, spec::kPeakCount> gemm_frac{};
+  std::array<double, 4> attention_frac{};  // per spec::AttentionKind
+  std::array<double, spec::kKernelClassCount> mem_frac{};  // hbm_frac x class multiplier
+  double tile_m = 128, tile_n = 128;
+  double sms = 1;
+  double hbm_bytes_per_s = 1;
+  double hbm_latency_s = 0;
+  double sram_bytes_per_s = 0;
+  double launch_s = 0;
+  double graph_launch_s = 0;  // per kernel under CUDA graphs
+  double vector_flop_per_s = 1;  // non-tensor rate for pointwise math
+  // Collectives.
+  int gpus_per_node = 8;
+  double intra_bytes_per_s = 0, intra_latency_s = 0;
+  double inter_bytes_per_s = 0, inter_latency_s = 0;
+  double comm_frac = 0.8;
+  bool calibrated = false;
+};
+
+/// Resolves a profile (with its calibration block when present and `use_calibration`).
+CostParams resolve(const spec::HardwareSpec& hw, bool use_calibration = true);
+
+enum class Bound : std::uint8_t { kCompute, kMemory, kSram, kLatency, kNetwork };
+std::string_view name(Bound b);
+
+struct KernelCost {
+  double time_s = 0;  // one instance
+  double compute_s = 0, memory_s = 0, sram_s = 0, launch_s = 0;
+  double intensity = 0;  // FLOP per HBM byte
+  Bound bound = Bound::kMemory;
+};
+
+KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_graphs);
+
+/// Bytes each GPU sends for a collective over n ranks of an S-byte buffer
+/// (ring algorithms): all-reduce 2 (n-1)/n S; all-gather, reduce-scatter and
+/// all-to-all (n-1)/n S; p2p S.
+double collective_bytes_per_gpu(graph::Collective kind, double bytes, double n);
+
+/// Alpha-beta time of a collective: steps * latency + bytes_per_gpu / (link *
+/// comm_frac), ring; all-reduce takes the faster of ring and tree (2 log2 n
+/// latency steps). The link is NVLink when the group's span fits in a node.
+double collective_time(graph::Collective kind, double bytes, double n, double span, const CostParams& c);
+
+/// Ridge point (FLOP/byte) of a precision: peak / HBM bandwidth.
+double ridge_point(const CostParams& c, spec::Peak p);
+
+}  // namespace ridgeline::cost

@@ -1,0 +1,111 @@
+// Engine: the only orchestrator. evaluate() builds the step graph, runs the
+// technique passes, costs every kernel, estimates memory and derives the
+// metrics. It never prints; "does not fit" and "TP does not divide heads" are
+// a Prediction::status, not an exception, so a sweep goes on.
+// Units: seconds, FLOP, bytes; ratios as fractions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ridgeline/cost/cost.hpp"
+#include "ridgeline/graph/graph.hpp"
+#include "ridgeline/memory/memory.hpp"
+#include "ridgeline/spec/hardware.hpp"
+#include "ridgeline/spec/model.hpp"
+#include "ridgeline/spec/plan.hpp"
+
+namespace ridgeline::engine {
+
+enum class Status : std::uint8_t { kOk, kDoesNotFit, kInvalid };
+std::string_view name(Status s);
+
+/// Why a plan is invalid: the plan field (as in YAML, e.g. "parallel.tp") and a message.
+struct Problem {
+  std::string field;
+  std::string message;
+};
+
+struct StepResult {
+  double time_s = 0;
+  double tokens_per_step = 0;
+  double tokens_per_s = 0;
+  double model_flops = 0;       // per step, whole job
+  double recompute_flops = 0;   // per step, whole job
+  double hardware_flops = 0;    // per step, whole job, everything executed
+  double mfu = 0;               // model FLOPs / (time * dense bf16 peak * GPUs)
+  double mfu_dtype = 0;         // against the peak of the precision used
+  double hfu = 0;               // (model + recompute FLOPs) / (time * bf16 peak * GPUs)
+  double micro_batches = 1;     // per data-parallel rank per step
+  double microbatch_time_s = 0; // one micro-batch's forward+backward on one GPU
+  double compute_time_s = 0;    // sum of kernel times over the step
+  double exposed_comm_s = 0;
+  double bubble_s = 0;
+  double optimizer_s = 0;
+  double bubble_fraction = 0;   // of the ideal (bubble-free) time
+  int gpus = 1;
+  std::string flops_convention;  // "causal" or "full"
+};
+
+struct TrainingTotals {
+  double tokens = 0;
+  bool tokens_default = true;  // Chinchilla's 20 per parameter
+  double steps = 0;
+  double wall_s = 0;
+  double gpu_hours = 0;
+  double cost_usd = 0;
+  double energy_kwh = 0;
+  double power_utilization = 0;
+};
+
+struct KernelResult {
+  std::string_view name;
+  spec::Phase phase;
+  spec::KernelClass cls;
+  spec::Dtype dtype;
+  double count = 0;        // per step
+  double flops = 0;        // per instance
+  double hbm_bytes = 0;    // per instance
+  double intensity = 0;
+  cost::Bound bound;
+  double time_s = 0;       // per step, all instances
+  double share = 0;        // of step compute time
+  graph::GemmShape gemm;
+};
+
+struct Prediction {
+  Status status = Status::kOk;
+  Problem problem;
+  StepResult step;
+  memory::MemoryResult memory;
+  TrainingTotals totals;
+  spec::ParamCounts params;
+  double trainable_params = 0;
+  std::vector<KernelResult> kernels;  // filled when EvalOptions::keep_kernels
+  // Time by class and by phase (seconds per step).
+  std::array<double, spec::kKernelClassCount> time_by_class{};
+  std::array<double, spec::kPhaseCount> time_by_phase{};
+  bool calibrated = false;
+};
+
+struct EvalOptions {
+  bool keep_kernels = true;
+  bool use_calibration = true;
+};
+
+/// Checks a plan against the model and GPU (divisibility, fp8 support, batch).
+/// Returns an empty Problem when valid.
+Problem check_plan(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw);
+
+/// Evaluates one configuration. Allocation-light: reuses a per-thread graph.
+Prediction evaluate(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw,
+                    const EvalOptions& opt = {});
+
+/// Same, with costs resolved once by the caller (search loops).
+void evaluate_into(Prediction& out, graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
+                   const spec::HardwareSpec& hw, const cost::CostParams& c, const EvalOptions& opt);
+
+/// Micro-batches per step per data-parallel rank.
+double micro_batches(const spec::PlanSpec& p);
+
+}  // namespace ridgeline::engine

@@ -1,0 +1,127 @@
+// Step graph: one training step of one GPU as a flat list of kernels.
+//
+// A Kernel is plain data: what it computes (FLOPs, GEMM shape), what it moves
+// through HBM (bytes read and written), what it keeps for backward (saved
+// bytes), how often it runs per micro-batch (count: identical layers are one
+// kernel with count = layers), and how many launches it takes. build() emits
+// the forward pass of the eager model (every op its own kernel, naive
+// attention, 16- or 32-bit activations); technique passes (techniques/) then
+// rewrite the list, and derive_backward() appends the backward kernels.
+// Units: FLOP, bytes, per single instance of the kernel.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "ridgeline/spec/kinds.hpp"
+#include "ridgeline/spec/model.hpp"
+#include "ridgeline/spec/plan.hpp"
+
+namespace ridgeline::graph {
+
+using spec::Dtype;
+using spec::KernelClass;
+using spec::Phase;
+
+/// Which logical operation a kernel implements; passes select kernels by op.
+enum class Op : std::uint8_t {
+  kEmbed, kNorm1, kQkv, kQkvBias, kRope, kQk, kScale, kMask, kSoftmax, kAttnDropout, kPv, kFlashAttn,
+  kOut, kOutBias, kDropout1, kResidual1, kNorm2, kUp, kUpBias, kAct, kGateMul, kDown, kDownBias, kDropout2,
+  kResidual2, kRouter, kDispatch, kCombine, kFinalNorm, kLmHead, kLoss, kCast, kAmax, kDequant, kLoraA, kLoraB,
+  kOptimizer, kGradUnscale, kCollective, kP2p, kFused, kOther
+};
+
+/// Fusion groups: kernels a hand-written fused kernel merges (level "fused").
+enum class FuseGroup : std::uint8_t {
+  kNone, kNorm1, kNorm2, kFinalNorm, kQkvBiasRope, kSoftmax, kBiasDropoutAdd1, kBiasAct, kBiasDropoutAdd2, kLoss
+};
+
+enum KernelFlags : std::uint16_t {
+  kPointwise = 1,      // streaming op that torch.compile / XLA can fuse into a chain
+  kHasWeight = 2,      // GEMM with a weight matrix (gets a weight-gradient GEMM)
+  kFrozen = 4,         // weight is frozen (LoRA/QLoRA base): no weight gradient
+  kAttnCore = 8,       // attention core (QK^T .. PV): selective recomputation target
+  kLayer = 16,         // inside a decoder layer (count = layers on this GPU)
+  kPerStep = 32,       // runs once per step, not per micro-batch (optimizer, DP all-reduce)
+  kOverlapped = 64,    // communication that overlaps with compute
+  kFp8Gemm = 128,      // GEMM executed in fp8
+  kNoSaveInput = 256,  // GEMM input not saved (frozen weight, no wgrad)
+};
+
+/// Collective operations (comm_kind of communication kernels).
+enum class Collective : std::uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kP2p };
+
+struct GemmShape {
+  double m = 0, n = 0, k = 0, batch = 1;
+};
+
+struct Kernel {
+  std::string_view name;
+  Op op = Op::kOther;
+  Phase phase = Phase::kForward;
+  KernelClass cls = KernelClass::kElementwise;
+  Dtype dtype = Dtype::kBf16;
+  FuseGroup group = FuseGroup::kNone;
+  std::uint16_t flags = 0;
+  GemmShape gemm;            // for GEMMs
+  double count = 1;          // instances per micro-batch (or per step when kPerStep)
+  double flops = 0;          // hardware FLOPs per instance
+  double model_flops = 0;    // FLOPs credited to MFU per instance (causal attention halved, ...)
+  double read_bytes = 0;     // HBM bytes read per instance
+  double write_bytes = 0;    // HBM bytes written per instance
+  double chain_bytes = 0;    // part of write_bytes the next kernel of its chain reads
+  double sram_bytes = 0;     // bytes through shared memory (fused attention)
+  double saved_bytes = 0;    // bytes kept for backward per instance
+  double saved_core_bytes = 0;  // of which attention-core internals (s^2 scores...), dropped by selective recompute
+  double launches = 1;       // kernel launches per instance
+  double weight_params = 0;  // weight elements a GEMM multiplies by (for fp8 casts, LoRA, dequant)
+  double comm_bytes = 0;     // collectives/p2p: bytes of the full buffer S per instance
+  double comm_group = 0;     // collectives: ranks in the group
+  double comm_span = 0;      // consecutive ranks the group spans (selects intra/inter-node link)
+  Collective comm_kind = Collective::kAllReduce;
+  std::uint8_t variant = 0;    // fused attention: spec::AttentionKind
+
+  bool has(KernelFlags f) const { return (flags & f) != 0; }
+  double hbm_bytes() const { return read_bytes + write_bytes; }
+};
+
+/// Graph-level facts the memory model needs beyond per-kernel saved tensors.
+struct Graph {
+  std::vector<Kernel> kernels;
+  int layers = 0;             // decoder layers on this GPU
+  double tokens = 0;          // tokens per micro-batch on this GPU (b * s / cp)
+  double act_bytes = 2;       // bytes per activation element
+  /// Extra activation bytes alive during backward of one layer beyond what is
+  /// saved (recomputed block's working set); set by the recompute pass.
+  double recompute_working_bytes = 0;
+  /// Fraction of layers whose saved tensors are kept (1 without recomputation).
+  double saved_layer_fraction = 1.0;
+  /// Bytes per layer kept when a layer is checkpointed (its input).
+  double checkpoint_bytes_per_layer = 0;
+  double checkpointed_layers = 0;
+  double logits_transient_bytes = 0;  // fp32 logits during loss (buffer, not saved)
+  bool backward_derived = false;
+};
+
+/// Forward kernels of the eager model for one micro-batch on one GPU.
+/// Uses plan.micro_batch, seq_len, precision (activation width) and parallel
+/// (tp, cp, pp shard shapes; collectives are added by the parallel pass).
+void build_forward(const spec::ModelSpec& model, const spec::PlanSpec& plan, Graph& g);
+
+/// Appends backward kernels derived from the forward ones (GEMM: input- and
+/// weight-gradient GEMMs of equal FLOPs; no weight gradient for frozen
+/// weights; memory-bound ops: read saved + grad, write grad; fused attention:
+/// 2.5x forward FLOPs).
+void derive_backward(Graph& g);
+
+/// Sums over a graph (per micro-batch unless stated).
+struct GraphTotals {
+  double flops = 0, model_flops = 0, recompute_flops = 0, hbm_bytes = 0, saved_bytes = 0, launches = 0;
+};
+GraphTotals totals(const Graph& g);
+
+/// Resolved sequence length (plan's, or the model's max).
+int seq_len(const spec::ModelSpec& model, const spec::PlanSpec& plan);
+
+}  // namespace ridgeline::graph

@@ -1,0 +1,34 @@
+// Views of a Prediction: what to show (JSON document, table rows) for
+// `predict`. The JSON is the contract for scripts (fields documented in
+// README.md); the table is for people. Views read, printers format.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "ridgeline/engine/engine.hpp"
+
+namespace ridgeline::report {
+
+struct Inputs {
+  const spec::HardwareSpec* gpu = nullptr;
+  const spec::ModelSpec* model = nullptr;
+  const spec::PlanSpec* plan = nullptr;
+};
+
+/// Plan summary as JSON (every technique and parallel degree).
+nlohmann::json plan_json(const spec::PlanSpec& p, const spec::ModelSpec& m);
+
+/// The full prediction document ("ridgeline.prediction/1").
+nlohmann::json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_kernels = -1);
+
+/// Terminal table: summary, top kernels by time, memory breakdown, totals.
+std::string prediction_table(const engine::Prediction& pred, const Inputs& in, int top_kernels = 12);
+
+/// CSV: one row per kernel (name, phase, class, dtype, count, flops, hbm_bytes, intensity, bound, time_s, share).
+std::string prediction_csv(const engine::Prediction& pred);
+
+/// One-line plan description: "bf16, flash2, fused, recompute none, adamw, tp1 pp1 dp1".
+std::string plan_summary(const spec::PlanSpec& p);
+
+}  // namespace ridgeline::report

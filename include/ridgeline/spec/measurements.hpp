@@ -1,0 +1,66 @@
+// Measurements: what a microbenchmark run wrote (cuda_validation on a GPU, or
+// `ridgeline microbench --host` on this CPU). Schema "ridgeline.measurements/1",
+// documented in docs/measurements.md. Times in seconds, sizes in bytes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ridgeline::spec {
+
+struct MeasurementHeader {
+  std::string schema;       // "ridgeline.measurements/1"
+  std::string backend;      // "cuda" or "host"
+  std::string device;       // e.g. "NVIDIA H200"
+  int sm_count = 0;         // SMs, or CPU cores for the host backend
+  double clock_hz = 0.0;    // SM clock (or CPU nominal clock)
+  double memory_clock_hz = 0.0;
+  double memory_bytes = 0.0;
+  std::string driver_version;
+  std::string runtime_version;
+  std::string date;         // ISO 8601
+  std::string tool_version;
+  bool quick = false;
+};
+
+/// One measured point. `cls` is a measurement class:
+///   hbm_copy, hbm_triad, sram, gemm, elementwise_unfused, elementwise_fused,
+///   softmax, layernorm, attention_naive, attention_flash, launch, launch_graph.
+struct MeasurementRecord {
+  std::string name;
+  std::string cls;
+  std::string dtype;  // "fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "fp64"
+  // Shape: GEMM m, n, k, batch; attention batch, heads, seq, head_dim (m=seq,
+  // n=head_dim, batch=batch*heads); rows/cols for softmax and layernorm
+  // (m=rows, n=cols); elements for streaming kernels.
+  double m = 0, n = 0, k = 0, batch = 1;
+  double elements = 0;
+  double flops = 0;   // FLOP per run
+  double bytes = 0;   // HBM (or DRAM) bytes per run, minimum traffic
+  double launches = 1;
+  double median_s = 0;
+  double min_s = 0;
+  int samples = 0;
+  std::string algorithm;  // e.g. cuBLASLt algorithm id and tile
+  std::string check;      // "pass", "fail" or "none"
+  int line = 0;           // where the record starts in its file (for diagnostics)
+};
+
+struct MeasurementSet {
+  std::string source_file;
+  MeasurementHeader header;
+  std::vector<MeasurementRecord> records;
+};
+
+inline constexpr const char* kMeasurementSchema = "ridgeline.measurements/1";
+
+/// Known measurement classes.
+const std::vector<std::string>& measurement_classes();
+
+/// Reads and validates a measurement file (JSON). Throws support::SpecError.
+MeasurementSet load_measurements(const std::string& path);
+
+/// Writes a measurement file (JSON) to a string.
+std::string to_json(const MeasurementSet& set);
+
+}  // namespace ridgeline::spec

@@ -1,0 +1,121 @@
+// Training plan: batch, sequence, techniques and parallelism, from a plan YAML
+// and/or CLI flags. Plain data. Every technique value has one spelling, shared
+// by YAML and flags (parse_* below), so errors read the same from both.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ridgeline::spec {
+
+enum class Precision : std::uint8_t { kFp32, kTf32, kFp16, kBf16, kFp8 };
+enum class Fp8Recipe : std::uint8_t { kHybrid, kE4M3 };
+enum class Fp8Scaling : std::uint8_t { kDelayed, kCurrent };
+enum class RecomputeKind : std::uint8_t { kNone, kSelective, kFull, kEvery, kSqrt };
+enum class AttentionKind : std::uint8_t { kNaive, kFlash, kFlash2, kFlash3 };
+enum class Fusion : std::uint8_t { kEager, kFused, kCompiled, kXla };
+enum class OptimizerKind : std::uint8_t { kSgd, kAdam, kAdamW, kAdafactor, kCame, kSophia, kLion, kAdam8bit };
+enum class FinetuneMode : std::uint8_t { kFull, kLora, kQlora };
+enum class AttentionFlops : std::uint8_t { kCausal, kFull };
+enum class PipelineSchedule : std::uint8_t { k1F1B, kInterleaved };
+
+struct Recompute {
+  RecomputeKind kind = RecomputeKind::kNone;
+  int every_k = 0;  // kEvery: checkpoint every k-th layer's input, recompute the others
+  bool operator==(const Recompute&) const = default;
+};
+
+struct OptimizerSpec {
+  OptimizerKind kind = OptimizerKind::kAdamW;
+  bool momentum = true;        // sgd
+  bool first_moment = false;   // adafactor
+  int hessian_interval = 10;   // sophia: Hessian estimate every k steps
+};
+
+/// LoRA target matrices, as a bit mask.
+enum LoraTarget : std::uint8_t {
+  kTargetQ = 1, kTargetK = 2, kTargetV = 4, kTargetO = 8, kTargetGate = 16, kTargetUp = 32, kTargetDown = 64
+};
+
+struct FinetuneSpec {
+  FinetuneMode mode = FinetuneMode::kFull;
+  int rank = 8;
+  double alpha = 16.0;
+  std::uint8_t targets = kTargetQ | kTargetV;
+};
+
+struct ParallelSpec {
+  int dp = 1;
+  int tp = 1;
+  int pp = 1;
+  int cp = 1;
+  int ep = 1;
+  bool sp = false;  // sequence parallelism with TP
+  int zero = 0;     // 0..3
+  int virtual_stages = 1;
+  PipelineSchedule schedule = PipelineSchedule::k1F1B;
+  bool tp_comm_overlap = false;
+  int gpus() const { return dp * tp * pp * cp; }
+};
+
+struct PlanSpec {
+  std::string source_file;
+  int micro_batch = 1;
+  int global_batch = 0;  // 0 = micro_batch * dp (one micro-batch per step)
+  int seq_len = 0;       // 0 = model's max_seq_len
+  Precision precision = Precision::kBf16;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kHybrid;
+  Fp8Scaling fp8_scaling = Fp8Scaling::kDelayed;
+  double skipped_step_rate = 0.001;  // fp16: fraction of steps skipped on overflow
+  Recompute recompute;
+  AttentionKind attention = AttentionKind::kFlash2;
+  Fusion fusion = Fusion::kFused;
+  bool cuda_graphs = false;
+  OptimizerSpec optimizer;
+  FinetuneSpec finetune;
+  ParallelSpec parallel;
+  double tokens = 0.0;  // tokens to train on; 0 = 20 per parameter (Chinchilla)
+  AttentionFlops attention_flops = AttentionFlops::kCausal;
+  double power_utilization = 0.8;  // fraction of TDP drawn on average, for energy
+};
+
+// One spelling for every value, shared by the YAML loader and the CLI.
+std::optional<Precision> parse_precision(std::string_view s);
+std::optional<Recompute> parse_recompute(std::string_view s);  // none|selective|full|every:K|sqrt
+std::optional<AttentionKind> parse_attention(std::string_view s);
+std::optional<Fusion> parse_fusion(std::string_view s);
+std::optional<OptimizerKind> parse_optimizer(std::string_view s);
+std::optional<FinetuneMode> parse_finetune(std::string_view s);
+std::optional<AttentionFlops> parse_attention_flops(std::string_view s);
+std::optional<std::uint8_t> parse_lora_targets(std::string_view s);  // "q,v" or "all"
+std::optional<Fp8Recipe> parse_fp8_recipe(std::string_view s);
+std::optional<Fp8Scaling> parse_fp8_scaling(std::string_view s);
+std::optional<PipelineSchedule> parse_schedule(std::string_view s);
+
+std::string to_string(Precision p);
+std::string to_string(const Recompute& r);
+std::string to_string(AttentionKind a);
+std::string to_string(Fusion f);
+std::string to_string(OptimizerKind o);
+std::string to_string(FinetuneMode f);
+std::string to_string(AttentionFlops a);
+std::string lora_targets_to_string(std::uint8_t mask);
+std::string to_string(PipelineSchedule s);
+std::string to_string(Fp8Recipe r);
+std::string to_string(Fp8Scaling s);
+
+/// The accepted words, for "expected one of ..." messages.
+std::string precision_choices();
+std::string recompute_choices();
+std::string attention_choices();
+std::string fusion_choices();
+std::string optimizer_choices();
+std::string finetune_choices();
+
+/// Loads a plan YAML over the defaults. Throws support::SpecError.
+PlanSpec load_plan(const std::string& path);
+
+}  // namespace ridgeline::spec

@@ -1,0 +1,81 @@
+// Located, collecting access to a YAML (or JSON) document. Every loader reads
+// through a MapReader: each getter records the key as known, converts the
+// value and, on failure, adds a located diagnostic (file:line:col, dotted
+// field path) to the shared DiagnosticList instead of throwing. finish()
+// reports unknown keys with a did-you-mean suggestion. Nothing outside spec/
+// and calibrate/ loaders sees a YAML::Node.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ridgeline/support/diagnostics.hpp"
+#include "ridgeline/units/units.hpp"
+
+namespace ridgeline::spec {
+
+/// Location of a node (yaml-cpp marks are 0-based; this is 1-based).
+support::SourceLoc loc_of(const std::string& file, const YAML::Node& node);
+
+/// Parses a whole file; a syntax error or unreadable file throws SpecError.
+YAML::Node load_yaml_file(const std::string& path);
+
+class MapReader {
+ public:
+  /// `path` is the dotted prefix of this map's fields ("" at top level).
+  MapReader(const YAML::Node& node, std::string file, std::string path, support::DiagnosticList& diags);
+
+  bool valid() const { return valid_; }
+  bool has(const std::string& key) const;
+  /// Marks a key as known without reading it.
+  void allow(const std::string& key);
+
+  std::optional<std::string> string(const std::string& key, bool required = false);
+  std::optional<long long> integer(const std::string& key, bool required = false, long long min = 0,
+                                   long long max = (1LL << 53));
+  std::optional<double> number(const std::string& key, bool required = false, double min = 0.0,
+                               double max = 1e300);
+  std::optional<bool> boolean(const std::string& key, bool required = false);
+  /// A dimensioned value such as "3.35 TB/s"; must be > 0 unless allow_zero.
+  std::optional<double> quantity(const std::string& key, units::Dimension dim, bool required = false,
+                                 bool allow_zero = false);
+  /// A word from a fixed list; the parser returns nullopt for unknown words.
+  template <class Parse>
+  auto word(const std::string& key, Parse parse, const std::string& choices, bool required = false)
+      -> decltype(parse(std::string_view{})) {
+    auto s = string(key, required);
+    if (!s) return std::nullopt;
+    auto v = parse(*s);
+    if (!v) error_at(key, "expected one of " + choices + ", got \"" + *s + "\"");
+    return v;
+  }
+  /// A nested map; returns an invalid reader (and reports) when the key holds something else.
+  std::optional<MapReader> map(const std::string& key, bool required = false);
+  /// A sequence node, or an undefined node when absent.
+  YAML::Node sequence(const std::string& key, bool required = false);
+  YAML::Node node(const std::string& key) const { return node_[key]; }
+  const YAML::Node& self() const { return node_; }
+
+  /// Reports every key that no getter asked for.
+  void finish();
+
+  void error_at(const std::string& key, const std::string& message);
+  void error_here(const std::string& message);
+  std::string field(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  const std::string& file() const { return file_; }
+  support::DiagnosticList& diags() { return *diags_; }
+
+ private:
+  YAML::Node get(const std::string& key, bool required);
+  YAML::Node node_;
+  std::string file_;
+  std::string path_;
+  support::DiagnosticList* diags_;
+  std::vector<std::string> known_;
+  bool valid_ = true;
+};
+
+}  // namespace ridgeline::spec

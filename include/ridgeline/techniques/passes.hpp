@@ -1,0 +1,59 @@
+// Technique passes: each rewrites the step graph for one technique choice of
+// the plan, so its effect on FLOPs, bytes, launches and saved tensors flows
+// through the same cost and memory models. Order (techniques::apply_all):
+//   attention -> fusion -> precision -> finetune -> derive_backward ->
+//   recompute -> parallel -> optimizer
+// Each pass is a plain function of the graph and the specs; it can be tested alone.
+#pragma once
+
+#include "ridgeline/graph/graph.hpp"
+#include "ridgeline/spec/hardware.hpp"
+#include "ridgeline/spec/model.hpp"
+#include "ridgeline/spec/plan.hpp"
+
+namespace ridgeline::techniques {
+
+/// Replaces the naive attention core with one fused (flash) kernel per layer.
+/// IO model after FlashAttention (Dao et al. 2022, Thm. 2): query tiles of
+/// B_r = min(ceil(M / (4 d e)), d) rows, M = shared memory per SM; K and V are
+/// streamed through SRAM once per query tile (T_r = ceil(s / B_r) times) and
+/// come from HBM once while the K/V of the heads in flight fit in L2.
+void apply_attention(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
+                     const spec::HardwareSpec& hw);
+
+/// Flash tile rows B_r for a head dim and element width on a GPU.
+double flash_tile_rows(const spec::HardwareSpec& hw, double head_dim, double elem_bytes);
+
+/// Merges memory-bound kernels per the fusion level (eager: none; fused:
+/// hand-written groups; compiled: every pointwise chain; xla: chains and GEMM
+/// epilogues). A merged chain reads its external inputs once and writes its
+/// final output (and any saved tensors) once: intermediates stay on chip.
+void apply_fusion(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p);
+
+/// fp8 GEMMs with cast/amax kernels and weight copies; fp16 loss scaling.
+void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p);
+
+/// LoRA/QLoRA: frozen base GEMMs (no weight gradient), adapter GEMMs, NF4 dequantization.
+void apply_finetune(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p);
+
+/// Activation recomputation (after derive_backward): drops saved tensors,
+/// adds recompute-phase copies of forward kernels.
+void apply_recompute(graph::Graph& g, const spec::PlanSpec& p);
+
+/// Number of stored layer checkpoints for `every:K` / `sqrt` over L layers.
+int checkpoint_count(const spec::Recompute& r, int layers);
+/// Segment length K (layers recomputed together) for a recompute policy.
+int segment_layers(const spec::Recompute& r, int layers);
+
+/// Tensor/sequence/context/data parallel and ZeRO collectives, pipeline p2p.
+void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
+                    const spec::HardwareSpec& hw);
+
+/// Optimizer-step kernels (once per step) for the trainable parameters on this GPU.
+void apply_optimizer(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p);
+
+/// The whole pipeline: build_forward, every pass, derive_backward.
+void build_step(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
+                const spec::HardwareSpec& hw);
+
+}  // namespace ridgeline::techniques

@@ -1,0 +1,64 @@
+// Shared command-line plumbing: resolving --gpu/--model names, plan flags,
+// atomic output, diagnostics and exit codes. Only src/cli prints or exits.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ridgeline/engine/engine.hpp"
+#include "ridgeline/spec/hardware.hpp"
+#include "ridgeline/spec/model.hpp"
+#include "ridgeline/spec/plan.hpp"
+#include "ridgeline/support/diagnostics.hpp"
+
+namespace ridgeline::cli {
+
+/// Exit codes (STYLE.md).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitInfeasible = 1;
+inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitInternal = 3;
+
+/// Raised by the CLI for bad flags; printed as "error: --flag: message".
+struct UsageError {
+  std::string flag;
+  std::string message;
+};
+
+/// Directory holding hardware_profiles/ and models/.
+std::string data_dir();
+std::vector<std::string> list_names(const std::string& subdir);
+
+spec::HardwareSpec resolve_gpu(const std::string& name_or_file);
+/// A name under models/, a YAML file, or a Hugging Face config.json.
+spec::ModelSpec resolve_model(const std::string& name_or_file);
+
+/// Plan flags shared by predict, compare, search and report.
+struct PlanFlags {
+  std::string plan_file;
+  std::optional<int> seq, micro_batch, global_batch, tp, pp, dp, cp, ep, zero, vpp, lora_rank, hessian_interval;
+  std::optional<std::string> precision, recompute, attention, fusion, optimizer, finetune, lora_targets,
+      attention_flops, fp8_scaling, fp8_recipe, tokens, schedule;
+  std::optional<bool> sp, cuda_graphs, tp_overlap;
+  std::optional<double> skipped_step_rate;
+  bool no_calibration = false;
+  void add_to(CLI::App& app, bool with_parallel = true);
+  /// Plan file (if any) with the flags applied; throws UsageError or SpecError.
+  spec::PlanSpec build(const spec::ModelSpec& model) const;
+};
+
+/// Applies one technique assignment "key=value" (compare --vary, search --fix).
+void apply_setting(spec::PlanSpec& p, const std::string& key, const std::string& value, const std::string& flag);
+
+/// Writes `text` to `path` atomically (temp file + rename); "-" or "" means stdout.
+void write_output(const std::string& path, const std::string& text, bool force = true);
+
+/// Runs a command body, mapping errors to messages and exit codes.
+int guarded(const std::function<int()>& body);
+
+enum class Format { kTable, kJson, kCsv };
+Format parse_format(const std::string& s);
+
+}  // namespace ridgeline::cli

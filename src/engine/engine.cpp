@@ -1,0 +1,221 @@
+#include "ridgeline/engine/engine.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "ridgeline/techniques/params.hpp"
+#include "ridgeline/techniques/passes.hpp"
+
+namespace ridgeline::engine {
+
+std::string_view name(Status s) {
+  switch (s) {
+    case Status::kOk: return "ok";
+    case Status::kDoesNotFit: return "does_not_fit";
+    case Status::kInvalid: return "invalid";
+  }
+  return "ok";
+}
+
+double micro_batches(const spec::PlanSpec& p) {
+  const double per_step = static_cast<double>(p.micro_batch) * std::max(1, p.parallel.dp);
+  if (p.global_batch <= 0) return 1;
+  return std::max(1.0, std::floor(p.global_batch / per_step));
+}
+
+Problem check_plan(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw) {
+  const auto& q = p.parallel;
+  const int seq = graph::seq_len(m, p);
+  if (p.micro_batch < 1) return {"micro_batch", "expected a micro-batch of at least 1"};
+  if (seq < 1) return {"seq_len", "expected a sequence length of at least 1"};
+  if (p.global_batch > 0 && p.micro_batch > p.global_batch)
+    return {"micro_batch", fmt::format("micro-batch {} exceeds the global batch {}", p.micro_batch, p.global_batch)};
+  if (q.tp < 1 || q.pp < 1 || q.dp < 1 || q.cp < 1 || q.ep < 1)
+    return {"parallel", "parallel degrees must be at least 1"};
+  if (m.heads % q.tp != 0)
+    return {"parallel.tp", fmt::format("TP {} does not divide {} attention heads", q.tp, m.heads)};
+  if (m.kv_heads % q.tp != 0 && q.tp % m.kv_heads != 0)
+    return {"parallel.tp", fmt::format("TP {} does not divide {} KV heads (nor do they divide it)", q.tp,
+                                       m.kv_heads)};
+  if (m.ffn_hidden % q.tp != 0)
+    return {"parallel.tp", fmt::format("TP {} does not divide the FFN size {}", q.tp, m.ffn_hidden)};
+  const int stages = q.pp * std::max(1, q.virtual_stages);
+  if (m.layers % stages != 0)
+    return {"parallel.pp", q.virtual_stages > 1
+                               ? fmt::format("PP {} x {} virtual stages does not divide {} layers", q.pp,
+                                             q.virtual_stages, m.layers)
+                               : fmt::format("PP {} does not divide {} layers", q.pp, m.layers)};
+  if (q.virtual_stages > 1 && q.pp == 1)
+    return {"parallel.virtual_stages", "virtual pipeline stages need PP > 1"};
+  if (seq % q.cp != 0)
+    return {"parallel.cp", fmt::format("CP {} does not divide the sequence length {}", q.cp, seq)};
+  if (q.ep > 1) {
+    if (!m.is_moe()) return {"parallel.ep", "expert parallelism needs a mixture-of-experts model"};
+    if (m.moe.experts % q.ep != 0)
+      return {"parallel.ep", fmt::format("EP {} does not divide {} experts", q.ep, m.moe.experts)};
+    if ((q.dp * q.cp) % q.ep != 0)
+      return {"parallel.ep", fmt::format("EP {} must divide DP x CP = {}", q.ep, q.dp * q.cp)};
+  }
+  if (p.global_batch > 0 && p.global_batch % (p.micro_batch * q.dp) != 0)
+    return {"global_batch", fmt::format("global batch {} is not a multiple of micro-batch x DP = {} x {}",
+                                        p.global_batch, p.micro_batch, q.dp)};
+  if (p.precision == spec::Precision::kFp8 && !hw.supports(spec::Peak::kFp8))
+    return {"precision", fmt::format("fp8 needs fp8 tensor cores; {} has none", hw.name)};
+  if (p.precision == spec::Precision::kTf32 && !hw.supports(spec::Peak::kTf32))
+    return {"precision", fmt::format("tf32 is not supported on {}", hw.name)};
+  if (p.finetune.mode != spec::FinetuneMode::kFull && p.finetune.rank > m.hidden)
+    return {"finetune.rank", fmt::format("LoRA rank {} exceeds the hidden size {}", p.finetune.rank, m.hidden)};
+  return {};
+}
+
+void evaluate_into(Prediction& out, graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
+                   const spec::HardwareSpec& hw, const cost::CostParams& c, const EvalOptions& opt) {
+  out.status = Status::kOk;
+  out.problem = {};
+  out.kernels.clear();
+  out.time_by_class.fill(0);
+  out.time_by_phase.fill(0);
+  out.step = {};
+  out.totals = {};
+  out.calibrated = c.calibrated;
+  out.params = spec::count_params(m);
+  Problem pr = check_plan(m, p, hw);
+  if (!pr.field.empty()) {
+    out.status = Status::kInvalid;
+    out.problem = std::move(pr);
+    return;
+  }
+  techniques::build_step(g, m, p, hw);
+  const auto& par = p.parallel;
+  const double mb = micro_batches(p);
+  const bool graphs = p.cuda_graphs;
+  double t_fwd = 0, t_bwd = 0, t_rec = 0, t_opt = 0, compute_window = 0;
+  double comm_mb = 0, pool_mb = 0, pool_step = 0, comm_step = 0;
+  double model_mb = 0, rec_mb = 0, hw_mb = 0;
+  const double layer_scale = static_cast<double>(m.layers) / std::max(1, g.layers);
+  if (opt.keep_kernels) out.kernels.reserve(g.kernels.size());
+  for (const auto& k : g.kernels) {
+    const cost::KernelCost kc = cost_kernel(k, c, graphs);
+    const bool per_step = k.has(graph::kPerStep);
+    const double n = per_step ? k.count : k.count * mb;
+    const double t = kc.time_s * k.count;  // per micro-batch (or per step)
+    const bool is_comm = k.cls == spec::KernelClass::kCollective || k.cls == spec::KernelClass::kP2p;
+    if (is_comm) {
+      if (per_step) (k.has(graph::kOverlapped) ? pool_step : comm_step) += t;
+      else (k.has(graph::kOverlapped) ? pool_mb : comm_mb) += t;
+    } else if (per_step) {
+      t_opt += t;
+    } else {
+      switch (k.phase) {
+        case spec::Phase::kForward: t_fwd += t; break;
+        case spec::Phase::kBackward: t_bwd += t; break;
+        case spec::Phase::kRecompute: t_rec += t; break;
+        default: t_opt += t; break;
+      }
+      if (k.cls == spec::KernelClass::kGemm || k.cls == spec::KernelClass::kAttention) compute_window += t;
+      const double scale = k.has(graph::kLayer) ? layer_scale : 1.0;
+      if (k.phase == spec::Phase::kRecompute) rec_mb += k.model_flops * k.count * scale;
+      else model_mb += k.model_flops * k.count * scale;
+      hw_mb += k.flops * k.count * scale;
+    }
+    const double step_time = kc.time_s * n;
+    out.time_by_class[static_cast<int>(k.cls)] += step_time;
+    out.time_by_phase[static_cast<int>(k.phase)] += step_time;
+    if (opt.keep_kernels) {
+      KernelResult r;
+      r.name = k.name;
+      r.phase = k.phase;
+      r.cls = k.cls;
+      r.dtype = k.dtype;
+      r.count = n;
+      r.flops = k.flops;
+      r.hbm_bytes = k.hbm_bytes();
+      r.intensity = kc.intensity;
+      r.bound = kc.bound;
+      r.time_s = step_time;
+      r.gemm = k.gemm;
+      out.kernels.push_back(r);
+    }
+  }
+  // Overlapped per-micro-batch communication (CP ring, ZeRO-3 prefetch, TP
+  // overlap) hides behind the micro-batch's GEMM and attention time.
+  const double exposed_mb = comm_mb + std::max(0.0, pool_mb - compute_window);
+  const double t_mb = t_fwd + t_bwd + t_rec + exposed_mb;
+  // Pipeline bubble (Narayanan et al. 2021): (p - 1) / (v m) of the ideal time.
+  const double pp = std::max(1, par.pp);
+  const double v = std::max(1, par.virtual_stages);
+  const double ideal = mb * t_mb;
+  const double bubble_frac = pp > 1 ? (pp - 1) / (v * mb) : 0.0;
+  const double bubble = bubble_frac * ideal;
+  // DP gradient reduction overlaps the last micro-batch's backward; the last
+  // bucket (~5% of the gradients) is always exposed.
+  const double exposed_dp = pool_step > 0 ? std::max(pool_step - t_bwd, 0.05 * pool_step) : 0.0;
+  double step = ideal + bubble + t_opt + exposed_dp + comm_step;
+  if (p.optimizer.kind == spec::OptimizerKind::kSophia)
+    step += (t_fwd + t_bwd) / std::max(1, p.optimizer.hessian_interval);  // Hessian estimate, amortised
+  if (p.precision == spec::Precision::kFp16) step /= (1.0 - std::min(0.5, p.skipped_step_rate));
+  const int gpus = par.gpus();
+  auto& s = out.step;
+  s.gpus = gpus;
+  s.time_s = step;
+  s.micro_batches = mb;
+  s.microbatch_time_s = t_mb;
+  s.compute_time_s = mb * (t_fwd + t_bwd + t_rec) + t_opt;
+  s.exposed_comm_s = mb * exposed_mb + exposed_dp + comm_step;
+  s.bubble_s = bubble;
+  s.bubble_fraction = bubble_frac;
+  s.optimizer_s = t_opt;
+  const int seq = graph::seq_len(m, p);
+  s.tokens_per_step = static_cast<double>(p.micro_batch) * seq * mb * par.dp;
+  s.tokens_per_s = s.tokens_per_step / step;
+  // Whole-job FLOPs: per-GPU shard x TP x CP ranks x DP replicas x micro-batches.
+  const double replicas = static_cast<double>(par.tp) * par.cp * par.dp * mb;
+  s.model_flops = model_mb * replicas;
+  s.recompute_flops = rec_mb * replicas;
+  s.hardware_flops = hw_mb * replicas;
+  const double bf16 = hw.peak(spec::Peak::kBf16);
+  spec::Peak used = spec::Peak::kBf16;
+  switch (p.precision) {
+    case spec::Precision::kFp32: used = spec::Peak::kFp32; break;
+    case spec::Precision::kTf32: used = spec::Peak::kTf32; break;
+    case spec::Precision::kFp16: used = spec::Peak::kFp16; break;
+    case spec::Precision::kFp8: used = spec::Peak::kFp8; break;
+    default: break;
+  }
+  const double denom = step * gpus;
+  s.mfu = s.model_flops / (denom * bf16);
+  s.mfu_dtype = s.model_flops / (denom * std::max(1.0, hw.peak(used)));
+  s.hfu = (s.model_flops + s.recompute_flops) / (denom * bf16);
+  s.flops_convention = spec::to_string(p.attention_flops);
+  double total_time = 0;
+  for (double x : out.time_by_phase) total_time += x;
+  if (opt.keep_kernels && total_time > 0)
+    for (auto& k : out.kernels) k.share = k.time_s / total_time;
+
+  out.memory = memory::estimate(g, m, p, hw, mb);
+  const auto lp = techniques::local_params(m, p);
+  out.trainable_params = lp.model_trainable;
+  // Training-run totals.
+  auto& tt = out.totals;
+  tt.tokens_default = p.tokens <= 0;
+  tt.tokens = p.tokens > 0 ? p.tokens : 20.0 * out.params.total;  // Chinchilla: D ~ 20 N
+  tt.steps = tt.tokens / s.tokens_per_step;
+  tt.wall_s = tt.steps * step;
+  tt.gpu_hours = tt.wall_s * gpus / 3600.0;
+  tt.cost_usd = tt.gpu_hours * hw.price_per_gpu_hour_usd;
+  tt.power_utilization = p.power_utilization;
+  tt.energy_kwh = gpus * hw.tdp_w * p.power_utilization * tt.wall_s / 3.6e6;
+  if (!out.memory.fits) out.status = Status::kDoesNotFit;
+}
+
+Prediction evaluate(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw,
+                    const EvalOptions& opt) {
+  thread_local graph::Graph g;
+  Prediction out;
+  const cost::CostParams c = cost::resolve(hw, opt.use_calibration);
+  evaluate_into(out, g, m, p, hw, c, opt);
+  return out;
+}
+
+}  // namespace ridgeline::engine

@@ -1,0 +1,147 @@
+// Backward kernels derived from forward ones, and graph totals.
+#include "ridgeline/graph/graph.hpp"
+
+namespace ridgeline::graph {
+
+namespace {
+
+Kernel backward_gemm(const Kernel& f, std::string_view name, double m, double n, double k, double read,
+                     double write) {
+  Kernel b = f;
+  b.name = name;
+  b.phase = Phase::kBackward;
+  b.gemm = {m, n, k, f.gemm.batch};
+  b.flops = f.flops;              // same multiply-adds as the forward GEMM
+  b.model_flops = f.model_flops;  // causal halving carries over
+  b.read_bytes = read;
+  b.write_bytes = write;
+  b.chain_bytes = 0;
+  b.saved_bytes = 0;
+  b.saved_core_bytes = 0;
+  return b;
+}
+
+std::string_view dgrad_name(Op op) {
+  switch (op) {
+    case Op::kQkv: return "qkv_proj.dgrad";
+    case Op::kOut: return "attn_out_proj.dgrad";
+    case Op::kUp: return "mlp_up_proj.dgrad";
+    case Op::kDown: return "mlp_down_proj.dgrad";
+    case Op::kLmHead: return "lm_head.dgrad";
+    case Op::kRouter: return "moe_router.dgrad";
+    case Op::kQk: return "attn_qk.dgrad_q";
+    case Op::kPv: return "attn_pv.dgrad_p";
+    case Op::kLoraA: return "lora_a.dgrad";
+    case Op::kLoraB: return "lora_b.dgrad";
+    default: return "gemm.dgrad";
+  }
+}
+
+std::string_view wgrad_name(Op op) {
+  switch (op) {
+    case Op::kQkv: return "qkv_proj.wgrad";
+    case Op::kOut: return "attn_out_proj.wgrad";
+    case Op::kUp: return "mlp_up_proj.wgrad";
+    case Op::kDown: return "mlp_down_proj.wgrad";
+    case Op::kLmHead: return "lm_head.wgrad";
+    case Op::kRouter: return "moe_router.wgrad";
+    case Op::kQk: return "attn_qk.dgrad_k";
+    case Op::kPv: return "attn_pv.dgrad_v";
+    case Op::kLoraA: return "lora_a.wgrad";
+    case Op::kLoraB: return "lora_b.wgrad";
+    default: return "gemm.wgrad";
+  }
+}
+
+}  // namespace
+
+
+void derive_backward(Graph& g) {
+  const size_t n = g.kernels.size();
+  for (size_t i = 0; i < n; ++i) {
+    const Kernel f = g.kernels[i];
+    if (f.phase != Phase::kForward) continue;
+    if (f.cls == KernelClass::kCollective || f.cls == KernelClass::kP2p || f.has(kPerStep)) continue;
+    const double e = g.act_bytes;
+    if (f.cls == KernelClass::kGemm) {
+      const double M = f.gemm.m, N = f.gemm.n, K = f.gemm.k, B = f.gemm.batch;
+      const double in_b = f.has(kFp8Gemm) ? 1.0 : e;
+      // Input gradient dX[M,K] = dY[M,N] * W[N,K]: reads dY and W, writes dX.
+      const double w_bytes = f.read_bytes - B * M * K * in_b;  // the forward's second operand
+      g.kernels.push_back(backward_gemm(f, dgrad_name(f.op), M, K, N, B * M * N * e + w_bytes, B * M * K * e));
+      // Weight gradient dW[N,K] = dY^T * X (none for a frozen weight); for
+      // activation-activation GEMMs the second operand's gradient.
+      if (!f.has(kFrozen))
+        g.kernels.push_back(
+            backward_gemm(f, wgrad_name(f.op), N, K, M, B * M * N * e + B * M * K * in_b, w_bytes));
+      continue;
+    }
+    Kernel b = f;
+    b.phase = Phase::kBackward;
+    b.saved_bytes = 0;
+    b.saved_core_bytes = 0;
+    b.chain_bytes = 0;
+    b.flops = 2 * f.flops;
+    b.model_flops = 2 * f.model_flops;
+    switch (f.op) {
+      case Op::kResidual1:
+      case Op::kResidual2:
+        continue;  // the gradient flows to both branches unchanged: no kernel
+      case Op::kFlashAttn:
+        // FlashAttention backward recomputes the scores: 2.5x forward FLOPs
+        // (FlashAttention benchmark convention); model FLOPs 2x forward.
+        b.flops = 2.5 * f.flops;
+        b.model_flops = 2.0 * f.model_flops;
+        b.read_bytes = f.read_bytes + 2 * f.write_bytes;  // Q,K,V (+ re-reads), O, dO, lse
+        b.write_bytes = f.read_bytes;                      // dQ, dK, dV
+        b.sram_bytes = 2.5 * f.sram_bytes;
+        b.launches = 2;  // preprocess (dO.O row sums) + main kernel
+        break;
+      case Op::kDequant:  // dequantize the frozen weight again for the input-gradient GEMM
+      case Op::kCast:     // cast the output gradient to fp8 (E5M2 in the hybrid recipe)
+      case Op::kAmax:
+        b.flops = f.flops;
+        b.read_bytes = f.read_bytes;
+        b.write_bytes = f.write_bytes;
+        break;
+      case Op::kLoss:
+        // Reads the saved probabilities, writes the logits' gradient.
+        b.read_bytes = f.saved_bytes;
+        b.write_bytes = f.saved_bytes / 4.0 * e;
+        b.launches = 2;
+        break;
+      case Op::kEmbed:
+        // Scatter-add of the output gradient into the embedding's gradient rows.
+        b.read_bytes = f.write_bytes * 2;
+        b.write_bytes = f.write_bytes;
+        break;
+      default:
+        // Reads what the op read (its saved inputs) and its output's gradient;
+        // writes its inputs' gradients.
+        b.read_bytes = f.read_bytes + f.chain_bytes;
+        b.write_bytes = f.read_bytes;
+        if (f.cls == KernelClass::kNorm) b.launches = f.launches + 1;  // weight-gradient reduction
+        break;
+    }
+    g.kernels.push_back(b);
+  }
+  g.backward_derived = true;
+}
+
+GraphTotals totals(const Graph& g) {
+  GraphTotals t;
+  for (const auto& k : g.kernels) {
+    if (k.has(kPerStep)) continue;
+    t.flops += k.flops * k.count;
+    if (k.phase == Phase::kRecompute)
+      t.recompute_flops += k.model_flops * k.count;
+    else
+      t.model_flops += k.model_flops * k.count;
+    t.hbm_bytes += k.hbm_bytes() * k.count;
+    t.saved_bytes += (k.saved_bytes + k.saved_core_bytes) * k.count;
+    t.launches += k.launches * k.count;
+  }
+  return t;
+}
+
+}  // namespace ridgeline::graph

@@ -1,0 +1,321 @@
+// Forward kernels of one decoder-only transformer micro-batch (eager form).
+//
+// Saved-tensor bookkeeping follows Korthikanti et al. 2022, Sec. 4.1: for a
+// GPT layer with dropout, LayerNorm, GeLU and naive attention at 16 bits the
+// kernels below save 34*s*b*h + 5*a*s^2*b bytes (11 sbh attention + 5 a s^2 b
+// scores, 19 sbh MLP, 4 sbh LayerNorm inputs); see the comment at each kernel.
+#include <algorithm>
+#include <cmath>
+
+#include "ridgeline/graph/graph.hpp"
+
+namespace ridgeline::graph {
+
+int seq_len(const spec::ModelSpec& model, const spec::PlanSpec& plan) {
+  return plan.seq_len > 0 ? plan.seq_len : model.max_seq_len;
+}
+
+namespace {
+
+struct Dims {
+  double b, s, T, Tp;  // micro-batch, local sequence, tokens on this GPU, tokens of pointwise ops (SP: T/t)
+  double h, a, g, d, f, V, e, e_w;
+  double t;
+};
+
+Kernel pointwise(std::string_view name, Op op, FuseGroup group, double read, double write, double flops,
+                 Dtype dt) {
+  Kernel k;
+  k.name = name;
+  k.op = op;
+  k.cls = KernelClass::kElementwise;
+  k.dtype = dt;
+  k.group = group;
+  k.flags = kPointwise | kLayer;
+  k.read_bytes = read;
+  k.write_bytes = write;
+  k.chain_bytes = write;
+  k.flops = flops;
+  return k;
+}
+
+Kernel gemm(std::string_view name, Op op, double m, double n, double kk, double batch, const Dims& D, Dtype dt,
+            bool weight) {
+  Kernel k;
+  k.name = name;
+  k.op = op;
+  k.cls = KernelClass::kGemm;
+  k.dtype = dt;
+  k.flags = kLayer | (weight ? kHasWeight : 0);
+  k.gemm = {m, n, kk, batch};
+  k.flops = 2.0 * m * n * kk * batch;
+  k.model_flops = k.flops;
+  const double b_bytes = weight ? D.e_w : D.e;
+  k.read_bytes = batch * (m * kk * D.e + kk * n * b_bytes);
+  k.write_bytes = batch * m * n * D.e;
+  k.chain_bytes = k.write_bytes;
+  k.weight_params = weight ? n * kk : 0;
+  return k;
+}
+
+}  // namespace
+
+void build_forward(const spec::ModelSpec& M, const spec::PlanSpec& P, Graph& G) {
+  G.kernels.clear();
+  const auto& par = P.parallel;
+  const double t = std::max(1, par.tp);
+  Dims D{};
+  D.t = t;
+  D.b = P.micro_batch;
+  D.s = static_cast<double>(seq_len(M, P)) / std::max(1, par.cp);
+  D.T = D.b * D.s;
+  D.Tp = par.sp ? D.T / t : D.T;
+  D.h = M.hidden;
+  D.a = M.heads / t;
+  D.g = std::max(1.0, M.kv_heads / t);
+  D.d = M.head_dim;
+  D.f = M.ffn_hidden / t;
+  D.V = M.vocab / t;
+  const bool wide = P.precision == spec::Precision::kFp32 || P.precision == spec::Precision::kTf32;
+  D.e = wide ? 4.0 : 2.0;
+  D.e_w = D.e;
+  const Dtype act = wide ? Dtype::kFp32 : (P.precision == spec::Precision::kFp16 ? Dtype::kFp16 : Dtype::kBf16);
+  const Dtype gemm_dt = P.precision == spec::Precision::kTf32 ? Dtype::kTf32 : act;
+  G.act_bytes = D.e;
+  G.tokens = D.T;
+  G.layers = static_cast<int>(std::ceil(static_cast<double>(M.layers) / std::max(1, par.pp)));
+  G.recompute_working_bytes = 0;
+  G.saved_layer_fraction = 1.0;
+  G.checkpoint_bytes_per_layer = 0;
+  G.checkpointed_layers = 0;
+  G.backward_derived = false;
+
+  const double L = G.layers;
+  const double Th = D.T * D.h, Tph = D.Tp * D.h;
+  const bool drop = M.dropout > 0.0;
+  const bool bias = M.bias;
+  const bool causal = P.attention_flops == spec::AttentionFlops::kCausal;
+  auto& ks = G.kernels;
+  auto push = [&](Kernel k, double count) {
+    k.count = count;
+    ks.push_back(k);
+    return &ks.back();
+  };
+
+  // Embedding lookup (first pipeline stage): reads T rows of h, writes T x h.
+  {
+    Kernel k;
+    k.name = "embedding";
+    k.op = Op::kEmbed;
+    k.cls = KernelClass::kEmbedding;
+    k.dtype = act;
+    k.read_bytes = D.T * 8 + Tph * D.e;
+    k.write_bytes = Tph * D.e;
+    k.saved_bytes = D.T * 8;  // token ids
+    if (M.position == spec::Position::kLearned) k.read_bytes += Tph * D.e, k.launches = 2;
+    push(k, 1);
+  }
+
+  // ---- one decoder layer (count = layers on this GPU) ----
+  auto norm = [&](std::string_view name, Op op, FuseGroup grp) {
+    Kernel k;
+    k.name = name;
+    k.op = op;
+    k.cls = KernelClass::kNorm;
+    k.dtype = act;
+    k.group = grp;
+    k.flags = kLayer | kPointwise;
+    if (M.norm == spec::Norm::kLayerNorm) {
+      // PyTorch's native_layer_norm is one kernel even in eager mode.
+      k.read_bytes = Tph * D.e + 2 * D.h * D.e;
+      k.write_bytes = Tph * D.e + 2 * D.T * 4;  // output + fp32 mean and rstd
+      k.flops = 8 * Tph;
+    } else {
+      // Eager RMSNorm (Hugging Face): x.float(), pow(2), mean, x*rsqrt, .to(dtype), *weight:
+      // six kernels, reads 2e+16 and writes 2e+12 bytes per element (e = activation width).
+      k.read_bytes = Tph * (2 * D.e + 16);
+      k.write_bytes = Tph * (2 * D.e + 12);
+      k.launches = 6;
+      k.flops = 5 * Tph;
+    }
+    k.chain_bytes = Tph * D.e;
+    k.saved_bytes = Tph * D.e;  // LayerNorm input: 2 sbh (Korthikanti)
+    return push(k, L);
+  };
+
+  norm("norm1", Op::kNorm1, FuseGroup::kNorm1);
+  // QKV projection: N = (a + 2g) d. Saves its input: 2 sbh (SP: sharded, /t).
+  {
+    const double n = (D.a + 2 * D.g) * D.d;
+    Kernel k = gemm("qkv_proj", Op::kQkv, D.T, n, D.h, 1, D, gemm_dt, true);
+    k.saved_bytes = Tph * D.e;
+    push(k, L);
+    if (bias)
+      push(pointwise("qkv_bias", Op::kQkvBias, FuseGroup::kQkvBiasRope, D.T * n * D.e + n * D.e, D.T * n * D.e,
+                     D.T * n, act), L);
+    if (M.position == spec::Position::kRope) {
+      const double qk = D.T * (D.a + D.g) * D.d;
+      push(pointwise("rope", Op::kRope, FuseGroup::kQkvBiasRope, qk * D.e, qk * D.e, 6 * qk, act), L);
+    }
+  }
+  // Attention core, naive: QK^T, scale, mask, softmax, dropout, PV.
+  {
+    // With context parallelism each rank holds s/cp queries against all s keys.
+    const double sk = D.s * std::max(1, par.cp);
+    const double scores = D.b * D.a * D.s * sk;  // elements of the score matrix
+    const double q = D.T * D.a * D.d, kv = D.T * D.g * D.d;
+    Kernel qk = gemm("attn_qk", Op::kQk, D.s, sk, D.d, D.b * D.a, D, act, false);
+    qk.flags |= kAttnCore;
+    qk.read_bytes = (q + kv) * D.e;
+    qk.write_bytes = scores * D.e;
+    qk.chain_bytes = qk.write_bytes;
+    qk.saved_bytes = (q + kv) * D.e;  // Q and K: 4 sbh
+    if (causal) qk.model_flops = qk.flops / 2;
+    push(qk, L);
+    auto sm = [&](std::string_view name, Op op, double extra_read) {
+      Kernel k = pointwise(name, op, FuseGroup::kSoftmax, scores * D.e + extra_read, scores * D.e, scores, act);
+      k.cls = KernelClass::kSoftmax;
+      k.flags |= kAttnCore;
+      return k;
+    };
+    push(sm("attn_scale", Op::kScale, 0), L);
+    push(sm("attn_mask", Op::kMask, D.s * sk), L);
+    {
+      Kernel k = sm("attn_softmax", Op::kSoftmax, 0);
+      k.flops = 5 * scores;
+      k.saved_core_bytes = scores * D.e;  // softmax output: 2 a s^2 b
+      push(k, L);
+    }
+    if (drop) {
+      Kernel k = pointwise("attn_dropout", Op::kAttnDropout, FuseGroup::kNone, scores * D.e,
+                           scores * (D.e + 1), 2 * scores, act);
+      k.flags |= kAttnCore;
+      k.saved_core_bytes = scores;  // dropout mask: a s^2 b (1 byte)
+      k.chain_bytes = scores * D.e;
+      push(k, L);
+    }
+    Kernel pv = gemm("attn_pv", Op::kPv, D.s, D.d, sk, D.b * D.a, D, act, false);
+    pv.flags |= kAttnCore;
+    pv.read_bytes = scores * D.e + kv * D.e;
+    pv.write_bytes = q * D.e;
+    pv.chain_bytes = pv.write_bytes;
+    pv.saved_bytes = kv * D.e;                       // V: 2 sbh
+    pv.saved_core_bytes = drop ? scores * D.e : 0;   // dropout output: 2 a s^2 b
+    if (causal) pv.model_flops = pv.flops / 2;
+    push(pv, L);
+  }
+  // Output projection: saves its input 2 sbh (/t under TP).
+  {
+    Kernel k = gemm("attn_out_proj", Op::kOut, D.T, D.h, D.a * D.d, 1, D, gemm_dt, true);
+    k.saved_bytes = D.T * D.a * D.d * D.e;
+    push(k, L);
+  }
+  auto bias_dropout_add = [&](Op b_op, Op d_op, Op r_op, FuseGroup grp, const char* bn, const char* dn,
+                              const char* rn) {
+    if (bias) push(pointwise(bn, b_op, grp, Tph * D.e + D.h * D.e, Tph * D.e, Tph, act), L);
+    if (drop) {
+      Kernel k = pointwise(dn, d_op, grp, Tph * D.e, Tph * (D.e + 1), 2 * Tph, act);
+      k.saved_bytes = Tph;  // dropout mask: sbh (1 byte)
+      k.chain_bytes = Tph * D.e;
+      push(k, L);
+    }
+    push(pointwise(rn, r_op, grp, 2 * Tph * D.e, Tph * D.e, Tph, act), L);
+  };
+  bias_dropout_add(Op::kOutBias, Op::kDropout1, Op::kResidual1, FuseGroup::kBiasDropoutAdd1, "attn_out_bias",
+                   "attn_out_dropout", "residual_add1");
+  norm("norm2", Op::kNorm2, FuseGroup::kNorm2);
+  // MLP.
+  {
+    const bool gated = spec::is_gated(M.activation);
+    const double experts = M.is_moe() ? M.moe.experts : 1;
+    const double routed = M.is_moe() ? D.T * M.moe.top_k : D.T;  // token-expert pairs
+    const double n_up = gated ? 2 * D.f : D.f;
+    if (M.is_moe()) {
+      Kernel r = gemm("moe_router", Op::kRouter, D.T, experts, D.h, 1, D, gemm_dt, true);
+      r.saved_bytes = 0;
+      push(r, L);
+      Kernel disp = pointwise("moe_dispatch", Op::kDispatch, FuseGroup::kNone, D.T * D.h * D.e,
+                              routed * D.h * D.e, 0, act);
+      disp.cls = KernelClass::kElementwise;
+      disp.flags &= ~kPointwise;
+      disp.launches = 3;  // top-k, sort/permute indices, gather
+      push(disp, L);
+    }
+    // Up (and gate) projection: saves its input 2 sbh; for MoE each expert
+    // GEMM sees routed/experts tokens (batch = experts).
+    {
+      const double m = routed / experts;
+      Kernel k = gemm("mlp_up_proj", Op::kUp, m, n_up, D.h, experts, D, gemm_dt, true);
+      k.saved_bytes = (M.is_moe() ? routed * D.h : Tph) * D.e;
+      push(k, L);
+      if (bias)
+        push(pointwise("mlp_up_bias", Op::kUpBias, FuseGroup::kBiasAct, routed * n_up * D.e + n_up * D.e,
+                       routed * n_up * D.e, routed * n_up, act), L);
+      if (gated) {
+        // Eager SwiGLU: silu(gate) saves the gate (f), gate*up saves silu's output and up (2f).
+        Kernel s = pointwise("mlp_act", Op::kAct, FuseGroup::kBiasAct, routed * D.f * D.e, routed * D.f * D.e,
+                             8 * routed * D.f, act);
+        s.saved_bytes = routed * D.f * D.e;
+        push(s, L);
+        Kernel m2 = pointwise("mlp_gate_mul", Op::kGateMul, FuseGroup::kBiasAct, 2 * routed * D.f * D.e,
+                              routed * D.f * D.e, routed * D.f, act);
+        m2.saved_bytes = 2 * routed * D.f * D.e;
+        push(m2, L);
+      } else {
+        Kernel a = pointwise("mlp_act", Op::kAct, FuseGroup::kBiasAct, routed * D.f * D.e, routed * D.f * D.e,
+                             8 * routed * D.f, act);
+        a.saved_bytes = routed * D.f * D.e;  // GeLU input: 8 sbh for f = 4h (/t)
+        push(a, L);
+      }
+    }
+    {
+      const double m = routed / experts;
+      Kernel k = gemm("mlp_down_proj", Op::kDown, m, D.h, D.f, experts, D, gemm_dt, true);
+      k.saved_bytes = routed * D.f * D.e;  // down-projection input: 8 sbh for f = 4h (/t)
+      push(k, L);
+    }
+    if (M.is_moe()) {
+      Kernel c = pointwise("moe_combine", Op::kCombine, FuseGroup::kNone, routed * D.h * D.e, D.T * D.h * D.e,
+                           routed * D.h, act);
+      c.flags &= ~kPointwise;
+      c.launches = 2;
+      c.saved_bytes = D.T * M.moe.top_k * 4;  // routing weights
+      push(c, L);
+    }
+  }
+  bias_dropout_add(Op::kDownBias, Op::kDropout2, Op::kResidual2, FuseGroup::kBiasDropoutAdd2, "mlp_down_bias",
+                   "mlp_dropout", "residual_add2");
+
+  // ---- head (last pipeline stage) ----
+  {
+    Kernel* k = norm("final_norm", Op::kFinalNorm, FuseGroup::kFinalNorm);
+    k->count = 1;
+    k->flags &= ~kLayer;
+  }
+  {
+    Kernel k = gemm("lm_head", Op::kLmHead, D.T, D.V, D.h, 1, D, gemm_dt, true);
+    k.flags &= ~kLayer;
+    k.saved_bytes = Tph * D.e;
+    push(k, 1);
+  }
+  {
+    // Eager cross-entropy (logits.float(), log_softmax, nll): upcast copy,
+    // log_softmax saves its fp32 output for backward.
+    Kernel k;
+    k.name = "cross_entropy";
+    k.op = Op::kLoss;
+    k.cls = KernelClass::kLoss;
+    k.dtype = Dtype::kFp32;
+    k.group = FuseGroup::kLoss;
+    const double logits = D.T * D.V;
+    k.read_bytes = logits * D.e + logits * 4 * 2;
+    k.write_bytes = logits * 4 * 2;
+    k.launches = 3;
+    k.flops = 6 * logits;
+    k.saved_bytes = logits * 4;
+    push(k, 1);
+    G.logits_transient_bytes = logits * 4;
+  }
+}
+
+}  // namespace ridgeline::graph

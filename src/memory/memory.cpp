@@ -1,0 +1,87 @@
+#include "ridgeline/memory/memory.hpp"
+
+#include <algorithm>
+
+#include "ridgeline/techniques/params.hpp"
+
+namespace ridgeline::memory {
+
+double in_flight_microbatches(const spec::PlanSpec& p, double m) {
+  const double pp = std::max(1, p.parallel.pp);
+  if (pp <= 1) return 1;
+  // 1F1B: the first stage holds p micro-batches (Narayanan et al. 2021);
+  // interleaved: p (1 + (p - 1) / (p v)) (Korthikanti et al. 2022, Sec. 4.2.3).
+  double n = pp;
+  if (p.parallel.schedule == spec::PipelineSchedule::kInterleaved && p.parallel.virtual_stages > 1)
+    n = pp * (1 + (pp - 1) / (pp * p.parallel.virtual_stages));
+  return std::min(n, std::max(1.0, m));
+}
+
+double layer_saved_bytes(const graph::Graph& g) {
+  double s = 0;
+  for (const auto& k : g.kernels)
+    if (k.phase == spec::Phase::kForward && k.has(graph::kLayer)) s += k.saved_bytes + k.saved_core_bytes;
+  return s;
+}
+
+MemoryResult estimate(const graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
+                      const spec::HardwareSpec& hw, double micro_batches) {
+  MemoryResult r;
+  const auto lp = techniques::local_params(m, p);
+  const auto& par = p.parallel;
+  const double dgroup = std::max(1, par.dp * par.cp);
+  const bool mixed = p.precision != spec::Precision::kFp32 && p.precision != spec::Precision::kTf32;
+  const double wb = mixed ? 2.0 : 4.0;
+  // Weights: trainable at working precision; a frozen base at 16 bits (LoRA)
+  // or NF4 with double-quantized constants, 4.127 bits (QLoRA).
+  const double frozen_b = p.finetune.mode == spec::FinetuneMode::kQlora ? 4.127 / 8.0 : wb;
+  double weights = (lp.weights - lp.frozen) * wb + lp.frozen * frozen_b;
+  if (p.precision == spec::Precision::kFp8) {
+    // Transformer Engine keeps an fp8 copy of each linear weight and its
+    // transpose beside the 16-bit weight: +2 bytes per linear parameter.
+    double linear = 0;
+    for (const auto& k : g.kernels)
+      if (k.phase == spec::Phase::kForward && k.has(graph::kFp8Gemm))
+        linear += k.weight_params * k.gemm.batch * k.count;
+    weights += 2.0 * linear;
+  }
+  const double zero3 = par.zero >= 3 ? dgroup : 1;
+  const double zero2 = par.zero >= 2 ? dgroup : 1;
+  const double zero1 = par.zero >= 1 ? dgroup : 1;
+  r.weights = weights / zero3;
+  r.gradients = lp.trainable * wb / zero2;
+  r.master_weights = mixed ? lp.trainable * 4.0 / zero1 : 0.0;
+  r.optimizer = lp.trainable * techniques::optimizer_state_bytes(p.optimizer, lp) / zero1;
+
+  // Activations.
+  double layer = 0, other = 0;
+  for (const auto& k : g.kernels) {
+    if (k.phase != spec::Phase::kForward) continue;
+    const double s = k.saved_bytes + k.saved_core_bytes;
+    (k.has(graph::kLayer) ? layer : other) += s;
+  }
+  r.activations_per_layer = layer;
+  const double L = g.layers;
+  const double per_mb = other + L * layer * g.saved_layer_fraction +
+                        g.checkpointed_layers * g.checkpoint_bytes_per_layer;
+  r.activations_per_microbatch = per_mb;
+  r.in_flight_microbatches = in_flight_microbatches(p, micro_batches);
+  r.recompute_working = g.recompute_working_bytes;
+  r.activations = r.in_flight_microbatches * per_mb + g.recompute_working_bytes;
+
+  // Buffers: fp32 logits of an unfused loss, the logits' gradient, ZeRO-3's
+  // gathered weights of two layers (current + prefetched).
+  const double t = std::max(1, par.tp);
+  r.buffers = g.logits_transient_bytes + g.tokens * (m.vocab / t) * g.act_bytes;
+  if (par.zero >= 3 && dgroup > 1) r.buffers += 2 * (lp.weights / std::max(1.0, lp.layers_local)) * wb;
+  const bool distributed = par.gpus() > 1;
+  r.workspace = kWorkspaceBytes + (distributed ? kNcclBytes : 0.0);
+  r.fragmentation = kFragmentationFrac * (r.activations + r.buffers);
+  r.total = r.weights + r.gradients + r.master_weights + r.optimizer + r.activations + r.buffers + r.workspace +
+            r.fragmentation;
+  r.capacity = hw.memory_bytes;
+  r.fits = r.total <= r.capacity;
+  return r;
+}
+
+}  // namespace ridgeline::memory

@@ -1,0 +1,243 @@
+#include "ridgeline/report/prediction_view.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "ridgeline/units/units.hpp"
+
+namespace ridgeline::report {
+
+using nlohmann::json;
+using namespace ridgeline::units;
+
+namespace {
+
+/// JSON never carries NaN or infinity: non-finite values become null.
+json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+std::string pad(std::string s, size_t w, bool right = false) {
+  if (s.size() >= w) return s;
+  return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
+}
+
+}  // namespace
+
+std::string plan_summary(const spec::PlanSpec& p) {
+  const auto& q = p.parallel;
+  std::string s = fmt::format("{}, {} attention, fusion {}, recompute {}, {}", spec::to_string(p.precision),
+                              spec::to_string(p.attention), spec::to_string(p.fusion),
+                              spec::to_string(p.recompute), spec::to_string(p.optimizer.kind));
+  if (p.finetune.mode != spec::FinetuneMode::kFull)
+    s += fmt::format(", {} r={} on {}", spec::to_string(p.finetune.mode), p.finetune.rank,
+                     spec::lora_targets_to_string(p.finetune.targets));
+  s += fmt::format(", TP{} PP{} DP{}", q.tp, q.pp, q.dp);
+  if (q.cp > 1) s += fmt::format(" CP{}", q.cp);
+  if (q.ep > 1) s += fmt::format(" EP{}", q.ep);
+  if (q.sp) s += " +SP";
+  if (q.zero > 0) s += fmt::format(" ZeRO-{}", q.zero);
+  if (q.virtual_stages > 1) s += fmt::format(" v{}", q.virtual_stages);
+  if (p.cuda_graphs) s += ", CUDA graphs";
+  return s;
+}
+
+json plan_json(const spec::PlanSpec& p, const spec::ModelSpec& m) {
+  const auto& q = p.parallel;
+  json j;
+  j["micro_batch"] = p.micro_batch;
+  j["global_batch"] = p.global_batch > 0 ? p.global_batch : p.micro_batch * q.dp;
+  j["seq_len"] = graph::seq_len(m, p);
+  j["precision"] = spec::to_string(p.precision);
+  if (p.precision == spec::Precision::kFp8) {
+    j["fp8_recipe"] = spec::to_string(p.fp8_recipe);
+    j["fp8_scaling"] = spec::to_string(p.fp8_scaling);
+  }
+  j["recompute"] = spec::to_string(p.recompute);
+  j["attention"] = spec::to_string(p.attention);
+  j["fusion"] = spec::to_string(p.fusion);
+  j["cuda_graphs"] = p.cuda_graphs;
+  j["optimizer"] = spec::to_string(p.optimizer.kind);
+  j["finetune"] = spec::to_string(p.finetune.mode);
+  if (p.finetune.mode != spec::FinetuneMode::kFull) {
+    j["lora_rank"] = p.finetune.rank;
+    j["lora_targets"] = spec::lora_targets_to_string(p.finetune.targets);
+  }
+  j["parallel"] = {{"tp", q.tp}, {"pp", q.pp}, {"dp", q.dp}, {"cp", q.cp}, {"ep", q.ep}, {"sp", q.sp},
+                   {"zero", q.zero}, {"virtual_stages", q.virtual_stages}, {"gpus", q.gpus()}};
+  return j;
+}
+
+json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_kernels) {
+  json j;
+  j["schema"] = "ridgeline.prediction/1";
+  j["status"] = std::string(engine::name(pred.status));
+  if (pred.status == engine::Status::kInvalid) {
+    j["problem"] = {{"field", pred.problem.field}, {"message", pred.problem.message}};
+    return j;
+  }
+  if (in.gpu)
+    j["gpu"] = {{"id", in.gpu->id}, {"name", in.gpu->name}, {"calibrated", pred.calibrated},
+                {"memory_bytes", num(in.gpu->memory_bytes)},
+                {"peak_bf16_flop_per_s", num(in.gpu->peak(spec::Peak::kBf16))},
+                {"hbm_bytes_per_s", num(in.gpu->hbm_bytes_per_s)}};
+  if (in.model)
+    j["model"] = {{"id", in.model->id}, {"name", in.model->name}, {"params", num(pred.params.total)},
+                  {"active_params", num(pred.params.active)}, {"trainable_params", num(pred.trainable_params)},
+                  {"layers", in.model->layers}, {"hidden", in.model->hidden}};
+  if (in.plan && in.model) j["plan"] = plan_json(*in.plan, *in.model);
+  const auto& s = pred.step;
+  j["step"] = {{"time_s", num(s.time_s)},
+               {"tokens_per_step", num(s.tokens_per_step)},
+               {"tokens_per_s", num(s.tokens_per_s)},
+               {"tokens_per_s_per_gpu", num(s.tokens_per_s / std::max(1, s.gpus))},
+               {"mfu", num(s.mfu)},
+               {"mfu_dtype", num(s.mfu_dtype)},
+               {"hfu", num(s.hfu)},
+               {"model_flops", num(s.model_flops)},
+               {"recompute_flops", num(s.recompute_flops)},
+               {"hardware_flops", num(s.hardware_flops)},
+               {"flops_convention", s.flops_convention},
+               {"micro_batches", num(s.micro_batches)},
+               {"microbatch_time_s", num(s.microbatch_time_s)},
+               {"compute_time_s", num(s.compute_time_s)},
+               {"exposed_comm_s", num(s.exposed_comm_s)},
+               {"bubble_s", num(s.bubble_s)},
+               {"bubble_fraction", num(s.bubble_fraction)},
+               {"optimizer_s", num(s.optimizer_s)},
+               {"gpus", s.gpus}};
+  const auto& m = pred.memory;
+  j["memory"] = {{"weights_bytes", num(m.weights)},
+                 {"gradients_bytes", num(m.gradients)},
+                 {"master_weights_bytes", num(m.master_weights)},
+                 {"optimizer_bytes", num(m.optimizer)},
+                 {"activations_bytes", num(m.activations)},
+                 {"buffers_bytes", num(m.buffers)},
+                 {"workspace_bytes", num(m.workspace)},
+                 {"fragmentation_bytes", num(m.fragmentation)},
+                 {"total_bytes", num(m.total)},
+                 {"capacity_bytes", num(m.capacity)},
+                 {"fits", m.fits},
+                 {"activations_per_layer_bytes", num(m.activations_per_layer)},
+                 {"in_flight_microbatches", num(m.in_flight_microbatches)}};
+  const auto& t = pred.totals;
+  j["training"] = {{"tokens", num(t.tokens)},
+                   {"tokens_source", t.tokens_default ? "chinchilla_20_per_param" : "plan"},
+                   {"steps", num(t.steps)},
+                   {"wall_clock_days", num(t.wall_s / 86400.0)},
+                   {"gpu_hours", num(t.gpu_hours)},
+                   {"cost_usd", num(t.cost_usd)},
+                   {"energy_kwh", num(t.energy_kwh)},
+                   {"power_utilization", num(t.power_utilization)}};
+  json by_class = json::object(), by_phase = json::object();
+  for (int i = 0; i < spec::kKernelClassCount; ++i)
+    if (pred.time_by_class[i] > 0) by_class[std::string(spec::name(static_cast<spec::KernelClass>(i)))] = num(pred.time_by_class[i]);
+  for (int i = 0; i < spec::kPhaseCount; ++i)
+    if (pred.time_by_phase[i] > 0) by_phase[std::string(spec::name(static_cast<spec::Phase>(i)))] = num(pred.time_by_phase[i]);
+  j["time_by_class_s"] = by_class;
+  j["time_by_phase_s"] = by_phase;
+  std::vector<const engine::KernelResult*> ks;
+  for (const auto& k : pred.kernels) ks.push_back(&k);
+  std::stable_sort(ks.begin(), ks.end(), [](auto* a, auto* b) { return a->time_s > b->time_s; });
+  if (top_kernels >= 0 && static_cast<int>(ks.size()) > top_kernels) ks.resize(top_kernels);
+  json karr = json::array();
+  for (const auto* k : ks) {
+    json e = {{"name", std::string(k->name)},
+              {"phase", std::string(spec::name(k->phase))},
+              {"class", std::string(spec::name(k->cls))},
+              {"dtype", std::string(spec::name(k->dtype))},
+              {"count", num(k->count)},
+              {"flops", num(k->flops)},
+              {"hbm_bytes", num(k->hbm_bytes)},
+              {"intensity", num(k->intensity)},
+              {"bound", std::string(cost::name(k->bound))},
+              {"time_s", num(k->time_s)},
+              {"share", num(k->share)}};
+    if (k->cls == spec::KernelClass::kGemm)
+      e["gemm"] = {{"m", num(k->gemm.m)}, {"n", num(k->gemm.n)}, {"k", num(k->gemm.k)}, {"batch", num(k->gemm.batch)}};
+    karr.push_back(std::move(e));
+  }
+  j["kernels"] = std::move(karr);
+  return j;
+}
+
+std::string prediction_table(const engine::Prediction& pred, const Inputs& in, int top_kernels) {
+  std::string o;
+  if (in.gpu && in.model && in.plan) {
+    o += fmt::format("{} on {} x {}{}\n", in.model->name, in.plan->parallel.gpus(), in.gpu->name,
+                     pred.calibrated ? " (calibrated)" : "");
+    o += fmt::format("plan: micro-batch {}, global batch {}, sequence {}; {}\n", in.plan->micro_batch,
+                     in.plan->global_batch > 0 ? in.plan->global_batch : in.plan->micro_batch * in.plan->parallel.dp,
+                     graph::seq_len(*in.model, *in.plan), plan_summary(*in.plan));
+  }
+  if (pred.status == engine::Status::kInvalid) {
+    o += fmt::format("invalid plan: {}: {}\n", pred.problem.field, pred.problem.message);
+    return o;
+  }
+  const auto& s = pred.step;
+  const auto& m = pred.memory;
+  o += "\n";
+  o += fmt::format("  step time        {}   ({} micro-batches of {})\n", format_seconds(s.time_s),
+                   s.micro_batches, format_seconds(s.microbatch_time_s));
+  o += fmt::format("  throughput       {} tokens/s   ({} tokens/s per GPU)\n", format_count(s.tokens_per_s),
+                   format_count(s.tokens_per_s / std::max(1, s.gpus)));
+  o += fmt::format("  MFU              {}   (vs dense bf16 peak; {} vs the {} peak; attention FLOPs {})\n",
+                   format_percent(s.mfu), format_percent(s.mfu_dtype),
+                   in.plan ? spec::to_string(in.plan->precision) : std::string("bf16"), s.flops_convention);
+  o += fmt::format("  HFU              {}   (model + recompute FLOPs)\n", format_percent(s.hfu));
+  o += fmt::format("  model FLOPs      {} per step\n", format_flops(s.model_flops));
+  if (s.exposed_comm_s > 0 || s.bubble_s > 0)
+    o += fmt::format("  exposed comm     {}   pipeline bubble {} ({})\n", format_seconds(s.exposed_comm_s),
+                     format_seconds(s.bubble_s), format_percent(s.bubble_fraction));
+  o += fmt::format("  peak memory      {} of {}   {}\n", format_bytes(m.total), format_bytes(m.capacity),
+                   m.fits ? "fits" : "DOES NOT FIT");
+
+  o += "\ntop kernels by time (per step)\n";
+  std::vector<const engine::KernelResult*> ks;
+  for (const auto& k : pred.kernels) ks.push_back(&k);
+  std::stable_sort(ks.begin(), ks.end(), [](auto* a, auto* b) { return a->time_s > b->time_s; });
+  o += fmt::format("  {} {} {} {} {} {} {} {} {} {}\n", pad("kernel", 26), pad("phase", 13), pad("class", 11),
+                   pad("count", 7, true), pad("FLOPs", 12, true), pad("bytes", 11, true), pad("FLOP/B", 8, true),
+                   pad("bound", 8), pad("time", 10, true), pad("share", 6, true));
+  int shown = 0;
+  for (const auto* k : ks) {
+    if (shown++ >= top_kernels) break;
+    o += fmt::format("  {} {} {} {} {} {} {} {} {} {}\n", pad(std::string(k->name), 26),
+                     pad(std::string(spec::name(k->phase)), 13), pad(std::string(spec::name(k->cls)), 11),
+                     pad(fmt::format("{:.0f}", k->count), 7, true), pad(format_flops(k->flops), 12, true),
+                     pad(format_bytes(k->hbm_bytes), 11, true), pad(fmt::format("{:.1f}", k->intensity), 8, true),
+                     pad(std::string(cost::name(k->bound)), 8), pad(format_seconds(k->time_s), 10, true),
+                     pad(format_percent(k->share), 6, true));
+  }
+  o += "\nmemory per GPU\n";
+  auto row = [&](const char* label, double v) {
+    o += fmt::format("  {} {}  {}\n", pad(label, 16), pad(format_bytes(v), 11, true),
+                     pad(format_percent(m.capacity > 0 ? v / m.capacity : 0), 6, true));
+  };
+  row("weights", m.weights);
+  row("gradients", m.gradients);
+  row("master weights", m.master_weights);
+  row("optimizer", m.optimizer);
+  row("activations", m.activations);
+  row("buffers", m.buffers);
+  row("workspace", m.workspace);
+  row("fragmentation", m.fragmentation);
+  row("total", m.total);
+  o += fmt::format("  {} {}\n", pad("capacity", 16), pad(format_bytes(m.capacity), 11, true));
+  const auto& t = pred.totals;
+  o += fmt::format("\ntraining run: {} tokens{} -> {:.0f} steps, {:.1f} days, {} GPU-hours, ${}, {} kWh\n",
+                   format_count(t.tokens), t.tokens_default ? " (20 per parameter)" : "", t.steps,
+                   t.wall_s / 86400.0, format_count(t.gpu_hours), format_count(t.cost_usd),
+                   format_count(t.energy_kwh));
+  return o;
+}
+
+std::string prediction_csv(const engine::Prediction& pred) {
+  std::string o = "name,phase,class,dtype,count,flops,hbm_bytes,intensity,bound,time_s,share\n";
+  for (const auto& k : pred.kernels)
+    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", k.name, spec::name(k.phase), spec::name(k.cls),
+                     spec::name(k.dtype), k.count, k.flops, k.hbm_bytes, k.intensity, cost::name(k.bound), k.time_s,
+                     k.share);
+  return o;
+}
+
+}  // namespace ridgeline::report

@@ -1,0 +1,98 @@
+#include <algorithm>
+
+#include "ridgeline/techniques/passes.hpp"
+
+namespace ridgeline::techniques {
+
+using graph::FuseGroup;
+using graph::Kernel;
+using graph::Op;
+using spec::Fusion;
+
+namespace {
+
+std::string_view group_name(FuseGroup g, bool gated) {
+  switch (g) {
+    case FuseGroup::kQkvBiasRope: return "fused_bias_rope";
+    case FuseGroup::kSoftmax: return "fused_scale_mask_softmax";
+    case FuseGroup::kBiasDropoutAdd1: return "fused_bias_dropout_add1";
+    case FuseGroup::kBiasAct: return gated ? "fused_swiglu" : "fused_bias_gelu";
+    case FuseGroup::kBiasDropoutAdd2: return "fused_bias_dropout_add2";
+    default: return "fused_pointwise";
+  }
+}
+
+bool mergeable(Fusion level, const Kernel& a, const Kernel& b) {
+  if (a.phase != spec::Phase::kForward || b.phase != spec::Phase::kForward) return false;
+  if (a.has(graph::kLayer) != b.has(graph::kLayer) || a.count != b.count) return false;
+  if (level == Fusion::kEager) return false;
+  if (a.group != FuseGroup::kNone && a.group == b.group) return true;
+  if (level == Fusion::kFused) return false;
+  const bool pa = a.has(graph::kPointwise) || a.cls == spec::KernelClass::kGemm;
+  if (!pa || !b.has(graph::kPointwise)) return false;
+  if (a.cls == spec::KernelClass::kGemm) return level == Fusion::kXla && a.op != Op::kQk;  // GEMM epilogue
+  return true;
+}
+
+/// a followed by b as one kernel: b's read of a's output and a's write of it vanish.
+void merge_into(Kernel& a, const Kernel& b, std::string_view name) {
+  const double chain = std::min(a.chain_bytes, b.read_bytes);
+  a.read_bytes = a.read_bytes + b.read_bytes - chain;
+  a.write_bytes = a.write_bytes - chain + b.write_bytes;
+  a.chain_bytes = b.chain_bytes;
+  a.flops += b.flops;
+  a.model_flops += b.model_flops;
+  a.saved_bytes += b.saved_bytes;
+  a.saved_core_bytes += b.saved_core_bytes;
+  a.flags |= (b.flags & (graph::kAttnCore));
+  if (a.cls != spec::KernelClass::kGemm) {
+    a.launches = 1;
+    if (b.cls == spec::KernelClass::kNorm || b.cls == spec::KernelClass::kSoftmax) a.cls = b.cls;
+    a.name = name;
+    a.op = Op::kFused;
+  }
+}
+
+}  // namespace
+
+void apply_fusion(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p) {
+  const Fusion level = p.fusion;
+  if (level == Fusion::kEager) return;
+  const bool gated = spec::is_gated(m.activation);
+  auto& ks = g.kernels;
+  // Single-kernel rewrites: a fused norm reads x and writes y once; a fused
+  // cross-entropy computes the softmax in place over the 16-bit logits.
+  for (auto& k : ks) {
+    if (k.phase != spec::Phase::kForward) continue;
+    if (k.cls == spec::KernelClass::kNorm && k.launches > 1) {
+      const double elems = k.saved_bytes / g.act_bytes;
+      k.read_bytes = elems * g.act_bytes + m.hidden * g.act_bytes;
+      k.write_bytes = elems * g.act_bytes + g.tokens * 4;
+      k.launches = 1;
+    }
+    if (k.op == Op::kLoss) {
+      const double logits = g.logits_transient_bytes / 4.0;
+      k.read_bytes = logits * g.act_bytes;
+      k.write_bytes = g.tokens * 8;
+      k.saved_bytes = logits * g.act_bytes;
+      k.launches = 1;
+      g.logits_transient_bytes = 0;
+    }
+  }
+  size_t out = 0;
+  for (size_t i = 0; i < ks.size(); ++i) {
+    if (out > 0 && mergeable(level, ks[out - 1], ks[i])) {
+      Kernel& a = ks[out - 1];
+      const FuseGroup grp = a.group == ks[i].group ? a.group : FuseGroup::kNone;
+      merge_into(a, ks[i], group_name(grp, gated));
+      if (grp == FuseGroup::kBiasAct && gated && a.cls != spec::KernelClass::kGemm)
+        a.saved_bytes = a.read_bytes;  // fused SwiGLU keeps only its input (gate and up)
+      if (grp == FuseGroup::kNone) a.group = FuseGroup::kNone;
+      continue;
+    }
+    ks[out++] = ks[i];
+  }
+  ks.resize(out);
+}
+
+}  // namespace ridgeline::techniques

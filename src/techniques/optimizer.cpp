@@ -1,0 +1,88 @@
+#include <algorithm>
+
+#include "ridgeline/techniques/params.hpp"
+#include "ridgeline/techniques/passes.hpp"
+
+namespace ridgeline::techniques {
+
+using graph::Kernel;
+using spec::OptimizerKind;
+
+namespace {
+
+/// HBM bytes per trainable parameter of one fused optimizer step, and the
+/// number of passes an unfused (per-op) implementation makes over the state.
+struct StepTraffic {
+  double read, write, flops, passes;
+};
+
+StepTraffic traffic(const spec::OptimizerSpec& o, double grad_b, double master_b, double weight_b,
+                    double state_b) {
+  // Fused: read master weight, gradient, state; write master, state and the
+  // 16-bit working copy (when master weights exist).
+  const double copy = master_b > 0 ? weight_b : 0.0;
+  const double p = master_b > 0 ? master_b : weight_b;
+  switch (o.kind) {
+    case OptimizerKind::kSgd: return {p + grad_b + state_b, p + state_b + copy, 3, o.momentum ? 3.0 : 2.0};
+    case OptimizerKind::kAdafactor: return {p + 2 * grad_b + state_b, p + state_b + copy, 12, 6};
+    case OptimizerKind::kCame: return {p + 3 * grad_b + state_b, p + state_b + copy, 20, 9};
+    case OptimizerKind::kLion: return {p + grad_b + state_b, p + state_b + copy, 6, 4};
+    case OptimizerKind::kSophia: return {p + grad_b + state_b, p + state_b + copy, 10, 6};
+    case OptimizerKind::kAdam8bit: return {p + grad_b + state_b, p + state_b + copy, 16, 7};
+    default: return {p + grad_b + state_b, p + state_b + copy, 15, 8};  // Adam(W)
+  }
+}
+
+}  // namespace
+
+void apply_optimizer(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p) {
+  const LocalParams lp = local_params(m, p);
+  const bool mixed = p.precision != spec::Precision::kFp32 && p.precision != spec::Precision::kTf32;
+  const double weight_b = mixed ? 2.0 : 4.0;
+  const double grad_b = weight_b;
+  const double master_b = mixed ? 4.0 : 0.0;
+  const double state_b = optimizer_state_bytes(p.optimizer, lp);
+  // ZeRO >= 1 shards the optimizer step over the data-parallel group.
+  const double shard = p.parallel.zero >= 1 ? std::max(1, p.parallel.dp * p.parallel.cp) : 1;
+  const double P = lp.trainable / shard;
+  const StepTraffic tr = traffic(p.optimizer, grad_b, master_b, weight_b, state_b);
+  Kernel k;
+  k.name = "optimizer_step";
+  k.op = graph::Op::kOptimizer;
+  k.cls = spec::KernelClass::kOptimizer;
+  k.dtype = spec::Dtype::kFp32;
+  k.phase = spec::Phase::kOptimizer;
+  k.flags = graph::kPerStep;
+  k.count = 1;
+  k.flops = tr.flops * P;
+  if (p.fusion == spec::Fusion::kEager) {
+    // One kernel per op per tensor (foreach over lists still makes a pass per
+    // op): each pass reads and writes the state it touches.
+    k.read_bytes = tr.read * P * (tr.passes / 3.0);
+    k.write_bytes = tr.write * P * (tr.passes / 3.0);
+    k.launches = tr.passes * std::max(1.0, lp.tensors / 16.0);
+  } else {
+    // Fused multi-tensor kernel: one pass (apex FusedAdam / torch fused=True).
+    k.read_bytes = tr.read * P;
+    k.write_bytes = tr.write * P;
+    k.launches = std::max(1.0, lp.tensors / 64.0);
+  }
+  g.kernels.push_back(k);
+  if (p.precision == spec::Precision::kFp16) {
+    // Dynamic loss scaling: unscale the gradients and check them for inf/NaN.
+    Kernel u;
+    u.name = "grad_unscale_inf_check";
+    u.op = graph::Op::kGradUnscale;
+    u.cls = spec::KernelClass::kReduction;
+    u.phase = spec::Phase::kOptimizer;
+    u.flags = graph::kPerStep;
+    u.count = 1;
+    u.read_bytes = lp.trainable / shard * grad_b;
+    u.write_bytes = lp.trainable / shard * grad_b;
+    u.flops = 2 * lp.trainable / shard;
+    u.launches = std::max(1.0, lp.tensors / 64.0) + 1;
+    g.kernels.push_back(u);
+  }
+}
+
+}  // namespace ridgeline::techniques

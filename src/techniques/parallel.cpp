@@ -1,0 +1,135 @@
+#include <algorithm>
+
+#include "ridgeline/techniques/params.hpp"
+#include "ridgeline/techniques/passes.hpp"
+
+namespace ridgeline::techniques {
+
+using graph::Collective;
+using graph::Kernel;
+
+namespace {
+
+Kernel comm(std::string_view name, Collective kind, spec::Phase phase, double bytes, double group, double span,
+            double count, std::uint16_t flags) {
+  Kernel k;
+  k.name = name;
+  k.op = kind == Collective::kP2p ? graph::Op::kP2p : graph::Op::kCollective;
+  k.cls = kind == Collective::kP2p ? spec::KernelClass::kP2p : spec::KernelClass::kCollective;
+  k.phase = phase;
+  k.comm_kind = kind;
+  k.comm_bytes = bytes;
+  k.comm_group = group;
+  k.comm_span = span;
+  k.count = count;
+  k.flags = flags;
+  k.launches = 1;
+  return k;
+}
+
+}  // namespace
+
+/// Megatron-LM rank order: TP innermost, then CP, then DP, then PP. A group's
+/// span (stride x size) decides whether it stays inside a node.
+///  - TP (Shoeybi et al. 2019): per layer two all-reduces of [T, h] forward
+///    and two backward; with SP (Korthikanti et al. 2022) each becomes an
+///    all-gather + reduce-scatter pair of the same total volume.
+///  - CP (ring attention): K/V all-gathered forward, dK/dV reduce-scattered
+///    backward, overlapped with the attention blocks.
+///  - EP: all-to-all dispatch and combine, forward and backward.
+///  - PP: activations and their gradients sent between stages (p2p).
+///  - DP: gradient all-reduce once per step, bucketed and overlapped with
+///    backward; ZeRO-1/2: reduce-scatter of gradients + all-gather of updated
+///    weights; ZeRO-3: weights all-gathered before forward and again before
+///    backward of every micro-batch (prefetched), gradients reduce-scattered.
+void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
+                    const spec::HardwareSpec& hw) {
+  (void)hw;
+  const auto& par = p.parallel;
+  const double t = std::max(1, par.tp), cp = std::max(1, par.cp), dp = std::max(1, par.dp);
+  const double pp = std::max(1, par.pp), ep = std::max(1, par.ep);
+  const double e = g.act_bytes;
+  const double L = g.layers;
+  const double T = g.tokens;
+  const double h = m.hidden;
+  auto& ks = g.kernels;
+  const std::uint16_t layer = graph::kLayer;
+  const std::uint16_t tp_overlap = par.tp_comm_overlap ? graph::kOverlapped : 0;
+  if (t > 1) {
+    const double S = T * h * e;
+    if (par.sp) {
+      ks.push_back(comm("tp_all_gather", Collective::kAllGather, spec::Phase::kForward, S, t, t, 2 * L,
+                        layer | tp_overlap));
+      ks.push_back(comm("tp_reduce_scatter", Collective::kReduceScatter, spec::Phase::kForward, S, t, t, 2 * L,
+                        layer | tp_overlap));
+      ks.push_back(comm("tp_all_gather", Collective::kAllGather, spec::Phase::kBackward, S, t, t, 2 * L,
+                        layer | tp_overlap));
+      ks.push_back(comm("tp_reduce_scatter", Collective::kReduceScatter, spec::Phase::kBackward, S, t, t, 2 * L,
+                        layer | tp_overlap));
+      // SP re-gathers the layer-norm outputs for the weight-gradient GEMMs (overlapped in Megatron).
+      ks.push_back(comm("tp_all_gather_wgrad", Collective::kAllGather, spec::Phase::kBackward, S, t, t, 2 * L,
+                        layer | graph::kOverlapped));
+    } else {
+      ks.push_back(comm("tp_all_reduce", Collective::kAllReduce, spec::Phase::kForward, S, t, t, 2 * L,
+                        layer | tp_overlap));
+      ks.push_back(comm("tp_all_reduce", Collective::kAllReduce, spec::Phase::kBackward, S, t, t, 2 * L,
+                        layer | tp_overlap));
+    }
+    // Vocabulary-parallel embedding (forward all-reduce) and cross-entropy (small reductions).
+    ks.push_back(comm("tp_embedding_all_reduce", Collective::kAllReduce, spec::Phase::kForward, S, t, t, 1, 0));
+    ks.push_back(comm("tp_loss_all_reduce", Collective::kAllReduce, spec::Phase::kForward, T * 4 * 3, t, t, 1, 0));
+  }
+  if (cp > 1) {
+    const double kv = 2 * T * std::max(1.0, m.kv_heads / t) * m.head_dim * e;  // local K and V
+    ks.push_back(comm("cp_kv_all_gather", Collective::kAllGather, spec::Phase::kForward, kv * cp, cp, t * cp, L,
+                      layer | graph::kOverlapped));
+    ks.push_back(comm("cp_kv_all_gather", Collective::kAllGather, spec::Phase::kBackward, kv * cp, cp, t * cp, L,
+                      layer | graph::kOverlapped));
+    ks.push_back(comm("cp_dkv_reduce_scatter", Collective::kReduceScatter, spec::Phase::kBackward, kv * cp, cp,
+                      t * cp, L, layer | graph::kOverlapped));
+  }
+  if (m.is_moe() && ep > 1) {
+    const double S = T * m.moe.top_k * h * e;
+    ks.push_back(comm("ep_all_to_all", Collective::kAllToAll, spec::Phase::kForward, S, ep, t * cp * ep, 2 * L,
+                      layer));
+    ks.push_back(comm("ep_all_to_all", Collective::kAllToAll, spec::Phase::kBackward, S, ep, t * cp * ep, 2 * L,
+                      layer));
+  }
+  if (pp > 1) {
+    const double S = T * h * e / (par.sp ? t : 1);
+    const double v = std::max(1, par.virtual_stages);
+    const double span = 2 * t * cp * dp;
+    ks.push_back(comm("pp_send_recv", Collective::kP2p, spec::Phase::kForward, S, 2, span, v, 0));
+    ks.push_back(comm("pp_send_recv", Collective::kP2p, spec::Phase::kBackward, S, 2, span, v, 0));
+  }
+  const double dgroup = dp * cp;  // parameters are replicated across CP ranks too
+  if (dgroup > 1 || par.zero > 0) {
+    const LocalParams lp = local_params(m, p);
+    const bool mixed = p.precision != spec::Precision::kFp32 && p.precision != spec::Precision::kTf32;
+    const double wb = mixed ? 2.0 : 4.0;
+    const double grads = lp.trainable * wb;
+    const double span = t * dgroup;
+    const std::uint16_t step = graph::kPerStep | graph::kOverlapped;
+    if (dgroup > 1) {
+      if (par.zero == 0) {
+        ks.push_back(comm("dp_grad_all_reduce", Collective::kAllReduce, spec::Phase::kCommunication, grads, dgroup,
+                          span, 1, step));
+      } else {
+        ks.push_back(comm("dp_grad_reduce_scatter", Collective::kReduceScatter, spec::Phase::kCommunication, grads,
+                          dgroup, span, 1, step));
+        if (par.zero <= 2)
+          ks.push_back(comm("dp_param_all_gather", Collective::kAllGather, spec::Phase::kCommunication,
+                            lp.trainable * wb, dgroup, span, 1, graph::kPerStep));
+      }
+      if (par.zero == 3) {
+        // Parameters gathered before each forward and each backward (per micro-batch, prefetched).
+        ks.push_back(comm("zero3_param_all_gather", Collective::kAllGather, spec::Phase::kForward,
+                          lp.weights * wb, dgroup, span, 1, graph::kOverlapped));
+        ks.push_back(comm("zero3_param_all_gather", Collective::kAllGather, spec::Phase::kBackward,
+                          lp.weights * wb, dgroup, span, 1, graph::kOverlapped));
+      }
+    }
+  }
+}
+
+}  // namespace ridgeline::techniques

@@ -1,0 +1,18 @@
+#include "ridgeline/techniques/passes.hpp"
+
+namespace ridgeline::techniques {
+
+void build_step(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
+                const spec::HardwareSpec& hw) {
+  graph::build_forward(m, p, g);
+  apply_attention(g, m, p, hw);
+  apply_fusion(g, m, p);
+  apply_precision(g, m, p);
+  apply_finetune(g, m, p);
+  graph::derive_backward(g);
+  apply_recompute(g, p);
+  apply_parallel(g, m, p, hw);
+  apply_optimizer(g, m, p);
+}
+
+}  // namespace ridgeline::techniques

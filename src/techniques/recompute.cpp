@@ -1,0 +1,79 @@
+#include <algorithm>
+#include <cmath>
+
+#include "ridgeline/techniques/passes.hpp"
+
+namespace ridgeline::techniques {
+
+using graph::Kernel;
+using spec::RecomputeKind;
+
+int segment_layers(const spec::Recompute& r, int layers) {
+  switch (r.kind) {
+    case RecomputeKind::kFull: return 1;
+    case RecomputeKind::kEvery: return std::max(1, std::min(r.every_k, std::max(1, layers)));
+    case RecomputeKind::kSqrt: return std::max(1, static_cast<int>(std::ceil(std::sqrt(static_cast<double>(layers)))));
+    default: return 0;
+  }
+}
+
+int checkpoint_count(const spec::Recompute& r, int layers) {
+  const int k = segment_layers(r, layers);
+  if (k == 0) return 0;
+  return (layers + k - 1) / k;
+}
+
+/// selective (Korthikanti et al. 2022): the attention core's s^2 tensors are
+/// not saved; its forward kernels run again before backward.
+/// full / every:K / sqrt (Chen et al. 2016): each segment of K layers keeps
+/// only its input; before its backward the segment's forward runs again and
+/// its K layers' saved tensors are alive at once (the working set).
+void apply_recompute(graph::Graph& g, const spec::PlanSpec& p) {
+  const auto kind = p.recompute.kind;
+  if (kind == RecomputeKind::kNone) return;
+  auto& ks = g.kernels;
+  const size_t n = ks.size();
+  if (kind == RecomputeKind::kSelective) {
+    for (size_t i = 0; i < n; ++i) {
+      Kernel& k = ks[i];
+      if (k.phase != spec::Phase::kForward || !k.has(graph::kAttnCore)) continue;
+      const bool has_core = k.saved_core_bytes > 0 || k.cls == spec::KernelClass::kSoftmax;
+      k.saved_core_bytes = 0;
+      if (!has_core && k.cls != spec::KernelClass::kGemm) continue;
+      Kernel r = k;
+      r.phase = spec::Phase::kRecompute;
+      r.saved_bytes = 0;
+      ks.push_back(r);
+    }
+    return;
+  }
+  double per_layer_saved = 0;
+  for (size_t i = 0; i < n; ++i) {
+    Kernel& k = ks[i];
+    if (k.phase != spec::Phase::kForward || !k.has(graph::kLayer)) continue;
+    per_layer_saved += k.saved_bytes + k.saved_core_bytes;
+    Kernel r = k;
+    r.phase = spec::Phase::kRecompute;
+    r.saved_bytes = 0;
+    r.saved_core_bytes = 0;
+    ks.push_back(r);
+  }
+  const int L = g.layers;
+  const int seg = segment_layers(p.recompute, L);
+  // The layer input: tokens x hidden at the activation width (sharded under SP,
+  // as the first norm saves it).
+  double input = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (ks[i].op == graph::Op::kNorm1 || (ks[i].phase == spec::Phase::kForward && ks[i].has(graph::kLayer) &&
+                                          ks[i].cls == spec::KernelClass::kNorm && input == 0)) {
+      input = ks[i].saved_bytes;
+      break;
+    }
+  if (input == 0) input = g.tokens * 1.0 * g.act_bytes;  // unreachable for built graphs
+  g.saved_layer_fraction = 0;
+  g.checkpointed_layers = checkpoint_count(p.recompute, L);
+  g.checkpoint_bytes_per_layer = input;
+  g.recompute_working_bytes = per_layer_saved * std::min(seg, L);
+}
+
+}  // namespace ridgeline::techniques
