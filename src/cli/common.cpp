@@ -46,8 +46,13 @@ std::string resolve_path(const std::string& name, const std::string& subdir, con
   fs::path p = fs::path(data_dir()) / subdir / (name + ".yaml");
   if (fs::exists(p)) return p.string();
   auto names = list_names(subdir);
-  throw UsageError{flag, fmt::format("unknown {} '{}'{}; known: {}", what, name, support::did_you_mean(name, names),
-                                     join(names))};
+  std::vector<std::string> prefixed;
+  for (const auto& n : names)
+    if (n.rfind(name, 0) == 0) prefixed.push_back(n);
+  std::string hint;
+  if (prefixed.size() > 1) hint = fmt::format(" (did you mean one of {}?)", join(prefixed));
+  else if (auto guess = support::closest_match(name, names); !guess.empty()) hint = fmt::format(" (did you mean '{}'?)", guess);
+  throw UsageError{flag, fmt::format("unknown {} '{}'{}; known: {}", what, name, hint, join(names))};
 }
 
 template <class E>
@@ -231,6 +236,17 @@ void write_output(const std::string& path, const std::string& text, bool force) 
     fs::remove(tmp, ec);
     throw UsageError{"--output", fmt::format("cannot write to '{}'", path)};
   }
+}
+
+std::string problem_line(const engine::Problem& p) {
+  static const std::pair<const char*, const char*> kFlags[] = {
+      {"parallel.tp", "--tp"}, {"parallel.pp", "--pp"}, {"parallel.dp", "--dp"}, {"parallel.cp", "--cp"},
+      {"parallel.ep", "--ep"}, {"parallel.virtual_stages", "--vpp"}, {"precision", "--precision"},
+      {"global_batch", "--global-batch"}, {"micro_batch", "--micro-batch"}, {"seq_len", "--seq"},
+      {"finetune.rank", "--lora-rank"}};
+  for (const auto& [field, flag] : kFlags)
+    if (p.field == field) return fmt::format("error: {} ({}): {}", p.field, flag, p.message);
+  return fmt::format("error: {}: {}", p.field, p.message);
 }
 
 Format parse_format(const std::string& s) {

@@ -58,6 +58,9 @@ void write_output(const std::string& path, const std::string& text, bool force =
 /// Runs a command body, mapping errors to messages and exit codes.
 int guarded(const std::function<int()>& body);
 
+/// "error: parallel.tp (--tp): TP 3 does not divide 32 attention heads".
+std::string problem_line(const engine::Problem& p);
+
 enum class Format { kTable, kJson, kCsv };
 Format parse_format(const std::string& s);
 

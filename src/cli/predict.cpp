@@ -54,7 +54,7 @@ void register_predict(CLI::App& app, int& rc) {
       opt.use_calibration = !args->plan.no_calibration;
       auto pred = engine::evaluate(model, plan, gpu, opt);
       if (pred.status == engine::Status::kInvalid) {
-        std::cerr << "error: " << pred.problem.field << ": " << pred.problem.message << "\n";
+        std::cerr << problem_line(pred.problem) << "\n";
         return kExitBadInput;
       }
       report::Inputs in{&gpu, &model, &plan};

@@ -50,7 +50,10 @@ MemoryResult estimate(const graph::Graph& g, const spec::ModelSpec& m, const spe
   const double zero1 = par.zero >= 1 ? dgroup : 1;
   r.weights = weights / zero3;
   r.gradients = lp.trainable * wb / zero2;
-  r.master_weights = mixed ? lp.trainable * 4.0 / zero1 : 0.0;
+  // QLoRA trains its adapters in bf16 without fp32 copies (Dettmers et al.
+  // 2023, Sec. 3); every other mixed-precision plan keeps fp32 master weights.
+  const bool masters = mixed && p.finetune.mode != spec::FinetuneMode::kQlora;
+  r.master_weights = masters ? lp.trainable * 4.0 / zero1 : 0.0;
   r.optimizer = lp.trainable * techniques::optimizer_state_bytes(p.optimizer, lp) / zero1;
 
   // Activations.

@@ -119,10 +119,7 @@ HardwareSpec load_hardware(const std::string& path) {
   top.finish();
 
   // Cross-field checks.
-  for (int i = 0; i < kPeakCount; ++i) {
-    // A higher-precision tensor peak above bf16's is a sign of a sparsity figure copied by mistake.
-    (void)i;
-  }
+  // An fp8 peak above twice bf16's is a sparsity figure copied by mistake.
   if (hw.peak(Peak::kFp8) > 0 && hw.peak(Peak::kBf16) > 0 && hw.peak(Peak::kFp8) > 2.5 * hw.peak(Peak::kBf16))
     diags.error(loc_of(path, root["compute"]["peak"]["fp8"]), "compute.peak.fp8",
                 "more than 2x the bf16 peak; give the dense figure, not the sparsity one");

@@ -39,8 +39,10 @@ void check(const ModelSpec& m, const YAML::Node* root, const std::string& file, 
   if (m.heads > 0 && m.hidden > 0 && m.head_dim * m.heads == 0)
     d.error(at(k_heads), k_heads, "head dimension is zero");
   if (m.heads > 0 && m.hidden > 0 && m.hidden % m.heads != 0 && m.head_dim * m.heads != m.hidden &&
-      !(root && (*root)["head_dim"].IsDefined()))
+      !(root && (*root)["head_dim"].IsDefined())) {
     d.error(at(k_heads), k_heads, fmt::format("{} heads do not divide {} {}", m.heads, k_hidden, m.hidden));
+    return;  // one clear line: the KV-head checks below would only echo this one
+  }
   if (m.heads > 0 && m.kv_heads > 0 && m.heads % m.kv_heads != 0)
     d.error(at(k_kv), k_kv, fmt::format("{} KV heads do not divide {} heads", m.kv_heads, m.heads));
   if (m.kv_heads > m.heads && m.heads > 0)
@@ -148,6 +150,7 @@ ModelSpec load_hf_config(const std::string& path) {
   MapReader r(root, path, "", d);
   d.throw_if_errors();
   const auto type = r.string("model_type", true);
+  r.finish(false);
   d.throw_if_errors();
   static const std::vector<std::string> kTypes = {"llama", "mistral", "mixtral", "qwen2", "gpt2", "gpt_neox"};
   if (std::find(kTypes.begin(), kTypes.end(), *type) == kTypes.end()) {
@@ -208,6 +211,7 @@ ModelSpec load_hf_config(const std::string& path) {
     }
   }
   m.head_dim = r.has("head_dim") ? i("head_dim", false, 0) : (m.heads > 0 ? m.hidden / m.heads : 0);
+  r.finish(false);
   if (!d.has_errors()) check(m, &root, path, k_heads, k_kv, k_hidden, d);
   d.throw_if_errors();
   return m;

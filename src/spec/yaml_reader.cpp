@@ -29,10 +29,11 @@ YAML::Node load_yaml_file(const std::string& path) {
       throw support::SpecError({path, 1, 1}, "", "file is empty; expected a mapping of fields");
     return root;
   } catch (const YAML::ParserException& e) {
-    std::string msg = e.msg;
-    throw support::SpecError({path, e.mark.line + 1, e.mark.column + 1}, "", "malformed YAML: " + msg);
+    const char* kind = path.ends_with(".json") ? "malformed JSON: " : "malformed YAML: ";
+    throw support::SpecError({path, e.mark.line + 1, e.mark.column + 1}, "", kind + e.msg);
   } catch (const YAML::Exception& e) {
-    throw support::SpecError({path, e.mark.line + 1, e.mark.column + 1}, "", "malformed YAML: " + e.msg);
+    const char* kind = path.ends_with(".json") ? "malformed JSON: " : "malformed YAML: ";
+    throw support::SpecError({path, e.mark.line + 1, e.mark.column + 1}, "", kind + e.msg);
   }
 }
 
@@ -60,7 +61,7 @@ YAML::Node MapReader::get(const std::string& key, bool required) {
   if (!valid_) return YAML::Node(YAML::NodeType::Undefined);
   YAML::Node n = node_[key];
   if (!n.IsDefined() || n.IsNull()) {
-    if (required) diags_->error(loc_of(file_, node_), field(key), "missing required field");
+    if (required) missing_.push_back(key);
     return YAML::Node(YAML::NodeType::Undefined);
   }
   return n;
@@ -166,9 +167,10 @@ YAML::Node MapReader::sequence(const std::string& key, bool required) {
   return n;
 }
 
-void MapReader::finish() {
+void MapReader::finish(bool strict) {
   if (!valid_) return;
-  for (auto it = node_.begin(); it != node_.end(); ++it) {
+  std::vector<std::string> misspelt;
+  for (auto it = node_.begin(); strict && it != node_.end(); ++it) {
     const YAML::Node& k = it->first;
     if (!k.IsScalar()) {
       diags_->error(loc_of(file_, k), path_, "expected a field name");
@@ -176,9 +178,14 @@ void MapReader::finish() {
     }
     const std::string& name = k.Scalar();
     if (std::find(known_.begin(), known_.end(), name) != known_.end()) continue;
+    misspelt.push_back(support::closest_match(name, known_));
     diags_->error(loc_of(file_, k), path_,
                   fmt::format("unknown key '{}'{}", name, support::did_you_mean(name, known_)));
   }
+  for (const auto& key : missing_)
+    if (std::find(misspelt.begin(), misspelt.end(), key) == misspelt.end())
+      diags_->error(loc_of(file_, node_), field(key), "missing required field");
+  missing_.clear();
 }
 
 }  // namespace ridgeline::spec

@@ -70,6 +70,13 @@ int edit_distance(std::string_view a, std::string_view b) {
 }
 
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {
+  // A candidate the word is a prefix of ("h100" -> "h100_sxm") beats an edit.
+  std::string prefixed;
+  for (const auto& c : candidates)
+    if (word.size() >= 3 && c.size() > word.size() && c.compare(0, word.size(), word) == 0 &&
+        (prefixed.empty() || c.size() < prefixed.size()))
+      prefixed = c;
+  if (!prefixed.empty()) return prefixed;
   int best = 1 << 30;
   std::string best_name;
   for (const auto& c : candidates) {

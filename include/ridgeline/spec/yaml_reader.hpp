@@ -59,8 +59,9 @@ class MapReader {
   YAML::Node node(const std::string& key) const { return node_[key]; }
   const YAML::Node& self() const { return node_; }
 
-  /// Reports every key that no getter asked for.
-  void finish();
+  /// Reports every key that no getter asked for (strict), then missing
+  /// required fields, except those an unknown key was a misspelling of.
+  void finish(bool strict = true);
 
   void error_at(const std::string& key, const std::string& message);
   void error_here(const std::string& message);
@@ -75,6 +76,7 @@ class MapReader {
   std::string path_;
   support::DiagnosticList* diags_;
   std::vector<std::string> known_;
+  std::vector<std::string> missing_;
   bool valid_ = true;
 };
 

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Installs, builds and runs the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+# Every shipped spec file must pass `ridgeline check`.
+./build/ridgeline check hardware_profiles/*.yaml models/*.yaml plans/*.yaml >/dev/null
+(cd build && ctest --output-on-failure)

@@ -1,0 +1,109 @@
+// End-to-end tests of the command line: exact diagnostics, golden outputs.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "test_support.hpp"
+
+using namespace ridgeline;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n')) s.pop_back();
+  while (!s.empty() && s.front() == ' ') s.erase(s.begin());
+  return s;
+}
+
+/// Numbers within a relative 1e-9, everything else equal.
+void check_json_equal(const nlohmann::json& a, const nlohmann::json& b, const std::string& path) {
+  CAPTURE(path);
+  REQUIRE(a.type() == b.type());
+  if (a.is_object()) {
+    REQUIRE(a.size() == b.size());
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      REQUIRE(b.contains(it.key()));
+      check_json_equal(it.value(), b[it.key()], path + "." + it.key());
+    }
+  } else if (a.is_array()) {
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) check_json_equal(a[i], b[i], path + "[" + std::to_string(i) + "]");
+  } else if (a.is_number_float()) {
+    CHECK(a.get<double>() == doctest::Approx(b.get<double>()).epsilon(1e-9));
+  } else {
+    CHECK(a == b);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cli: every bad input is one exact line, exit 2, and no output file") {
+  const fs::path dir = fs::path(RIDGELINE_SOURCE_DIR) / "tests/diagnostics";
+  std::ifstream cases(dir / "cases.txt");
+  std::string line;
+  int count = 0;
+  while (std::getline(cases, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto a = line.find(" | "), b = line.rfind(" | ");
+    const std::string name = trim(line.substr(0, a));
+    const std::string args = trim(line.substr(a + 3, b - a - 3));
+    const int expected_rc = std::stoi(line.substr(b + 3));
+    CAPTURE(name);
+    const fs::path out = fs::temp_directory_path() / ("ridgeline_diag_" + name + ".out");
+    fs::remove(out);
+    const auto r = test::run_cli(args + " --output " + out.string());
+    CHECK(r.status == expected_rc);
+    CHECK(r.err == slurp(dir / (name + ".expected")));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);  // one line
+    CHECK_FALSE(fs::exists(out));                               // no partial output
+    ++count;
+  }
+  CHECK(count >= 12);
+}
+
+TEST_CASE("cli: golden predictions (regenerate with scripts/regen_golden.sh)") {
+  for (const auto& e : fs::directory_iterator(fs::path(RIDGELINE_SOURCE_DIR) / "tests/golden")) {
+    const fs::path expected = e.path() / "expected.json";
+    if (!fs::exists(expected)) continue;
+    CAPTURE(e.path().string());
+    const auto r = test::run_cli(trim(slurp(e.path() / "args")));
+    CHECK(r.status <= 1);
+    check_json_equal(nlohmann::json::parse(r.out), nlohmann::json::parse(slurp(expected)), "");
+  }
+}
+
+TEST_CASE("cli: the shipped default runs and says whether it fits") {
+  const auto r = test::run_cli("predict");
+  // Llama-3-8B with AdamW needs 16 bytes per parameter of model state (ZeRO paper): 128 GB > 80 GiB.
+  CHECK(r.status == 1);
+  CHECK(r.out.find("DOES NOT FIT") != std::string::npos);
+  CHECK(r.err.find("does not fit") != std::string::npos);
+  const auto j = test::run_cli("predict --dp 8 --zero 3 --global-batch 8 --format json");
+  CHECK(j.status == 0);
+  const auto doc = nlohmann::json::parse(j.out);
+  for (const char* k : {"time_s", "tokens_per_s", "mfu", "hfu", "model_flops"}) CHECK(doc["step"].contains(k));
+  for (const char* k : {"weights_bytes", "gradients_bytes", "master_weights_bytes", "optimizer_bytes",
+                        "activations_bytes", "buffers_bytes", "total_bytes", "capacity_bytes", "fits"})
+    CHECK(doc["memory"].contains(k));
+  CHECK(doc["memory"]["fits"] == true);
+  const auto& k0 = doc["kernels"][0];
+  for (const char* k : {"name", "phase", "class", "dtype", "count", "flops", "hbm_bytes", "intensity", "bound", "time_s"})
+    CHECK(k0.contains(k));
+}
+
+TEST_CASE("cli: check validates every shipped spec file") {
+  const auto r = test::run_cli("check hardware_profiles/*.yaml models/*.yaml plans/*.yaml");
+  CHECK(r.status == 0);
+  CHECK(r.err.empty());
+}

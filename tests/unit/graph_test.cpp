@@ -1,0 +1,298 @@
+// Step graph and technique passes against closed-form expectations.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "ridgeline/memory/memory.hpp"
+#include "ridgeline/techniques/params.hpp"
+#include "ridgeline/techniques/passes.hpp"
+#include "test_support.hpp"
+
+using namespace ridgeline;
+
+namespace {
+
+spec::PlanSpec plan(int b, int s) {
+  spec::PlanSpec p;
+  p.micro_batch = b;
+  p.seq_len = s;
+  p.global_batch = b;
+  return p;
+}
+
+graph::Graph step(const spec::ModelSpec& m, const spec::PlanSpec& p, const char* gpu = "h100_sxm") {
+  graph::Graph g;
+  techniques::build_step(g, m, p, test::gpu(gpu));
+  return g;
+}
+
+/// Megatron-LM num_floating_point_operations (dense), per micro-batch:
+///   6 T [L (h (q + 2 g d) + q h + k h f) + h V] + 6 q L b s^2, k = 3 gated, 2 otherwise.
+double megatron_flops(const spec::ModelSpec& m, double b, double s) {
+  const double T = b * s, h = m.hidden, q = m.q_dim(), g = m.kv_heads, d = m.head_dim, f = m.ffn_hidden;
+  const double k = spec::is_gated(m.activation) ? 3.0 : 2.0;
+  return 6 * T * (m.layers * (h * (q + 2 * g * d) + q * h + k * h * f) + h * m.vocab) +
+         6 * q * m.layers * b * s * s;
+}
+
+double forward_layer_flops(const graph::Graph& g, bool gemm_only) {
+  double f = 0;
+  for (const auto& k : g.kernels)
+    if (k.phase == spec::Phase::kForward && k.has(graph::kLayer) &&
+        (!gemm_only || k.cls == spec::KernelClass::kGemm || k.cls == spec::KernelClass::kAttention))
+      f += k.model_flops * k.count;
+  return f;
+}
+
+double phase_model_flops(const graph::Graph& g, spec::Phase ph) {
+  double f = 0;
+  for (const auto& k : g.kernels)
+    if (k.phase == ph) f += k.model_flops * k.count;
+  return f;
+}
+
+/// A GPT-style layer as Korthikanti et al. analyse it: dropout, LayerNorm,
+/// GeLU, eager attention, 16-bit activations.
+spec::PlanSpec korthikanti_plan(int b, int s) {
+  auto p = plan(b, s);
+  p.attention = spec::AttentionKind::kNaive;
+  p.fusion = spec::Fusion::kEager;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("graph: model FLOPs equal Megatron's closed form (dense GPT and GQA+SwiGLU)") {
+  for (const char* id : {"gpt3_1.3b", "llama3_8b", "llama2_70b"}) {
+    CAPTURE(id);
+    const auto m = test::model(id);
+    for (auto att : {spec::AttentionKind::kNaive, spec::AttentionKind::kFlash2}) {
+      auto p = plan(2, 2048);
+      p.attention = att;
+      const auto g = step(m, p);
+      const auto t = graph::totals(g);
+      CHECK(t.model_flops == doctest::Approx(megatron_flops(m, 2, 2048)).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("graph: the unhalved attention convention doubles the s^2 term (Narayanan et al. 2021)") {
+  const auto m = test::model("korthikanti_22b");
+  auto p = plan(1, 2048);
+  p.attention_flops = spec::AttentionFlops::kFull;
+  const auto t = graph::totals(step(m, p));
+  // 72 B s L h^2 (1 + s / 6h + V / 12 h L) for B = 1 (GPT, f = 4h, g = a).
+  const double h = m.hidden, s = 2048, L = m.layers, V = m.vocab;
+  CHECK(t.model_flops == doctest::Approx(72 * s * L * h * h * (1 + s / (6 * h) + V / (12 * h * L))).epsilon(1e-12));
+}
+
+TEST_CASE("graph: GPT layer activations equal Korthikanti et al.'s s b h (34 + 5 a s / h)") {
+  const auto m = test::model("korthikanti_22b");  // h 6144, a 64, dropout 0.1, LayerNorm, GeLU
+  const double s = 2048, b = 2, h = m.hidden, a = m.heads;
+  const auto g = step(m, korthikanti_plan(2, 2048));
+  const double expected = s * b * h * (34 + 5 * a * s / h);
+  CHECK(memory::layer_saved_bytes(g) == doctest::Approx(expected).epsilon(0.01));
+
+  SUBCASE("tensor parallel: s b h (10 + 24/t + 5 a s / (h t))") {
+    auto p = korthikanti_plan(2, 2048);
+    p.parallel.tp = 8;
+    const double t = 8;
+    CHECK(memory::layer_saved_bytes(step(m, p)) ==
+          doctest::Approx(s * b * h * (10 + 24 / t + 5 * a * s / (h * t))).epsilon(0.01));
+  }
+  SUBCASE("tensor + sequence parallel: s b h (34 + 5 a s / h) / t") {
+    auto p = korthikanti_plan(2, 2048);
+    p.parallel.tp = 8;
+    p.parallel.sp = true;
+    CHECK(memory::layer_saved_bytes(step(m, p)) == doctest::Approx(expected / 8).epsilon(0.01));
+  }
+  SUBCASE("selective recomputation with TP + SP: 34 s b h / t") {
+    auto p = korthikanti_plan(2, 2048);
+    p.parallel.tp = 8;
+    p.parallel.sp = true;
+    p.recompute = {spec::RecomputeKind::kSelective, 0};
+    const auto gs = step(m, p);
+    CHECK(memory::layer_saved_bytes(gs) == doctest::Approx(34 * s * b * h / 8).epsilon(0.01));
+    // The extra FLOPs equal the attention core's forward (QK^T and PV).
+    double core = 0;
+    for (const auto& k : gs.kernels)
+      if (k.phase == spec::Phase::kForward && k.has(graph::kAttnCore)) core += k.model_flops * k.count;
+    CHECK(core > 0);
+    CHECK(phase_model_flops(gs, spec::Phase::kRecompute) == doctest::Approx(core));
+  }
+  SUBCASE("selective without parallelism: 34 s b h") {
+    auto p = korthikanti_plan(2, 2048);
+    p.recompute = {spec::RecomputeKind::kSelective, 0};
+    CHECK(memory::layer_saved_bytes(step(m, p)) == doctest::Approx(34 * s * b * h).epsilon(0.01));
+  }
+  SUBCASE("FlashAttention removes the 5 a s / h term") {
+    auto p = korthikanti_plan(2, 2048);
+    p.attention = spec::AttentionKind::kFlash2;
+    // 34 s b h plus the fp32 log-sum-exp (4 a s b bytes, 0.1% here).
+    CHECK(memory::layer_saved_bytes(step(m, p)) == doctest::Approx(34 * s * b * h).epsilon(0.01));
+  }
+}
+
+TEST_CASE("recompute: full recomputation keeps the block inputs and adds one forward") {
+  const auto m = test::model("korthikanti_22b");
+  auto p = korthikanti_plan(1, 2048);
+  const auto base = step(m, p);
+  p.recompute = {spec::RecomputeKind::kFull, 0};
+  const auto g = step(m, p);
+  const double s = 2048, b = 1, h = m.hidden;
+  CHECK(g.checkpoint_bytes_per_layer == doctest::Approx(2 * s * b * h));  // the layer input at 16 bits
+  CHECK(g.checkpointed_layers == m.layers);
+  CHECK(g.saved_layer_fraction == 0);
+  // Working set: one block's saved tensors while its backward runs.
+  CHECK(g.recompute_working_bytes == doctest::Approx(memory::layer_saved_bytes(base)));
+  // GEMM (and attention) FLOPs rise by exactly one forward of the layers:
+  // recompute = forward, so (forward + backward + recompute) / (forward + backward) = 4/3 for the layers.
+  const double fwd = forward_layer_flops(g, true);
+  CHECK(phase_model_flops(g, spec::Phase::kRecompute) == doctest::Approx(fwd));
+  double bwd_layers = 0;
+  for (const auto& k : g.kernels)
+    if (k.phase == spec::Phase::kBackward && k.has(graph::kLayer)) bwd_layers += k.model_flops * k.count;
+  CHECK((fwd + bwd_layers + fwd) / (fwd + bwd_layers) == doctest::Approx(4.0 / 3.0));
+}
+
+TEST_CASE("recompute: sqrt(L) checkpointing (Chen et al. 2016) keeps O(sqrt L) layer inputs") {
+  // Segments of ceil(sqrt L) layers: L = 16 -> 4, 64 -> 8, 100 -> 10 checkpoints.
+  const spec::Recompute r{spec::RecomputeKind::kSqrt, 0};
+  CHECK(techniques::checkpoint_count(r, 16) == 4);
+  CHECK(techniques::checkpoint_count(r, 64) == 8);
+  CHECK(techniques::checkpoint_count(r, 100) == 10);
+  // every:K (Megatron uniform): ceil(L / K) checkpoints of K-layer segments.
+  CHECK(techniques::checkpoint_count({spec::RecomputeKind::kEvery, 4}, 30) == 8);
+  CHECK(techniques::segment_layers({spec::RecomputeKind::kEvery, 4}, 30) == 4);
+}
+
+TEST_CASE("attention: doubling s grows naive HBM bytes ~4x and flash bytes exactly 2x") {
+  // Llama-2-7B (no dropout), b = 1, bf16, eager. Naive core per layer (elements
+  // S = a s^2, Q = K = V = O = s h, e = 2 bytes, 1-byte mask of s^2):
+  //   QK^T reads Q, K and writes S; scale reads/writes S; mask reads S and the
+  //   s^2 mask, writes S; softmax reads/writes S; PV reads S and V, writes O:
+  //   bytes(s) = e (4 s h) + 8 e a s^2 + s^2.
+  // Flash: reads Q, K, V once (K/V of the heads in flight fit in L2), writes O
+  //   and the fp32 log-sum-exp: bytes(s) = e (4 s h) + 4 a s, linear, ratio 2.
+  const auto m = test::model("llama2_7b");
+  const double h = m.hidden, a = m.heads, e = 2;
+  auto naive_bytes = [&](double s) { return e * 4 * s * h + 8 * e * a * s * s + s * s; };
+  auto core_bytes = [&](spec::AttentionKind kind, int s) {
+    auto p = plan(1, s);
+    p.attention = kind;
+    p.fusion = spec::Fusion::kEager;
+    double bytes = 0;
+    for (const auto& k : step(m, p).kernels)
+      if (k.phase == spec::Phase::kForward && (k.has(graph::kAttnCore) || k.op == graph::Op::kFlashAttn))
+        bytes += k.hbm_bytes();
+    return bytes;
+  };
+  const double n1 = core_bytes(spec::AttentionKind::kNaive, 2048), n2 = core_bytes(spec::AttentionKind::kNaive, 4096);
+  CHECK(n1 == doctest::Approx(naive_bytes(2048)));
+  CHECK(n2 / n1 == doctest::Approx(naive_bytes(4096) / naive_bytes(2048)));
+  CHECK(n2 / n1 > 3.9);
+  const double f1 = core_bytes(spec::AttentionKind::kFlash2, 2048), f2 = core_bytes(spec::AttentionKind::kFlash2, 4096);
+  CHECK(f1 == doctest::Approx(e * 4 * 2048 * h + 4 * a * 2048));
+  CHECK(f2 / f1 == doctest::Approx(2.0));
+}
+
+TEST_CASE("fusion: fused chains read and write each tensor once") {
+  // GPT-3 1.3B (bias, dropout), b = 1, s = 2048: N = s h elements of 2 bytes.
+  const auto m = test::model("gpt3_1.3b");
+  const double N = 2048.0 * m.hidden, F = 2048.0 * m.ffn_hidden, e = 2;
+  auto chain = [&](spec::Fusion f, graph::FuseGroup grp, double& launches) {
+    auto p = plan(1, 2048);
+    p.fusion = f;
+    double bytes = 0;
+    launches = 0;
+    for (const auto& k : step(m, p).kernels)
+      if (k.phase == spec::Phase::kForward && k.group == grp) bytes += k.hbm_bytes(), launches += k.launches;
+    return bytes;
+  };
+  double le = 0, lf = 0;
+  // bias + dropout + residual. Eager: bias reads x and b, writes y (2eN + bias);
+  // dropout reads y, writes z and a 1-byte mask (2eN + N); residual reads z and r,
+  // writes out (3eN): 7eN + N + bias. Fused: reads x, b, r; writes out and mask: 3eN + N + bias.
+  const double bias = m.hidden * e;
+  const double eager = chain(spec::Fusion::kEager, graph::FuseGroup::kBiasDropoutAdd2, le);
+  const double fused = chain(spec::Fusion::kFused, graph::FuseGroup::kBiasDropoutAdd2, lf);
+  CHECK(eager == doctest::Approx(7 * e * N + N + bias));
+  CHECK(fused == doctest::Approx(3 * e * N + N + bias));
+  CHECK(eager / fused == doctest::Approx((7 * e * N + N + bias) / (3 * e * N + N + bias)));  // 2.14x
+  CHECK(le == 3);
+  CHECK(lf == 1);
+  // bias + GeLU over the FFN width: eager 2 x (read + write) = 4eF + bias; fused 2eF + bias: 2x.
+  const double ge = chain(spec::Fusion::kEager, graph::FuseGroup::kBiasAct, le);
+  const double gf = chain(spec::Fusion::kFused, graph::FuseGroup::kBiasAct, lf);
+  const double fbias = m.ffn_hidden * e;
+  CHECK(ge == doctest::Approx(4 * e * F + fbias));
+  CHECK(gf == doctest::Approx(2 * e * F + fbias));
+  CHECK(le == 2);
+  CHECK(lf == 1);
+}
+
+TEST_CASE("fusion: compiled merges more than fused, and CUDA graphs cut launch cost") {
+  const auto m = test::model("llama3_8b");
+  auto launches = [&](spec::Fusion f) {
+    auto p = plan(1, 4096);
+    p.fusion = f;
+    return graph::totals(step(m, p)).launches;
+  };
+  CHECK(launches(spec::Fusion::kEager) > launches(spec::Fusion::kFused));
+  CHECK(launches(spec::Fusion::kFused) > launches(spec::Fusion::kCompiled));
+  CHECK(launches(spec::Fusion::kCompiled) >= launches(spec::Fusion::kXla));
+}
+
+TEST_CASE("optimizer state bytes per parameter") {
+  techniques::LocalParams lp;
+  lp.trainable = lp.matrix_elems = 4096.0 * 11008;
+  lp.matrix_rows_cols = 4096 + 11008;
+  spec::OptimizerSpec o;
+  o.kind = spec::OptimizerKind::kAdamW;
+  CHECK(techniques::optimizer_state_bytes(o, lp) == 8.0);  // fp32 m and v
+  o.kind = spec::OptimizerKind::kAdafactor;
+  // Shazeer & Stern 2018: a 4096 x 11008 matrix keeps 4096 + 11008 fp32 statistics.
+  CHECK(techniques::optimizer_state_bytes(o, lp) * lp.trainable == doctest::Approx(4.0 * (4096 + 11008)));
+  o.kind = spec::OptimizerKind::kLion;
+  CHECK(techniques::optimizer_state_bytes(o, lp) == 4.0);
+  o.kind = spec::OptimizerKind::kAdam8bit;
+  CHECK(techniques::optimizer_state_bytes(o, lp) == doctest::Approx(2.0).epsilon(0.01));
+  o.kind = spec::OptimizerKind::kSgd;
+  o.momentum = false;
+  CHECK(techniques::optimizer_state_bytes(o, lp) == 0.0);
+}
+
+TEST_CASE("LoRA and QLoRA") {
+  // PEFT on Llama-2-7B, r = 8 on q and v: 32 layers x 2 x 8 x (4096 + 4096) = 4,194,304 trainable.
+  const auto m = test::model("llama2_7b");
+  auto p = plan(1, 2048);
+  p.finetune.mode = spec::FinetuneMode::kLora;
+  p.finetune.rank = 8;
+  p.finetune.targets = spec::kTargetQ | spec::kTargetV;
+  CHECK(techniques::local_params(m, p).trainable == 4194304.0);
+  // A frozen base has no weight-gradient GEMMs.
+  int wgrad = 0;
+  for (const auto& k : step(m, p).kernels)
+    if (k.phase == spec::Phase::kBackward && k.cls == spec::KernelClass::kGemm && k.has(graph::kFrozen) &&
+        k.name.find("wgrad") != std::string_view::npos)
+      ++wgrad;
+  CHECK(wgrad == 0);
+
+  SUBCASE("QLoRA fits a 65B model's fine-tune under 48 GB (Dettmers et al. 2023)") {
+    const auto big = test::model("llama1_65b");
+    auto q = plan(1, 512);
+    q.finetune.mode = spec::FinetuneMode::kQlora;
+    q.finetune.rank = 64;
+    q.finetune.targets = 127;  // all linear layers, as in the paper
+    q.recompute = {spec::RecomputeKind::kFull, 0};
+    q.optimizer.kind = spec::OptimizerKind::kAdamW;
+    const auto pred = engine::evaluate(big, q, test::gpu("l40s"));
+    const auto& mm = pred.memory;
+    MESSAGE("QLoRA 65B: weights ", mm.weights / 1e9, " GB, gradients ", mm.gradients / 1e9, " GB, optimizer ",
+            mm.optimizer / 1e9, " GB, activations ", mm.activations / 1e9, " GB, total ", mm.total / 1e9, " GB");
+    // NF4 + double quantization: 4.127 bits per base parameter (QLoRA Sec. 3): 65.3B -> 33.7 GB.
+    CHECK(mm.weights == doctest::Approx(spec::count_params(big).total * 4.127 / 8 +
+                                        techniques::local_params(big, q).trainable * 2).epsilon(0.01));
+    CHECK(mm.total < 48e9);
+  }
+}
