@@ -48,4 +48,4 @@ BENCHMARK(BM_PredictLlama3_70B_H100)->Arg(0)->Arg(1)->ArgName("all_passes");
 
 }  // namespace
 
-BENCHMARK_MAIN();
+

@@ -112,45 +112,7 @@ void PlanFlags::add_to(CLI::App& app, bool with_parallel) {
 }
 
 void apply_setting(spec::PlanSpec& p, const std::string& key, const std::string& value, const std::string& flag) {
-  auto as_int = [&](int lo, int hi) {
-    try {
-      size_t used = 0;
-      int v = std::stoi(value, &used);
-      if (used != value.size() || v < lo || v > hi) throw 1;
-      return v;
-    } catch (...) {
-      throw UsageError{flag, fmt::format("{}: expected a whole number from {} to {}, got \"{}\"", key, lo, hi, value)};
-    }
-  };
-  auto word = [&](auto parse, auto& out, const std::string& choices) {
-    auto r = parse(value);
-    if (!r) throw UsageError{flag, fmt::format("{}: expected one of {}, got \"{}\"", key, choices, value)};
-    out = *r;
-  };
-  if (key == "precision") word(spec::parse_precision, p.precision, spec::precision_choices());
-  else if (key == "recompute") word(spec::parse_recompute, p.recompute, spec::recompute_choices());
-  else if (key == "attention") word(spec::parse_attention, p.attention, spec::attention_choices());
-  else if (key == "fusion") word(spec::parse_fusion, p.fusion, spec::fusion_choices());
-  else if (key == "optimizer") word(spec::parse_optimizer, p.optimizer.kind, spec::optimizer_choices());
-  else if (key == "finetune") word(spec::parse_finetune, p.finetune.mode, spec::finetune_choices());
-  else if (key == "lora_rank") p.finetune.rank = as_int(1, 65536);
-  else if (key == "micro_batch") p.micro_batch = as_int(1, 1 << 20);
-  else if (key == "seq" || key == "seq_len") p.seq_len = as_int(1, 1 << 30);
-  else if (key == "tp") p.parallel.tp = as_int(1, 4096);
-  else if (key == "pp") p.parallel.pp = as_int(1, 4096);
-  else if (key == "dp") p.parallel.dp = as_int(1, 1 << 20);
-  else if (key == "cp") p.parallel.cp = as_int(1, 4096);
-  else if (key == "ep") p.parallel.ep = as_int(1, 4096);
-  else if (key == "zero") p.parallel.zero = as_int(0, 3);
-  else if (key == "vpp" || key == "virtual_stages") p.parallel.virtual_stages = as_int(1, 1024);
-  else if (key == "sp") p.parallel.sp = (value == "true" || value == "1" || value == "on");
-  else if (key == "cuda_graphs") p.cuda_graphs = (value == "true" || value == "1" || value == "on");
-  else {
-    static const std::vector<std::string> keys = {"precision", "recompute", "attention", "fusion", "optimizer",
-                                                  "finetune", "lora_rank", "micro_batch", "seq", "tp", "pp", "dp",
-                                                  "cp", "ep", "zero", "vpp", "sp", "cuda_graphs"};
-    throw UsageError{flag, fmt::format("unknown setting '{}'{}", key, support::did_you_mean(key, keys))};
-  }
+  if (auto err = spec::apply_setting(p, key, value); !err.empty()) throw UsageError{flag, err};
 }
 
 spec::PlanSpec PlanFlags::build(const spec::ModelSpec& model) const {

@@ -69,79 +69,108 @@ Problem check_plan(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec
   return {};
 }
 
-void evaluate_into(Prediction& out, graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
-                   const spec::HardwareSpec& hw, const cost::CostParams& c, const EvalOptions& opt) {
-  out.status = Status::kOk;
-  out.problem = {};
-  out.kernels.clear();
-  out.time_by_class.fill(0);
-  out.time_by_phase.fill(0);
-  out.step = {};
-  out.totals = {};
-  out.calibrated = c.calibrated;
-  out.params = spec::count_params(m);
-  Problem pr = check_plan(m, p, hw);
-  if (!pr.field.empty()) {
-    out.status = Status::kInvalid;
-    out.problem = std::move(pr);
+namespace {
+
+/// Adds one costed kernel to the running sums; per-micro-batch kernels go to
+/// the micro-batch phase sums, per-step ones to the step sums.
+void accumulate(MicrobatchSummary& s, const graph::Kernel& k, const cost::KernelCost& kc, double layer_scale) {
+  const bool per_step = k.has(graph::kPerStep);
+  const double t = kc.time_s * k.count;  // per micro-batch (or per step)
+  const bool is_comm = k.cls == spec::KernelClass::kCollective || k.cls == spec::KernelClass::kP2p;
+  if (per_step) {
+    s.class_step[static_cast<int>(k.cls)] += t;
+    s.phase_step[static_cast<int>(k.phase)] += t;
+  } else {
+    s.class_mb[static_cast<int>(k.cls)] += t;
+    s.phase_mb[static_cast<int>(k.phase)] += t;
+  }
+  if (is_comm) {
+    if (!per_step) (k.has(graph::kOverlapped) ? s.pool_mb : s.comm_mb) += t;
     return;
   }
-  techniques::build_step(g, m, p, hw);
+  if (per_step) {
+    s.t_step_fixed += t;
+    return;
+  }
+  switch (k.phase) {
+    case spec::Phase::kForward: s.t_fwd += t; break;
+    case spec::Phase::kBackward: s.t_bwd += t; break;
+    case spec::Phase::kRecompute: s.t_rec += t; break;
+    default: s.t_step_fixed += t; break;
+  }
+  if (k.cls == spec::KernelClass::kGemm || k.cls == spec::KernelClass::kAttention) s.window += t;
+  const double scale = k.has(graph::kLayer) ? layer_scale : 1.0;
+  if (k.phase == spec::Phase::kRecompute) s.rec_mb += k.model_flops * k.count * scale;
+  else s.model_mb += k.model_flops * k.count * scale;
+  s.hw_mb += k.flops * k.count * scale;
+}
+
+void keep(Prediction& out, const graph::Kernel& k, const cost::KernelCost& kc, double mb) {
+  const double n = k.has(graph::kPerStep) ? k.count : k.count * mb;
+  KernelResult r;
+  r.name = k.name;
+  r.phase = k.phase;
+  r.cls = k.cls;
+  r.dtype = k.dtype;
+  r.count = n;
+  r.flops = k.flops;
+  r.hbm_bytes = k.hbm_bytes();
+  r.intensity = kc.intensity;
+  r.bound = kc.bound;
+  r.time_s = kc.time_s * n;
+  r.gemm = k.gemm;
+  out.kernels.push_back(r);
+}
+
+}  // namespace
+
+void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m,
+                          const spec::PlanSpec& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
+                          Prediction* out, double mb) {
+  s = MicrobatchSummary{};
+  techniques::build_microbatch(g, m, p, hw);
+  const double layer_scale = static_cast<double>(m.layers) / std::max(1, g.layers);
+  if (out) out->kernels.reserve(g.kernels.size() + 8);
+  for (const auto& k : g.kernels) {
+    const cost::KernelCost kc = cost::cost_kernel(k, c, p.cuda_graphs);
+    accumulate(s, k, kc, layer_scale);
+    if (out) keep(*out, k, kc, mb);
+  }
+  s.facts = memory::facts(g);
+}
+
+void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, const spec::ModelSpec& m,
+            const spec::PlanSpec& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
+            const EvalOptions& opt) {
   const auto& par = p.parallel;
   const double mb = micro_batches(p);
-  const bool graphs = p.cuda_graphs;
-  double t_fwd = 0, t_bwd = 0, t_rec = 0, t_opt = 0, compute_window = 0;
-  double comm_mb = 0, pool_mb = 0, pool_step = 0, comm_step = 0;
-  double model_mb = 0, rec_mb = 0, hw_mb = 0;
-  const double layer_scale = static_cast<double>(m.layers) / std::max(1, g.layers);
-  if (opt.keep_kernels) out.kernels.reserve(g.kernels.size());
-  for (const auto& k : g.kernels) {
-    const cost::KernelCost kc = cost_kernel(k, c, graphs);
-    const bool per_step = k.has(graph::kPerStep);
-    const double n = per_step ? k.count : k.count * mb;
-    const double t = kc.time_s * k.count;  // per micro-batch (or per step)
+  // The layout-dependent kernels: DP/ZeRO collectives and the optimizer step.
+  sg.kernels.clear();
+  sg.act_bytes = sum.facts.act_bytes;
+  sg.layers = static_cast<int>(sum.facts.layers);
+  sg.tokens = sum.facts.tokens;
+  techniques::append_step_kernels(sg, m, p);
+  MicrobatchSummary s = sum;
+  const double layer_scale = static_cast<double>(m.layers) / std::max(1.0, sum.facts.layers);
+  double pool_step = 0, comm_step = 0;
+  for (const auto& k : sg.kernels) {
+    const cost::KernelCost kc = cost::cost_kernel(k, c, p.cuda_graphs);
     const bool is_comm = k.cls == spec::KernelClass::kCollective || k.cls == spec::KernelClass::kP2p;
-    if (is_comm) {
-      if (per_step) (k.has(graph::kOverlapped) ? pool_step : comm_step) += t;
-      else (k.has(graph::kOverlapped) ? pool_mb : comm_mb) += t;
-    } else if (per_step) {
-      t_opt += t;
+    if (is_comm && k.has(graph::kPerStep)) {
+      (k.has(graph::kOverlapped) ? pool_step : comm_step) += kc.time_s * k.count;
+      s.class_step[static_cast<int>(k.cls)] += kc.time_s * k.count;
+      s.phase_step[static_cast<int>(k.phase)] += kc.time_s * k.count;
     } else {
-      switch (k.phase) {
-        case spec::Phase::kForward: t_fwd += t; break;
-        case spec::Phase::kBackward: t_bwd += t; break;
-        case spec::Phase::kRecompute: t_rec += t; break;
-        default: t_opt += t; break;
-      }
-      if (k.cls == spec::KernelClass::kGemm || k.cls == spec::KernelClass::kAttention) compute_window += t;
-      const double scale = k.has(graph::kLayer) ? layer_scale : 1.0;
-      if (k.phase == spec::Phase::kRecompute) rec_mb += k.model_flops * k.count * scale;
-      else model_mb += k.model_flops * k.count * scale;
-      hw_mb += k.flops * k.count * scale;
+      accumulate(s, k, kc, layer_scale);
     }
-    const double step_time = kc.time_s * n;
-    out.time_by_class[static_cast<int>(k.cls)] += step_time;
-    out.time_by_phase[static_cast<int>(k.phase)] += step_time;
-    if (opt.keep_kernels) {
-      KernelResult r;
-      r.name = k.name;
-      r.phase = k.phase;
-      r.cls = k.cls;
-      r.dtype = k.dtype;
-      r.count = n;
-      r.flops = k.flops;
-      r.hbm_bytes = k.hbm_bytes();
-      r.intensity = kc.intensity;
-      r.bound = kc.bound;
-      r.time_s = step_time;
-      r.gemm = k.gemm;
-      out.kernels.push_back(r);
-    }
+    if (opt.keep_kernels) keep(out, k, kc, mb);
   }
+  for (int i = 0; i < spec::kKernelClassCount; ++i) out.time_by_class[i] = s.class_mb[i] * mb + s.class_step[i];
+  for (int i = 0; i < spec::kPhaseCount; ++i) out.time_by_phase[i] = s.phase_mb[i] * mb + s.phase_step[i];
   // Overlapped per-micro-batch communication (CP ring, ZeRO-3 prefetch, TP
   // overlap) hides behind the micro-batch's GEMM and attention time.
-  const double exposed_mb = comm_mb + std::max(0.0, pool_mb - compute_window);
-  const double t_mb = t_fwd + t_bwd + t_rec + exposed_mb;
+  const double exposed_mb = s.comm_mb + std::max(0.0, s.pool_mb - s.window);
+  const double t_mb = s.t_fwd + s.t_bwd + s.t_rec + exposed_mb;
   // Pipeline bubble (Narayanan et al. 2021): (p - 1) / (v m) of the ideal time.
   const double pp = std::max(1, par.pp);
   const double v = std::max(1, par.virtual_stages);
@@ -150,30 +179,31 @@ void evaluate_into(Prediction& out, graph::Graph& g, const spec::ModelSpec& m, c
   const double bubble = bubble_frac * ideal;
   // DP gradient reduction overlaps the last micro-batch's backward; the last
   // bucket (~5% of the gradients) is always exposed.
-  const double exposed_dp = pool_step > 0 ? std::max(pool_step - t_bwd, 0.05 * pool_step) : 0.0;
-  double step = ideal + bubble + t_opt + exposed_dp + comm_step;
+  const double exposed_dp = pool_step > 0 ? std::max(pool_step - s.t_bwd, 0.05 * pool_step) : 0.0;
+  double step = ideal + bubble + s.t_step_fixed + exposed_dp + comm_step;
   if (p.optimizer.kind == spec::OptimizerKind::kSophia)
-    step += (t_fwd + t_bwd) / std::max(1, p.optimizer.hessian_interval);  // Hessian estimate, amortised
+    step += (s.t_fwd + s.t_bwd) / std::max(1, p.optimizer.hessian_interval);  // Hessian estimate, amortised
   if (p.precision == spec::Precision::kFp16) step /= (1.0 - std::min(0.5, p.skipped_step_rate));
   const int gpus = par.gpus();
-  auto& s = out.step;
-  s.gpus = gpus;
-  s.time_s = step;
-  s.micro_batches = mb;
-  s.microbatch_time_s = t_mb;
-  s.compute_time_s = mb * (t_fwd + t_bwd + t_rec) + t_opt;
-  s.exposed_comm_s = mb * exposed_mb + exposed_dp + comm_step;
-  s.bubble_s = bubble;
-  s.bubble_fraction = bubble_frac;
-  s.optimizer_s = t_opt;
+  auto& st = out.step;
+  st = StepResult{};
+  st.gpus = gpus;
+  st.time_s = step;
+  st.micro_batches = mb;
+  st.microbatch_time_s = t_mb;
+  st.compute_time_s = mb * (s.t_fwd + s.t_bwd + s.t_rec) + s.t_step_fixed;
+  st.exposed_comm_s = mb * exposed_mb + exposed_dp + comm_step;
+  st.bubble_s = bubble;
+  st.bubble_fraction = bubble_frac;
+  st.optimizer_s = s.t_step_fixed;
   const int seq = graph::seq_len(m, p);
-  s.tokens_per_step = static_cast<double>(p.micro_batch) * seq * mb * par.dp;
-  s.tokens_per_s = s.tokens_per_step / step;
+  st.tokens_per_step = static_cast<double>(p.micro_batch) * seq * mb * par.dp;
+  st.tokens_per_s = st.tokens_per_step / step;
   // Whole-job FLOPs: per-GPU shard x TP x CP ranks x DP replicas x micro-batches.
   const double replicas = static_cast<double>(par.tp) * par.cp * par.dp * mb;
-  s.model_flops = model_mb * replicas;
-  s.recompute_flops = rec_mb * replicas;
-  s.hardware_flops = hw_mb * replicas;
+  st.model_flops = s.model_mb * replicas;
+  st.recompute_flops = s.rec_mb * replicas;
+  st.hardware_flops = s.hw_mb * replicas;
   const double bf16 = hw.peak(spec::Peak::kBf16);
   spec::Peak used = spec::Peak::kBf16;
   switch (p.precision) {
@@ -184,29 +214,52 @@ void evaluate_into(Prediction& out, graph::Graph& g, const spec::ModelSpec& m, c
     default: break;
   }
   const double denom = step * gpus;
-  s.mfu = s.model_flops / (denom * bf16);
-  s.mfu_dtype = s.model_flops / (denom * std::max(1.0, hw.peak(used)));
-  s.hfu = (s.model_flops + s.recompute_flops) / (denom * bf16);
-  s.flops_convention = spec::to_string(p.attention_flops);
-  double total_time = 0;
-  for (double x : out.time_by_phase) total_time += x;
-  if (opt.keep_kernels && total_time > 0)
-    for (auto& k : out.kernels) k.share = k.time_s / total_time;
+  st.mfu = st.model_flops / (denom * bf16);
+  st.mfu_dtype = st.model_flops / (denom * std::max(1.0, hw.peak(used)));
+  st.hfu = (st.model_flops + st.recompute_flops) / (denom * bf16);
+  st.flops_convention = spec::to_string(p.attention_flops);
+  if (opt.keep_kernels) {
+    double total_time = 0;
+    for (double x : out.time_by_phase) total_time += x;
+    if (total_time > 0)
+      for (auto& k : out.kernels) k.share = k.time_s / total_time;
+  }
 
-  out.memory = memory::estimate(g, m, p, hw, mb);
+  out.memory = memory::estimate(s.facts, m, p, hw, mb);
+  out.params = spec::count_params(m);
   const auto lp = techniques::local_params(m, p);
   out.trainable_params = lp.model_trainable;
   // Training-run totals.
   auto& tt = out.totals;
+  tt = TrainingTotals{};
   tt.tokens_default = p.tokens <= 0;
   tt.tokens = p.tokens > 0 ? p.tokens : 20.0 * out.params.total;  // Chinchilla: D ~ 20 N
-  tt.steps = tt.tokens / s.tokens_per_step;
+  tt.steps = tt.tokens / st.tokens_per_step;
   tt.wall_s = tt.steps * step;
   tt.gpu_hours = tt.wall_s * gpus / 3600.0;
   tt.cost_usd = tt.gpu_hours * hw.price_per_gpu_hour_usd;
   tt.power_utilization = p.power_utilization;
   tt.energy_kwh = gpus * hw.tdp_w * p.power_utilization * tt.wall_s / 3.6e6;
-  if (!out.memory.fits) out.status = Status::kDoesNotFit;
+  out.status = out.memory.fits ? Status::kOk : Status::kDoesNotFit;
+}
+
+void evaluate_into(Prediction& out, graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
+                   const spec::HardwareSpec& hw, const cost::CostParams& c, const EvalOptions& opt) {
+  out.status = Status::kOk;
+  out.problem = {};
+  out.kernels.clear();
+  out.calibrated = c.calibrated;
+  Problem pr = check_plan(m, p, hw);
+  if (!pr.field.empty()) {
+    out.status = Status::kInvalid;
+    out.problem = std::move(pr);
+    return;
+  }
+  thread_local MicrobatchSummary s;
+  thread_local graph::Graph sg;
+  const double mb = micro_batches(p);
+  summarize_microbatch(s, g, m, p, hw, c, opt.keep_kernels ? &out : nullptr, mb);
+  finish(out, s, sg, m, p, hw, c, opt);
 }
 
 Prediction evaluate(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw,

@@ -24,7 +24,26 @@ double layer_saved_bytes(const graph::Graph& g) {
   return s;
 }
 
-MemoryResult estimate(const graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
+GraphFacts facts(const graph::Graph& g) {
+  GraphFacts f;
+  for (const auto& k : g.kernels) {
+    if (k.phase != spec::Phase::kForward) continue;
+    const double s = k.saved_bytes + k.saved_core_bytes;
+    (k.has(graph::kLayer) ? f.layer_saved : f.other_saved) += s;
+    if (k.has(graph::kFp8Gemm)) f.fp8_linear_params += k.weight_params * k.gemm.batch * k.count;
+  }
+  f.saved_layer_fraction = g.saved_layer_fraction;
+  f.checkpointed_layers = g.checkpointed_layers;
+  f.checkpoint_bytes_per_layer = g.checkpoint_bytes_per_layer;
+  f.recompute_working = g.recompute_working_bytes;
+  f.logits_transient = g.logits_transient_bytes;
+  f.tokens = g.tokens;
+  f.act_bytes = g.act_bytes;
+  f.layers = g.layers;
+  return f;
+}
+
+MemoryResult estimate(const GraphFacts& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
                       const spec::HardwareSpec& hw, double micro_batches) {
   MemoryResult r;
   const auto lp = techniques::local_params(m, p);
@@ -36,15 +55,9 @@ MemoryResult estimate(const graph::Graph& g, const spec::ModelSpec& m, const spe
   // or NF4 with double-quantized constants, 4.127 bits (QLoRA).
   const double frozen_b = p.finetune.mode == spec::FinetuneMode::kQlora ? 4.127 / 8.0 : wb;
   double weights = (lp.weights - lp.frozen) * wb + lp.frozen * frozen_b;
-  if (p.precision == spec::Precision::kFp8) {
-    // Transformer Engine keeps an fp8 copy of each linear weight and its
-    // transpose beside the 16-bit weight: +2 bytes per linear parameter.
-    double linear = 0;
-    for (const auto& k : g.kernels)
-      if (k.phase == spec::Phase::kForward && k.has(graph::kFp8Gemm))
-        linear += k.weight_params * k.gemm.batch * k.count;
-    weights += 2.0 * linear;
-  }
+  // Transformer Engine keeps an fp8 copy of each linear weight and its
+  // transpose beside the 16-bit weight: +2 bytes per linear parameter.
+  weights += 2.0 * g.fp8_linear_params;
   const double zero3 = par.zero >= 3 ? dgroup : 1;
   const double zero2 = par.zero >= 2 ? dgroup : 1;
   const double zero1 = par.zero >= 1 ? dgroup : 1;
@@ -57,25 +70,18 @@ MemoryResult estimate(const graph::Graph& g, const spec::ModelSpec& m, const spe
   r.optimizer = lp.trainable * techniques::optimizer_state_bytes(p.optimizer, lp) / zero1;
 
   // Activations.
-  double layer = 0, other = 0;
-  for (const auto& k : g.kernels) {
-    if (k.phase != spec::Phase::kForward) continue;
-    const double s = k.saved_bytes + k.saved_core_bytes;
-    (k.has(graph::kLayer) ? layer : other) += s;
-  }
-  r.activations_per_layer = layer;
-  const double L = g.layers;
-  const double per_mb = other + L * layer * g.saved_layer_fraction +
+  r.activations_per_layer = g.layer_saved;
+  const double per_mb = g.other_saved + g.layers * g.layer_saved * g.saved_layer_fraction +
                         g.checkpointed_layers * g.checkpoint_bytes_per_layer;
   r.activations_per_microbatch = per_mb;
   r.in_flight_microbatches = in_flight_microbatches(p, micro_batches);
-  r.recompute_working = g.recompute_working_bytes;
-  r.activations = r.in_flight_microbatches * per_mb + g.recompute_working_bytes;
+  r.recompute_working = g.recompute_working;
+  r.activations = r.in_flight_microbatches * per_mb + g.recompute_working;
 
   // Buffers: fp32 logits of an unfused loss, the logits' gradient, ZeRO-3's
   // gathered weights of two layers (current + prefetched).
   const double t = std::max(1, par.tp);
-  r.buffers = g.logits_transient_bytes + g.tokens * (m.vocab / t) * g.act_bytes;
+  r.buffers = g.logits_transient + g.tokens * (m.vocab / t) * g.act_bytes;
   if (par.zero >= 3 && dgroup > 1) r.buffers += 2 * (lp.weights / std::max(1.0, lp.layers_local)) * wb;
   const bool distributed = par.gpus() > 1;
   r.workspace = kWorkspaceBytes + (distributed ? kNcclBytes : 0.0);

@@ -133,6 +133,59 @@ std::string fusion_choices() { return choices_of(kFusion); }
 std::string optimizer_choices() { return choices_of(kOptimizers); }
 std::string finetune_choices() { return choices_of(kFinetune); }
 
+const std::vector<std::string>& setting_keys() {
+  static const std::vector<std::string> keys = {"precision", "recompute", "attention", "fusion", "optimizer",
+                                                "finetune", "lora_rank", "micro_batch", "seq", "tp", "pp", "dp",
+                                                "cp", "ep", "zero", "vpp", "sp", "cuda_graphs"};
+  return keys;
+}
+
+std::string apply_setting(PlanSpec& p, std::string_view key, std::string_view value) {
+  auto as_int = [&](int lo, int hi, int& out) -> std::string {
+    int v = 0;
+    auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc() || ptr != value.data() + value.size() || v < lo || v > hi)
+      return fmt::format("{}: expected a whole number from {} to {}, got \"{}\"", key, lo, hi, value);
+    out = v;
+    return "";
+  };
+  auto as_bool = [&](bool& out) -> std::string {
+    if (value == "true" || value == "on" || value == "1") out = true;
+    else if (value == "false" || value == "off" || value == "0") out = false;
+    else return fmt::format("{}: expected true or false, got \"{}\"", key, value);
+    return "";
+  };
+  auto word = [&](auto parse, auto& out, const std::string& choices) -> std::string {
+    auto r = parse(value);
+    if (!r) return fmt::format("{}: expected one of {}, got \"{}\"", key, choices, value);
+    out = *r;
+    return "";
+  };
+  if (key == "precision") return word(parse_precision, p.precision, precision_choices());
+  if (key == "recompute") return word(parse_recompute, p.recompute, recompute_choices());
+  if (key == "attention") return word(parse_attention, p.attention, attention_choices());
+  if (key == "fusion") return word(parse_fusion, p.fusion, fusion_choices());
+  if (key == "optimizer") return word(parse_optimizer, p.optimizer.kind, optimizer_choices());
+  if (key == "finetune") return word(parse_finetune, p.finetune.mode, finetune_choices());
+  if (key == "lora_rank") return as_int(1, 65536, p.finetune.rank);
+  if (key == "micro_batch") return as_int(1, 1 << 20, p.micro_batch);
+  if (key == "seq" || key == "seq_len") return as_int(1, 1 << 30, p.seq_len);
+  if (key == "tp") return as_int(1, 4096, p.parallel.tp);
+  if (key == "pp") return as_int(1, 4096, p.parallel.pp);
+  if (key == "dp") return as_int(1, 1 << 20, p.parallel.dp);
+  if (key == "cp") return as_int(1, 4096, p.parallel.cp);
+  if (key == "ep") return as_int(1, 4096, p.parallel.ep);
+  if (key == "zero") return as_int(0, 3, p.parallel.zero);
+  if (key == "vpp" || key == "virtual_stages") {
+    auto e = as_int(1, 1024, p.parallel.virtual_stages);
+    if (e.empty() && p.parallel.virtual_stages > 1) p.parallel.schedule = PipelineSchedule::kInterleaved;
+    return e;
+  }
+  if (key == "sp") return as_bool(p.parallel.sp);
+  if (key == "cuda_graphs") return as_bool(p.cuda_graphs);
+  return fmt::format("unknown setting '{}'{}", key, support::did_you_mean(std::string(key), setting_keys()));
+}
+
 PlanSpec load_plan(const std::string& path) {
   YAML::Node root = load_yaml_file(path);
   support::DiagnosticList d;

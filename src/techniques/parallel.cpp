@@ -46,8 +46,8 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanS
                     const spec::HardwareSpec& hw) {
   (void)hw;
   const auto& par = p.parallel;
-  const double t = std::max(1, par.tp), cp = std::max(1, par.cp), dp = std::max(1, par.dp);
-  const double pp = std::max(1, par.pp), ep = std::max(1, par.ep);
+  const double t = std::max(1, par.tp), cp = std::max(1, par.cp);
+  const double ep = std::max(1, par.ep);
   const double e = g.act_bytes;
   const double L = g.layers;
   const double T = g.tokens;
@@ -95,6 +95,17 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanS
     ks.push_back(comm("ep_all_to_all", Collective::kAllToAll, spec::Phase::kBackward, S, ep, t * cp * ep, 2 * L,
                       layer));
   }
+}
+
+void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p) {
+  const auto& par = p.parallel;
+  const double t = std::max(1, par.tp), cp = std::max(1, par.cp), dp = std::max(1, par.dp);
+  const double pp = std::max(1, par.pp);
+  const double e = g.act_bytes, T = g.tokens, h = m.hidden;
+  auto& ks = g.kernels;
+  // Pipeline p2p (here rather than in apply_parallel: its link depends on the
+  // DP degree and its count on the virtual stages, neither of which changes
+  // the micro-batch graph).
   if (pp > 1) {
     const double S = T * h * e / (par.sp ? t : 1);
     const double v = std::max(1, par.virtual_stages);

@@ -2,8 +2,8 @@
 
 namespace ridgeline::techniques {
 
-void build_step(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
-                const spec::HardwareSpec& hw) {
+void build_microbatch(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
+                      const spec::HardwareSpec& hw) {
   graph::build_forward(m, p, g);
   apply_attention(g, m, p, hw);
   apply_fusion(g, m, p);
@@ -12,7 +12,17 @@ void build_step(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec&
   graph::derive_backward(g);
   apply_recompute(g, p);
   apply_parallel(g, m, p, hw);
+}
+
+void append_step_kernels(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p) {
+  apply_data_parallel(g, m, p);
   apply_optimizer(g, m, p);
+}
+
+void build_step(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
+                const spec::HardwareSpec& hw) {
+  build_microbatch(g, m, p, hw);
+  append_step_kernels(g, m, p);
 }
 
 }  // namespace ridgeline::techniques

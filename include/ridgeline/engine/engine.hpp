@@ -105,6 +105,33 @@ Prediction evaluate(const spec::ModelSpec& m, const spec::PlanSpec& p, const spe
 void evaluate_into(Prediction& out, graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
                    const spec::HardwareSpec& hw, const cost::CostParams& c, const EvalOptions& opt);
 
+/// One micro-batch's costed graph, summed: everything a step needs that does
+/// not depend on the data-parallel layout (DP degree, ZeRO stage, global
+/// batch). A sweep computes it once per distinct micro-batch graph.
+struct MicrobatchSummary {
+  double t_fwd = 0, t_bwd = 0, t_rec = 0;  // kernel time per micro-batch by phase
+  double t_step_fixed = 0;                 // per-step kernels of the graph (fp8 weight casts)
+  double comm_mb = 0, pool_mb = 0;         // exposed / overlappable communication per micro-batch
+  double window = 0;                       // GEMM + attention time that communication can hide behind
+  double model_mb = 0, rec_mb = 0, hw_mb = 0;  // FLOPs of this GPU's shard per micro-batch
+  std::array<double, spec::kKernelClassCount> class_mb{}, class_step{};
+  std::array<double, spec::kPhaseCount> phase_mb{}, phase_step{};
+  memory::GraphFacts facts;
+};
+
+/// Builds and costs one micro-batch graph into `s` (and kernel rows into `out`
+/// when `keep_kernels`; `mb` scales their per-step counts).
+void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m,
+                          const spec::PlanSpec& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
+                          Prediction* out, double mb);
+
+/// Completes a prediction from a micro-batch summary: DP/ZeRO collectives and
+/// the optimizer step (built into `step_graph`), pipeline bubble, memory,
+/// metrics and training totals. `out.status`/`problem` must already be set ok.
+void finish(Prediction& out, const MicrobatchSummary& s, graph::Graph& step_graph, const spec::ModelSpec& m,
+            const spec::PlanSpec& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
+            const EvalOptions& opt);
+
 /// Micro-batches per step per data-parallel rank.
 double micro_batches(const spec::PlanSpec& p);
 

@@ -38,11 +38,26 @@ struct MemoryResult {
   double recompute_working = 0;
 };
 
+/// What the memory model reads from a step graph (so a sweep can reuse it
+/// across layouts that share the graph).
+struct GraphFacts {
+  double layer_saved = 0;   // saved bytes of one decoder layer per micro-batch
+  double other_saved = 0;   // saved bytes outside the layers (embedding, head, loss)
+  double fp8_linear_params = 0;  // linear-layer weights that get fp8 copies
+  double saved_layer_fraction = 1, checkpointed_layers = 0, checkpoint_bytes_per_layer = 0;
+  double recompute_working = 0, logits_transient = 0, tokens = 0, act_bytes = 2, layers = 0;
+};
+GraphFacts facts(const graph::Graph& g);
+
 /// Micro-batches whose activations the first pipeline stage holds at once.
 double in_flight_microbatches(const spec::PlanSpec& p, double micro_batches);
 
-MemoryResult estimate(const graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
+MemoryResult estimate(const GraphFacts& f, const spec::ModelSpec& m, const spec::PlanSpec& p,
                       const spec::HardwareSpec& hw, double micro_batches);
+inline MemoryResult estimate(const graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
+                             const spec::HardwareSpec& hw, double micro_batches) {
+  return estimate(facts(g), m, p, hw, micro_batches);
+}
 
 /// Saved bytes of one decoder layer's forward kernels (per micro-batch).
 double layer_saved_bytes(const graph::Graph& g);

@@ -115,6 +115,13 @@ std::string fusion_choices();
 std::string optimizer_choices();
 std::string finetune_choices();
 
+/// Sets one plan field from "key=value" text (compare --vary, search --fix).
+/// Keys: precision, recompute, attention, fusion, optimizer, finetune,
+/// lora_rank, micro_batch, seq, tp, pp, dp, cp, ep, zero, vpp, sp, cuda_graphs.
+/// Returns "" on success, else the message ("expected one of ...", "unknown setting ...").
+std::string apply_setting(PlanSpec& p, std::string_view key, std::string_view value);
+const std::vector<std::string>& setting_keys();
+
 /// Loads a plan YAML over the defaults. Throws support::SpecError.
 PlanSpec load_plan(const std::string& path);
 

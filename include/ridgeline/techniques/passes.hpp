@@ -45,14 +45,24 @@ int checkpoint_count(const spec::Recompute& r, int layers);
 /// Segment length K (layers recomputed together) for a recompute policy.
 int segment_layers(const spec::Recompute& r, int layers);
 
-/// Tensor/sequence/context/data parallel and ZeRO collectives, pipeline p2p.
+/// Tensor/sequence/context/expert parallel collectives (per micro-batch).
 void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
                     const spec::HardwareSpec& hw);
+
+/// Pipeline p2p, data parallel and ZeRO collectives (gradient reduction per
+/// step; ZeRO-3 weight gathers and p2p per micro-batch): the kernels that
+/// depend on DP, ZeRO and virtual stages.
+void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p);
 
 /// Optimizer-step kernels (once per step) for the trainable parameters on this GPU.
 void apply_optimizer(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p);
 
-/// The whole pipeline: build_forward, every pass, derive_backward.
+/// One micro-batch: build_forward, the per-micro-batch passes, derive_backward.
+void build_microbatch(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
+                      const spec::HardwareSpec& hw);
+/// The kernels that depend on the data-parallel layout: DP/ZeRO collectives and the optimizer step.
+void append_step_kernels(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p);
+/// The whole step: build_microbatch then append_step_kernels.
 void build_step(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
                 const spec::HardwareSpec& hw);
 

@@ -1,0 +1,76 @@
+// Configuration search: enumerates TP x PP x DP x CP x micro-batch x virtual
+// stages x recomputation x ZeRO stage x precision for a GPU count and global
+// batch, prunes what cannot be valid or cannot fit (model state alone above
+// capacity), evaluates the rest with the engine (reusing one micro-batch
+// graph across the layouts that share it) and keeps the best K.
+// Shardable (--shard i/N): shard i evaluates every N-th micro-batch graph.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ridgeline/engine/engine.hpp"
+
+namespace ridgeline::search {
+
+enum class Objective : std::uint8_t { kTime, kCost, kMfu };
+
+struct SearchSpec {
+  int gpus = 8;
+  int global_batch = 0;  // sequences; 0 = the base plan's
+  Objective objective = Objective::kTime;
+  int top = 10;
+  int shard_index = 0, shard_count = 1;
+  int threads = 0;  // 0 = hardware concurrency
+  // Fixed values (from --fix); -1 / empty = free.
+  int tp = -1, pp = -1, dp = -1, cp = -1, micro_batch = -1, vpp = -1, zero = -1;
+  std::vector<spec::Recompute> recompute;       // empty = none, selective, full
+  std::vector<spec::Precision> precision;       // empty = bf16 (+ fp8 where supported)
+};
+
+struct Layout {
+  int tp = 1, pp = 1, dp = 1, cp = 1, micro_batch = 1, vpp = 1, zero = 0;
+  bool sp = false;
+  spec::Recompute recompute;
+  spec::Precision precision = spec::Precision::kBf16;
+};
+
+struct Candidate {
+  Layout layout;
+  double step_time_s = 0, mfu = 0, hfu = 0, memory_bytes = 0, tokens_per_s = 0;
+  double bubble_fraction = 0, exposed_comm_s = 0;
+  double days = 0, gpu_hours = 0, cost_usd = 0;
+  double score = 0;  // lower is better
+};
+
+struct SearchCounts {
+  std::uint64_t enumerated = 0;  // the whole cross product
+  std::uint64_t pruned = 0;      // invalid layouts and those whose model state cannot fit
+  std::uint64_t evaluated = 0;   // run through the engine
+  std::uint64_t infeasible = 0;  // evaluated and did not fit
+  std::uint64_t graphs = 0;      // distinct micro-batch graphs built
+};
+
+struct SearchResult {
+  SearchCounts counts;
+  std::vector<Candidate> top;  // best first
+  double seconds = 0;
+  int threads = 1;
+};
+
+/// Fixed values that can never be valid are errors (field, message); "" when fine.
+engine::Problem check_fixed(const SearchSpec& s, const spec::ModelSpec& m, const spec::PlanSpec& base);
+
+SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::PlanSpec& base,
+                 const spec::HardwareSpec& hw, bool use_calibration = true);
+
+/// Merges shard results: counts add, top lists merge and re-rank.
+SearchResult merge(const std::vector<SearchResult>& parts, int top);
+
+/// The plan for a layout (base plan with the layout applied).
+spec::PlanSpec plan_for(const spec::PlanSpec& base, const Layout& l, int global_batch);
+
+std::string to_string(Objective o);
+
+}  // namespace ridgeline::search
