@@ -1,0 +1,270 @@
+// ridgeline_cuda_bench: runs the CUDA microbenchmark suite and writes a
+// measurement file (schema "ridgeline.measurements/1", docs/measurements.md).
+//
+//   ridgeline_cuda_bench [--quick] [--only CLASS[,CLASS...]] --output FILE
+//
+// Exit status: 0 every case ran or was skipped with a reason; 2 bad
+// arguments, no CUDA device, or an output path that cannot be written; 3 a
+// case failed with a CUDA error. After a failed case the suite goes on when
+// the device is still usable, and stops when it is not; either way the file
+// is written with every record measured.
+
+#include "benches/benches.hpp"
+#include "harness/check.hpp"
+#include "harness/device_info.hpp"
+#include "harness/measurement_file.hpp"
+#include "harness/suite.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#ifndef RIDGELINE_VERSION
+#define RIDGELINE_VERSION "0.1.0"
+#endif
+
+namespace rcb = ridgeline::cuda_bench;
+
+namespace {
+
+struct Bench {
+  const char* name;
+  std::vector<std::string> classes;
+  void (*run)(rcb::Suite&);
+};
+
+const std::vector<Bench>& benches() {
+  static const std::vector<Bench> kBenches = {
+      {"launch", {"launch", "launch_graph"}, rcb::run_launch},
+      {"hbm", {"hbm_copy", "hbm_triad"}, rcb::run_hbm},
+      {"sram", {"sram"}, rcb::run_sram},
+      {"elementwise", {"elementwise_unfused", "elementwise_fused"}, rcb::run_elementwise},
+      {"softmax", {"softmax"}, rcb::run_softmax},
+      {"layernorm", {"layernorm"}, rcb::run_layernorm},
+      {"gemm", {"gemm"}, rcb::run_gemm},
+      {"attention", {"attention_naive", "attention_flash"}, rcb::run_attention},
+  };
+  return kBenches;
+}
+
+constexpr const char* kUsage =
+    "usage: ridgeline_cuda_bench [--quick] [--only CLASS[,CLASS...]] --output FILE\n"
+    "       ridgeline_cuda_bench --list\n"
+    "  --quick         fewer sizes and samples (under 3 minutes on an H100)\n"
+    "  --only LIST     run only these benchmarks or measurement classes, comma-separated\n"
+    "  --output FILE   measurement file to write (JSON, schema ridgeline.measurements/1)\n"
+    "  --list          print the benchmarks and the classes they measure\n";
+
+struct Options {
+  bool quick = false;
+  bool list = false;
+  std::string output;
+  std::vector<std::string> only;
+};
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    std::size_t comma = s.find(',', start);
+    if (comma == std::string::npos) comma = s.size();
+    if (comma > start) out.push_back(s.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+bool parse_args(int argc, char** argv, Options& options) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto next = [&](const char* flag) -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "ridgeline_cuda_bench: %s needs a value\n", flag);
+        return nullptr;
+      }
+      return argv[++i];
+    };
+    if (arg == "--quick") {
+      options.quick = true;
+    } else if (arg == "--list") {
+      options.list = true;
+    } else if (arg == "--output" || arg == "-o") {
+      const char* v = next("--output");
+      if (v == nullptr) return false;
+      options.output = v;
+    } else if (arg.rfind("--output=", 0) == 0) {
+      options.output = arg.substr(9);
+    } else if (arg == "--only") {
+      const char* v = next("--only");
+      if (v == nullptr) return false;
+      for (auto& item : split_commas(v)) options.only.push_back(item);
+    } else if (arg.rfind("--only=", 0) == 0) {
+      for (auto& item : split_commas(arg.substr(7))) options.only.push_back(item);
+    } else if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else {
+      std::fprintf(stderr, "ridgeline_cuda_bench: unknown argument '%s'\n", arg.c_str());
+      return false;
+    }
+  }
+  if (!options.list && options.output.empty()) {
+    std::fprintf(stderr, "ridgeline_cuda_bench: --output FILE is required\n");
+    return false;
+  }
+  return true;
+}
+
+/// Resolves --only items (benchmark names or class names) into the benchmarks to
+/// run and the classes to keep; false (with a message) on an unknown item.
+bool resolve_only(const std::vector<std::string>& only, std::vector<const Bench*>& run,
+                  std::vector<std::string>& classes) {
+  for (const Bench& b : benches()) {
+    bool selected = only.empty();
+    for (const std::string& item : only) {
+      if (item == b.name) {
+        selected = true;
+        classes.insert(classes.end(), b.classes.begin(), b.classes.end());
+      }
+      for (const std::string& c : b.classes) {
+        if (item == c) {
+          selected = true;
+          classes.push_back(c);
+        }
+      }
+    }
+    if (selected) run.push_back(&b);
+  }
+  for (const std::string& item : only) {
+    bool known = false;
+    for (const Bench& b : benches()) {
+      known = known || item == b.name;
+      for (const std::string& c : b.classes) known = known || item == c;
+    }
+    if (!known) {
+      std::string names;
+      for (const Bench& b : benches()) {
+        names += names.empty() ? "" : ", ";
+        names += b.name;
+      }
+      std::fprintf(stderr, "ridgeline_cuda_bench: --only: unknown benchmark or class '%s' (benchmarks: %s)\n",
+                   item.c_str(), names.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string utc_now_iso8601() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+/// Before spending minutes measuring: can a file be created next to the output?
+bool output_writable(const std::string& path) {
+  std::string tmp = rcb::temp_path(path);
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) {
+    std::fprintf(stderr, "ridgeline_cuda_bench: cannot write next to %s: %s\n", path.c_str(), std::strerror(errno));
+    return false;
+  }
+  std::fclose(f);
+  std::remove(tmp.c_str());
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  if (!parse_args(argc, argv, options)) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  std::vector<const Bench*> selected;
+  std::vector<std::string> classes;
+  if (!resolve_only(options.only, selected, classes)) return 2;
+  if (options.list) {
+    for (const Bench& b : benches()) {
+      std::string cls;
+      for (const std::string& c : b.classes) cls += (cls.empty() ? "" : ", ") + c;
+      std::printf("%-12s %s\n", b.name, cls.c_str());
+    }
+    return 0;
+  }
+
+  int device_count = 0;
+  cudaError_t status = cudaGetDeviceCount(&device_count);
+  if (status != cudaSuccess || device_count == 0) {
+    std::fprintf(stderr, "ridgeline_cuda_bench: no CUDA device found\n");
+    if (status != cudaSuccess && status != cudaErrorNoDevice)
+      std::fprintf(stderr, "  (cudaGetDeviceCount: %s: %s)\n", cudaGetErrorName(status), cudaGetErrorString(status));
+    return 2;
+  }
+  if (!output_writable(options.output)) return 2;
+
+  std::string date = utc_now_iso8601();
+  std::vector<rcb::Record> records;
+  rcb::DeviceInfo device;
+  int failed = 0, skipped = 0, check_failures = 0;
+  bool lost = false;
+  try {
+    RL_CUDA_CHECK(cudaSetDevice(0));
+    device = rcb::query_device(0);
+    std::fprintf(stderr, "ridgeline_cuda_bench %s: %s%s\n", RIDGELINE_VERSION, rcb::describe(device).c_str(),
+                 options.quick ? " [quick]" : "");
+    rcb::Suite suite(device, options.quick);
+    suite.set_class_filter(classes);
+    for (const Bench* b : selected) {
+      suite.progress(std::string("== ") + b->name);
+      try {
+        b->run(suite);
+      } catch (const rcb::Skip& e) {
+        suite.skip(b->name, e.what());
+      } catch (const rcb::DeviceLost& e) {
+        suite.progress(std::string("stopping: ") + e.what());
+        lost = true;
+        break;
+      } catch (const rcb::CudaError& e) {
+        // A failure outside any case (the benchmark's own setup).
+        suite.progress(std::string("FAILED benchmark ") + b->name + ": " + e.what());
+        ++failed;
+        (void)cudaGetLastError();
+        if (cudaDeviceSynchronize() != cudaSuccess) {
+          suite.progress("stopping: the device is unusable");
+          lost = true;
+          break;
+        }
+      }
+    }
+    records = suite.records();
+    failed += suite.failed();
+    skipped = suite.skipped();
+    check_failures = suite.check_failures();
+  } catch (const rcb::CudaError& e) {
+    std::fprintf(stderr, "ridgeline_cuda_bench: setup failed: %s\n", e.what());
+    return 3;
+  }
+
+  std::string text;
+  try {
+    text = rcb::measurements_json(device, options.quick, date, RIDGELINE_VERSION, records);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ridgeline_cuda_bench: internal error writing JSON: %s\n", e.what());
+    return 3;
+  }
+  if (!rcb::write_atomically(options.output, text)) return 3;
+  std::fprintf(stderr, "ridgeline_cuda_bench: wrote %zu records to %s (%d skipped, %d failed, %d failed their check)\n",
+               records.size(), options.output.c_str(), skipped, failed, check_failures);
+  if (lost) std::fprintf(stderr, "ridgeline_cuda_bench: the suite stopped early; the file holds the records measured before\n");
+  return failed > 0 || lost ? 3 : 0;
+}
