@@ -218,7 +218,7 @@ int main(int argc, char** argv) {
   int failed = 0, skipped = 0, check_failures = 0;
   bool lost = false;
   try {
-    RL_CUDA_CHECK(cudaSetDevice(0));
+    RIDGELINE_CUDA_CHECK(cudaSetDevice(0));
     device = rcb::query_device(0);
     std::fprintf(stderr, "ridgeline_cuda_bench %s: %s%s\n", RIDGELINE_VERSION, rcb::describe(device).c_str(),
                  options.quick ? " [quick]" : "");

@@ -9,10 +9,10 @@
 # clocks and performance state after it).
 #
 # Environment:
-#   RL_CUDA_ARCHS       CUDA architectures to build, e.g. "90" or "80;89;90".
+#   RIDGELINE_CUDA_ARCHS       CUDA architectures to build, e.g. "90" or "80;89;90".
 #                       Unset: the GPU's own (from nvidia-smi), else 80;89;90.
-#   RL_CUDA_BUILD_DIR   build directory (default: cuda_validation/build)
-#   RL_JOBS             parallel build jobs (default: nproc)
+#   RIDGELINE_CUDA_BUILD_DIR   build directory (default: cuda_validation/build)
+#   RIDGELINE_JOBS             parallel build jobs (default: nproc)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -27,10 +27,10 @@ if [[ $# -gt 0 && ( "$1" == quick || "$1" == full ) ]]; then
   mode="$1"
   shift
 fi
-build="${RL_CUDA_BUILD_DIR:-$here/build}"
-jobs="${RL_JOBS:-$(nproc 2>/dev/null || echo 4)}"
+build="${RIDGELINE_CUDA_BUILD_DIR:-$here/build}"
+jobs="${RIDGELINE_JOBS:-$(nproc 2>/dev/null || echo 4)}"
 
-archs="${RL_CUDA_ARCHS:-}"
+archs="${RIDGELINE_CUDA_ARCHS:-}"
 if [[ -z "$archs" ]] && command -v nvidia-smi >/dev/null 2>&1; then
   # "9.0" -> "90"; several GPUs -> their distinct architectures.
   archs="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | tr -d ' .' | sort -u | paste -sd ';' || true)"

@@ -196,7 +196,7 @@ void launch_flash(const void* q, const void* k, const void* v, void* o, int seq,
   flash_forward_kernel<kD><<<grid, kThreads, flash_smem_bytes<kD>(), stream>>>(
       static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k),
       static_cast<const __nv_bfloat16*>(v), static_cast<__nv_bfloat16*>(o), seq, scale * 1.4426950408889634f);
-  RL_CUDA_CHECK_LAUNCH();
+  RIDGELINE_CUDA_CHECK_LAUNCH();
 }
 
 /// float64 attention for query `row` of one head; q, k, v are that head's [seq, d] matrices.
@@ -302,7 +302,7 @@ void attention_case(Suite& suite, int seq, int d) {
           mm_qk.run(k.get(), q.get(), s.get(), 1.0f, workspace, stream);
           if (!launch_softmax(s.get(), p.get(), static_cast<std::int64_t>(bh) * seq, seq, scale, stream))
             throw Skip("softmax kernel has no configuration for " + std::to_string(seq) + " columns");
-          RL_CUDA_CHECK_LAUNCH();
+          RIDGELINE_CUDA_CHECK_LAUNCH();
           mm_pv.run(v.get(), p.get(), o_naive.get(), 1.0f, workspace, stream);
         };
         if (want_naive) {
@@ -319,7 +319,7 @@ void attention_case(Suite& suite, int seq, int d) {
         } else {
           naive(suite.stream());  // one run, as the flash check's second opinion
         }
-        RL_CUDA_CHECK(cudaStreamSynchronize(suite.stream()));
+        RIDGELINE_CUDA_CHECK(cudaStreamSynchronize(suite.stream()));
         naive_ran = true;
       } catch (const Skip& e) {
         suite.skip("attention_naive_" + label, e.what());
@@ -331,10 +331,10 @@ void attention_case(Suite& suite, int seq, int d) {
       if (smem > suite.device().max_smem_per_block_optin_bytes)
         throw Skip("flash kernel needs " + std::to_string(smem) + " bytes of shared memory per block");
       if (d == 64)
-        RL_CUDA_CHECK(cudaFuncSetAttribute(flash_forward_kernel<64>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        RIDGELINE_CUDA_CHECK(cudaFuncSetAttribute(flash_forward_kernel<64>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(smem)));
       else
-        RL_CUDA_CHECK(cudaFuncSetAttribute(flash_forward_kernel<128>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        RIDGELINE_CUDA_CHECK(cudaFuncSetAttribute(flash_forward_kernel<128>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(smem)));
       auto flash = [&](cudaStream_t stream) {
         if (d == 64)

@@ -36,10 +36,10 @@ std::vector<float> gather_to_host(const T* src, const std::vector<std::int64_t>&
   if (index.empty()) return out;
   DeviceBuffer d_index(index.size() * sizeof(std::int64_t));
   DeviceBuffer d_out(index.size() * sizeof(float));
-  RL_CUDA_CHECK(cudaMemcpyAsync(d_index.get(), index.data(), d_index.bytes(), cudaMemcpyHostToDevice, stream));
+  RIDGELINE_CUDA_CHECK(cudaMemcpyAsync(d_index.get(), index.data(), d_index.bytes(), cudaMemcpyHostToDevice, stream));
   gather_as_float(src, d_index.as<std::int64_t>(), d_out.as<float>(), static_cast<int>(index.size()), stream);
-  RL_CUDA_CHECK(cudaMemcpyAsync(out.data(), d_out.get(), d_out.bytes(), cudaMemcpyDeviceToHost, stream));
-  RL_CUDA_CHECK(cudaStreamSynchronize(stream));
+  RIDGELINE_CUDA_CHECK(cudaMemcpyAsync(out.data(), d_out.get(), d_out.bytes(), cudaMemcpyDeviceToHost, stream));
+  RIDGELINE_CUDA_CHECK(cudaStreamSynchronize(stream));
   return out;
 }
 

@@ -133,16 +133,16 @@ void elementwise_case(Suite& suite, std::int64_t n) {
 
     auto unfused = [&](cudaStream_t stream) {
       bias_add_kernel<<<grid, kThreads, 0, stream>>>(x.as<uint4>(), bias.as<uint4>(), y.as<uint4>(), n8);
-      RL_CUDA_CHECK_LAUNCH();
+      RIDGELINE_CUDA_CHECK_LAUNCH();
       gelu_kernel<<<grid, kThreads, 0, stream>>>(y.as<uint4>(), g.as<uint4>(), n8);
-      RL_CUDA_CHECK_LAUNCH();
+      RIDGELINE_CUDA_CHECK_LAUNCH();
       dropout_kernel<<<grid, kThreads, 0, stream>>>(g.as<uint4>(), out_u.as<uint4>(), mask_u.as<uint2>(), n8);
-      RL_CUDA_CHECK_LAUNCH();
+      RIDGELINE_CUDA_CHECK_LAUNCH();
     };
     auto fused = [&](cudaStream_t stream) {
       fused_kernel<<<grid, kThreads, 0, stream>>>(x.as<uint4>(), bias.as<uint4>(), out_f.as<uint4>(),
                                                   mask_f.as<uint2>(), n8);
-      RL_CUDA_CHECK_LAUNCH();
+      RIDGELINE_CUDA_CHECK_LAUNCH();
     };
     Timing t_unfused = suite.time(unfused);
     Timing t_fused = suite.time(fused);

@@ -121,18 +121,18 @@ void gemm_case(Suite& suite, const DtypeInfo& dt, const GemmShape& s) {
     }
     DeviceBuffer d_rows(rows.size() * 8), d_cols(cols.size() * 8), d_want(rows.size() * 8),
         d_abs(rows.size() * 8), d_got(rows.size() * 4);
-    RL_CUDA_CHECK(cudaMemcpyAsync(d_rows.get(), rows.data(), d_rows.bytes(), cudaMemcpyHostToDevice, suite.stream()));
-    RL_CUDA_CHECK(cudaMemcpyAsync(d_cols.get(), cols.data(), d_cols.bytes(), cudaMemcpyHostToDevice, suite.stream()));
+    RIDGELINE_CUDA_CHECK(cudaMemcpyAsync(d_rows.get(), rows.data(), d_rows.bytes(), cudaMemcpyHostToDevice, suite.stream()));
+    RIDGELINE_CUDA_CHECK(cudaMemcpyAsync(d_cols.get(), cols.data(), d_cols.bytes(), cudaMemcpyHostToDevice, suite.stream()));
     gemm_reference_kernel<TA, TD><<<count, 32, 0, suite.stream()>>>(
         a.as<TA>(), b.as<TA>(), d.as<TD>(), d_rows.as<std::int64_t>(), d_cols.as<std::int64_t>(), count, s.m, s.k,
         d_want.as<double>(), d_abs.as<double>(), d_got.as<float>());
-    RL_CUDA_CHECK_LAUNCH();
+    RIDGELINE_CUDA_CHECK_LAUNCH();
     std::vector<double> want(rows.size()), mag(rows.size());
     std::vector<float> got(rows.size());
-    RL_CUDA_CHECK(cudaMemcpyAsync(want.data(), d_want.get(), d_want.bytes(), cudaMemcpyDeviceToHost, suite.stream()));
-    RL_CUDA_CHECK(cudaMemcpyAsync(mag.data(), d_abs.get(), d_abs.bytes(), cudaMemcpyDeviceToHost, suite.stream()));
-    RL_CUDA_CHECK(cudaMemcpyAsync(got.data(), d_got.get(), d_got.bytes(), cudaMemcpyDeviceToHost, suite.stream()));
-    RL_CUDA_CHECK(cudaStreamSynchronize(suite.stream()));
+    RIDGELINE_CUDA_CHECK(cudaMemcpyAsync(want.data(), d_want.get(), d_want.bytes(), cudaMemcpyDeviceToHost, suite.stream()));
+    RIDGELINE_CUDA_CHECK(cudaMemcpyAsync(mag.data(), d_abs.get(), d_abs.bytes(), cudaMemcpyDeviceToHost, suite.stream()));
+    RIDGELINE_CUDA_CHECK(cudaMemcpyAsync(got.data(), d_got.get(), d_got.bytes(), cudaMemcpyDeviceToHost, suite.stream()));
+    RIDGELINE_CUDA_CHECK(cudaStreamSynchronize(suite.stream()));
     CheckResult check;
     for (std::size_t i = 0; i < rows.size(); ++i)
       check.compare(got[i], want[i], dt.acc_eps * mag[i] + dt.out_eps * std::fabs(want[i]) + 1e-6);

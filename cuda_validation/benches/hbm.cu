@@ -43,7 +43,7 @@ void copy_case(Suite& suite, std::size_t bytes) {
     unsigned grid = grid_for(suite, static_cast<std::int64_t>(n / 4), kThreads);
     auto run = [&](cudaStream_t stream) {
       copy_kernel<<<grid, kThreads, 0, stream>>>(src.as<float4>(), dst.as<float4>(), n / 4);
-      RL_CUDA_CHECK_LAUNCH();
+      RIDGELINE_CUDA_CHECK_LAUNCH();
     };
     Timing timing = suite.time(run);
 
@@ -75,7 +75,7 @@ void triad_case(Suite& suite, std::size_t bytes) {
     auto run = [&](cudaStream_t stream) {
       triad_kernel<<<grid, kThreads, 0, stream>>>(a.as<float4>(), b.as<float4>(), c.as<float4>(), kTriadScalar,
                                                   n / 4);
-      RL_CUDA_CHECK_LAUNCH();
+      RIDGELINE_CUDA_CHECK_LAUNCH();
     };
     Timing timing = suite.time(run);
 

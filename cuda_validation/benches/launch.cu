@@ -46,7 +46,7 @@ void stream_case(Suite& suite) {
   suite.run_case(name, [&] {
     auto run = [](cudaStream_t stream) {
       for (int i = 0; i < kLaunches; ++i) launch_empty(stream);
-      RL_CUDA_CHECK_LAUNCH();
+      RIDGELINE_CUDA_CHECK_LAUNCH();
     };
     Timing timing = suite.time(run, launch_options(suite));
     Record r = launch_record(name, "launch", kLaunches);
@@ -60,7 +60,7 @@ void queued_case(Suite& suite) {
   suite.run_case(name, [&] {
     auto run = [](cudaStream_t stream) {
       for (int i = 0; i < kQueuedLaunches; ++i) launch_empty(stream);
-      RL_CUDA_CHECK_LAUNCH();
+      RIDGELINE_CUDA_CHECK_LAUNCH();
     };
     TimingOptions options = launch_options(suite);
     options.hold_stream = true;  // all launches wait in the queue; the GPU-side gap is timed
@@ -77,11 +77,11 @@ void graph_case(Suite& suite) {
     cudaStream_t stream = suite.stream();
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
-    RL_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    RIDGELINE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     for (int i = 0; i < kLaunches; ++i) launch_empty(stream);
     cudaError_t launch_status = cudaGetLastError();
-    RL_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-    RL_CUDA_CHECK(launch_status);
+    RIDGELINE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+    RIDGELINE_CUDA_CHECK(launch_status);
     struct Cleanup {
       cudaGraph_t& graph;
       cudaGraphExec_t& exec;
@@ -90,10 +90,10 @@ void graph_case(Suite& suite) {
         if (graph != nullptr) (void)cudaGraphDestroy(graph);
       }
     } cleanup{graph, exec};
-    RL_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    RL_CUDA_CHECK(cudaGraphUpload(exec, stream));
+    RIDGELINE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    RIDGELINE_CUDA_CHECK(cudaGraphUpload(exec, stream));
 
-    auto run = [&](cudaStream_t s) { RL_CUDA_CHECK(cudaGraphLaunch(exec, s)); };
+    auto run = [&](cudaStream_t s) { RIDGELINE_CUDA_CHECK(cudaGraphLaunch(exec, s)); };
     Timing timing = suite.time(run, launch_options(suite));
     Record r = launch_record(name, "launch_graph", kLaunches);
     r.algorithm = "one CUDA graph of " + std::to_string(kLaunches) + " empty kernel nodes";

@@ -44,7 +44,7 @@ void layernorm_case(Suite& suite, std::int64_t rows, int cols) {
     auto run = [&](cudaStream_t stream) {
       if (!dispatch_row_config(cols, LayerNormLaunch{&in, &gamma, &beta, &out, &mean, &rstd, rows, stream}))
         throw Skip("unsupported column count");
-      RL_CUDA_CHECK_LAUNCH();
+      RIDGELINE_CUDA_CHECK_LAUNCH();
     };
     Timing timing = suite.time(run);
 

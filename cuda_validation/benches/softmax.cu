@@ -24,7 +24,7 @@ void softmax_case(Suite& suite, std::int64_t rows, int cols) {
     fill_uniform(in.as<__nv_bfloat16>(), n, 41, -8.0f, 8.0f, suite.stream());
     auto run = [&](cudaStream_t stream) {
       if (!launch_softmax(in.get(), out.get(), rows, cols, 1.0f, stream)) throw Skip("unsupported column count");
-      RL_CUDA_CHECK_LAUNCH();
+      RIDGELINE_CUDA_CHECK_LAUNCH();
     };
     Timing timing = suite.time(run);
 

@@ -67,7 +67,7 @@ void sram_case(Suite& suite, const char* width_label) {
   suite.run_case(name, [&] {
     auto kernel = smem_rw_kernel<V>;
     int blocks_per_sm = 0;
-    RL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, kThreads, kSmemBytes));
+    RIDGELINE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, kThreads, kSmemBytes));
     if (blocks_per_sm == 0) throw Skip("48 KiB of shared memory per block does not fit");
     int blocks = blocks_per_sm * suite.device().sm_count;
     DeviceBuffer sink(static_cast<std::size_t>(blocks) * kThreads * sizeof(float));
@@ -79,7 +79,7 @@ void sram_case(Suite& suite, const char* width_label) {
 
     auto run = [&](cudaStream_t stream) {
       kernel<<<blocks, kThreads, kSmemBytes, stream>>>(reps, sink.as<float>());
-      RL_CUDA_CHECK_LAUNCH();
+      RIDGELINE_CUDA_CHECK_LAUNCH();
     };
     TimingOptions options = suite.default_options();
     options.flush_l2 = false;  // nothing read from HBM

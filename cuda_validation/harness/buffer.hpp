@@ -26,7 +26,7 @@ class DeviceBuffer {
                     static_cast<double>(bytes) / (1024.0 * 1024.0));
       throw Skip(reason);
     }
-    RL_CUDA_CHECK(status);
+    RIDGELINE_CUDA_CHECK(status);
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;

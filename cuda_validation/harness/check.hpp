@@ -1,5 +1,5 @@
 // Checked CUDA and cuBLASLt calls. Every runtime and cuBLASLt call in the
-// suite goes through RL_CUDA_CHECK / RL_CUBLAS_CHECK: on failure the macro
+// suite goes through RIDGELINE_CUDA_CHECK / RIDGELINE_CUBLAS_CHECK: on failure the macro
 // prints "file:line: error: CALL failed: NAME: description" to stderr and
 // throws CudaError. The runner catches it, abandons the benchmark case, and
 // ends the process with exit status 3 once the suite is done (or at once
@@ -34,7 +34,7 @@ void check_cublas(cublasStatus_t status, const char* call, const char* file, int
 
 }  // namespace ridgeline::cuda_bench
 
-#define RL_CUDA_CHECK(call) ::ridgeline::cuda_bench::check_cuda((call), #call, __FILE__, __LINE__)
-#define RL_CUBLAS_CHECK(call) ::ridgeline::cuda_bench::check_cublas((call), #call, __FILE__, __LINE__)
+#define RIDGELINE_CUDA_CHECK(call) ::ridgeline::cuda_bench::check_cuda((call), #call, __FILE__, __LINE__)
+#define RIDGELINE_CUBLAS_CHECK(call) ::ridgeline::cuda_bench::check_cublas((call), #call, __FILE__, __LINE__)
 /// After a kernel launch: reports a bad launch configuration at its call site.
-#define RL_CUDA_CHECK_LAUNCH() RL_CUDA_CHECK(cudaGetLastError())
+#define RIDGELINE_CUDA_CHECK_LAUNCH() RIDGELINE_CUDA_CHECK(cudaGetLastError())

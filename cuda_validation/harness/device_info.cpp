@@ -10,7 +10,7 @@ namespace {
 
 int attribute(cudaDeviceAttr attr, int ordinal) {
   int value = 0;
-  RL_CUDA_CHECK(cudaDeviceGetAttribute(&value, attr, ordinal));
+  RIDGELINE_CUDA_CHECK(cudaDeviceGetAttribute(&value, attr, ordinal));
   return value;
 }
 
@@ -18,7 +18,7 @@ int attribute(cudaDeviceAttr attr, int ordinal) {
 
 DeviceInfo query_device(int ordinal) {
   cudaDeviceProp prop{};
-  RL_CUDA_CHECK(cudaGetDeviceProperties(&prop, ordinal));
+  RIDGELINE_CUDA_CHECK(cudaGetDeviceProperties(&prop, ordinal));
   DeviceInfo info;
   info.ordinal = ordinal;
   info.name = prop.name;
@@ -35,8 +35,8 @@ DeviceInfo query_device(int ordinal) {
   info.smem_per_sm_bytes =
       static_cast<std::size_t>(attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor, ordinal));
   info.max_threads_per_sm = attribute(cudaDevAttrMaxThreadsPerMultiProcessor, ordinal);
-  RL_CUDA_CHECK(cudaDriverGetVersion(&info.driver_version));
-  RL_CUDA_CHECK(cudaRuntimeGetVersion(&info.runtime_version));
+  RIDGELINE_CUDA_CHECK(cudaDriverGetVersion(&info.driver_version));
+  RIDGELINE_CUDA_CHECK(cudaRuntimeGetVersion(&info.runtime_version));
   return info;
 }
 

@@ -59,19 +59,19 @@ void fill_uniform(T* p, std::size_t n, std::uint64_t seed, float lo, float hi, c
   std::size_t blocks = (n + 255) / 256;
   if (blocks > 65536) blocks = 65536;
   fill_uniform_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(p, n, seed, lo, hi - lo);
-  RL_CUDA_CHECK_LAUNCH();
+  RIDGELINE_CUDA_CHECK_LAUNCH();
 }
 
 template <typename T>
 void gather_as_float(const T* src, const std::int64_t* index, float* out, int count, cudaStream_t stream) {
   if (count <= 0) return;
   gather_kernel<T><<<(count + 127) / 128, 128, 0, stream>>>(src, index, out, count);
-  RL_CUDA_CHECK_LAUNCH();
+  RIDGELINE_CUDA_CHECK_LAUNCH();
 }
 
 void launch_block_stream(volatile int* flag, std::uint64_t timeout_ns, cudaStream_t stream) {
   block_stream_kernel<<<1, 1, 0, stream>>>(flag, timeout_ns);
-  RL_CUDA_CHECK_LAUNCH();
+  RIDGELINE_CUDA_CHECK_LAUNCH();
 }
 
 void launch_empty(cudaStream_t stream) {

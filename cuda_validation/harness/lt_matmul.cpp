@@ -45,13 +45,13 @@ std::string describe_algo(const cublasLtMatmulAlgo_t& algo) {
 cublasLtMatrixLayout_t make_layout(cudaDataType_t type, std::int64_t rows, std::int64_t cols, std::int64_t ld,
                                    int batch, std::int64_t stride) {
   cublasLtMatrixLayout_t layout = nullptr;
-  RL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, type, static_cast<std::uint64_t>(rows),
+  RIDGELINE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, type, static_cast<std::uint64_t>(rows),
                                              static_cast<std::uint64_t>(cols), ld));
   if (batch > 1) {
     std::int32_t count = batch;
-    RL_CUBLAS_CHECK(
+    RIDGELINE_CUBLAS_CHECK(
         cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
-    RL_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+    RIDGELINE_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
                                                      sizeof stride));
   }
   return layout;
@@ -64,18 +64,18 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtMatmulSpec& spec, std::size_
   // Stored shapes: op(X) = X when N, X^T when T, so the stored matrix is transposed for T.
   bool ta = spec.op_a == CUBLAS_OP_T;
   bool tb = spec.op_b == CUBLAS_OP_T;
-  RL_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op_, spec.compute, spec.scale_type));
+  RIDGELINE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op_, spec.compute, spec.scale_type));
   try {
-    RL_CUBLAS_CHECK(
+    RIDGELINE_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &spec.op_a, sizeof spec.op_a));
-    RL_CUBLAS_CHECK(
+    RIDGELINE_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &spec.op_b, sizeof spec.op_b));
     a_ = make_layout(spec.a_type, ta ? spec.k : spec.m, ta ? spec.m : spec.k, spec.lda, spec.batch, spec.stride_a);
     b_ = make_layout(spec.b_type, tb ? spec.n : spec.k, tb ? spec.k : spec.n, spec.ldb, spec.batch, spec.stride_b);
     d_ = make_layout(spec.d_type, spec.m, spec.n, spec.ldd, spec.batch, spec.stride_d);
 
     cublasLtMatmulPreference_t pref = nullptr;
-    RL_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    RIDGELINE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
@@ -85,7 +85,7 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtMatmulSpec& spec, std::size_
     (void)cublasLtMatmulPreferenceDestroy(pref);
     if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && found == 0))
       throw Skip("cuBLASLt has no algorithm for this type/layout combination on this GPU");
-    RL_CUBLAS_CHECK(status);
+    RIDGELINE_CUBLAS_CHECK(status);
     algo_ = result.algo;
     algorithm_ = describe_algo(algo_) + " ws=" + std::to_string(result.workspaceSize);
   } catch (...) {
@@ -107,7 +107,7 @@ void LtMatmul::destroy() noexcept {
 
 void LtMatmul::run(const void* a, const void* b, void* d, float alpha, void* workspace, cudaStream_t stream) const {
   float beta = 0.0f;
-  RL_CUBLAS_CHECK(cublasLtMatmul(handle_, op_, &alpha, a, a_, b, b_, &beta, d, d_, d, d_, &algo_, workspace,
+  RIDGELINE_CUBLAS_CHECK(cublasLtMatmul(handle_, op_, &alpha, a, a_, b, b_, &beta, d, d_, d, d_, &algo_, workspace,
                                  workspace_bytes_, stream));
 }
 

@@ -64,7 +64,7 @@ void CheckResult::merge(const CheckResult& other) {
 }
 
 Suite::Suite(const DeviceInfo& device, bool quick) : device_(device), quick_(quick), start_s_(now_s()) {
-  RL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  RIDGELINE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   flusher_ = std::make_unique<L2Flusher>(device_.l2_bytes);
   gate_ = std::make_unique<StreamGate>();
   timer_ = std::make_unique<EventTimer>(*flusher_, *gate_, stream_);
@@ -80,12 +80,12 @@ Suite::~Suite() {
 }
 
 cublasLtHandle_t Suite::lt_handle() {
-  if (lt_ == nullptr) RL_CUBLAS_CHECK(cublasLtCreate(&lt_));
+  if (lt_ == nullptr) RIDGELINE_CUBLAS_CHECK(cublasLtCreate(&lt_));
   return lt_;
 }
 
 void* Suite::lt_workspace() {
-  if (lt_workspace_ == nullptr) RL_CUDA_CHECK(cudaMalloc(&lt_workspace_, kLtWorkspaceBytes));
+  if (lt_workspace_ == nullptr) RIDGELINE_CUDA_CHECK(cudaMalloc(&lt_workspace_, kLtWorkspaceBytes));
   return lt_workspace_;
 }
 

@@ -22,7 +22,7 @@ double median(std::vector<double> values) {
 }
 
 L2Flusher::L2Flusher(std::size_t l2_bytes) : bytes_(2 * std::max<std::size_t>(l2_bytes, 1u << 20)) {
-  RL_CUDA_CHECK(cudaMalloc(&buffer_, bytes_));
+  RIDGELINE_CUDA_CHECK(cudaMalloc(&buffer_, bytes_));
 }
 
 L2Flusher::~L2Flusher() {
@@ -30,16 +30,16 @@ L2Flusher::~L2Flusher() {
 }
 
 void L2Flusher::flush(cudaStream_t stream) {
-  RL_CUDA_CHECK(cudaMemsetAsync(buffer_, round_++ & 0xff, bytes_, stream));
+  RIDGELINE_CUDA_CHECK(cudaMemsetAsync(buffer_, round_++ & 0xff, bytes_, stream));
 }
 
 StreamGate::StreamGate() {
   int* host = nullptr;
-  RL_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host), sizeof(int), cudaHostAllocMapped));
+  RIDGELINE_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host), sizeof(int), cudaHostAllocMapped));
   flag_ = host;
   *flag_ = 1;
   void* device = nullptr;
-  RL_CUDA_CHECK(cudaHostGetDevicePointer(&device, host, 0));
+  RIDGELINE_CUDA_CHECK(cudaHostGetDevicePointer(&device, host, 0));
   device_flag_ = static_cast<volatile int*>(device);
 }
 
@@ -70,8 +70,8 @@ void StreamGate::release() {
 
 EventTimer::EventTimer(L2Flusher& flusher, StreamGate& gate, cudaStream_t stream)
     : flusher_(flusher), gate_(gate), stream_(stream) {
-  RL_CUDA_CHECK(cudaEventCreate(&start_));
-  RL_CUDA_CHECK(cudaEventCreate(&stop_));
+  RIDGELINE_CUDA_CHECK(cudaEventCreate(&start_));
+  RIDGELINE_CUDA_CHECK(cudaEventCreate(&stop_));
 }
 
 EventTimer::~EventTimer() {
@@ -81,7 +81,7 @@ EventTimer::~EventTimer() {
 
 Timing EventTimer::measure(const std::function<void(cudaStream_t)>& run, const TimingOptions& options) {
   for (int i = 0; i < options.warmup; ++i) run(stream_);
-  RL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  RIDGELINE_CUDA_CHECK(cudaStreamSynchronize(stream_));
 
   std::vector<double> times_s;
   times_s.reserve(static_cast<std::size_t>(options.samples));
@@ -89,17 +89,17 @@ Timing EventTimer::measure(const std::function<void(cudaStream_t)>& run, const T
     if (options.flush_l2) flusher_.flush(stream_);
     if (options.hold_stream) gate_.hold(stream_);
     try {
-      RL_CUDA_CHECK(cudaEventRecord(start_, stream_));
+      RIDGELINE_CUDA_CHECK(cudaEventRecord(start_, stream_));
       run(stream_);
-      RL_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+      RIDGELINE_CUDA_CHECK(cudaEventRecord(stop_, stream_));
     } catch (...) {
       if (options.hold_stream) gate_.release();  // never leave the stream spinning
       throw;
     }
     if (options.hold_stream) gate_.release();
-    RL_CUDA_CHECK(cudaEventSynchronize(stop_));
+    RIDGELINE_CUDA_CHECK(cudaEventSynchronize(stop_));
     float ms = 0.0f;
-    RL_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+    RIDGELINE_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
     times_s.push_back(1e-3 * static_cast<double>(ms));
   }
   Timing t;
