@@ -9,10 +9,16 @@ using spec::KernelClass;
 
 spec::EfficiencySpec default_efficiency(const spec::HardwareSpec& hw) {
   spec::EfficiencySpec e;
-  // GEMM: best achievable bf16 matmul ("MAMF", published.yaml group mamf):
-  // H100 SXM 794.5 of 989 TFLOP/s = 80%; B200 1745/2250 = 78%; A100 271/312 = 87%.
-  // 0.80 for every tensor precision; fp32 SIMT GEMMs reach a similar fraction.
+  // GEMM: best achievable matmul ("MAMF", published.yaml group mamf):
+  // bf16 H100 SXM 794.5 of 989 TFLOP/s = 80%, B200 1745/2250 = 78%, A100
+  // 271/312 = 87% -> 0.80 for 16-bit, tf32 and fp32; fp8 H100 1403/1979 = 71%,
+  // H200 73%, B200 76% -> 0.72; AMD MI300X bf16 668/1300 = 51%, MI325X 60% -> 0.55.
   e.gemm_frac.fill(0.80);
+  e.gemm_frac[static_cast<int>(spec::Peak::kFp8)] = 0.72;
+  if (hw.vendor == "amd") {
+    e.gemm_frac.fill(0.55);
+    e.gemm_frac[static_cast<int>(spec::Peak::kFp8)] = 0.50;
+  }
   e.gemm_tile_m = 128;
   e.gemm_tile_n = 128;
   // Fused attention forward+backward reaches less of peak than a plain GEMM:

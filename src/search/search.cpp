@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fmt/format.h>
 #include <thread>
 
@@ -239,8 +240,11 @@ SearchResult merge(const std::vector<SearchResult>& parts, int top) {
     out.seconds = std::max(out.seconds, p.seconds);
     out.top.insert(out.top.end(), p.top.begin(), p.top.end());
   }
+  // Best score first; among equals (within 1e-9), the one that needs less memory.
   std::stable_sort(out.top.begin(), out.top.end(), [](const Candidate& a, const Candidate& b) {
-    return a.score < b.score;
+    if (std::abs(a.score - b.score) > 1e-9 * std::max(std::abs(a.score), std::abs(b.score)))
+      return a.score < b.score;
+    return a.memory_bytes < b.memory_bytes;
   });
   if (static_cast<int>(out.top.size()) > top) out.top.resize(top);
   return out;

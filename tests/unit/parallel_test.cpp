@@ -4,6 +4,7 @@
 #include "ridgeline/search/compare.hpp"
 #include "ridgeline/search/search.hpp"
 #include "ridgeline/techniques/params.hpp"
+#include "ridgeline/techniques/passes.hpp"
 #include "test_support.hpp"
 
 using namespace ridgeline;
