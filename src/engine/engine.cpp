@@ -177,9 +177,11 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   const double ideal = mb * t_mb;
   const double bubble_frac = pp > 1 ? (pp - 1) / (v * mb) : 0.0;
   const double bubble = bubble_frac * ideal;
-  // DP gradient reduction overlaps the last micro-batch's backward; the last
-  // bucket (~5% of the gradients) is always exposed.
-  const double exposed_dp = pool_step > 0 ? std::max(pool_step - s.t_bwd, 0.05 * pool_step) : 0.0;
+  // DP gradient reduction overlaps the last micro-batch's backward, in the
+  // compute time that per-micro-batch communication has not already used;
+  // the last bucket (~5% of the gradients) is always exposed.
+  const double dp_window = std::min(s.t_bwd, std::max(0.0, s.window - s.pool_mb));
+  const double exposed_dp = pool_step > 0 ? std::max(pool_step - dp_window, 0.05 * pool_step) : 0.0;
   double step = ideal + bubble + s.t_step_fixed + exposed_dp + comm_step;
   if (p.optimizer.kind == spec::OptimizerKind::kSophia)
     step += (s.t_fwd + s.t_bwd) / std::max(1, p.optimizer.hessian_interval);  // Hessian estimate, amortised

@@ -20,6 +20,7 @@ void read_efficiency(MapReader& r, EfficiencySpec& e) {
   if (auto t = r.map("gemm_tile")) {
     if (auto v = t->integer("m", true, 1, 4096)) e.gemm_tile_m = static_cast<double>(*v);
     if (auto v = t->integer("n", true, 1, 4096)) e.gemm_tile_n = static_cast<double>(*v);
+    if (auto v = t->number("k0", false, 0.0, 65536.0)) e.gemm_k0 = *v;
     t->finish();
   }
   if (auto v = r.number("attention_efficiency", false, 0.01, 1.0)) e.attention_frac = *v;

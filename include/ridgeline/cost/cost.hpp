@@ -31,7 +31,7 @@ struct CostParams {
   std::array<double, spec::kPeakCount> gemm_frac{};
   std::array<double, 4> attention_frac{};  // per spec::AttentionKind
   std::array<double, spec::kKernelClassCount> mem_frac{};  // hbm_frac x class multiplier
-  double tile_m = 128, tile_n = 128;
+  double tile_m = 128, tile_n = 128, gemm_k0 = 0;
   double sms = 1;
   double hbm_bytes_per_s = 1;
   double hbm_latency_s = 0;

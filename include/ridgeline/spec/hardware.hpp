@@ -20,6 +20,9 @@ struct EfficiencySpec {
   /// Output tile a GEMM kernel computes per thread block (tile quantization).
   double gemm_tile_m = 128.0;
   double gemm_tile_n = 128.0;
+  /// Fixed work of a GEMM tile beyond its K loop (prologue, pipeline fill,
+  /// epilogue writing C), in units of K: a tile costs 2 tm tn (K + k0) FLOP.
+  double gemm_k0 = -1.0;  // < 0 = default
   /// Fraction of the dense peak a fused attention kernel reaches.
   double attention_frac = 0.0;
   /// Fraction of HBM bandwidth reached by a large streaming kernel.
