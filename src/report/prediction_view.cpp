@@ -180,9 +180,12 @@ std::string prediction_table(const engine::Prediction& pred, const Inputs& in, i
                    s.micro_batches, format_seconds(s.microbatch_time_s));
   o += fmt::format("  throughput       {} tokens/s   ({} tokens/s per GPU)\n", format_count(s.tokens_per_s),
                    format_count(s.tokens_per_s / std::max(1, s.gpus)));
-  o += fmt::format("  MFU              {}   (vs dense bf16 peak; {} vs the {} peak; attention FLOPs {})\n",
-                   format_percent(s.mfu), format_percent(s.mfu_dtype),
-                   in.plan ? spec::to_string(in.plan->precision) : std::string("bf16"), s.flops_convention);
+  const bool other_dtype = in.plan && in.plan->precision != spec::Precision::kBf16;
+  o += fmt::format("  MFU              {}   (vs the dense bf16 peak{}; attention FLOPs {})\n", format_percent(s.mfu),
+                   other_dtype ? fmt::format("; {} vs the {} peak", format_percent(s.mfu_dtype),
+                                             spec::to_string(in.plan->precision))
+                               : std::string(),
+                   s.flops_convention);
   o += fmt::format("  HFU              {}   (model + recompute FLOPs)\n", format_percent(s.hfu));
   o += fmt::format("  model FLOPs      {} per step\n", format_flops(s.model_flops));
   if (s.exposed_comm_s > 0 || s.bubble_s > 0)

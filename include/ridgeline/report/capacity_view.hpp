@@ -1,0 +1,236 @@
+// Capacity-planning report: the question (GPU profile with its sources, model,
+// plan, calibration), the answer (one engine::Prediction), a technique
+// comparison (search::compare rows), the best layouts and how they scale
+// (search::run at a few GPU counts), compute-optimal sizing for a budget
+// (Chinchilla) and the assumptions behind every figure.
+//
+// CapacityView is the report model: make_capacity_view() reads engine, compare
+// and search results into it, and the Markdown, HTML (with its SVG charts) and
+// JSON printers read only it, so the three show the same facts. Units as
+// everywhere: seconds, bytes, FLOP, FLOP/s, USD, kWh; ratios as fractions.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ridgeline/engine/engine.hpp"
+#include "ridgeline/search/compare.hpp"
+#include "ridgeline/search/search.hpp"
+
+namespace ridgeline::report {
+
+/// How much training the question asks for, when it is a budget.
+enum class BudgetKind : std::uint8_t { kNone, kGpuHours, kUsd };
+
+struct Budget {
+  BudgetKind kind = BudgetKind::kNone;
+  double value = 0;  // GPU-hours or USD
+};
+
+/// GPU-hours a budget buys: H itself, or D / price per GPU-hour (0 when the
+/// profile has no price).
+double budget_gpu_hours(const Budget& b, const spec::HardwareSpec& hw);
+
+/// Tokens a budget of `gpu_hours` trains the predicted configuration on:
+/// steps = gpu_hours / (step time x GPUs / 3600), tokens = steps x tokens per step.
+double tokens_for_gpu_hours(const engine::Prediction& p, double gpu_hours);
+
+/// One search at one GPU count (the scaling chart).
+struct ScalingRun {
+  int gpus = 0;
+  search::SearchResult result;
+};
+
+/// Everything the report is built from: the caller runs the engine, compare
+/// and search; the view only reads them.
+struct CapacityInputs {
+  const spec::HardwareSpec* gpu = nullptr;
+  const spec::ModelSpec* model = nullptr;
+  spec::PlanSpec plan;              // the plan of `prediction` (the best layout when searched)
+  engine::Prediction prediction;    // with kernels kept
+  bool use_calibration = true;
+  std::vector<search::Variation> vary;
+  std::vector<search::CompareRow> compare_rows;
+  bool searched = false;
+  search::SearchSpec search_spec;
+  search::SearchResult search;      // at search_spec.gpus
+  std::vector<ScalingRun> scaling;  // ascending GPU counts, including search_spec.gpus
+  Budget budget;
+  std::string command;              // the command line, for the reader to rerun
+};
+
+struct SourceLine {
+  std::string field;
+  std::string text;
+};
+
+struct Residual {
+  std::string cls;
+  int records = 0;
+  double median_abs_pct = 0, p90_abs_pct = 0;  // percent, as the calibration block stores them
+};
+
+struct GpuFacts {
+  std::string id, name, architecture;
+  double memory_bytes = 0, hbm_bytes_per_s = 0, price_per_gpu_hour_usd = 0, tdp_w = 0;
+  std::vector<std::pair<std::string, double>> peaks;  // precision -> dense FLOP/s, supported ones
+  std::vector<SourceLine> sources;
+};
+
+struct CalibrationFacts {
+  bool present = false;  // the profile has a calibration block
+  bool used = false;     // and the prediction used it
+  std::string status;    // one sentence
+  std::string measurements, device, date;
+  std::vector<Residual> residuals;
+};
+
+struct ModelFacts {
+  std::string id, name, source_file;
+  double params = 0, active_params = 0, trainable_params = 0;
+  int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn_hidden = 0, vocab = 0;
+  std::string architecture;  // "swiglu, rmsnorm, rope"
+};
+
+struct PlanFacts {
+  std::string summary;  // report::plan_summary
+  nlohmann::json plan;  // report::plan_json
+  int gpus = 1, micro_batch = 1, global_batch = 1, seq_len = 0;
+  double tokens = 0;
+  std::string tokens_source;  // "plan", "chinchilla_20_per_param", "budget"
+};
+
+/// The answer: one configuration's prediction.
+struct Answer {
+  std::string status;  // ok, does_not_fit
+  double step_time_s = 0, tokens_per_s = 0, tokens_per_s_per_gpu = 0;
+  double mfu = 0, mfu_dtype = 0, hfu = 0;
+  std::string precision;          // the precision mfu_dtype is quoted against
+  double model_flops_per_step = 0, achieved_flop_per_s_per_gpu = 0;
+  double compute_time_s = 0, exposed_comm_s = 0, bubble_s = 0, bubble_fraction = 0;
+  double micro_batches = 1;
+  std::string flops_convention;
+  memory::MemoryResult memory;
+  double memory_fraction = 0;  // peak memory / capacity
+  double tokens_per_step = 0;
+  double tokens = 0, steps = 0, days = 0, gpu_hours = 0, cost_usd = 0, energy_kwh = 0;
+};
+
+struct MemorySegments {
+  double weights = 0, gradients = 0, master_weights = 0, optimizer = 0, activations = 0, buffers = 0,
+         workspace = 0, fragmentation = 0;
+};
+
+struct TechniqueRow {
+  std::vector<std::string> settings;  // one per CapacityView::vary_keys
+  std::string label;                  // "selective · bf16 · flash2 · fused"
+  std::string status;
+  double step_time_s = 0, tokens_per_s = 0, mfu = 0, hfu = 0, peak_memory_bytes = 0, speedup = 1;
+  double memory_saved_bytes = 0;
+  bool fits = false;
+  bool best = false;  // the fastest configuration that fits
+  MemorySegments memory;
+};
+
+struct LayoutRow {
+  int rank = 0;
+  int tp = 1, pp = 1, dp = 1, cp = 1, micro_batch = 1, vpp = 1, zero = 0;
+  bool sp = false;
+  std::string recompute, precision, label;  // label: "TP8 PP4 DP16 mb1 ZeRO-1 selective bf16"
+  double step_time_s = 0, mfu = 0, hfu = 0, memory_bytes = 0, tokens_per_s = 0, bubble_fraction = 0;
+  double exposed_comm_s = 0, days = 0, gpu_hours = 0, cost_usd = 0;
+};
+
+struct ScalingPoint {
+  int gpus = 0;
+  bool feasible = false;
+  bool chosen = false;  // the GPU count asked for
+  LayoutRow best;
+};
+
+struct LayoutsFacts {
+  bool present = false;
+  int gpus = 0, global_batch = 0;
+  std::string objective;
+  search::SearchCounts counts;
+  std::vector<LayoutRow> top;
+  std::vector<ScalingPoint> scaling;
+};
+
+/// Chinchilla (Hoffmann et al. 2022): C = 6 N D and D = 20 N, so N = sqrt(C / 120).
+struct Sizing {
+  bool present = false;
+  std::string budget_kind;  // "gpu_hours" or "usd"
+  double budget_value = 0;
+  double gpu_hours = 0;                    // the budget in GPU-hours
+  double achieved_flop_per_s_per_gpu = 0;  // model FLOPs per step / step time / GPUs
+  double compute_flop = 0;                 // C = GPU-hours x 3600 x achieved FLOP/s
+  double optimal_params = 0, optimal_tokens = 0;
+  double model_params = 0;
+  double model_tokens = 0;         // what the budget trains the chosen model on
+  double model_tokens_per_param = 0;
+  double params_ratio = 0;         // chosen model / compute-optimal
+  std::string verdict;
+};
+
+struct RoofLine {
+  std::string precision;
+  double peak_flop_per_s = 0;
+  double ridge_intensity = 0;  // FLOP/byte: peak / HBM bandwidth
+};
+
+struct RooflinePoint {
+  std::string name, phase, cls, dtype, bound;
+  double intensity = 0;       // FLOP per HBM byte
+  double flop_per_s = 0;      // achieved on one GPU: FLOPs x count / time
+  double time_s = 0, share = 0, hbm_bytes = 0, flops = 0, count = 0;
+};
+
+struct Roofline {
+  double hbm_bytes_per_s = 0;
+  std::vector<RoofLine> roofs;
+  std::vector<RooflinePoint> points;  // by time, longest first
+  int omitted = 0;                    // kernels without FLOPs or HBM traffic (communication, ...)
+};
+
+struct TimeShare {
+  std::string name;
+  double time_s = 0;
+  double share = 0;  // of the sum over the breakdown
+};
+
+struct Assumption {
+  std::string name, value, source;
+};
+
+struct CapacityView {
+  std::string title;
+  std::string command;
+  std::string version;
+  GpuFacts gpu;
+  CalibrationFacts calibration;
+  ModelFacts model;
+  PlanFacts plan;
+  Answer answer;
+  std::vector<std::string> vary_keys;
+  std::vector<TechniqueRow> techniques;
+  int best_technique = -1;  // index into techniques; -1 when none fits
+  LayoutsFacts layouts;
+  Sizing sizing;
+  Roofline roofline;
+  std::vector<TimeShare> time_by_class;  // longest first, non-zero only
+  std::vector<TimeShare> time_by_phase;
+  std::vector<Assumption> assumptions;
+};
+
+CapacityView make_capacity_view(const CapacityInputs& in);
+
+/// The JSON document ("ridgeline.capacity/1"): every figure the Markdown and HTML show.
+nlohmann::json capacity_json(const CapacityView& v);
+
+/// "TP8 PP4 DP16 mb1 v1 ZeRO-1 +SP selective bf16".
+std::string layout_label(const search::Layout& l);
+
+}  // namespace ridgeline::report

@@ -1,0 +1,304 @@
+// microbench, calibrate and validate: measurements -> calibration block ->
+// error statistics (docs/calibration.md).
+#include <ctime>
+#include <fmt/format.h>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "ridgeline/calibrate/calibrate.hpp"
+#include "ridgeline/calibrate/host_microbench.hpp"
+#include "ridgeline/units/units.hpp"
+
+namespace ridgeline::cli {
+
+namespace {
+
+std::string utc_now_iso8601() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw support::SpecError({path, 0, 0}, "", "cannot read file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string pct(double v) { return fmt::format("{:.1f}%", v); }
+
+/// "gemm_efficiency.fp32 0.971", ... one line per fitted parameter.
+std::string fit_summary(const calibrate::FitResult& f) {
+  const auto& e = f.efficiency;
+  std::string s;
+  auto line = [&](const std::string& k, const std::string& v) { s += fmt::format("  {:<30} {}\n", k, v); };
+  for (int i = 0; i < spec::kPeakCount; ++i)
+    if (e.gemm_frac[i] > 0) line(fmt::format("gemm_efficiency.{}", spec::kPeakNames[i]), fmt::format("{:.3f}", e.gemm_frac[i]));
+  if (f.tile_fitted) line("gemm_tile", fmt::format("{} x {}, k0 {}", e.gemm_tile_m, e.gemm_tile_n, e.gemm_k0));
+  if (e.attention_frac > 0) line("attention_efficiency", fmt::format("{:.3f}", e.attention_frac));
+  if (e.hbm_frac > 0) {
+    line("hbm_efficiency", fmt::format("{:.3f}", e.hbm_frac));
+    line("hbm_latency", units::format_seconds(e.hbm_latency_s));
+  }
+  for (int i = 0; i < spec::kKernelClassCount; ++i)
+    if (e.class_mem_frac[i] > 0)
+      line(fmt::format("class_efficiency.{}", spec::kKernelClassNames[i]), fmt::format("{:.3f}", e.class_mem_frac[i]));
+  if (e.launch_overhead_s > 0) line("launch_overhead", units::format_seconds(e.launch_overhead_s));
+  s += fmt::format("  {:<22} {:>7} {:>10} {:>10}\n", "residuals (class)", "records", "median", "p90");
+  for (const auto& r : f.residuals)
+    s += fmt::format("  {:<22} {:>7} {:>10} {:>10}\n", r.cls, r.records, pct(r.median_abs_pct), pct(r.p90_abs_pct));
+  return s;
+}
+
+// --- microbench ------------------------------------------------------------------
+
+struct MicrobenchArgs {
+  bool host = false;
+  bool quick = false;
+  int samples = 0;
+  std::vector<std::string> only;
+  std::string output = "-";
+  std::string profile_output;
+};
+
+void register_microbench(CLI::App& app, int& rc) {
+  auto a = std::make_shared<MicrobenchArgs>();
+  auto* cmd = app.add_subcommand("microbench", "Measure the calibration kernel classes on this CPU (--host)");
+  cmd->add_flag("--host", a->host, "Run the host backend (one CPU core); GPU measurements come from cuda_validation/");
+  cmd->add_flag("--quick", a->quick, "Fewer sizes and 10 samples (about 10-20 s)");
+  cmd->add_option("--samples", a->samples, "Timed samples per case (default 10 with --quick, else 20)");
+  cmd->add_option("--only", a->only, "Measurement classes to run (default: all)")->delimiter(',');
+  cmd->add_option("--output,-o", a->output, "Measurement file to write (JSON; '-' = standard output)");
+  cmd->add_option("--profile-output", a->profile_output,
+                  "Also write a host hardware profile (YAML, hardware_profiles schema) built from the measurements");
+  cmd->callback([a, &rc] {
+    rc = guarded([&] {
+      if (!a->host)
+        throw UsageError{"--host", "only the host backend runs here; measure a GPU with cuda_validation/ "
+                                   "(ridgeline_cuda_bench), then pass its file to 'ridgeline calibrate'"};
+      if (a->samples < 0 || a->samples > 10000)
+        throw UsageError{"--samples", fmt::format("expected a whole number from 1 to 10000, got {}", a->samples)};
+      for (const auto& c : a->only) {
+        const auto& known = spec::measurement_classes();
+        if (std::find(known.begin(), known.end(), c) == known.end())
+          throw UsageError{"--only", fmt::format("unknown measurement class '{}'{}", c, support::did_you_mean(c, known))};
+      }
+      calibrate::HostMicrobenchOptions opt;
+      opt.quick = a->quick;
+      opt.samples = a->samples;
+      opt.classes = a->only;
+      opt.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+      spec::MeasurementSet set = calibrate::run_host_microbench(opt);
+      if (set.records.empty()) throw UsageError{"--only", "no host benchmark measures these classes"};
+      set.source_file = a->output == "-" ? "" : a->output;
+      write_output(a->output, spec::to_json(set));
+      if (!a->profile_output.empty()) {
+        const std::string text = calibrate::hardware_yaml(calibrate::host_profile(set));
+        calibrate::load_hardware_text(text);  // what we write must read back
+        write_output(a->profile_output, text);
+      }
+      return kExitOk;
+    });
+  });
+}
+
+// --- calibrate --------------------------------------------------------------------
+
+struct CalibrateArgs {
+  std::string gpu;
+  std::string measurements;
+  std::string output = "-";
+  bool force = false;
+};
+
+void register_calibrate(CLI::App& app, int& rc) {
+  auto a = std::make_shared<CalibrateArgs>();
+  auto* cmd = app.add_subcommand("calibrate", "Fit a profile's efficiency parameters to measurements");
+  cmd->add_option("--gpu", a->gpu, "GPU profile name or YAML file")->required();
+  cmd->add_option("--measurements", a->measurements, "Measurement file (JSON, ridgeline.measurements/1)")->required();
+  cmd->add_option("--output,-o", a->output, "Calibrated profile to write ('-' = standard output)");
+  cmd->add_flag("--force", a->force, "Use measurements whose device does not match the profile");
+  cmd->callback([a, &rc] {
+    rc = guarded([&] {
+      const spec::HardwareSpec hw = resolve_gpu(a->gpu);
+      const spec::MeasurementSet set = spec::load_measurements(a->measurements);
+      if (auto w = calibrate::check_device(set, hw, a->force)) std::cerr << w->format() << "\n";
+      const calibrate::FitResult f = calibrate::fit(set, hw);
+      const std::string date = utc_now_iso8601();
+      const std::string text = calibrate::replace_calibration_block(read_text(hw.source_file),
+                                                                    calibrate::calibration_block(f, set, date));
+      const spec::HardwareSpec back = calibrate::load_hardware_text(text);
+      if (!back.calibration.present)
+        throw std::runtime_error("the calibrated profile lost its calibration block on reading back");
+      write_output(a->output, text);
+      std::ostream& out = (a->output.empty() || a->output == "-") ? std::cerr : std::cout;
+      out << fmt::format("Calibrated {} from {} records of {}{}\n", hw.name, f.records_used, a->measurements,
+                         a->output == "-" ? "" : " -> " + a->output);
+      out << fit_summary(f);
+      for (const auto& n : f.notes) std::cerr << "note: " << n << "\n";
+      return kExitOk;
+    });
+  });
+}
+
+// --- validate ---------------------------------------------------------------------
+
+struct ValidateArgs {
+  std::string gpu;
+  std::string measurements;
+  double holdout = 0.3;
+  std::uint64_t seed = 1;
+  std::string format = "table";
+  std::string output;
+  bool force = false;
+};
+
+nlohmann::ordered_json group_json(const calibrate::GroupStats& g) {
+  return {{"class", g.cls},
+          {"dtype", g.dtype},
+          {"records", g.records},
+          {"calibrated", {{"median_abs_pct", g.median_abs_pct}, {"p90_abs_pct", g.p90_abs_pct}}},
+          {"uncalibrated", {{"median_abs_pct", g.default_median_abs_pct}, {"p90_abs_pct", g.default_p90_abs_pct}}}};
+}
+
+nlohmann::ordered_json record_json(const calibrate::RecordError& e) {
+  return {{"name", e.name},
+          {"class", e.cls},
+          {"dtype", e.dtype},
+          {"measured_s", e.measured_s},
+          {"predicted_s", e.predicted_s},
+          {"error_pct", e.error_pct},
+          {"uncalibrated_predicted_s", e.default_predicted_s},
+          {"uncalibrated_error_pct", e.default_error_pct}};
+}
+
+std::string report_json(const calibrate::ValidationReport& r) {
+  nlohmann::ordered_json j;
+  j["device"] = r.device;
+  j["profile"] = r.profile;
+  j["measurements"] = r.measurements;
+  j["holdout"] = r.holdout_frac;
+  j["seed"] = r.seed;
+  j["in_sample"] = r.in_sample;
+  j["train_records"] = r.train_records;
+  j["test_records"] = r.test_records;
+  nlohmann::ordered_json params;
+  const auto& e = r.fit.efficiency;
+  for (int i = 0; i < spec::kPeakCount; ++i)
+    if (e.gemm_frac[i] > 0) params[fmt::format("gemm_efficiency.{}", spec::kPeakNames[i])] = e.gemm_frac[i];
+  if (r.fit.tile_fitted) params["gemm_tile"] = {{"m", e.gemm_tile_m}, {"n", e.gemm_tile_n}, {"k0", e.gemm_k0}};
+  if (e.attention_frac > 0) params["attention_efficiency"] = e.attention_frac;
+  if (e.hbm_frac > 0) {
+    params["hbm_efficiency"] = e.hbm_frac;
+    params["hbm_latency_s"] = e.hbm_latency_s;
+  }
+  for (int i = 0; i < spec::kKernelClassCount; ++i)
+    if (e.class_mem_frac[i] > 0) params[fmt::format("class_efficiency.{}", spec::kKernelClassNames[i])] = e.class_mem_frac[i];
+  if (e.launch_overhead_s > 0) params["launch_overhead_s"] = e.launch_overhead_s;
+  j["fit"] = params;
+  j["groups"] = nlohmann::ordered_json::array();
+  for (const auto& g : r.groups) j["groups"].push_back(group_json(g));
+  j["overall"] = group_json(r.overall);
+  j["worst"] = nlohmann::ordered_json::array();
+  for (const auto& e2 : r.worst) j["worst"].push_back(record_json(e2));
+  j["records"] = nlohmann::ordered_json::array();
+  for (const auto& e2 : r.records) j["records"].push_back(record_json(e2));
+  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
+std::string report_csv(const calibrate::ValidationReport& r) {
+  std::string s =
+      "class,dtype,records,calibrated_median_abs_pct,calibrated_p90_abs_pct,uncalibrated_median_abs_pct,"
+      "uncalibrated_p90_abs_pct\n";
+  auto row = [&](const calibrate::GroupStats& g) {
+    s += fmt::format("{},{},{},{:.4g},{:.4g},{:.4g},{:.4g}\n", g.cls, g.dtype, g.records, g.median_abs_pct,
+                     g.p90_abs_pct, g.default_median_abs_pct, g.default_p90_abs_pct);
+  };
+  for (const auto& g : r.groups) row(g);
+  row(r.overall);
+  return s;
+}
+
+std::string report_table(const calibrate::ValidationReport& r) {
+  std::string s;
+  if (r.in_sample)
+    s += fmt::format("Validation of {} on {} ({} records, in sample: fit and tested on every record)\n",
+                     r.measurements, r.device, r.test_records);
+  else
+    s += fmt::format("Validation of {} on {}: fit on {} records, {} held out (holdout {:.2f}, seed {})\n",
+                     r.measurements, r.device, r.train_records, r.test_records, r.holdout_frac, r.seed);
+  s += "Absolute % error of predicted vs measured time, held-out records\n\n";
+  s += fmt::format("{:<20} {:<9} {:>7}   {:>9} {:>9}   {:>9} {:>9}\n", "", "", "", "calibrated", "",
+                   "uncalibrated", "");
+  s += fmt::format("{:<20} {:<9} {:>7}   {:>9} {:>9}   {:>9} {:>9}\n", "class", "dtype", "records", "median", "p90",
+                   "median", "p90");
+  auto row = [&](const calibrate::GroupStats& g) {
+    s += fmt::format("{:<20} {:<9} {:>7}   {:>9} {:>9}   {:>9} {:>9}\n", g.cls, g.dtype, g.records,
+                     pct(g.median_abs_pct), pct(g.p90_abs_pct), pct(g.default_median_abs_pct),
+                     pct(g.default_p90_abs_pct));
+  };
+  for (const auto& g : r.groups) row(g);
+  row(r.overall);
+  if (!r.worst.empty()) {
+    s += "\nWorst held-out records (calibrated)\n";
+    s += fmt::format("{:<36} {:>10} {:>10} {:>9}   {:>10} {:>9}\n", "record", "measured", "predicted", "error",
+                     "uncalib.", "error");
+    for (const auto& e : r.worst)
+      s += fmt::format("{:<36} {:>10} {:>10} {:>9}   {:>10} {:>9}\n", e.name, units::format_seconds(e.measured_s),
+                       units::format_seconds(e.predicted_s), fmt::format("{:+.1f}%", e.error_pct),
+                       units::format_seconds(e.default_predicted_s), fmt::format("{:+.1f}%", e.default_error_pct));
+  }
+  return s;
+}
+
+void register_validate(CLI::App& app, int& rc) {
+  auto a = std::make_shared<ValidateArgs>();
+  auto* cmd = app.add_subcommand("validate", "Fit on part of the measurements, report prediction errors on the rest");
+  cmd->add_option("--gpu", a->gpu, "GPU profile name or YAML file")->required();
+  cmd->add_option("--measurements", a->measurements, "Measurement file (JSON, ridgeline.measurements/1)")->required();
+  cmd->add_option("--holdout", a->holdout, "Fraction of each class held out for testing (0 = in sample)")
+      ->capture_default_str();
+  cmd->add_option("--seed", a->seed, "Seed of the train/test split")->capture_default_str();
+  cmd->add_option("--format", a->format, "table | json | csv")->capture_default_str();
+  cmd->add_option("--output,-o", a->output, "Write to FILE instead of standard output (atomically)");
+  cmd->add_flag("--force", a->force, "Use measurements whose device does not match the profile");
+  cmd->callback([a, &rc] {
+    rc = guarded([&] {
+      const Format fmt_kind = parse_format(a->format);
+      if (!(a->holdout >= 0.0 && a->holdout < 1.0))
+        throw UsageError{"--holdout", fmt::format("expected a fraction from 0 to below 1, got {}", a->holdout)};
+      const spec::HardwareSpec hw = resolve_gpu(a->gpu);
+      const spec::MeasurementSet set = spec::load_measurements(a->measurements);
+      if (auto w = calibrate::check_device(set, hw, a->force)) std::cerr << w->format() << "\n";
+      const calibrate::ValidationReport rep = calibrate::validate(set, hw, a->holdout, a->seed);
+      std::string text;
+      switch (fmt_kind) {
+        case Format::kJson: text = report_json(rep); break;
+        case Format::kCsv: text = report_csv(rep); break;
+        case Format::kTable: text = report_table(rep); break;
+      }
+      write_output(a->output, text);
+      return kExitOk;
+    });
+  });
+}
+
+}  // namespace
+
+void register_calibration(CLI::App& app, int& rc) {
+  register_microbench(app, rc);
+  register_calibrate(app, rc);
+  register_validate(app, rc);
+}
+
+}  // namespace ridgeline::cli

@@ -1,0 +1,322 @@
+// report: a capacity-planning report (Markdown, self-contained HTML with SVG
+// charts, JSON) for one question: a model on a GPU, with a plan, optionally a
+// GPU count to search layouts for and a budget to size the model for.
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fmt/format.h>
+#include <iostream>
+#include <memory>
+#include <unistd.h>
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "ridgeline/report/capacity_text.hpp"
+#include "ridgeline/report/capacity_view.hpp"
+#include "ridgeline/report/html.hpp"
+#include "ridgeline/report/markdown.hpp"
+#include "ridgeline/search/compare.hpp"
+#include "ridgeline/search/search.hpp"
+#include "ridgeline/units/units.hpp"
+
+namespace ridgeline::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Threads of each layout search (see the comment where it runs).
+constexpr int kSearchThreads = 4;
+/// Largest --gpus (the scaling chart searches twice as many).
+constexpr int kMaxGpus = 1 << 20;
+
+struct ReportArgs {
+  std::string gpu;
+  std::string model;
+  std::string output;
+  std::optional<int> gpus;
+  std::optional<double> budget_gpu_hours, budget_usd;
+  std::string objective = "time";
+  int top = 8;
+  PlanFlags plan;
+};
+
+/// Where the three files go: folder and file-name stem.
+struct Target {
+  fs::path dir;
+  std::string stem;
+};
+
+Target resolve_target(const std::string& output) {
+  fs::path p(output);
+  std::string stem = p.filename().string();
+  for (const char* ext : {".md", ".html", ".json"})
+    if (stem.size() > std::strlen(ext) && stem.ends_with(ext)) stem.resize(stem.size() - std::strlen(ext));
+  if (stem.empty() || stem == "." || stem == "..")
+    throw UsageError{"--output", fmt::format("expected a folder and a name such as reports/llama3_8b, got '{}'", output)};
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) throw UsageError{"--output", fmt::format("no such directory '{}'", dir.string())};
+  if (!fs::is_directory(dir, ec)) throw UsageError{"--output", fmt::format("'{}' is not a directory", dir.string())};
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw UsageError{"--output", fmt::format("directory '{}' is not writable", dir.string())};
+  return {dir, stem};
+}
+
+/// Writes every file to a temporary name in the target folder, then renames
+/// them into place. On any failure nothing stays behind: the temporaries are
+/// removed, and so are the files already renamed.
+void write_all(const Target& t, const std::vector<std::pair<std::string, std::string>>& files) {
+  std::vector<fs::path> tmp, final_path;
+  for (const auto& [ext, text] : files) {
+    final_path.push_back(t.dir / (t.stem + ext));
+    tmp.push_back(t.dir / fmt::format(".{}{}.tmp{}", t.stem, ext, static_cast<long>(::getpid())));
+  }
+  auto remove_all = [](const std::vector<fs::path>& ps, size_t from, size_t to) {
+    std::error_code ec;
+    for (size_t i = from; i < to; ++i) fs::remove(ps[i], ec);
+  };
+  for (size_t i = 0; i < files.size(); ++i) {
+    FILE* f = std::fopen(tmp[i].c_str(), "wb");
+    bool ok = f != nullptr;
+    int err = ok ? 0 : errno;
+    if (ok) {
+      const auto& text = files[i].second;
+      ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+      if (!ok) err = errno;
+      if (std::fclose(f) != 0 && ok) ok = false, err = errno;
+    }
+    if (!ok) {
+      remove_all(tmp, 0, i + 1);
+      throw UsageError{"--output", fmt::format("cannot write to '{}': {}", final_path[i].string(), std::strerror(err))};
+    }
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    std::error_code ec;
+    fs::rename(tmp[i], final_path[i], ec);
+    if (ec) {
+      remove_all(tmp, i, files.size());
+      remove_all(final_path, 0, i);
+      throw UsageError{"--output", fmt::format("cannot write to '{}': {}", final_path[i].string(), ec.message())};
+    }
+  }
+}
+
+std::string shell_quote(const std::string& s) {
+  const bool plain = !s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                       "0123456789_-./=:,+%@") == std::string::npos;
+  if (plain) return s;
+  std::string o = "'";
+  for (char ch : s) o += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return o + "'";
+}
+
+/// The command line as parsed, in canonical form, for the reader to rerun.
+std::string command_line(const CLI::App& cmd) {
+  std::string s = "ridgeline report";
+  for (const CLI::Option* opt : cmd.get_options()) {
+    if (opt->count() == 0 || opt->get_lnames().empty()) continue;
+    const std::string name = opt->get_lnames().front();
+    if (opt->get_expected_min() == 0) {  // a flag
+      const auto& r = opt->results();
+      const bool on = r.empty() || (r.back() != "false" && r.back() != "0");
+      s += on ? " --" + name : " --no-" + name;
+      continue;
+    }
+    for (const auto& value : opt->results()) s += " --" + name + " " + shell_quote(value);
+  }
+  return s;
+}
+
+/// The technique comparison of the report: recomputation x precision (fp8
+/// where the GPU has it) x attention kernel x fusion.
+std::vector<search::Variation> technique_variations(const spec::HardwareSpec& hw) {
+  std::vector<search::Variation> v;
+  v.push_back({"recompute", {"none", "selective", "full"}});
+  if (hw.supports(spec::Peak::kFp8)) v.push_back({"precision", {"bf16", "fp8"}});
+  else v.push_back({"precision", {"bf16"}});
+  v.push_back({"attention", {"naive", "flash2"}});
+  v.push_back({"fusion", {"eager", "fused", "compiled"}});
+  return v;
+}
+
+/// GPU counts for the scaling chart: N/4, N/2, N, 2N (whole numbers only).
+std::vector<int> scaling_counts(int n) {
+  std::vector<int> out;
+  if (n % 4 == 0) out.push_back(n / 4);
+  if (n % 2 == 0) out.push_back(n / 2);
+  out.push_back(n);
+  out.push_back(2 * n);
+  return out;
+}
+
+}  // namespace
+
+void register_report(CLI::App& app, int& rc) {
+  auto a = std::make_shared<ReportArgs>();
+  auto* cmd = app.add_subcommand(
+      "report", "Write a capacity-planning report (NAME.md, NAME.html with charts, NAME.json) for one question");
+  cmd->add_option("--gpu", a->gpu, "GPU profile name (see 'ridgeline list gpus') or YAML file")->required();
+  cmd->add_option("--model", a->model, "Model name (see 'ridgeline list models'), YAML file or HF config.json")
+      ->required();
+  cmd->add_option("--output,-o", a->output, "Folder and name of the report: reports/NAME writes NAME.md, NAME.html "
+                                            "and NAME.json there (atomically)")
+      ->required();
+  cmd->add_option("--gpus", a->gpus, "Search the best layout for this many GPUs (needs --global-batch)");
+  cmd->add_option("--budget-gpu-hours", a->budget_gpu_hours, "Train for this many GPU-hours; sizes the model (Chinchilla)");
+  cmd->add_option("--budget-usd", a->budget_usd, "Train for this many US dollars; sizes the model (Chinchilla)");
+  cmd->add_option("--objective", a->objective, "Layout search objective: time | cost | mfu")->capture_default_str();
+  cmd->add_option("--top", a->top, "Layouts listed")->capture_default_str();
+  a->plan.add_to(*cmd);
+  cmd->callback([a, cmd, &rc] {
+    rc = guarded([&] {
+      // Flags first: nothing is computed or written for a bad one.
+      if (a->plan.tokens && (a->budget_usd || a->budget_gpu_hours))
+        throw UsageError{a->budget_usd ? "--budget-usd" : "--budget-gpu-hours",
+                         "cannot be combined with --tokens: give the training run as tokens or as a budget, not both"};
+      if (a->budget_usd && a->budget_gpu_hours)
+        throw UsageError{"--budget-usd", "cannot be combined with --budget-gpu-hours: give one budget"};
+      report::Budget budget;
+      if (a->budget_usd) budget = {report::BudgetKind::kUsd, *a->budget_usd};
+      if (a->budget_gpu_hours) budget = {report::BudgetKind::kGpuHours, *a->budget_gpu_hours};
+      const char* budget_flag = budget.kind == report::BudgetKind::kUsd ? "--budget-usd" : "--budget-gpu-hours";
+      if (budget.kind != report::BudgetKind::kNone && !(budget.value > 0 && std::isfinite(budget.value)))
+        throw UsageError{budget_flag, fmt::format("expected a positive amount, got {}", budget.value)};
+      if (a->gpus && *a->gpus < 1) throw UsageError{"--gpus", fmt::format("expected at least 1 GPU, got {}", *a->gpus)};
+      if (a->gpus && *a->gpus > kMaxGpus)
+        throw UsageError{"--gpus", fmt::format("expected at most {} GPUs, got {}", kMaxGpus, *a->gpus)};
+      if (a->top < 1) throw UsageError{"--top", fmt::format("expected at least 1, got {}", a->top)};
+      search::Objective objective = search::Objective::kTime;
+      if (a->objective == "cost") objective = search::Objective::kCost;
+      else if (a->objective == "mfu") objective = search::Objective::kMfu;
+      else if (a->objective != "time")
+        throw UsageError{"--objective", fmt::format("expected one of time, cost, mfu, got \"{}\"", a->objective)};
+      const Target target = resolve_target(a->output);
+
+      auto gpu = resolve_gpu(a->gpu);
+      auto model = resolve_model(a->model);
+      auto base = a->plan.build(model);
+      base.source_file.clear();
+      if (budget.kind == report::BudgetKind::kUsd && gpu.price_per_gpu_hour_usd <= 0)
+        throw UsageError{"--budget-usd", fmt::format("{} has no price per GPU-hour; give --budget-gpu-hours instead",
+                                                     gpu.name)};
+      const bool use_cal = !a->plan.no_calibration;
+
+      report::CapacityInputs in;
+      in.gpu = &gpu;
+      in.model = &model;
+      in.use_calibration = use_cal;
+      in.budget = budget;
+      in.command = command_line(*cmd);
+      // With --gpus: search the layouts at N (and N/4, N/2, 2N for the scaling
+      // chart) and predict the best one. A fixed thread count keeps the order
+      // of tied layouts, and so the report, the same on every machine.
+      search::SearchSpec s;
+      if (a->gpus) {
+        s.gpus = *a->gpus;
+        s.global_batch = base.global_batch;
+        s.objective = objective;
+        s.top = a->top;
+        s.threads = kSearchThreads;
+        const auto& f = a->plan;
+        if (f.tp) s.tp = *f.tp;
+        if (f.pp) s.pp = *f.pp;
+        if (f.dp) s.dp = *f.dp;
+        if (f.cp) s.cp = *f.cp;
+        if (f.vpp) s.vpp = *f.vpp;
+        if (f.zero) s.zero = *f.zero;
+        if (f.micro_batch) s.micro_batch = *f.micro_batch;
+        if (f.recompute) s.recompute = {base.recompute};
+        if (f.precision) s.precision = {base.precision};
+        if (s.global_batch <= 0)
+          throw UsageError{"--global-batch", "a report with --gpus needs the global batch in sequences, e.g. "
+                                             "--global-batch 1024"};
+        if (auto pr = search::check_fixed(s, model, base); !pr.field.empty()) throw UsageError{pr.field, pr.message};
+        in.searched = true;
+        in.search_spec = s;
+      }
+      engine::EvalOptions opt;
+      opt.use_calibration = use_cal;
+      opt.keep_kernels = true;
+      auto answer = [&](const spec::PlanSpec& b) {
+        spec::PlanSpec plan = b;
+        if (!a->gpus) return plan;
+        in.search = search::run(s, model, b, gpu, use_cal);
+        in.scaling.clear();
+        for (int n : scaling_counts(s.gpus)) {
+          if (n == s.gpus) {
+            in.scaling.push_back({n, in.search});
+            continue;
+          }
+          search::SearchSpec sn = s;
+          sn.gpus = n;
+          sn.dp = -1;
+          if (!search::check_fixed(sn, model, b).field.empty()) continue;
+          in.scaling.push_back({n, search::run(sn, model, b, gpu, use_cal)});
+        }
+        if (!in.search.top.empty()) {
+          plan = search::plan_for(b, in.search.top.front().layout, s.global_batch);
+        } else {  // nothing fits: report the plain data-parallel layout and why it does not fit
+          const int rest = b.parallel.tp * b.parallel.pp * b.parallel.cp;
+          if (s.gpus % rest == 0) plan.parallel.dp = s.gpus / rest;
+        }
+        return plan;
+      };
+      spec::PlanSpec plan = answer(base);
+      auto pred = engine::evaluate(model, plan, gpu, opt);
+      if (pred.status == engine::Status::kInvalid) {
+        std::cerr << problem_line(pred.problem) << "\n";
+        return kExitBadInput;
+      }
+      if (budget.kind != report::BudgetKind::kNone) {
+        // The budget sets the tokens: what it buys at the predicted step time.
+        // The searches run again so that their days and costs are for the same run.
+        const double hours = report::budget_gpu_hours(budget, gpu);
+        const double step_hours = pred.step.time_s * pred.step.gpus / 3600.0;
+        if (hours < step_hours) {
+          const std::string step = fmt::format("one training step ({:.3g} GPU-hours: {} on {} GPU{})", step_hours,
+                                               units::format_seconds(pred.step.time_s), pred.step.gpus,
+                                               pred.step.gpus == 1 ? "" : "s");
+          throw UsageError{budget_flag,
+                           budget.kind == report::BudgetKind::kUsd
+                               ? fmt::format("${:g} buys {:.3g} GPU-hours at ${:.2f} per GPU-hour, less than {}",
+                                             budget.value, hours, gpu.price_per_gpu_hour_usd, step)
+                               : fmt::format("{:g} GPU-hours is less than {}", budget.value, step)};
+        }
+        base.tokens = report::tokens_for_gpu_hours(pred, hours);
+        plan = answer(base);
+        pred = engine::evaluate(model, plan, gpu, opt);
+      }
+      in.plan = plan;
+      in.prediction = std::move(pred);
+      in.vary = technique_variations(gpu);
+      std::string error;
+      in.compare_rows = search::compare(model, plan, gpu, in.vary, use_cal, error);
+      if (!error.empty()) throw UsageError{"--plan", "technique comparison: " + error};
+
+      const report::CapacityView view = report::make_capacity_view(in);
+      const std::string md = report::capacity_markdown(view, target.stem);
+      const std::string html = report::capacity_html(view, target.stem);
+      // Names come from user files: bytes that are not UTF-8 are replaced, not fatal.
+      const std::string json =
+          report::capacity_json(view).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+      write_all(target, {{".md", md}, {".html", html}, {".json", json}});
+      const fs::path stem_path = target.dir / target.stem;
+      std::cout << fmt::format("wrote {0}.md, {0}.html and {0}.json\n{1}\n", stem_path.string(),
+                               report::text::headline(view));
+      if (!view.answer.memory.fits) {
+        std::cerr << fmt::format("does not fit: needs {} of {} per GPU; see the report's techniques{} for what does\n",
+                                 units::format_bytes(view.answer.memory.total),
+                                 units::format_bytes(view.answer.memory.capacity),
+                                 view.layouts.present ? " and layouts" : "");
+        return kExitInfeasible;
+      }
+      return kExitOk;
+    });
+  });
+}
+
+}  // namespace ridgeline::cli

@@ -1,0 +1,249 @@
+#include "ridgeline/report/capacity_text.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+
+#include "ridgeline/units/units.hpp"
+
+namespace ridgeline::report::text {
+
+using namespace ridgeline::units;
+
+namespace {
+
+std::string pct_plain(double v) { return fmt::format("{:.1f}%", v); }
+
+std::string tokens_note(const CapacityView& v) {
+  if (v.plan.tokens_source == "budget") return "what the budget buys at the predicted step time";
+  if (v.plan.tokens_source == "plan") return "as asked";
+  return "Chinchilla: 20 tokens per parameter";
+}
+
+}  // namespace
+
+std::string usd(double v) {
+  if (!std::isfinite(v)) return "n/a";
+  if (std::fabs(v) < 1000) return fmt::format("${:.2f}", v);
+  return fmt::format("${}", format_count(v));
+}
+
+std::string flop_count(double f) {
+  if (!(std::fabs(f) >= 1e21) || !std::isfinite(f)) return format_flops(f);
+  const int e = static_cast<int>(std::floor(std::log10(std::fabs(f))));
+  return fmt::format("{:.2f}e{} FLOP", f / std::pow(10.0, e), e);
+}
+
+std::string days(double d) {
+  if (d < 1) return fmt::format("{:.1f} hours", d * 24);
+  return fmt::format("{:.1f} days", d);
+}
+
+std::string headline(const CapacityView& v) {
+  const auto& a = v.answer;
+  const std::string fit = a.memory.fits ? "Fits" : "Does not fit";
+  return fmt::format("{}: {} of {} per GPU; {} per step; MFU {}; {} and {} for {} tokens", fit,
+                     format_bytes(a.memory.total), format_bytes(a.memory.capacity), format_seconds(a.step_time_s),
+                     format_percent(a.mfu), days(a.days), usd(a.cost_usd), format_count(a.tokens));
+}
+
+std::vector<Fact> question(const CapacityView& v) {
+  const auto& g = v.gpu;
+  std::string peaks;
+  for (const auto& [p, f] : g.peaks) {
+    if (p == "fp16" || p == "int8") continue;
+    peaks += fmt::format("{}{} {}", peaks.empty() ? "" : ", ", p, format_flop_rate(f));
+  }
+  const auto& m = v.model;
+  const auto& p = v.plan;
+  std::vector<Fact> f;
+  f.push_back({"GPU", fmt::format("{} ({})", g.name, g.id),
+               fmt::format("{} HBM at {}; dense {}; {}/GPU-hour; {:.0f} W", format_bytes(g.memory_bytes),
+                           format_byte_rate(g.hbm_bytes_per_s), peaks, usd(g.price_per_gpu_hour_usd), g.tdp_w)});
+  f.push_back({"Calibration", v.calibration.used ? "calibrated" : "not calibrated", v.calibration.status});
+  f.push_back({"Model", fmt::format("{} ({})", m.name, m.id),
+               fmt::format("{} parameters ({} trainable); {} layers, hidden {}, {} heads ({} KV), FFN {}, vocab {}; {}",
+                           format_count(m.params), format_count(m.trainable_params), m.layers, m.hidden, m.heads,
+                           m.kv_heads, m.ffn_hidden, m.vocab, m.architecture)});
+  f.push_back({"Plan", p.summary,
+               fmt::format("micro-batch {}, global batch {} sequences of {} tokens", p.micro_batch, p.global_batch,
+                           p.seq_len)});
+  f.push_back({"GPUs", std::to_string(p.gpus), v.layouts.present ? "layout: the best the search found" : ""});
+  f.push_back({"Training tokens", format_count(p.tokens), tokens_note(v)});
+  return f;
+}
+
+Table gpu_sources(const CapacityView& v) {
+  Table t{{"field", "source"}, {}, {false, false}};
+  for (const auto& s : v.gpu.sources) t.rows.push_back({s.field, s.text});
+  return t;
+}
+
+Table residuals(const CapacityView& v) {
+  Table t{{"class", "records", "median |error|", "p90 |error|"}, {}, {false, true, true, true}};
+  for (const auto& r : v.calibration.residuals)
+    t.rows.push_back({r.cls, std::to_string(r.records), pct_plain(r.median_abs_pct), pct_plain(r.p90_abs_pct)});
+  return t;
+}
+
+std::vector<Fact> answer(const CapacityView& v) {
+  const auto& a = v.answer;
+  std::vector<Fact> f;
+  f.push_back({"Step time", format_seconds(a.step_time_s),
+               fmt::format("{} micro-batches; exposed communication {}, pipeline bubble {}", a.micro_batches,
+                           a.exposed_comm_s > 0 ? format_seconds(a.exposed_comm_s) : "none",
+                           a.bubble_s > 0 ? format_seconds(a.bubble_s) : "none")});
+  f.push_back({"Throughput", format_count(a.tokens_per_s) + " tokens/s",
+               format_count(a.tokens_per_s_per_gpu) + " tokens/s per GPU"});
+  f.push_back({"MFU", format_percent(a.mfu),
+               fmt::format("vs the dense bf16 peak; {} vs the {} peak; attention FLOPs {}", format_percent(a.mfu_dtype),
+                           a.precision, a.flops_convention)});
+  f.push_back({"HFU", format_percent(a.hfu), "model + recomputation FLOPs"});
+  f.push_back({"Memory per GPU", format_bytes(a.memory.total),
+               fmt::format("of {} ({}); {}", format_bytes(a.memory.capacity), format_percent(a.memory_fraction),
+                           a.memory.fits ? "fits" : "DOES NOT FIT")});
+  f.push_back({"Wall clock", days(a.days), fmt::format("{} steps of {} tokens", format_count(a.steps),
+                                                       format_count(a.tokens_per_step))});
+  f.push_back({"GPU-hours", format_count(a.gpu_hours), ""});
+  f.push_back({"Cost", usd(a.cost_usd), fmt::format("at {} per GPU-hour", usd(v.gpu.price_per_gpu_hour_usd))});
+  f.push_back({"Energy", format_count(a.energy_kwh) + " kWh", "GPUs only"});
+  return f;
+}
+
+Table memory_breakdown(const CapacityView& v) {
+  const auto& m = v.answer.memory;
+  Table t{{"component", "bytes"}, {}, {false, true}};
+  auto row = [&](const char* label, double b) { t.rows.push_back({label, format_bytes(b)}); };
+  row("weights", m.weights);
+  row("gradients", m.gradients);
+  row("master weights", m.master_weights);
+  row("optimizer state", m.optimizer);
+  row("activations", m.activations);
+  row("buffers", m.buffers);
+  row("workspace", m.workspace);
+  row("fragmentation", m.fragmentation);
+  row("total", m.total);
+  t.rows.push_back({"capacity", format_bytes(m.capacity)});
+  t.highlight = 8;
+  return t;
+}
+
+Table techniques(const CapacityView& v) {
+  Table t;
+  for (const auto& k : v.vary_keys) {
+    t.head.push_back(k);
+    t.numeric.push_back(false);
+  }
+  for (const char* h : {"step time", "tokens/s", "MFU", "HFU", "peak memory", "fits", "speed-up"}) {
+    t.head.push_back(h);
+    t.numeric.push_back(true);
+  }
+  for (const auto& r : v.techniques) {
+    std::vector<std::string> c = r.settings;
+    c.push_back(format_seconds(r.step_time_s));
+    c.push_back(format_count(r.tokens_per_s));
+    c.push_back(format_percent(r.mfu));
+    c.push_back(format_percent(r.hfu));
+    c.push_back(format_bytes(r.peak_memory_bytes));
+    c.push_back(r.fits ? "yes" : "no");
+    c.push_back(fmt::format("{:.2f}x", r.speedup));
+    t.rows.push_back(std::move(c));
+  }
+  t.highlight = v.best_technique;
+  return t;
+}
+
+std::string best_technique(const CapacityView& v) {
+  if (v.best_technique < 0) return "No combination fits in memory.";
+  const auto& r = v.techniques[v.best_technique];
+  return fmt::format("Fastest combination that fits: {} ({}): {} per step, MFU {}, {} per GPU, {:.2f}x the first row.",
+                     r.label, fmt::join(v.vary_keys, " · "), format_seconds(r.step_time_s), format_percent(r.mfu),
+                     format_bytes(r.peak_memory_bytes), r.speedup);
+}
+
+Table layouts(const CapacityView& v) {
+  Table t{{"#", "layout", "step time", "MFU", "memory/GPU", "tokens/s", "bubble", "days", "cost"},
+          {},
+          {true, false, true, true, true, true, true, true, true}};
+  for (const auto& r : v.layouts.top)
+    t.rows.push_back({std::to_string(r.rank), r.label, format_seconds(r.step_time_s), format_percent(r.mfu),
+                      format_bytes(r.memory_bytes), format_count(r.tokens_per_s), format_percent(r.bubble_fraction),
+                      fmt::format("{:.1f}", r.days), usd(r.cost_usd)});
+  if (!v.layouts.top.empty()) t.highlight = 0;
+  return t;
+}
+
+Table scaling(const CapacityView& v) {
+  Table t{{"GPUs", "best layout", "step time", "MFU", "days", "cost"}, {}, {true, false, true, true, true, true}};
+  int i = 0;
+  for (const auto& p : v.layouts.scaling) {
+    if (p.feasible)
+      t.rows.push_back({std::to_string(p.gpus), p.best.label, format_seconds(p.best.step_time_s),
+                        format_percent(p.best.mfu), fmt::format("{:.1f}", p.best.days), usd(p.best.cost_usd)});
+    else
+      t.rows.push_back({std::to_string(p.gpus), "no layout fits", "", "", "", ""});
+    if (p.chosen) t.highlight = i;
+    ++i;
+  }
+  return t;
+}
+
+std::vector<Fact> sizing(const CapacityView& v) {
+  const auto& s = v.sizing;
+  std::vector<Fact> f;
+  if (!s.present) return f;
+  f.push_back({"Budget", s.budget_kind == "usd" ? usd(s.budget_value) : format_count(s.budget_value) + " GPU-hours",
+               s.budget_kind == "usd" ? fmt::format("{} GPU-hours at {} per GPU-hour", format_count(s.gpu_hours),
+                                                    usd(v.gpu.price_per_gpu_hour_usd))
+                                      : ""});
+  f.push_back({"Achieved model FLOP/s per GPU", format_flop_rate(s.achieved_flop_per_s_per_gpu),
+               "model FLOPs per step / step time / GPUs"});
+  f.push_back({"Compute C", flop_count(s.compute_flop), "GPU-hours x 3600 s x achieved FLOP/s"});
+  f.push_back({"Compute-optimal parameters N", format_count(s.optimal_params), "sqrt(C / 120)"});
+  f.push_back({"Compute-optimal tokens D", format_count(s.optimal_tokens), "20 N"});
+  f.push_back({"Chosen model", format_count(s.model_params) + " parameters",
+               fmt::format("{:.2f}x the compute-optimal size", s.params_ratio)});
+  f.push_back({"Tokens the budget buys", format_count(s.model_tokens),
+               fmt::format("{:.1f} tokens per parameter", s.model_tokens_per_param)});
+  return f;
+}
+
+namespace {
+
+Table shares_table(const std::vector<TimeShare>& v, const char* what) {
+  Table t{{what, "time per step", "share"}, {}, {false, true, true}};
+  for (const auto& s : v) t.rows.push_back({s.name, format_seconds(s.time_s), format_percent(s.share)});
+  return t;
+}
+
+}  // namespace
+
+Table time_by_class(const CapacityView& v) { return shares_table(v.time_by_class, "kernel class"); }
+Table time_by_phase(const CapacityView& v) { return shares_table(v.time_by_phase, "phase"); }
+
+Table top_kernels(const CapacityView& v, int n) {
+  Table t{{"kernel", "phase", "class", "intensity (FLOP/B)", "achieved FLOP/s", "bound", "time per step", "share"},
+          {},
+          {false, false, false, true, true, false, true, true}};
+  int i = 0;
+  for (const auto& p : v.roofline.points) {
+    if (i++ >= n) break;
+    t.rows.push_back({p.name, p.phase, p.cls, fmt::format("{:.1f}", p.intensity), format_flop_rate(p.flop_per_s),
+                      p.bound, format_seconds(p.time_s), format_percent(p.share)});
+  }
+  return t;
+}
+
+Table roofs(const CapacityView& v) {
+  Table t{{"precision", "dense peak", "ridge point (FLOP/B)"}, {}, {false, true, true}};
+  for (const auto& r : v.roofline.roofs)
+    t.rows.push_back({r.precision, format_flop_rate(r.peak_flop_per_s), fmt::format("{:.0f}", r.ridge_intensity)});
+  return t;
+}
+
+Table assumptions(const CapacityView& v) {
+  Table t{{"assumption", "value", "source"}, {}, {false, false, false}};
+  for (const auto& a : v.assumptions) t.rows.push_back({a.name, a.value, a.source});
+  return t;
+}
+
+}  // namespace ridgeline::report::text

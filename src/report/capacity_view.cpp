@@ -1,0 +1,593 @@
+#include "ridgeline/report/capacity_view.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "ridgeline/cost/cost.hpp"
+#include "ridgeline/memory/memory.hpp"
+#include "ridgeline/report/prediction_view.hpp"
+#include "ridgeline/units/units.hpp"
+
+namespace ridgeline::report {
+
+using nlohmann::json;
+
+namespace {
+
+/// JSON never carries NaN or infinity: non-finite values become null.
+json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+std::string peak_text(const spec::HardwareSpec& hw, spec::Peak p) {
+  return units::format_flop_rate(hw.peak(p));
+}
+
+LayoutRow layout_row(const search::Candidate& c, int rank) {
+  LayoutRow r;
+  const auto& l = c.layout;
+  r.rank = rank;
+  r.tp = l.tp;
+  r.pp = l.pp;
+  r.dp = l.dp;
+  r.cp = l.cp;
+  r.micro_batch = l.micro_batch;
+  r.vpp = l.vpp;
+  r.zero = l.zero;
+  r.sp = l.sp;
+  r.recompute = spec::to_string(l.recompute);
+  r.precision = spec::to_string(l.precision);
+  r.label = layout_label(l);
+  r.step_time_s = c.step_time_s;
+  r.mfu = c.mfu;
+  r.hfu = c.hfu;
+  r.memory_bytes = c.memory_bytes;
+  r.tokens_per_s = c.tokens_per_s;
+  r.bubble_fraction = c.bubble_fraction;
+  r.exposed_comm_s = c.exposed_comm_s;
+  r.days = c.days;
+  r.gpu_hours = c.gpu_hours;
+  r.cost_usd = c.cost_usd;
+  return r;
+}
+
+std::vector<TimeShare> shares(const double* times, int n, std::string_view (*label)(int)) {
+  std::vector<TimeShare> out;
+  double total = 0;
+  for (int i = 0; i < n; ++i) total += times[i];
+  for (int i = 0; i < n; ++i)
+    if (times[i] > 0) out.push_back({std::string(label(i)), times[i], total > 0 ? times[i] / total : 0});
+  std::stable_sort(out.begin(), out.end(), [](const TimeShare& a, const TimeShare& b) { return a.time_s > b.time_s; });
+  return out;
+}
+
+std::string_view class_label(int i) { return spec::name(static_cast<spec::KernelClass>(i)); }
+std::string_view phase_label(int i) { return spec::name(static_cast<spec::Phase>(i)); }
+
+Sizing make_sizing(const CapacityInputs& in, const Answer& a, double model_params) {
+  Sizing s;
+  if (in.budget.kind == BudgetKind::kNone) return s;
+  s.present = true;
+  s.budget_kind = in.budget.kind == BudgetKind::kUsd ? "usd" : "gpu_hours";
+  s.budget_value = in.budget.value;
+  s.gpu_hours = budget_gpu_hours(in.budget, *in.gpu);
+  s.achieved_flop_per_s_per_gpu = a.achieved_flop_per_s_per_gpu;
+  // Chinchilla (Hoffmann et al. 2022): C = 6 N D with D = 20 N, so C = 120 N^2.
+  s.compute_flop = s.gpu_hours * 3600.0 * s.achieved_flop_per_s_per_gpu;
+  s.optimal_params = std::sqrt(s.compute_flop / 120.0);
+  s.optimal_tokens = 20.0 * s.optimal_params;
+  s.model_params = model_params;
+  s.model_tokens = tokens_for_gpu_hours(in.prediction, s.gpu_hours);
+  s.model_tokens_per_param = model_params > 0 ? s.model_tokens / model_params : 0;
+  s.params_ratio = s.optimal_params > 0 ? model_params / s.optimal_params : 0;
+  const std::string tpp = fmt::format("{:.1f}", s.model_tokens_per_param);
+  if (s.params_ratio > 1.5)
+    s.verdict = fmt::format(
+        "The chosen model is {:.1f}x larger than compute-optimal for this budget: it would see {} tokens per "
+        "parameter instead of 20 (under-trained). A {}-parameter model trained on {} tokens reaches a lower "
+        "loss for the same compute.",
+        s.params_ratio, tpp, units::format_count(s.optimal_params), units::format_count(s.optimal_tokens));
+  else if (s.params_ratio < 1 / 1.5)
+    s.verdict = fmt::format(
+        "The chosen model is {:.1f}x smaller than compute-optimal for this budget: it would see {} tokens per "
+        "parameter instead of 20 (over-trained, as Llama 3 deliberately is: cheaper to serve). The "
+        "compute-optimal model has {} parameters trained on {} tokens.",
+        1 / s.params_ratio, tpp, units::format_count(s.optimal_params), units::format_count(s.optimal_tokens));
+  else
+    s.verdict = fmt::format(
+        "The chosen model is close to compute-optimal for this budget ({:.2f}x the optimal {} parameters; {} "
+        "tokens per parameter against Chinchilla's 20).",
+        s.params_ratio, units::format_count(s.optimal_params), tpp);
+  return s;
+}
+
+Roofline make_roofline(const CapacityInputs& in) {
+  Roofline r;
+  const spec::HardwareSpec& hw = *in.gpu;
+  const cost::CostParams c = cost::resolve(hw, in.use_calibration);
+  r.hbm_bytes_per_s = hw.hbm_bytes_per_s;
+  for (spec::Peak p : {spec::Peak::kFp32, spec::Peak::kTf32, spec::Peak::kBf16, spec::Peak::kFp8})
+    if (hw.supports(p))
+      r.roofs.push_back({std::string(spec::name(p)), hw.peak(p), cost::ridge_point(c, p)});
+  for (const auto& k : in.prediction.kernels) {
+    const bool comm = k.cls == spec::KernelClass::kCollective || k.cls == spec::KernelClass::kP2p;
+    if (comm || k.flops <= 0 || k.hbm_bytes <= 0 || k.time_s <= 0 || k.intensity <= 0 || k.count <= 0) {
+      ++r.omitted;
+      continue;
+    }
+    RooflinePoint pt;
+    pt.name = std::string(k.name);
+    pt.phase = std::string(spec::name(k.phase));
+    pt.cls = std::string(spec::name(k.cls));
+    pt.dtype = std::string(spec::name(k.dtype));
+    pt.bound = std::string(cost::name(k.bound));
+    pt.intensity = k.intensity;
+    pt.flop_per_s = k.flops * k.count / k.time_s;
+    pt.time_s = k.time_s;
+    pt.share = k.share;
+    pt.hbm_bytes = k.hbm_bytes;
+    pt.flops = k.flops;
+    pt.count = k.count;
+    r.points.push_back(std::move(pt));
+  }
+  std::stable_sort(r.points.begin(), r.points.end(),
+                   [](const RooflinePoint& a, const RooflinePoint& b) { return a.time_s > b.time_s; });
+  return r;
+}
+
+std::vector<Assumption> make_assumptions(const CapacityInputs& in, const CapacityView& v) {
+  using units::format_bytes;
+  using units::format_percent;
+  using units::format_seconds;
+  const spec::HardwareSpec& hw = *in.gpu;
+  const cost::CostParams c = cost::resolve(hw, in.use_calibration);
+  const std::string eff_source =
+      c.calibrated ? fmt::format("calibration block of {} (fitted from {})", hw.source_file,
+                                 hw.calibration.measurements)
+                   : std::string("documented default, src/cost/cost.cpp default_efficiency()");
+  const auto pk = [](spec::Peak p) { return static_cast<int>(p); };
+  std::vector<Assumption> a;
+  a.push_back({"Framework workspace", format_bytes(memory::kWorkspaceBytes) + " per GPU",
+               "include/ridgeline/memory/memory.hpp kWorkspaceBytes: CUDA context + cuBLAS workspace + allocator "
+               "reserve (PyTorch on H100: ~0.5 GiB context, 32 MiB cuBLAS workspace, caching slack)"});
+  a.push_back({"NCCL buffers", format_bytes(memory::kNcclBytes) + " per GPU when any collective runs",
+               "include/ridgeline/memory/memory.hpp kNcclBytes: NCCL communicator buffers"});
+  a.push_back({"Fragmentation allowance", format_percent(memory::kFragmentationFrac) + " of activations and buffers",
+               "include/ridgeline/memory/memory.hpp kFragmentationFrac: caching-allocator fragmentation over "
+               "transient tensors"});
+  a.push_back({"GEMM efficiency",
+               fmt::format("{} of the dense peak (bf16){}", format_percent(c.gemm_frac[pk(spec::Peak::kBf16)]),
+                           hw.supports(spec::Peak::kFp8)
+                               ? fmt::format(", {} (fp8)", format_percent(c.gemm_frac[pk(spec::Peak::kFp8)]))
+                               : std::string()),
+               eff_source + (c.calibrated ? std::string()
+                                          : ": best achievable bf16 matmul (MAMF) H100 SXM 794.5 of 989 TFLOP/s = "
+                                            "80%, B200 78%, A100 87%; plus tile and wave quantization with " +
+                                                fmt::format("{:.0f}x{:.0f}", c.tile_m, c.tile_n) + " tiles")});
+  a.push_back({"Fused attention efficiency",
+               fmt::format("{} of the dense peak (FlashAttention-2)",
+                           format_percent(c.attention_frac[static_cast<int>(spec::AttentionKind::kFlash2)])),
+               eff_source + (c.calibrated ? std::string()
+                                          : ": FlashAttention-2 trains GPT models at 50-60% of A100 peak (Dao 2023); "
+                                            "on Hopper FA2 lacks wgmma and reaches ~35-40%, FA3 60-75% (Shah et al. "
+                                            "2024)")});
+  a.push_back({"HBM efficiency",
+               fmt::format("{} of {} for streaming kernels, plus {} per kernel",
+                           format_percent(c.mem_frac[static_cast<int>(spec::KernelClass::kElementwise)]),
+                           units::format_byte_rate(hw.hbm_bytes_per_s), format_seconds(c.hbm_latency_s)),
+               eff_source + (c.calibrated ? std::string()
+                                          : ": STREAM-like kernels reach ~84-90% of the spec bandwidth (gpu-benches, "
+                                            "BabelStream); norms, softmax, loss and embedding get lower per-class "
+                                            "multipliers")});
+  a.push_back({"Kernel launch overhead", format_seconds(c.launch_s) + " per launch (" +
+                                             format_seconds(c.graph_launch_s) + " under CUDA graphs)",
+               eff_source + (c.calibrated ? std::string()
+                                          : ": back-to-back queued kernels cost ~2.4-2.6 us each (gpu-benches "
+                                            "small-kernel fits); the profile's figure wins")});
+  a.push_back({"Collective efficiency", format_percent(c.comm_frac) + " of link bandwidth (alpha-beta ring/tree model)",
+               eff_source + (c.calibrated ? std::string()
+                                          : ": NCCL reaches ~80% of link bandwidth as bus bandwidth on large "
+                                            "messages")});
+  a.push_back({"FLOP convention",
+               fmt::format("model FLOPs per step = Megatron-LM num_floating_point_operations; attention '{}'; MFU "
+                           "against the dense bf16 peak ({} per GPU), HFU adds recomputation",
+                           v.answer.flops_convention, peak_text(hw, spec::Peak::kBf16)),
+               "DESIGN.md 'Reference formulas'; causal = core attention's masked half skipped (current Megatron), "
+               "full = the older convention of Korthikanti et al. and Narayanan et al."});
+  a.push_back({"Training tokens",
+               v.plan.tokens_source == "plan"     ? "as given (--tokens or the plan)"
+               : v.plan.tokens_source == "budget" ? "what the budget buys at the predicted step time"
+                                                  : "20 tokens per parameter",
+               "Chinchilla (Hoffmann et al. 2022): compute-optimal D ~ 20 N"});
+  a.push_back({"Compute-optimal sizing", "C = 6 N D and D = 20 N, so N = sqrt(C / 120)",
+               "Hoffmann et al. 2022 (Chinchilla); C = budget GPU-hours x 3600 s x the achieved model FLOP/s per GPU"});
+  a.push_back({"Price", fmt::format("${:.2f} per GPU-hour", hw.price_per_gpu_hour_usd),
+               hw.sources.count("price_per_gpu_hour") ? hw.sources.at("price_per_gpu_hour") : "profile"});
+  a.push_back({"Energy", fmt::format("{} x TDP {:.0f} W per GPU", format_percent(in.plan.power_utilization), hw.tdp_w),
+               "plan power_utilization (average draw as a fraction of TDP)"});
+  return a;
+}
+
+}  // namespace
+
+double budget_gpu_hours(const Budget& b, const spec::HardwareSpec& hw) {
+  switch (b.kind) {
+    case BudgetKind::kNone: return 0;
+    case BudgetKind::kGpuHours: return b.value;
+    case BudgetKind::kUsd: return hw.price_per_gpu_hour_usd > 0 ? b.value / hw.price_per_gpu_hour_usd : 0;
+  }
+  return 0;
+}
+
+double tokens_for_gpu_hours(const engine::Prediction& p, double gpu_hours) {
+  const double step_gpu_hours = p.step.time_s * p.step.gpus / 3600.0;
+  return step_gpu_hours > 0 ? gpu_hours / step_gpu_hours * p.step.tokens_per_step : 0;
+}
+
+std::string layout_label(const search::Layout& l) {
+  std::string s = fmt::format("TP{} PP{} DP{}", l.tp, l.pp, l.dp);
+  if (l.cp > 1) s += fmt::format(" CP{}", l.cp);
+  s += fmt::format(" mb{}", l.micro_batch);
+  if (l.vpp > 1) s += fmt::format(" v{}", l.vpp);
+  if (l.zero > 0) s += fmt::format(" ZeRO-{}", l.zero);
+  if (l.sp) s += " +SP";
+  s += fmt::format(" {} {}", spec::to_string(l.recompute), spec::to_string(l.precision));
+  return s;
+}
+
+CapacityView make_capacity_view(const CapacityInputs& in) {
+  const spec::HardwareSpec& hw = *in.gpu;
+  const spec::ModelSpec& m = *in.model;
+  const engine::Prediction& pred = in.prediction;
+  CapacityView v;
+  v.command = in.command;
+  v.version = RIDGELINE_VERSION;
+
+  auto& g = v.gpu;
+  g.id = hw.id;
+  g.name = hw.name;
+  g.architecture = hw.architecture;
+  g.memory_bytes = hw.memory_bytes;
+  g.hbm_bytes_per_s = hw.hbm_bytes_per_s;
+  g.price_per_gpu_hour_usd = hw.price_per_gpu_hour_usd;
+  g.tdp_w = hw.tdp_w;
+  for (int i = 0; i < spec::kPeakCount; ++i)
+    if (hw.peak_flop_per_s[i] > 0) g.peaks.emplace_back(std::string(spec::kPeakNames[i]), hw.peak_flop_per_s[i]);
+  for (const auto& [field, text] : hw.sources) g.sources.push_back({field, text});
+
+  auto& cal = v.calibration;
+  cal.present = hw.calibration.present;
+  cal.used = pred.calibrated;
+  cal.measurements = hw.calibration.measurements;
+  cal.device = hw.calibration.device;
+  cal.date = hw.calibration.date;
+  for (const auto& r : hw.calibration.residuals) cal.residuals.push_back({r.cls, r.records, r.median_abs_pct, r.p90_abs_pct});
+  if (cal.used)
+    cal.status = fmt::format("calibrated: efficiencies fitted from {} on {} ({})", cal.measurements, cal.device, cal.date);
+  else if (cal.present)
+    cal.status = "not used: the profile has a calibration block but --no-calibration was given; documented "
+                 "default efficiencies";
+  else
+    cal.status = "not calibrated: documented default efficiencies (src/cost/cost.cpp); run `ridgeline calibrate` "
+                 "on the GPU to fit them";
+
+  auto& mf = v.model;
+  mf.id = m.id;
+  mf.name = m.name;
+  mf.source_file = m.source_file;
+  mf.params = pred.params.total;
+  mf.active_params = pred.params.active;
+  mf.trainable_params = pred.trainable_params;
+  mf.layers = m.layers;
+  mf.hidden = m.hidden;
+  mf.heads = m.heads;
+  mf.kv_heads = m.kv_heads;
+  mf.ffn_hidden = m.ffn_hidden;
+  mf.vocab = m.vocab;
+  mf.architecture = fmt::format("{}, {}, {}", spec::name(m.activation), spec::name(m.norm), spec::name(m.position));
+
+  auto& pf = v.plan;
+  pf.summary = plan_summary(in.plan);
+  pf.plan = plan_json(in.plan, m);
+  pf.gpus = in.plan.parallel.gpus();
+  pf.micro_batch = in.plan.micro_batch;
+  pf.global_batch = in.plan.global_batch > 0 ? in.plan.global_batch : in.plan.micro_batch * in.plan.parallel.dp;
+  pf.seq_len = graph::seq_len(m, in.plan);
+  pf.tokens = pred.totals.tokens;
+  pf.tokens_source = in.budget.kind != BudgetKind::kNone ? "budget"
+                     : pred.totals.tokens_default       ? "chinchilla_20_per_param"
+                                                        : "plan";
+
+  auto& a = v.answer;
+  const auto& st = pred.step;
+  a.status = std::string(engine::name(pred.status));
+  a.step_time_s = st.time_s;
+  a.tokens_per_s = st.tokens_per_s;
+  a.tokens_per_s_per_gpu = st.tokens_per_s / std::max(1, st.gpus);
+  a.mfu = st.mfu;
+  a.mfu_dtype = st.mfu_dtype;
+  a.hfu = st.hfu;
+  a.precision = spec::to_string(in.plan.precision);
+  a.model_flops_per_step = st.model_flops;
+  a.achieved_flop_per_s_per_gpu = st.time_s > 0 ? st.model_flops / st.time_s / std::max(1, st.gpus) : 0;
+  a.compute_time_s = st.compute_time_s;
+  a.exposed_comm_s = st.exposed_comm_s;
+  a.bubble_s = st.bubble_s;
+  a.bubble_fraction = st.bubble_fraction;
+  a.micro_batches = st.micro_batches;
+  a.flops_convention = st.flops_convention;
+  a.memory = pred.memory;
+  a.memory_fraction = pred.memory.capacity > 0 ? pred.memory.total / pred.memory.capacity : 0;
+  a.tokens_per_step = st.tokens_per_step;
+  const auto& t = pred.totals;
+  a.tokens = t.tokens;
+  a.steps = t.steps;
+  a.days = t.wall_s / 86400.0;
+  a.gpu_hours = t.gpu_hours;
+  a.cost_usd = t.cost_usd;
+  a.energy_kwh = t.energy_kwh;
+
+  const char* what = in.plan.finetune.mode == spec::FinetuneMode::kLora    ? "LoRA fine-tuning"
+                     : in.plan.finetune.mode == spec::FinetuneMode::kQlora ? "QLoRA fine-tuning"
+                                                                           : "training";
+  v.title = fmt::format("{} {} on {} x {}", m.name, what, pf.gpus, hw.name);
+
+  for (const auto& var : in.vary) v.vary_keys.push_back(var.key);
+  double best_time = 0;
+  for (size_t i = 0; i < in.compare_rows.size(); ++i) {
+    const auto& r = in.compare_rows[i];
+    TechniqueRow row;
+    row.settings = r.values;
+    for (size_t k = 0; k < r.values.size(); ++k) row.label += (k ? " · " : "") + r.values[k];
+    row.status = std::string(engine::name(r.pred.status));
+    row.step_time_s = r.pred.step.time_s;
+    row.tokens_per_s = r.pred.step.tokens_per_s;
+    row.mfu = r.pred.step.mfu;
+    row.hfu = r.pred.step.hfu;
+    row.peak_memory_bytes = r.pred.memory.total;
+    row.speedup = r.speedup;
+    row.memory_saved_bytes = r.memory_saved;
+    row.fits = r.pred.memory.fits;
+    const auto& mm = r.pred.memory;
+    row.memory = {mm.weights, mm.gradients, mm.master_weights, mm.optimizer, mm.activations, mm.buffers,
+                  mm.workspace, mm.fragmentation};
+    if (row.fits && r.pred.status == engine::Status::kOk && (v.best_technique < 0 || row.step_time_s < best_time)) {
+      v.best_technique = static_cast<int>(i);
+      best_time = row.step_time_s;
+    }
+    v.techniques.push_back(std::move(row));
+  }
+  if (v.best_technique >= 0) v.techniques[v.best_technique].best = true;
+
+  auto& lf = v.layouts;
+  lf.present = in.searched;
+  if (in.searched) {
+    lf.gpus = in.search_spec.gpus;
+    lf.global_batch = in.search_spec.global_batch;
+    lf.objective = search::to_string(in.search_spec.objective);
+    lf.counts = in.search.counts;
+    int rank = 0;
+    for (const auto& c : in.search.top) lf.top.push_back(layout_row(c, ++rank));
+    for (const auto& run : in.scaling) {
+      ScalingPoint p;
+      p.gpus = run.gpus;
+      p.chosen = run.gpus == in.search_spec.gpus;
+      p.feasible = !run.result.top.empty();
+      if (p.feasible) p.best = layout_row(run.result.top.front(), 1);
+      lf.scaling.push_back(std::move(p));
+    }
+  }
+
+  v.sizing = make_sizing(in, a, pred.params.total);
+  v.roofline = make_roofline(in);
+  v.time_by_class = shares(pred.time_by_class.data(), spec::kKernelClassCount, class_label);
+  v.time_by_phase = shares(pred.time_by_phase.data(), spec::kPhaseCount, phase_label);
+  v.assumptions = make_assumptions(in, v);
+  return v;
+}
+
+namespace {
+
+json layout_json(const LayoutRow& r) {
+  return {{"rank", r.rank},
+          {"label", r.label},
+          {"tp", r.tp},
+          {"pp", r.pp},
+          {"dp", r.dp},
+          {"cp", r.cp},
+          {"micro_batch", r.micro_batch},
+          {"vpp", r.vpp},
+          {"zero", r.zero},
+          {"sp", r.sp},
+          {"recompute", r.recompute},
+          {"precision", r.precision},
+          {"step_time_s", num(r.step_time_s)},
+          {"mfu", num(r.mfu)},
+          {"hfu", num(r.hfu)},
+          {"memory_bytes", num(r.memory_bytes)},
+          {"tokens_per_s", num(r.tokens_per_s)},
+          {"bubble_fraction", num(r.bubble_fraction)},
+          {"exposed_comm_s", num(r.exposed_comm_s)},
+          {"days", num(r.days)},
+          {"gpu_hours", num(r.gpu_hours)},
+          {"cost_usd", num(r.cost_usd)}};
+}
+
+json segments_json(const MemorySegments& s) {
+  return {{"weights_bytes", num(s.weights)},       {"gradients_bytes", num(s.gradients)},
+          {"master_weights_bytes", num(s.master_weights)}, {"optimizer_bytes", num(s.optimizer)},
+          {"activations_bytes", num(s.activations)}, {"buffers_bytes", num(s.buffers)},
+          {"workspace_bytes", num(s.workspace)},   {"fragmentation_bytes", num(s.fragmentation)}};
+}
+
+}  // namespace
+
+json capacity_json(const CapacityView& v) {
+  json j;
+  j["schema"] = "ridgeline.capacity/1";
+  j["title"] = v.title;
+  j["command"] = v.command;
+  j["version"] = v.version;
+
+  json gpu = {{"id", v.gpu.id},
+              {"name", v.gpu.name},
+              {"architecture", v.gpu.architecture},
+              {"memory_bytes", num(v.gpu.memory_bytes)},
+              {"hbm_bytes_per_s", num(v.gpu.hbm_bytes_per_s)},
+              {"price_per_gpu_hour_usd", num(v.gpu.price_per_gpu_hour_usd)},
+              {"tdp_w", num(v.gpu.tdp_w)}};
+  gpu["peak_flop_per_s"] = json::object();
+  for (const auto& [p, f] : v.gpu.peaks) gpu["peak_flop_per_s"][p] = num(f);
+  gpu["sources"] = json::object();
+  for (const auto& s : v.gpu.sources) gpu["sources"][s.field] = s.text;
+  json cal = {{"present", v.calibration.present}, {"used", v.calibration.used}, {"status", v.calibration.status}};
+  if (v.calibration.present) {
+    cal["measurements"] = v.calibration.measurements;
+    cal["device"] = v.calibration.device;
+    cal["date"] = v.calibration.date;
+    cal["residuals"] = json::array();
+    for (const auto& r : v.calibration.residuals)
+      cal["residuals"].push_back({{"class", r.cls}, {"records", r.records}, {"median_abs_pct", num(r.median_abs_pct)},
+                                  {"p90_abs_pct", num(r.p90_abs_pct)}});
+  }
+  const auto& mf = v.model;
+  json model = {{"id", mf.id},           {"name", mf.name},
+                {"source_file", mf.source_file}, {"params", num(mf.params)},
+                {"active_params", num(mf.active_params)}, {"trainable_params", num(mf.trainable_params)},
+                {"layers", mf.layers},   {"hidden", mf.hidden},
+                {"heads", mf.heads},     {"kv_heads", mf.kv_heads},
+                {"ffn_hidden", mf.ffn_hidden}, {"vocab", mf.vocab},
+                {"architecture", mf.architecture}};
+  json plan = {{"summary", v.plan.summary},         {"settings", v.plan.plan},
+               {"gpus", v.plan.gpus},               {"micro_batch", v.plan.micro_batch},
+               {"global_batch", v.plan.global_batch}, {"seq_len", v.plan.seq_len},
+               {"tokens", num(v.plan.tokens)},       {"tokens_source", v.plan.tokens_source}};
+  j["question"] = {{"gpu", gpu}, {"calibration", cal}, {"model", model}, {"plan", plan}};
+
+  const auto& a = v.answer;
+  const auto& m = a.memory;
+  j["answer"] = {{"status", a.status},
+                 {"step_time_s", num(a.step_time_s)},
+                 {"tokens_per_s", num(a.tokens_per_s)},
+                 {"tokens_per_s_per_gpu", num(a.tokens_per_s_per_gpu)},
+                 {"mfu", num(a.mfu)},
+                 {"mfu_dtype", num(a.mfu_dtype)},
+                 {"precision", a.precision},
+                 {"hfu", num(a.hfu)},
+                 {"model_flops_per_step", num(a.model_flops_per_step)},
+                 {"achieved_flop_per_s_per_gpu", num(a.achieved_flop_per_s_per_gpu)},
+                 {"compute_time_s", num(a.compute_time_s)},
+                 {"exposed_comm_s", num(a.exposed_comm_s)},
+                 {"bubble_s", num(a.bubble_s)},
+                 {"bubble_fraction", num(a.bubble_fraction)},
+                 {"micro_batches", num(a.micro_batches)},
+                 {"flops_convention", a.flops_convention},
+                 {"memory",
+                  {{"weights_bytes", num(m.weights)},
+                   {"gradients_bytes", num(m.gradients)},
+                   {"master_weights_bytes", num(m.master_weights)},
+                   {"optimizer_bytes", num(m.optimizer)},
+                   {"activations_bytes", num(m.activations)},
+                   {"buffers_bytes", num(m.buffers)},
+                   {"workspace_bytes", num(m.workspace)},
+                   {"fragmentation_bytes", num(m.fragmentation)},
+                   {"total_bytes", num(m.total)},
+                   {"capacity_bytes", num(m.capacity)},
+                   {"fits", m.fits}}},
+                 {"memory_fraction", num(a.memory_fraction)},
+                 {"tokens_per_step", num(a.tokens_per_step)},
+                 {"tokens", num(a.tokens)},
+                 {"steps", num(a.steps)},
+                 {"days", num(a.days)},
+                 {"gpu_hours", num(a.gpu_hours)},
+                 {"cost_usd", num(a.cost_usd)},
+                 {"energy_kwh", num(a.energy_kwh)}};
+
+  json tech = {{"vary", v.vary_keys}, {"best_index", v.best_technique}, {"rows", json::array()}};
+  for (const auto& r : v.techniques) {
+    json e = {{"label", r.label},
+              {"status", r.status},
+              {"step_time_s", num(r.step_time_s)},
+              {"tokens_per_s", num(r.tokens_per_s)},
+              {"mfu", num(r.mfu)},
+              {"hfu", num(r.hfu)},
+              {"peak_memory_bytes", num(r.peak_memory_bytes)},
+              {"speedup", num(r.speedup)},
+              {"memory_saved_bytes", num(r.memory_saved_bytes)},
+              {"fits", r.fits},
+              {"best", r.best},
+              {"memory", segments_json(r.memory)}};
+    for (size_t k = 0; k < r.settings.size() && k < v.vary_keys.size(); ++k) e["settings"][v.vary_keys[k]] = r.settings[k];
+    tech["rows"].push_back(std::move(e));
+  }
+  j["techniques"] = std::move(tech);
+
+  if (v.layouts.present) {
+    const auto& l = v.layouts;
+    json lj = {{"gpus", l.gpus},
+               {"global_batch", l.global_batch},
+               {"objective", l.objective},
+               {"counts",
+                {{"enumerated", l.counts.enumerated}, {"pruned", l.counts.pruned}, {"evaluated", l.counts.evaluated},
+                 {"infeasible", l.counts.infeasible}, {"graphs", l.counts.graphs}}},
+               {"top", json::array()},
+               {"scaling", json::array()}};
+    for (const auto& r : l.top) lj["top"].push_back(layout_json(r));
+    for (const auto& p : l.scaling) {
+      json e = {{"gpus", p.gpus}, {"feasible", p.feasible}, {"chosen", p.chosen}};
+      if (p.feasible) e["best"] = layout_json(p.best);
+      lj["scaling"].push_back(std::move(e));
+    }
+    j["layouts"] = std::move(lj);
+  } else {
+    j["layouts"] = nullptr;
+  }
+
+  if (v.sizing.present) {
+    const auto& s = v.sizing;
+    j["sizing"] = {{"budget_kind", s.budget_kind},
+                   {"budget_value", num(s.budget_value)},
+                   {"gpu_hours", num(s.gpu_hours)},
+                   {"achieved_flop_per_s_per_gpu", num(s.achieved_flop_per_s_per_gpu)},
+                   {"compute_flop", num(s.compute_flop)},
+                   {"optimal_params", num(s.optimal_params)},
+                   {"optimal_tokens", num(s.optimal_tokens)},
+                   {"model_params", num(s.model_params)},
+                   {"model_tokens", num(s.model_tokens)},
+                   {"model_tokens_per_param", num(s.model_tokens_per_param)},
+                   {"params_ratio", num(s.params_ratio)},
+                   {"verdict", s.verdict}};
+  } else {
+    j["sizing"] = nullptr;
+  }
+
+  json roof = {{"hbm_bytes_per_s", num(v.roofline.hbm_bytes_per_s)}, {"omitted", v.roofline.omitted},
+               {"roofs", json::array()}, {"points", json::array()}};
+  for (const auto& r : v.roofline.roofs)
+    roof["roofs"].push_back({{"precision", r.precision}, {"peak_flop_per_s", num(r.peak_flop_per_s)},
+                             {"ridge_intensity", num(r.ridge_intensity)}});
+  for (const auto& p : v.roofline.points)
+    roof["points"].push_back({{"name", p.name},
+                              {"phase", p.phase},
+                              {"class", p.cls},
+                              {"dtype", p.dtype},
+                              {"bound", p.bound},
+                              {"intensity", num(p.intensity)},
+                              {"flop_per_s", num(p.flop_per_s)},
+                              {"time_s", num(p.time_s)},
+                              {"share", num(p.share)},
+                              {"hbm_bytes", num(p.hbm_bytes)},
+                              {"flops", num(p.flops)},
+                              {"count", num(p.count)}});
+  j["roofline"] = std::move(roof);
+  auto share_json = [](const std::vector<TimeShare>& v) {
+    json arr = json::array();
+    for (const auto& s : v) arr.push_back({{"name", s.name}, {"time_s", num(s.time_s)}, {"share", num(s.share)}});
+    return arr;
+  };
+  j["time_breakdown"] = {{"by_class", share_json(v.time_by_class)}, {"by_phase", share_json(v.time_by_phase)}};
+  j["assumptions"] = json::array();
+  for (const auto& x : v.assumptions) j["assumptions"].push_back({{"name", x.name}, {"value", x.value}, {"source", x.source}});
+  return j;
+}
+
+}  // namespace ridgeline::report

@@ -1,0 +1,504 @@
+#include "ridgeline/report/svg.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <map>
+
+#include "ridgeline/report/capacity_text.hpp"
+#include "ridgeline/report/html.hpp"
+#include "ridgeline/units/units.hpp"
+
+namespace ridgeline::report::svg {
+
+using namespace ridgeline::units;
+
+namespace {
+
+constexpr const char* kFont = "system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', Arial, sans-serif";
+constexpr const char* kInk = "#1f2328";
+constexpr const char* kMuted = "#57606a";
+constexpr const char* kGrid = "#e3e6ea";
+constexpr const char* kAlert = "#b3261e";
+
+/// Kernel-class colours (Okabe-Ito based, distinguishable by colour-blind readers).
+const char* class_colour(const std::string& cls) {
+  static const std::map<std::string, const char*> k = {
+      {"gemm", "#0072B2"},      {"attention", "#D55E00"}, {"elementwise", "#E69F00"}, {"reduction", "#8C6D31"},
+      {"norm", "#009E73"},      {"softmax", "#CC79A7"},   {"embedding", "#56B4E9"},   {"loss", "#7F7F7F"},
+      {"optimizer", "#6A3D9A"}, {"collective", "#333333"}, {"p2p", "#999999"},      {"cast", "#B8860B"}};
+  auto it = k.find(cls);
+  return it == k.end() ? "#777777" : it->second;
+}
+
+const char* phase_colour(const std::string& phase) {
+  static const std::map<std::string, const char*> k = {{"forward", "#0072B2"},   {"backward", "#D55E00"},
+                                                       {"recompute", "#E69F00"}, {"optimizer", "#009E73"},
+                                                       {"communication", "#555555"}};
+  auto it = k.find(phase);
+  return it == k.end() ? "#777777" : it->second;
+}
+
+struct Segment {
+  const char* name;
+  const char* colour;
+  double MemorySegments::*field;
+};
+const Segment kSegments[] = {{"weights", "#0072B2", &MemorySegments::weights},
+                             {"gradients", "#56B4E9", &MemorySegments::gradients},
+                             {"master weights", "#009E73", &MemorySegments::master_weights},
+                             {"optimizer state", "#E69F00", &MemorySegments::optimizer},
+                             {"activations", "#D55E00", &MemorySegments::activations},
+                             {"buffers", "#CC79A7", &MemorySegments::buffers},
+                             {"workspace", "#8C8C8C", &MemorySegments::workspace},
+                             {"fragmentation", "#C8C8C8", &MemorySegments::fragmentation}};
+
+/// Coordinates: one decimal is plenty at screen scale.
+std::string c(double v) { return fmt::format("{:.1f}", v); }
+/// Plotted values: shortest text that reads back to the same double.
+std::string d(double v) { return std::isfinite(v) ? fmt::format("{}", v) : std::string("null"); }
+std::string e(std::string_view s) { return xml_escape(s); }
+
+/// Rough text width for layout decisions (sans-serif, average glyph ~0.56 em).
+double text_width(std::string_view s, double size) {
+  size_t glyphs = 0;
+  for (unsigned char ch : s)
+    if ((ch & 0xC0) != 0x80) ++glyphs;  // count UTF-8 code points
+  return static_cast<double>(glyphs) * size * 0.56;
+}
+
+std::string open_svg(const char* chart, double w, double h, const std::string& title, const std::string& desc) {
+  return fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" data-chart=\"{}\" width=\"{}\" height=\"{}\" "
+      "viewBox=\"0 0 {} {}\" role=\"img\" font-family=\"{}\" font-size=\"13\" fill=\"{}\">\n"
+      "<title>{}</title>\n<desc>{}</desc>\n<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n",
+      chart, c(w), c(h), c(w), c(h), kFont, kInk, e(title), e(desc), c(w), c(h));
+}
+
+std::string text(double x, double y, std::string_view s, std::string_view attrs = "") {
+  return fmt::format("<text x=\"{}\" y=\"{}\"{}{}>{}</text>\n", c(x), c(y), attrs.empty() ? "" : " ", attrs, e(s));
+}
+
+/// Spreads labels (sorted by wanted y) so that neighbours are at least `gap` apart, within [lo, hi].
+void declutter(std::vector<double>& y, double gap, double lo, double hi) {
+  const size_t n = y.size();
+  if (n == 0) return;
+  std::vector<size_t> idx(n);
+  for (size_t i = 0; i < n; ++i) idx[i] = i;
+  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return y[a] < y[b]; });
+  for (int pass = 0; pass < 4; ++pass) {
+    for (size_t k = 1; k < n; ++k) y[idx[k]] = std::max(y[idx[k]], y[idx[k - 1]] + gap);
+    if (y[idx[n - 1]] > hi) {
+      y[idx[n - 1]] = hi;
+      for (size_t k = n - 1; k-- > 0;) y[idx[k]] = std::min(y[idx[k]], y[idx[k + 1]] - gap);
+    }
+    if (y[idx[0]] < lo) y[idx[0]] = lo;
+  }
+}
+
+std::string decade_intensity(int k) {
+  static const char* kNames[] = {"0.001", "0.01", "0.1", "1", "10", "100", "1k", "10k", "100k", "1M"};
+  const int i = k + 3;
+  if (i >= 0 && i < static_cast<int>(std::size(kNames))) return kNames[i];
+  return fmt::format("1e{}", k);
+}
+
+std::string decade_rate(int k) {
+  static const char* kUnits[] = {"FLOP/s", "kFLOP/s", "MFLOP/s", "GFLOP/s", "TFLOP/s", "PFLOP/s", "EFLOP/s"};
+  if (k < 0) return fmt::format("1e{} FLOP/s", k);
+  const int u = std::min(k / 3, 6);
+  const int mant = static_cast<int>(std::lround(std::pow(10.0, k - 3 * u)));
+  return fmt::format("{} {}", mant, kUnits[u]);
+}
+
+/// A "nice" tick step (1, 2 or 5 x 10^k) giving at most `max_ticks` ticks over [0, span].
+double nice_step(double span, int max_ticks) {
+  if (span <= 0) return 1;
+  const double raw = span / max_ticks;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (m * mag >= raw) return m * mag;
+  return 10 * mag;
+}
+
+}  // namespace
+
+std::string roofline(const CapacityView& v) {
+  const auto& R = v.roofline;
+  const double W = 1000, H = 620, L = 112, Rm = 222, T = 24, B = 66;
+  const double pw = W - L - Rm, ph = H - T - B;
+  double xmin = 1e300, xmax = 0, ymin = 1e300, ymax = 0;
+  for (const auto& p : R.points) {
+    xmin = std::min(xmin, p.intensity);
+    xmax = std::max(xmax, p.intensity);
+    ymin = std::min(ymin, p.flop_per_s);
+    ymax = std::max(ymax, p.flop_per_s);
+  }
+  for (const auto& r : R.roofs) {
+    xmin = std::min(xmin, r.ridge_intensity);
+    xmax = std::max(xmax, r.ridge_intensity);
+    ymax = std::max(ymax, r.peak_flop_per_s);
+    ymin = std::min(ymin, r.peak_flop_per_s);
+  }
+  if (!(xmax > 0)) xmin = 0.1, xmax = 1000;
+  if (!(ymax > 0)) ymin = 1e9, ymax = 1e15;
+  int lx0 = static_cast<int>(std::floor(std::log10(xmin * 0.8)));
+  int lx1 = static_cast<int>(std::ceil(std::log10(xmax * 3)));
+  int ly1 = static_cast<int>(std::ceil(std::log10(ymax * 1.4)));
+  int ly0 = static_cast<int>(std::floor(std::log10(ymin * 0.8)));
+  ly0 = std::max(ly0, ly1 - 9);
+  if (lx1 - lx0 < 3) lx1 = lx0 + 3;
+  if (ly1 - ly0 < 3) ly0 = ly1 - 3;
+  auto px = [&](double x) { return L + (std::log10(x) - lx0) / (lx1 - lx0) * pw; };
+  auto py = [&](double y) { return T + (ly1 - std::log10(y)) / (ly1 - ly0) * ph; };
+  auto clampx = [&](double x) { return std::clamp(x, std::pow(10.0, lx0), std::pow(10.0, lx1)); };
+  auto clampy = [&](double y) { return std::clamp(y, std::pow(10.0, ly0), std::pow(10.0, ly1)); };
+
+  std::string o = open_svg("roofline", W, H, "Roofline of " + v.gpu.name + " with the kernels of one training step",
+                           "Log-log roofline: dense peak per precision, HBM bandwidth slope, ridge points; each "
+                           "circle is one kernel of the step at its arithmetic intensity and achieved FLOP/s, its "
+                           "area proportional to its share of the step time.");
+  o += fmt::format("<defs><clipPath id=\"roof-plot\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></clipPath></defs>\n",
+                   c(L), c(T), c(pw), c(ph));
+  // Grid and axes.
+  o += "<g class=\"grid\" stroke=\"" + std::string(kGrid) + "\" stroke-width=\"1\">\n";
+  for (int k = lx0; k <= lx1; ++k)
+    o += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>\n", c(px(std::pow(10.0, k))), c(T),
+                     c(px(std::pow(10.0, k))), c(T + ph));
+  for (int k = ly0; k <= ly1; ++k)
+    o += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>\n", c(L), c(py(std::pow(10.0, k))), c(L + pw),
+                     c(py(std::pow(10.0, k))));
+  o += "</g>\n";
+  o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"{}\"/>\n", c(L), c(T),
+                   c(pw), c(ph), kMuted);
+  o += "<g class=\"ticks\" font-size=\"12\" fill=\"" + std::string(kMuted) + "\">\n";
+  for (int k = lx0; k <= lx1; ++k)
+    o += text(px(std::pow(10.0, k)), T + ph + 18, decade_intensity(k), "text-anchor=\"middle\"");
+  for (int k = ly0; k <= ly1; ++k)
+    o += text(L - 8, py(std::pow(10.0, k)) + 4, decade_rate(k), "text-anchor=\"end\"");
+  o += "</g>\n";
+  o += text(L + pw / 2, H - 16, "Arithmetic intensity (FLOP per HBM byte, log scale)",
+            "text-anchor=\"middle\" font-size=\"14\"");
+  o += text(18, T + ph / 2, "Achieved FLOP/s per GPU (log scale)",
+            fmt::format("text-anchor=\"middle\" font-size=\"14\" transform=\"rotate(-90 18 {})\"", c(T + ph / 2)));
+
+  // Roofs: the HBM slope up to the highest ridge, then one flat roof per precision.
+  double top_ridge = 0, top_peak = 0;
+  for (const auto& r : R.roofs)
+    if (r.peak_flop_per_s > top_peak) top_peak = r.peak_flop_per_s, top_ridge = r.ridge_intensity;
+  o += "<g class=\"roofs\" clip-path=\"url(#roof-plot)\" fill=\"none\">\n";
+  if (R.hbm_bytes_per_s > 0 && top_peak > 0) {
+    const double x_start = std::max(std::pow(10.0, lx0), std::pow(10.0, ly0) / R.hbm_bytes_per_s);
+    o += fmt::format("<line class=\"hbm\" data-hbm-bytes-per-s=\"{}\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" "
+                     "stroke=\"{}\" stroke-width=\"2.5\"/>\n",
+                     d(R.hbm_bytes_per_s), c(px(x_start)), c(py(R.hbm_bytes_per_s * x_start)), c(px(top_ridge)),
+                     c(py(top_peak)), kInk);
+  }
+  static const std::map<std::string, std::pair<const char*, const char*>> kRoofStyle = {
+      {"fp32", {"#8C8C8C", "6 4"}}, {"tf32", {"#5f6b7a", "10 4"}}, {"bf16", {"#1f2328", ""}}, {"fp8", {"#0b3d91", ""}}};
+  for (const auto& r : R.roofs) {
+    auto st = kRoofStyle.count(r.precision) ? kRoofStyle.at(r.precision) : std::pair<const char*, const char*>{"#444", ""};
+    o += fmt::format("<line class=\"roof\" data-precision=\"{}\" data-peak-flop-per-s=\"{}\" "
+                     "data-ridge-intensity=\"{}\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" "
+                     "stroke-width=\"2.5\"{}/>\n",
+                     e(r.precision), d(r.peak_flop_per_s), d(r.ridge_intensity), c(px(r.ridge_intensity)),
+                     c(py(r.peak_flop_per_s)), c(L + pw), c(py(r.peak_flop_per_s)), st.first,
+                     *st.second ? fmt::format(" stroke-dasharray=\"{}\"", st.second) : std::string());
+    o += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"1\" "
+                     "stroke-dasharray=\"2 3\"/>\n",
+                     c(px(r.ridge_intensity)), c(py(r.peak_flop_per_s)), c(px(r.ridge_intensity)), c(T + ph), st.first);
+  }
+  o += "</g>\n";
+  // HBM label along the slope, a third of the way up to the lowest ridge.
+  if (R.hbm_bytes_per_s > 0 && !R.roofs.empty()) {
+    double low_ridge = 1e300;
+    for (const auto& r : R.roofs) low_ridge = std::min(low_ridge, r.ridge_intensity);
+    const double x_start = std::max(std::pow(10.0, lx0), std::pow(10.0, ly0) / R.hbm_bytes_per_s);
+    const double xl = std::pow(10.0, std::log10(x_start) + 0.45 * (std::log10(low_ridge) - std::log10(x_start)));
+    const double angle = -std::atan((ph / (ly1 - ly0)) / (pw / (lx1 - lx0))) * 180.0 / M_PI;
+    const double lx = px(xl), ly = py(R.hbm_bytes_per_s * xl) - 8;
+    o += text(lx, ly, "HBM " + format_byte_rate(R.hbm_bytes_per_s),
+              fmt::format("font-size=\"13\" font-weight=\"600\" transform=\"rotate({:.1f} {} {})\"", angle, c(lx), c(ly)));
+  }
+  // Ridge points and roof labels (spread so that they never overlap).
+  std::vector<double> label_y;
+  for (const auto& r : R.roofs) label_y.push_back(py(r.peak_flop_per_s) + 4);
+  declutter(label_y, 17, T + 10, T + ph - 4);
+  for (size_t i = 0; i < R.roofs.size(); ++i) {
+    const auto& r = R.roofs[i];
+    o += fmt::format("<circle class=\"ridge\" data-precision=\"{}\" data-ridge-intensity=\"{}\" "
+                     "data-peak-flop-per-s=\"{}\" cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"#ffffff\" stroke=\"{}\" "
+                     "stroke-width=\"2\"/>\n",
+                     e(r.precision), d(r.ridge_intensity), d(r.peak_flop_per_s), c(px(r.ridge_intensity)),
+                     c(py(r.peak_flop_per_s)), kInk);
+    o += text(L + pw + 8, label_y[i],
+              fmt::format("{} {} · ridge {:.0f}", r.precision, format_flop_rate(r.peak_flop_per_s), r.ridge_intensity),
+              r.precision == "bf16" ? "font-size=\"12.5\" font-weight=\"700\"" : "font-size=\"12.5\"");
+  }
+  // Kernels, longest first so that short ones stay visible on top.
+  o += "<g class=\"kernels\" stroke=\"#ffffff\" stroke-width=\"0.8\">\n";
+  for (size_t i = 0; i < R.points.size(); ++i) {
+    const auto& p = R.points[i];
+    const double r = 3.5 + 16.0 * std::sqrt(std::max(0.0, p.share));
+    o += fmt::format("<circle class=\"kernel\" data-index=\"{}\" data-name=\"{}\" data-phase=\"{}\" data-class=\"{}\" "
+                     "data-intensity=\"{}\" data-flop-per-s=\"{}\" data-time-s=\"{}\" data-share=\"{}\" cx=\"{}\" "
+                     "cy=\"{}\" r=\"{}\" fill=\"{}\" fill-opacity=\"0.72\"><title>{}</title></circle>\n",
+                     i, e(p.name), e(p.phase), e(p.cls), d(p.intensity), d(p.flop_per_s), d(p.time_s), d(p.share),
+                     c(px(clampx(p.intensity))), c(py(clampy(p.flop_per_s))), c(r), class_colour(p.cls),
+                     e(fmt::format("{} ({}, {}): {:.1f} FLOP/B, {}, {} per step ({})", p.name, p.phase, p.cls,
+                                   p.intensity, format_flop_rate(p.flop_per_s), format_seconds(p.time_s),
+                                   format_percent(p.share))));
+  }
+  o += "</g>\n";
+  // Name the kernels that take most of the step: right-aligned labels in the
+  // empty region under the compute roofs, each with a leader line to its circle.
+  {
+    const size_t n = std::min<size_t>(4, R.points.size());
+    // Stack the labels under the lowest roof in the order of their points
+    // (highest first, then left to right), so that leader lines do not cross.
+    std::vector<size_t> order(n);
+    for (size_t i = 0; i < n; ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      const double ya = py(clampy(R.points[a].flop_per_s)), yb = py(clampy(R.points[b].flop_per_s));
+      if (std::fabs(ya - yb) > 6) return ya < yb;
+      return R.points[a].intensity < R.points[b].intensity;
+    });
+    double low_peak = 1e300;
+    for (const auto& r : R.roofs) low_peak = std::min(low_peak, r.peak_flop_per_s);
+    const double zone = std::max(R.roofs.empty() ? 0.0 : py(low_peak) + 30, T + ph * 0.35);
+    std::vector<double> ly(n);
+    for (size_t k = 0; k < n; ++k) ly[order[k]] = zone + 17.0 * static_cast<double>(k);
+    declutter(ly, 17, T + ph * 0.3, T + ph - 10);
+    o += "<g class=\"kernel-labels\" font-size=\"12\">\n";
+    for (size_t i = 0; i < n; ++i) {
+      const auto& p = R.points[i];
+      const double r = 3.5 + 16.0 * std::sqrt(std::max(0.0, p.share));
+      const double cx = px(clampx(p.intensity)), cy = py(clampy(p.flop_per_s));
+      const std::string s = fmt::format("{} ({}) {}", p.name, p.phase, format_percent(p.share));
+      const double x_right = L + pw - 8, x_left = x_right - text_width(s, 12);
+      const double tx = x_left - 4, ty = ly[i] - 4;
+      const double dist = std::hypot(tx - cx, ty - cy);
+      const double sx = dist > 0 ? cx + (tx - cx) / dist * r : cx, sy = dist > 0 ? cy + (ty - cy) / dist * r : cy;
+      o += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"0.8\"/>\n",
+                       c(sx), c(sy), c(tx), c(ty), kMuted);
+      o += text(x_right, ly[i], s,
+                fmt::format("text-anchor=\"end\" fill=\"{}\" stroke=\"#ffffff\" stroke-width=\"3\" "
+                            "paint-order=\"stroke\"",
+                            kInk));
+    }
+    o += "</g>\n";
+  }
+  // Legend: kernel classes present, in the empty top-left corner (above the roofline).
+  {
+    std::vector<std::string> classes;
+    for (const auto& p : R.points)
+      if (std::find(classes.begin(), classes.end(), p.cls) == classes.end()) classes.push_back(p.cls);
+    std::sort(classes.begin(), classes.end());
+    const double lx = L + 12, ly = T + 12, row = 18;
+    const double bh = 30 + row * static_cast<double>(classes.size()) + 22;
+    o += fmt::format("<g class=\"legend\"><rect x=\"{}\" y=\"{}\" width=\"190\" height=\"{}\" fill=\"#ffffff\" "
+                     "fill-opacity=\"0.92\" stroke=\"{}\" rx=\"4\"/>\n",
+                     c(lx), c(ly), c(bh), kGrid);
+    o += text(lx + 10, ly + 18, "Kernel class", "font-weight=\"600\"");
+    for (size_t i = 0; i < classes.size(); ++i) {
+      const double y = ly + 36 + row * static_cast<double>(i);
+      o += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"6\" fill=\"{}\" fill-opacity=\"0.8\"/>\n", c(lx + 18), c(y - 4),
+                       class_colour(classes[i]));
+      o += text(lx + 32, y, classes[i]);
+    }
+    o += text(lx + 10, ly + bh - 9, "circle area ∝ share of step time",
+              fmt::format("font-size=\"11.5\" fill=\"{}\"", kMuted));
+    o += "</g>\n";
+  }
+  o += "</svg>\n";
+  return o;
+}
+
+std::string memory(const CapacityView& v) {
+  const auto& rows = v.techniques;
+  const double W = 1000, label_w = 272, value_w = 180, T = 58, pitch = 22, bar_h = 15, B = 44;
+  const double x0 = label_w + 10, pw = W - x0 - value_w;
+  const double H = T + pitch * static_cast<double>(std::max<size_t>(rows.size(), 1)) + B;
+  const double capacity = v.answer.memory.capacity > 0 ? v.answer.memory.capacity : v.gpu.memory_bytes;
+  double max_total = 0;
+  for (const auto& r : rows) max_total = std::max(max_total, r.peak_memory_bytes);
+  const double xmax = std::max(capacity * 1.15, std::min(max_total, 2.0 * capacity) * 1.03);
+  auto px = [&](double b) { return x0 + std::min(b, xmax) / xmax * pw; };
+
+  std::string o = open_svg("memory", W, H, "Peak memory per GPU for each technique combination",
+                           "Stacked horizontal bars: weights, gradients, master weights, optimizer state, "
+                           "activations, buffers, workspace and fragmentation per GPU for each combination of "
+                           "recomputation, precision, attention kernel and fusion; the dashed line is the GPU's "
+                           "memory capacity.");
+  // Legend.
+  double lx = 8;
+  for (const auto& s : kSegments) {
+    o += fmt::format("<rect x=\"{}\" y=\"10\" width=\"12\" height=\"12\" fill=\"{}\"/>\n", c(lx), s.colour);
+    o += text(lx + 16, 21, s.name, "font-size=\"12\"");
+    lx += 16 + text_width(s.name, 12) + 14;
+  }
+  o += text(label_w, 46, fmt::format("{}", fmt::join(v.vary_keys, " · ")),
+            fmt::format("text-anchor=\"end\" font-size=\"11.5\" font-style=\"italic\" fill=\"{}\"", kMuted));
+  // Axis ticks (GiB).
+  const double step = nice_step(xmax / kGiB, 8) * kGiB;
+  o += "<g class=\"grid\" font-size=\"12\">\n";
+  for (double b = 0; b <= xmax + 1; b += step) {
+    o += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\"/>\n", c(px(b)), c(T - 6), c(px(b)),
+                     c(H - B + 4), kGrid);
+    o += text(px(b), H - B + 20, fmt::format("{:g}", b / kGiB), fmt::format("text-anchor=\"middle\" fill=\"{}\"", kMuted));
+  }
+  o += "</g>\n";
+  o += text(x0 + pw / 2, H - 8, "Peak memory per GPU (GiB)", "text-anchor=\"middle\" font-size=\"14\"");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    const double y = T + pitch * static_cast<double>(i);
+    if (r.best)
+      o += fmt::format("<rect x=\"4\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#fff1c2\"/>\n", c(y - 3), c(W - 8),
+                       c(pitch));
+    o += fmt::format("<g class=\"bar\" data-row=\"{}\" data-label=\"{}\" data-total-bytes=\"{}\" data-fits=\"{}\" "
+                     "data-step-time-s=\"{}\">\n",
+                     i, e(r.label), d(r.peak_memory_bytes), r.fits ? "true" : "false", d(r.step_time_s));
+    o += text(label_w, y + bar_h - 3, (r.best ? "★ " : "") + r.label,
+              std::string("text-anchor=\"end\" font-size=\"12.5\"") + (r.best ? " font-weight=\"700\"" : ""));
+    double acc = 0;
+    for (const auto& s : kSegments) {
+      const double b = r.memory.*(s.field);
+      if (b <= 0) continue;
+      const double xa = px(acc), xb = px(acc + b);  // zero width past the end of a clipped bar
+      acc += b;
+      o += fmt::format("<rect class=\"segment\" data-segment=\"{}\" data-bytes=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" "
+                       "height=\"{}\" fill=\"{}\"><title>{}: {}</title></rect>\n",
+                       s.name, d(b), c(xa), c(y), c(xb - xa), c(bar_h), s.colour, e(s.name), format_bytes(b));
+    }
+    if (r.peak_memory_bytes > xmax)  // clipped: an arrow marks the bar running off the axis
+      o += fmt::format("<path d=\"M {} {} l 8 {} l -8 {} z\" fill=\"{}\"/>\n", c(x0 + pw + 2), c(y), c(bar_h / 2),
+                       c(bar_h / 2), kAlert);
+    const std::string val = fmt::format("{}{} · {}", format_bytes(r.peak_memory_bytes), r.fits ? "" : " no fit",
+                                        format_seconds(r.step_time_s));
+    o += text(x0 + pw + 14, y + bar_h - 3, val,
+              fmt::format("font-size=\"12.5\" fill=\"{}\"{}", r.fits ? kInk : kAlert, r.best ? " font-weight=\"700\"" : ""));
+    o += "</g>\n";
+  }
+  // Capacity line on top of the bars.
+  o += fmt::format("<line class=\"capacity\" data-bytes=\"{}\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" "
+                   "stroke-width=\"2\" stroke-dasharray=\"6 4\"/>\n",
+                   d(capacity), c(px(capacity)), c(T - 10), c(px(capacity)), c(H - B + 4), kAlert);
+  o += text(px(capacity) + 4, T - 12, "capacity " + format_bytes(capacity),
+            fmt::format("font-size=\"12\" font-weight=\"600\" fill=\"{}\"", kAlert));
+  o += "</svg>\n";
+  return o;
+}
+
+std::string time_breakdown(const CapacityView& v) {
+  const double W = 1000, T = 40, pitch = 26, bar_h = 17, B = 20, gap = 40;
+  const double panel_w = (W - gap) / 2;
+  const size_t nrows = std::max(v.time_by_class.size(), v.time_by_phase.size());
+  const double H = T + pitch * static_cast<double>(std::max<size_t>(nrows, 1)) + B;
+  std::string o = open_svg("time", W, H, "Step time by kernel class and by phase",
+                           "Horizontal bars: kernel time per GPU per step summed by kernel class (left) and by phase "
+                           "(right), with the time and its share.");
+  auto panel = [&](const std::vector<TimeShare>& rows, double ox, const char* title, const char* kind,
+                   const char* (*colour)(const std::string&)) {
+    const double label_w = 110, value_w = 130;
+    const double x0 = ox + label_w + 8, pw = panel_w - label_w - 8 - value_w;
+    double tmax = 0;
+    for (const auto& r : rows) tmax = std::max(tmax, r.time_s);
+    o += text(ox, 22, title, "font-size=\"14\" font-weight=\"700\"");
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const auto& r = rows[i];
+      const double y = T + pitch * static_cast<double>(i);
+      const double w = tmax > 0 ? r.time_s / tmax * pw : 0;
+      o += text(ox + label_w, y + bar_h - 4, r.name, "text-anchor=\"end\" font-size=\"12.5\"");
+      o += fmt::format("<rect class=\"time\" data-breakdown=\"{}\" data-name=\"{}\" data-time-s=\"{}\" "
+                       "data-share=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>\n",
+                       kind, e(r.name), d(r.time_s), d(r.share), c(x0), c(y), c(std::max(w, 1.0)), c(bar_h),
+                       colour(r.name));
+      o += text(x0 + w + 6, y + bar_h - 4, fmt::format("{} · {}", format_seconds(r.time_s), format_percent(r.share)),
+                "font-size=\"12.5\"");
+    }
+  };
+  panel(v.time_by_class, 0, "By kernel class", "class", class_colour);
+  panel(v.time_by_phase, panel_w + gap, "By phase", "phase", phase_colour);
+  o += "</svg>\n";
+  return o;
+}
+
+std::string scaling(const CapacityView& v) {
+  const auto& pts = v.layouts.scaling;
+  if (!v.layouts.present || pts.empty()) return "";
+  const double W = 1000, H = 340, T = 44, B = 56, gap = 60;
+  const double panel_w = (W - gap) / 2;
+  std::string o = open_svg("scaling", W, H, "MFU and training time of the best layout against the number of GPUs",
+                           "Two line charts over the GPU counts searched (same global batch): the best layout's "
+                           "MFU (left) and the training run's wall-clock days with its cost (right).");
+  auto panel = [&](double ox, const char* title, const char* y_title, double (*value)(const LayoutRow&),
+                   std::string (*label)(const LayoutRow&), std::string (*tick)(double)) {
+    const double L = 64, R = 16;
+    const double x0 = ox + L, pw = panel_w - L - R, ph = H - T - B;
+    double vmax = 0;
+    for (const auto& p : pts)
+      if (p.feasible) vmax = std::max(vmax, value(p.best));
+    if (vmax <= 0) vmax = 1;
+    const double step = nice_step(vmax * 1.2, 5);
+    const double ymax = std::ceil(vmax * 1.2 / step) * step;
+    auto py = [&](double y) { return T + ph - y / ymax * ph; };
+    auto px = [&](size_t i) {
+      return pts.size() == 1 ? x0 + pw / 2 : x0 + 30 + (pw - 60) * static_cast<double>(i) / (pts.size() - 1);
+    };
+    o += text(ox, 22, title, "font-size=\"14\" font-weight=\"700\"");
+    for (double y = 0; y <= ymax + step * 1e-9; y += step) {
+      o += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\"/>\n", c(x0), c(py(y)), c(x0 + pw),
+                       c(py(y)), kGrid);
+      o += text(x0 - 8, py(y) + 4, tick(y), fmt::format("text-anchor=\"end\" font-size=\"12\" fill=\"{}\"", kMuted));
+    }
+    o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"{}\"/>\n", c(x0), c(T),
+                     c(pw), c(ph), kMuted);
+    o += text(ox + 14, T + ph / 2, y_title,
+              fmt::format("text-anchor=\"middle\" font-size=\"13\" transform=\"rotate(-90 {} {})\"", c(ox + 14),
+                          c(T + ph / 2)));
+    o += text(x0 + pw / 2, H - 10, "GPUs", "text-anchor=\"middle\" font-size=\"14\"");
+    std::string line;
+    for (size_t i = 0; i < pts.size(); ++i) {
+      o += text(px(i), T + ph + 18, std::to_string(pts[i].gpus),
+                std::string("text-anchor=\"middle\" font-size=\"12\"") + (pts[i].chosen ? " font-weight=\"700\"" : ""));
+      if (!pts[i].feasible) continue;
+      line += fmt::format("{}{} {}", line.empty() ? "M " : " L ", c(px(i)), c(py(value(pts[i].best))));
+    }
+    if (!line.empty())
+      o += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"#0072B2\" stroke-width=\"2.5\"/>\n", line);
+    for (size_t i = 0; i < pts.size(); ++i) {
+      const auto& p = pts[i];
+      if (!p.feasible) {
+        o += text(px(i), T + ph - 8, "no fit", fmt::format("text-anchor=\"middle\" font-size=\"12\" fill=\"{}\"", kAlert));
+        continue;
+      }
+      const double y = py(value(p.best));
+      o += fmt::format("<circle class=\"point\" data-gpus=\"{}\" data-mfu=\"{}\" data-days=\"{}\" data-cost-usd=\"{}\" "
+                       "data-step-time-s=\"{}\" cx=\"{}\" cy=\"{}\" r=\"{}\" fill=\"{}\" stroke=\"#0072B2\" "
+                       "stroke-width=\"2\"><title>{} GPUs: {}</title></circle>\n",
+                       p.gpus, d(p.best.mfu), d(p.best.days), d(p.best.cost_usd), d(p.best.step_time_s), c(px(i)), c(y),
+                       p.chosen ? "7" : "5", p.chosen ? "#0072B2" : "#ffffff", p.gpus, e(p.best.label));
+      // Above the point, inside the frame (below it when the point is near the top).
+      const std::string s = label(p.best);
+      const double half = text_width(s, 12) / 2 + 2;
+      const double tx = std::clamp(px(i), x0 + half, x0 + pw - half);
+      const double ty = y - 12 < T + 14 ? y + 22 : y - 12;
+      o += text(tx, ty, s,
+                std::string("text-anchor=\"middle\" font-size=\"12\" stroke=\"#ffffff\" stroke-width=\"3\" "
+                            "paint-order=\"stroke\"") +
+                    (p.chosen ? " font-weight=\"700\"" : ""));
+    }
+  };
+  panel(
+      0, "MFU of the best layout", "MFU (%)", [](const LayoutRow& r) { return r.mfu; },
+      [](const LayoutRow& r) { return format_percent(r.mfu); },
+      [](double y) { return fmt::format("{:g}", std::round(y * 1000) / 10); });
+  panel(
+      panel_w + gap, "Training time and cost", "wall-clock days", [](const LayoutRow& r) { return r.days; },
+      [](const LayoutRow& r) { return fmt::format("{:.1f} d · {}", r.days, text::usd(r.cost_usd)); },
+      [](double y) { return fmt::format("{:g}", y); });
+  o += "</svg>\n";
+  return o;
+}
+
+}  // namespace ridgeline::report::svg

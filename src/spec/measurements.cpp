@@ -1,0 +1,217 @@
+#include "ridgeline/spec/measurements.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ridgeline/spec/yaml_reader.hpp"
+
+namespace ridgeline::spec {
+
+namespace {
+
+const std::vector<std::string>& measurement_dtypes() {
+  static const std::vector<std::string> kDtypes = {"fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "int8",
+                                                   "fp64"};
+  return kDtypes;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+  return s;
+}
+
+/// A number that must be finite and >= 0 (sizes, counts, FLOP, bytes).
+std::optional<double> non_negative(MapReader& r, const std::string& key, bool required) {
+  auto s = r.string(key, required);
+  if (!s) return std::nullopt;
+  double v = 0;
+  size_t used = 0;
+  try {
+    v = std::stod(*s, &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used == 0 || used != s->size() || !std::isfinite(v)) {
+    r.error_at(key, fmt::format("expected a number, got \"{}\"", *s));
+    return std::nullopt;
+  }
+  if (v < 0) {
+    r.error_at(key, fmt::format("expected a number >= 0, got {}", *s));
+    return std::nullopt;
+  }
+  return v;
+}
+
+/// A time in seconds (a bare number in this file: JSON has no units; the
+/// field name carries them) that must be > 0.
+std::optional<double> positive_time(MapReader& r, const std::string& key, bool required) {
+  auto s = r.string(key, required);
+  if (!s) return std::nullopt;
+  double v = 0;
+  size_t used = 0;
+  try {
+    v = std::stod(*s, &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used == 0 || used != s->size() || !std::isfinite(v)) {
+    r.error_at(key, fmt::format("expected a time in seconds such as 1.5e-05, got \"{}\"", *s));
+    return std::nullopt;
+  }
+  if (v <= 0) {
+    r.error_at(key, fmt::format("expected a time greater than zero, got {}", *s));
+    return std::nullopt;
+  }
+  return v;
+}
+
+/// A word from a list; an unknown word is an error that lists the known ones.
+std::optional<std::string> one_of(MapReader& r, const std::string& key, const std::vector<std::string>& known,
+                                  const char* what, bool required) {
+  auto s = r.string(key, required);
+  if (!s) return std::nullopt;
+  for (const auto& k : known)
+    if (k == *s) return s;
+  r.error_at(key, fmt::format("unknown {} '{}'{} (known: {})", what, *s, support::did_you_mean(*s, known), join(known)));
+  return std::nullopt;
+}
+
+void read_header(MapReader& h, MeasurementHeader& out) {
+  static const std::vector<std::string> kBackends = {"cuda", "host"};
+  out.backend = one_of(h, "backend", kBackends, "backend", true).value_or("");
+  out.device = h.string("device", true).value_or("");
+  out.sm_count = static_cast<int>(h.integer("sm_count", false, 0, 1 << 30).value_or(0));
+  out.clock_hz = non_negative(h, "clock_hz", false).value_or(0);
+  out.memory_clock_hz = non_negative(h, "memory_clock_hz", false).value_or(0);
+  out.memory_bytes = non_negative(h, "memory_bytes", false).value_or(0);
+  out.driver_version = h.string("driver_version").value_or("");
+  out.runtime_version = h.string("runtime_version").value_or("");
+  out.date = h.string("date").value_or("");
+  out.tool_version = h.string("tool_version").value_or("");
+  out.quick = h.boolean("quick").value_or(false);
+  h.finish();
+}
+
+void read_record(MapReader& r, MeasurementRecord& out) {
+  static const std::vector<std::string> kChecks = {"pass", "fail", "none"};
+  out.line = loc_of(r.file(), r.self()).line;
+  out.name = r.string("name", true).value_or("");
+  out.cls = one_of(r, "class", measurement_classes(), "measurement class", true).value_or("");
+  out.dtype = one_of(r, "dtype", measurement_dtypes(), "dtype", true).value_or("");
+  out.m = non_negative(r, "m", false).value_or(0);
+  out.n = non_negative(r, "n", false).value_or(0);
+  out.k = non_negative(r, "k", false).value_or(0);
+  out.batch = non_negative(r, "batch", false).value_or(1);
+  out.elements = non_negative(r, "elements", false).value_or(0);
+  out.flops = non_negative(r, "flops", true).value_or(0);
+  out.bytes = non_negative(r, "bytes", true).value_or(0);
+  out.launches = non_negative(r, "launches", false).value_or(1);
+  auto median = positive_time(r, "median_s", true);
+  auto min = positive_time(r, "min_s", false);
+  out.median_s = median.value_or(0);
+  out.min_s = min.value_or(out.median_s);
+  if (median && min && *min > *median)
+    r.error_at("min_s", fmt::format("expected at most median_s ({}), got {}", *median, *min));
+  out.samples = static_cast<int>(r.integer("samples", false, 0, 1 << 30).value_or(0));
+  out.algorithm = r.string("algorithm").value_or("");
+  out.check = one_of(r, "check", kChecks, "check result", false).value_or("none");
+  r.finish();
+  if (out.cls == "gemm" && (out.m <= 0 || out.n <= 0 || out.k <= 0))
+    r.error_here("a gemm record needs m, n and k greater than zero");
+  if ((out.cls == "attention_naive" || out.cls == "attention_flash") && (out.m <= 0 || out.n <= 0))
+    r.error_here("an attention record needs m (sequence) and n (head dim) greater than zero");
+  if ((out.cls == "launch" || out.cls == "launch_graph") && out.launches < 1)
+    r.error_at("launches", "expected at least 1 launch");
+}
+
+/// An integral value as a JSON integer, anything else as a double.
+nlohmann::ordered_json number(double v) {
+  if (std::floor(v) == v && std::fabs(v) < 9.0e15) return static_cast<long long>(v);
+  return v;
+}
+
+}  // namespace
+
+const std::vector<std::string>& measurement_classes() {
+  static const std::vector<std::string> kClasses = {
+      "hbm_copy", "hbm_triad", "sram",    "gemm",           "elementwise_unfused", "elementwise_fused",
+      "softmax",  "layernorm", "attention_naive", "attention_flash", "launch", "launch_graph"};
+  return kClasses;
+}
+
+MeasurementSet load_measurements(const std::string& path) {
+  YAML::Node root = load_yaml_file(path);
+  support::DiagnosticList diags;
+  MeasurementSet set;
+  set.source_file = path;
+  MapReader top(root, path, "", diags);
+  if (auto schema = top.string("schema", true); schema && *schema != kMeasurementSchema)
+    top.error_at("schema", fmt::format("expected \"{}\", got \"{}\"", kMeasurementSchema, *schema));
+  set.header.schema = kMeasurementSchema;
+  if (auto h = top.map("header", true)) read_header(*h, set.header);
+  YAML::Node records = top.sequence("records", true);
+  if (records.IsDefined()) {
+    if (records.size() == 0) top.error_at("records", "expected at least one record");
+    for (size_t i = 0; i < records.size() && !diags.full(); ++i) {
+      MapReader r(records[i], path, fmt::format("records[{}]", i), diags);
+      if (!r.valid()) continue;
+      MeasurementRecord rec;
+      read_record(r, rec);
+      set.records.push_back(std::move(rec));
+    }
+  }
+  top.finish();
+  diags.throw_if_errors();
+  return set;
+}
+
+std::string to_json(const MeasurementSet& set) {
+  using nlohmann::ordered_json;
+  const MeasurementHeader& h = set.header;
+  ordered_json header = {{"backend", h.backend},
+                         {"device", h.device},
+                         {"sm_count", h.sm_count},
+                         {"clock_hz", number(h.clock_hz)},
+                         {"memory_clock_hz", number(h.memory_clock_hz)},
+                         {"memory_bytes", number(h.memory_bytes)},
+                         {"driver_version", h.driver_version},
+                         {"runtime_version", h.runtime_version},
+                         {"date", h.date},
+                         {"tool_version", h.tool_version},
+                         {"quick", h.quick}};
+  std::string out = fmt::format("{{\n  \"schema\": {},\n  \"header\": ", ordered_json(kMeasurementSchema).dump());
+  // Invalid UTF-8 in a name (the file is user input) is written as U+FFFD rather than thrown.
+  constexpr auto kReplace = nlohmann::ordered_json::error_handler_t::replace;
+  std::string head = header.dump(2, ' ', false, kReplace);
+  for (char c : head) {
+    out.push_back(c);
+    if (c == '\n') out += "  ";
+  }
+  out += ",\n  \"records\": [";
+  for (size_t i = 0; i < set.records.size(); ++i) {
+    const MeasurementRecord& r = set.records[i];
+    ordered_json j = {{"name", r.name},
+                      {"class", r.cls},
+                      {"dtype", r.dtype},
+                      {"m", number(r.m)},
+                      {"n", number(r.n)},
+                      {"k", number(r.k)},
+                      {"batch", number(r.batch)},
+                      {"elements", number(r.elements)},
+                      {"flops", number(r.flops)},
+                      {"bytes", number(r.bytes)},
+                      {"launches", number(r.launches)},
+                      {"median_s", r.median_s},
+                      {"min_s", r.min_s},
+                      {"samples", r.samples},
+                      {"algorithm", r.algorithm},
+                      {"check", r.check.empty() ? std::string("none") : r.check}};
+    out += (i ? ",\n    " : "\n    ") + j.dump(-1, ' ', false, kReplace);
+  }
+  out += set.records.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  return out;
+}
+
+}  // namespace ridgeline::spec
