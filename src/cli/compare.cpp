@@ -62,7 +62,7 @@ void register_compare(CLI::App& app, int& rc) {
       search::sort_rows(rows, sort);
       std::string text;
       if (f == Format::kJson) {
-        text = report::compare_json(vars, rows, model).dump(2) + "\n";
+        text = report::compare_json(vars, rows, model).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       } else if (f == Format::kCsv) {
         for (const auto& v : vars) text += v.key + ",";
         text += "status,step_time_s,tokens_per_s,mfu,hfu,peak_memory_bytes,fits,speedup,memory_saved_bytes\n";

@@ -60,7 +60,7 @@ void register_predict(CLI::App& app, int& rc) {
       report::Inputs in{&gpu, &model, &plan};
       std::string text;
       switch (fmt_kind) {
-        case Format::kJson: text = report::prediction_json(pred, in).dump(2) + "\n"; break;
+        case Format::kJson: text = report::prediction_json(pred, in).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"; break;
         case Format::kCsv: text = report::prediction_csv(pred); break;
         case Format::kTable: text = report::prediction_table(pred, in, args->top); break;
       }

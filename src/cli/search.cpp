@@ -106,7 +106,7 @@ void register_search(CLI::App& app, int& rc) {
           parts.push_back(std::move(r));
         }
         auto merged = search::merge(parts, a->top);
-        const std::string text = f == Format::kJson ? report::search_json(merged, first["query"]).dump(2) + "\n"
+        const std::string text = f == Format::kJson ? report::search_json(merged, first["query"]).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
                                  : f == Format::kCsv ? report::search_csv(merged)
                                                      : report::search_table(merged, first["query"]);
         write_output(a->output, text);
@@ -139,7 +139,7 @@ void register_search(CLI::App& app, int& rc) {
       auto result = search::run(s, model, base, gpu, !a->plan.no_calibration);
       const auto query = report::search_query_json(s, model, gpu, base);
       std::string text;
-      if (f == Format::kJson || !a->shard.empty()) text = report::search_json(result, query).dump(2) + "\n";
+      if (f == Format::kJson || !a->shard.empty()) text = report::search_json(result, query).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       else if (f == Format::kCsv) text = report::search_csv(result);
       else text = report::search_table(result, query);
       write_output(a->output, text);

@@ -33,6 +33,18 @@ Problem check_plan(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec
     return {"micro_batch", fmt::format("micro-batch {} exceeds the global batch {}", p.micro_batch, p.global_batch)};
   if (q.tp < 1 || q.pp < 1 || q.dp < 1 || q.cp < 1 || q.ep < 1)
     return {"parallel", "parallel degrees must be at least 1"};
+  // Ranges: beyond these the run is not one training job (and 32-bit products overflow).
+  constexpr long long kMaxGpus = 10'000'000;
+  if (q.gpus() > kMaxGpus)
+    return {"parallel", fmt::format("DP x TP x PP x CP = {} GPUs is out of range (at most {})", q.gpus(), kMaxGpus)};
+  if (static_cast<long long>(p.micro_batch) * seq > (1LL << 40))
+    return {"micro_batch", fmt::format("micro-batch x sequence = {} tokens is out of range",
+                                       static_cast<long long>(p.micro_batch) * seq)};
+  if (q.virtual_stages < 1 || q.virtual_stages > m.layers)
+    return {"parallel.virtual_stages", fmt::format("expected 1 to {} virtual stages, got {}", m.layers,
+                                                   q.virtual_stages)};
+  if (p.tokens < 0 || p.tokens > 1e18)
+    return {"tokens", fmt::format("{:g} tokens is out of range (at most 1e18)", p.tokens)};
   if (m.heads % q.tp != 0)
     return {"parallel.tp", fmt::format("TP {} does not divide {} attention heads", q.tp, m.heads)};
   if (m.kv_heads % q.tp != 0 && q.tp % m.kv_heads != 0)
@@ -40,7 +52,7 @@ Problem check_plan(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec
                                        m.kv_heads)};
   if (m.ffn_hidden % q.tp != 0)
     return {"parallel.tp", fmt::format("TP {} does not divide the FFN size {}", q.tp, m.ffn_hidden)};
-  const int stages = q.pp * std::max(1, q.virtual_stages);
+  const long long stages = static_cast<long long>(q.pp) * std::max(1, q.virtual_stages);
   if (m.layers % stages != 0)
     return {"parallel.pp", q.virtual_stages > 1
                                ? fmt::format("PP {} x {} virtual stages does not divide {} layers", q.pp,
@@ -57,7 +69,7 @@ Problem check_plan(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec
     if ((q.dp * q.cp) % q.ep != 0)
       return {"parallel.ep", fmt::format("EP {} must divide DP x CP = {}", q.ep, q.dp * q.cp)};
   }
-  if (p.global_batch > 0 && p.global_batch % (p.micro_batch * q.dp) != 0)
+  if (p.global_batch > 0 && p.global_batch % (static_cast<long long>(p.micro_batch) * q.dp) != 0)
     return {"global_batch", fmt::format("global batch {} is not a multiple of micro-batch x DP = {} x {}",
                                         p.global_batch, p.micro_batch, q.dp)};
   if (p.precision == spec::Precision::kFp8 && !hw.supports(spec::Peak::kFp8))
@@ -186,7 +198,7 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   if (p.optimizer.kind == spec::OptimizerKind::kSophia)
     step += (s.t_fwd + s.t_bwd) / std::max(1, p.optimizer.hessian_interval);  // Hessian estimate, amortised
   if (p.precision == spec::Precision::kFp16) step /= (1.0 - std::min(0.5, p.skipped_step_rate));
-  const int gpus = par.gpus();
+  const long long gpus = par.gpus();
   auto& st = out.step;
   st = StepResult{};
   st.gpus = gpus;

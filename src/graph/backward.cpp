@@ -86,7 +86,12 @@ void derive_backward(Graph& g) {
     switch (f.op) {
       case Op::kResidual1:
       case Op::kResidual2:
-        continue;  // the gradient flows to both branches unchanged: no kernel
+        // The residual stream's input feeds two consumers (the branch and the
+        // skip): autograd sums their two gradients, reading both and writing one.
+        b.read_bytes = f.read_bytes;
+        b.write_bytes = f.write_bytes;
+        b.flops = f.flops;
+        break;
       case Op::kFlashAttn:
         // FlashAttention backward recomputes the scores: 2.5x forward FLOPs
         // (FlashAttention benchmark convention); model FLOPs 2x forward.

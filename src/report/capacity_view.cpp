@@ -302,13 +302,13 @@ CapacityView make_capacity_view(const CapacityInputs& in) {
   a.status = std::string(engine::name(pred.status));
   a.step_time_s = st.time_s;
   a.tokens_per_s = st.tokens_per_s;
-  a.tokens_per_s_per_gpu = st.tokens_per_s / std::max(1, st.gpus);
+  a.tokens_per_s_per_gpu = st.tokens_per_s / std::max(1LL, st.gpus);
   a.mfu = st.mfu;
   a.mfu_dtype = st.mfu_dtype;
   a.hfu = st.hfu;
   a.precision = spec::to_string(in.plan.precision);
   a.model_flops_per_step = st.model_flops;
-  a.achieved_flop_per_s_per_gpu = st.time_s > 0 ? st.model_flops / st.time_s / std::max(1, st.gpus) : 0;
+  a.achieved_flop_per_s_per_gpu = st.time_s > 0 ? st.model_flops / st.time_s / std::max(1LL, st.gpus) : 0;
   a.compute_time_s = st.compute_time_s;
   a.exposed_comm_s = st.exposed_comm_s;
   a.bubble_s = st.bubble_s;

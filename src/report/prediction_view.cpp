@@ -89,7 +89,7 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
   j["step"] = {{"time_s", num(s.time_s)},
                {"tokens_per_step", num(s.tokens_per_step)},
                {"tokens_per_s", num(s.tokens_per_s)},
-               {"tokens_per_s_per_gpu", num(s.tokens_per_s / std::max(1, s.gpus))},
+               {"tokens_per_s_per_gpu", num(s.tokens_per_s / std::max(1LL, s.gpus))},
                {"mfu", num(s.mfu)},
                {"mfu_dtype", num(s.mfu_dtype)},
                {"hfu", num(s.hfu)},
@@ -179,7 +179,7 @@ std::string prediction_table(const engine::Prediction& pred, const Inputs& in, i
   o += fmt::format("  step time        {}   ({} micro-batches of {})\n", format_seconds(s.time_s),
                    s.micro_batches, format_seconds(s.microbatch_time_s));
   o += fmt::format("  throughput       {} tokens/s   ({} tokens/s per GPU)\n", format_count(s.tokens_per_s),
-                   format_count(s.tokens_per_s / std::max(1, s.gpus)));
+                   format_count(s.tokens_per_s / std::max(1LL, s.gpus)));
   const bool other_dtype = in.plan && in.plan->precision != spec::Precision::kBf16;
   o += fmt::format("  MFU              {}   (vs the dense bf16 peak{}; attention FLOPs {})\n", format_percent(s.mfu),
                    other_dtype ? fmt::format("; {} vs the {} peak", format_percent(s.mfu_dtype),

@@ -1,5 +1,6 @@
 #include "ridgeline/spec/model.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
 
@@ -175,7 +176,11 @@ ModelSpec load_hf_config(const std::string& path) {
     m.kv_heads = m.heads;
     m.max_seq_len = i("n_positions", false, 1024);
     m.vocab = i("vocab_size", true, 0);
-    m.ffn_hidden = r.has("n_inner") ? i("n_inner", false, 4 * m.hidden) : 4 * m.hidden;
+    // n_inner null means 4 x n_embd (checked below for range, in 64 bits).
+    const long long ffn = r.has("n_inner") ? r.integer("n_inner", false, 1, 1LL << 26).value_or(4LL * m.hidden)
+                                           : 4LL * m.hidden;
+    if (ffn > (1LL << 26)) r.error_at("n_embd", fmt::format("expected at most {}, got {}", (1LL << 24), m.hidden));
+    m.ffn_hidden = static_cast<int>(std::min(ffn, 1LL << 26));
     m.activation = Activation::kGelu;
     m.norm = Norm::kLayerNorm;
     m.position = Position::kLearned;

@@ -37,6 +37,34 @@ YAML::Node load_yaml_file(const std::string& path) {
   }
 }
 
+namespace {
+
+/// True when `s` is well-formed UTF-8 (no overlongs, surrogates or code points above U+10FFFF).
+bool valid_utf8(const std::string& s) {
+  size_t i = 0;
+  const auto* b = reinterpret_cast<const unsigned char*>(s.data());
+  while (i < s.size()) {
+    const unsigned c = b[i];
+    int n = 0;
+    unsigned cp = 0;
+    if (c < 0x80) { ++i; continue; }
+    if ((c >> 5) == 0x6) n = 1, cp = c & 0x1F;
+    else if ((c >> 4) == 0xE) n = 2, cp = c & 0x0F;
+    else if ((c >> 3) == 0x1E) n = 3, cp = c & 0x07;
+    else return false;
+    for (int k = 1; k <= n; ++k) {
+      if (i + k >= s.size() || (b[i + k] >> 6) != 0x2) return false;
+      cp = (cp << 6) | (b[i + k] & 0x3F);
+    }
+    static constexpr unsigned kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += n + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
 MapReader::MapReader(const YAML::Node& node, std::string file, std::string path, support::DiagnosticList& diags)
     : node_(node), file_(std::move(file)), path_(std::move(path)), diags_(&diags) {
   if (!node_.IsMap()) {
@@ -72,6 +100,10 @@ std::optional<std::string> MapReader::string(const std::string& key, bool requir
   if (!n.IsDefined()) return std::nullopt;
   if (!n.IsScalar()) {
     error_at(key, "expected a single value");
+    return std::nullopt;
+  }
+  if (!valid_utf8(n.Scalar())) {
+    error_at(key, "expected UTF-8 text");
     return std::nullopt;
   }
   return n.Scalar();
@@ -171,7 +203,7 @@ void MapReader::finish(bool strict) {
   if (!valid_) return;
   std::vector<std::string> misspelt;
   for (auto it = node_.begin(); strict && it != node_.end(); ++it) {
-    const YAML::Node& k = it->first;
+    const YAML::Node k = it->first;  // a copy: the iterator yields a temporary
     if (!k.IsScalar()) {
       diags_->error(loc_of(file_, k), path_, "expected a field name");
       continue;

@@ -75,6 +75,19 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanS
       ks.push_back(comm("tp_all_reduce", Collective::kAllReduce, spec::Phase::kBackward, S, t, t, 2 * L,
                         layer | tp_overlap));
     }
+    // Recomputing whole layers re-runs their forward collectives too.
+    const auto rk = p.recompute.kind;
+    if (rk == spec::RecomputeKind::kFull || rk == spec::RecomputeKind::kEvery || rk == spec::RecomputeKind::kSqrt) {
+      if (par.sp) {
+        ks.push_back(comm("tp_all_gather", Collective::kAllGather, spec::Phase::kRecompute, S, t, t, 2 * L,
+                          layer | tp_overlap));
+        ks.push_back(comm("tp_reduce_scatter", Collective::kReduceScatter, spec::Phase::kRecompute, S, t, t, 2 * L,
+                          layer | tp_overlap));
+      } else {
+        ks.push_back(comm("tp_all_reduce", Collective::kAllReduce, spec::Phase::kRecompute, S, t, t, 2 * L,
+                          layer | tp_overlap));
+      }
+    }
     // Vocabulary-parallel embedding (forward all-reduce) and cross-entropy (small reductions).
     ks.push_back(comm("tp_embedding_all_reduce", Collective::kAllReduce, spec::Phase::kForward, S, t, t, 1, 0));
     ks.push_back(comm("tp_loss_all_reduce", Collective::kAllReduce, spec::Phase::kForward, T * 4 * 3, t, t, 1, 0));
@@ -107,7 +120,9 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
   // DP degree and its count on the virtual stages, neither of which changes
   // the micro-batch graph).
   if (pp > 1) {
-    const double S = T * h * e / (par.sp ? t : 1);
+    // Megatron's scatter/gather (Narayanan et al. 2021, Sec. 4.1): each TP rank
+    // sends 1/t of the boundary activation, with or without SP.
+    const double S = T * h * e / t;
     const double v = std::max(1, par.virtual_stages);
     const double span = 2 * t * cp * dp;
     ks.push_back(comm("pp_send_recv", Collective::kP2p, spec::Phase::kForward, S, 2, span, v, 0));

@@ -43,7 +43,7 @@ struct StepResult {
   double bubble_s = 0;
   double optimizer_s = 0;
   double bubble_fraction = 0;   // of the ideal (bubble-free) time
-  int gpus = 1;
+  long long gpus = 1;
   std::string flops_convention;  // "causal" or "full"
 };
 

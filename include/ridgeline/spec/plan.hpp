@@ -58,7 +58,10 @@ struct ParallelSpec {
   int virtual_stages = 1;
   PipelineSchedule schedule = PipelineSchedule::k1F1B;
   bool tp_comm_overlap = false;
-  int gpus() const { return dp * tp * pp * cp; }
+  /// dp x tp x pp x cp in 64 bits (flags can ask for more GPUs than an int holds).
+  long long gpus() const {
+    return static_cast<long long>(dp) * tp * pp * cp;
+  }
 };
 
 struct PlanSpec {

@@ -1,0 +1,343 @@
+// ridgeline validate-published [FILE] [--group G] [--format table|json|csv|markdown] [--output F]
+//
+// Predicts every row of a published-measurements file (shared/validation/
+// published.yaml by default) and prints measured vs predicted per row, then
+// error statistics per group and per category and the reasons rows were
+// skipped. Views only: the numbers come from calibrate::validate_published.
+#include <cmath>
+#include <filesystem>
+#include <fmt/format.h>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "ridgeline/calibrate/published.hpp"
+
+namespace ridgeline::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using calibrate::PublishedReport;
+using calibrate::PublishedResult;
+using nlohmann::json;
+
+struct ValidatePublishedArgs {
+  std::string file;
+  std::string group;
+  std::string format = "table";
+  std::string output;
+  bool show_skipped = false;
+  bool no_calibration = false;
+};
+
+/// ../shared/validation/published.yaml beside the repository (CI clones the
+/// repository next to shared/), or "" when there is none.
+std::string default_published_file() {
+  const fs::path rel = fs::path("..") / "shared" / "validation" / "published.yaml";
+  for (const fs::path& base : {fs::path(data_dir()), fs::path(RIDGELINE_SOURCE_DIR)}) {
+    std::error_code ec;
+    const fs::path p = base / rel;
+    if (fs::is_regular_file(p, ec)) return (base == fs::path(".") ? rel : p.lexically_normal()).string();
+  }
+  return "";
+}
+
+json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+std::string pct(double v) { return fmt::format("{:+.1f}%", v); }
+std::string abs_pct(double v) { return fmt::format("{:.1f}%", v); }
+
+std::string value(double v, const std::string& unit) {
+  if (unit == "fraction") return fmt::format("{:.3f}", v);
+  return fmt::format("{:.4g} {}", v, unit);
+}
+
+std::string pad(const std::string& s, size_t w, bool right = false) {
+  if (s.size() >= w) return s;
+  return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
+}
+
+/// A plain-text table: columns padded to their widest cell; `right` marks numeric columns.
+std::string text_table(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows,
+                       const std::vector<bool>& right) {
+  std::vector<size_t> w(head.size());
+  for (size_t c = 0; c < head.size(); ++c) w[c] = head[c].size();
+  for (const auto& r : rows)
+    for (size_t c = 0; c < r.size() && c < w.size(); ++c) w[c] = std::max(w[c], r[c].size());
+  auto line = [&](const std::vector<std::string>& r) {
+    std::string s;
+    for (size_t c = 0; c < r.size(); ++c) {
+      s += pad(r[c], c + 1 == r.size() && !right[c] ? 0 : w[c], right[c]);
+      if (c + 1 < r.size()) s += "  ";
+    }
+    return s + "\n";
+  };
+  std::string out = line(head);
+  for (const auto& r : rows) out += line(r);
+  return out;
+}
+
+std::vector<std::string> stats_cells(const std::string& name, const calibrate::ErrorStats& s) {
+  const bool any = s.predicted > 0;
+  return {name,
+          std::to_string(s.rows),
+          std::to_string(s.predicted),
+          std::to_string(s.skipped),
+          any ? abs_pct(s.median_abs_pct) : "-",
+          any ? abs_pct(s.p90_abs_pct) : "-",
+          any ? pct(s.median_speed_pct) : "-"};
+}
+
+std::string headline(const PublishedReport& r) {
+  std::string s = fmt::format("{} rows{}: {} predicted, {} skipped", r.overall.rows,
+                              r.group_filter.empty() ? "" : fmt::format(" of group {}", r.group_filter),
+                              r.overall.predicted, r.overall.skipped);
+  if (r.overall.predicted > 0)
+    s += fmt::format("; median |error| {}, p90 {}", abs_pct(r.overall.median_abs_pct), abs_pct(r.overall.p90_abs_pct));
+  return s;
+}
+
+constexpr const char* kErrorDefinition =
+    "error = (predicted - measured) / measured; speed bias = median signed error of the predicted speed "
+    "(+ = Ridgeline predicts faster than measured); median and p90 of |error| by linear interpolation";
+
+std::string render_table(const PublishedReport& r, bool show_skipped) {
+  std::string out = fmt::format("Ridgeline vs published measurements: {}\n{}\n{}\n\n", r.file, headline(r),
+                                kErrorDefinition);
+  std::vector<std::vector<std::string>> rows;
+  bool any_unfit = false;
+  for (const auto& x : r.results) {
+    if (!x.predicted) continue;
+    const auto& c = x.primary;
+    any_unfit |= !x.fits;
+    rows.push_back({x.id, x.group, x.profile, c.quantity, value(c.measured, c.unit), value(c.predicted, c.unit),
+                    pct(c.error_pct) + (x.fits ? "" : " *")});
+  }
+  out += text_table({"id", "group", "profile", "quantity", "measured", "predicted", "error"}, rows,
+                    {false, false, false, false, true, true, true});
+  if (any_unfit) out += "* Ridgeline's memory model says this run does not fit, though the source ran it\n";
+  if (show_skipped) {
+    std::vector<std::vector<std::string>> sk;
+    for (const auto& x : r.results)
+      if (!x.predicted) sk.push_back({x.id, x.group, x.skip_reason});
+    out += "\nSkipped rows\n" + text_table({"id", "group", "reason"}, sk, {false, false, false});
+  }
+  auto stats = [&](const char* title, const char* col, const std::vector<calibrate::NamedStats>& v) {
+    std::vector<std::vector<std::string>> t;
+    for (const auto& g : v) t.push_back(stats_cells(g.name, g.stats));
+    t.push_back(stats_cells("all", r.overall));
+    return fmt::format("\n{}\n", title) +
+           text_table({col, "rows", "predicted", "skipped", "median |err|", "p90 |err|", "speed bias"}, t,
+                      {false, true, true, true, true, true, true});
+  };
+  out += stats("By group", "group", r.by_group);
+  out += stats("By category", "category", r.by_category);
+  if (!r.skip_reasons.empty()) {
+    std::vector<std::vector<std::string>> t;
+    for (const auto& [reason, n] : r.skip_reasons) t.push_back({std::to_string(n), reason});
+    out += "\nSkip reasons\n" + text_table({"rows", "reason"}, t, {true, false});
+  }
+  if (!show_skipped && r.overall.skipped > 0)
+    out += "(--show-skipped lists each skipped row; --format json or csv gives every row with its reason)\n";
+  return out;
+}
+
+json comparison_json(const calibrate::Comparison& c) {
+  return {{"quantity", c.quantity},     {"unit", c.unit},
+          {"measured", num(c.measured)}, {"predicted", num(c.predicted)},
+          {"error_pct", num(c.error_pct)}, {"speed_error_pct", num(c.speed_error_pct())},
+          {"higher_is_faster", c.higher_is_faster}};
+}
+
+json stats_json(const calibrate::ErrorStats& s) {
+  return {{"rows", s.rows},
+          {"predicted", s.predicted},
+          {"skipped", s.skipped},
+          {"median_abs_error_pct", s.predicted ? num(s.median_abs_pct) : json(nullptr)},
+          {"p90_abs_error_pct", s.predicted ? num(s.p90_abs_pct) : json(nullptr)},
+          {"median_speed_error_pct", s.predicted ? num(s.median_speed_pct) : json(nullptr)}};
+}
+
+std::string render_json(const PublishedReport& r) {
+  json j;
+  j["file"] = r.file;
+  j["group"] = r.group_filter.empty() ? json(nullptr) : json(r.group_filter);
+  j["error_definition"] = kErrorDefinition;
+  j["summary"] = stats_json(r.overall);
+  j["summary"]["predicted_not_fitting"] = r.predicted_not_fitting;
+  j["by_group"] = json::array();
+  for (const auto& g : r.by_group) {
+    json s = stats_json(g.stats);
+    s["group"] = g.name;
+    j["by_group"].push_back(s);
+  }
+  j["by_category"] = json::array();
+  for (const auto& g : r.by_category) {
+    json s = stats_json(g.stats);
+    s["category"] = g.name;
+    j["by_category"].push_back(s);
+  }
+  j["skip_reasons"] = json::array();
+  for (const auto& [reason, n] : r.skip_reasons) j["skip_reasons"].push_back({{"reason", reason}, {"rows", n}});
+  j["rows"] = json::array();
+  for (const auto& x : r.results) {
+    json o = {{"id", x.id},
+              {"group", x.group},
+              {"category", std::string(calibrate::name(x.category))},
+              {"gpu", x.gpu},
+              {"profile", x.profile.empty() ? json(nullptr) : json(x.profile)},
+              {"status", x.predicted ? "predicted" : "skipped"}};
+    if (x.predicted) {
+      o["comparison"] = comparison_json(x.primary);
+      o["secondary"] = json::array();
+      for (const auto& c : x.secondary) o["secondary"].push_back(comparison_json(c));
+      o["fits"] = x.fits;
+      o["config"] = x.config;
+      o["assumptions"] = x.assumptions;
+    } else {
+      o["reason"] = x.skip_reason;
+    }
+    j["rows"].push_back(std::move(o));
+  }
+  // Invalid UTF-8 in a row's text is replaced, not an internal error.
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+std::string csv_cell(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+std::string render_csv(const PublishedReport& r) {
+  std::string out =
+      "id,group,category,gpu,profile,status,quantity,unit,measured,predicted,error_pct,speed_error_pct,fits,reason\n";
+  for (const auto& x : r.results) {
+    std::vector<std::string> c = {x.id, x.group, std::string(calibrate::name(x.category)), x.gpu, x.profile,
+                                  x.predicted ? "predicted" : "skipped"};
+    if (x.predicted) {
+      const auto& p = x.primary;
+      c.insert(c.end(), {p.quantity, p.unit, fmt::format("{}", p.measured), fmt::format("{:.6g}", p.predicted),
+                         fmt::format("{:.2f}", p.error_pct), fmt::format("{:.2f}", p.speed_error_pct()),
+                         x.fits ? "true" : "false", ""});
+    } else {
+      c.insert(c.end(), {"", "", "", "", "", "", "", x.skip_reason});
+    }
+    for (size_t i = 0; i < c.size(); ++i) {
+      if (i) out += ',';
+      out += csv_cell(c[i]);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string md_table(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows,
+                     const std::vector<bool>& right) {
+  std::string out = "|";
+  for (const auto& h : head) out += " " + h + " |";
+  out += "\n|";
+  for (size_t c = 0; c < head.size(); ++c) out += right[c] ? "---:|" : "---|";
+  out += "\n";
+  for (const auto& r : rows) {
+    out += "|";
+    for (const auto& cell : r) out += " " + cell + " |";
+    out += "\n";
+  }
+  return out;
+}
+
+std::string render_markdown(const PublishedReport& r) {
+  std::string out = fmt::format(
+      "Ridgeline's predictions checked against published measurements (`{}`): {}.\n\n"
+      "Error = (predicted - measured) / measured, on the quantity each source prints (step time, tokens/s, "
+      "TFLOP/s, bandwidth, launch overhead), under the source's own FLOP convention. *Speed bias* is the median "
+      "signed error of the predicted speed: + means Ridgeline predicts faster than measured. Median and p90 of "
+      "|error| by linear interpolation. Some kernel-level rows also set Ridgeline's default efficiencies (MAMF "
+      "GEMM throughput, gpu-benches launch overhead, STREAM/BabelStream bandwidth): for those rows the error "
+      "shows consistency, not independent accuracy; the end-to-end and per-layer rows are independent.\n\n",
+      r.file, headline(r));
+  const std::vector<std::string> head = {"", "rows", "predicted", "skipped", "median abs error", "p90 abs error",
+                                         "speed bias"};
+  const std::vector<bool> right = {false, true, true, true, true, true, true};
+  auto table = [&](const char* col, const std::vector<calibrate::NamedStats>& v) {
+    std::vector<std::vector<std::string>> t;
+    for (const auto& g : v) t.push_back(stats_cells(g.name, g.stats));
+    auto all = stats_cells("**all**", r.overall);
+    t.push_back(all);
+    auto h = head;
+    h[0] = col;
+    return md_table(h, t, right);
+  };
+  out += "### By group\n\n" + table("group", r.by_group) + "\n";
+  out += "### By category\n\n" + table("category", r.by_category) + "\n";
+  if (r.predicted_not_fitting > 0)
+    out += fmt::format("Ridgeline's memory model says {} of the predicted runs do not fit, though their sources ran "
+                       "them (`fits: false` in `--format json`).\n\n",
+                       r.predicted_not_fitting);
+  if (!r.skip_reasons.empty()) {
+    std::vector<std::vector<std::string>> t;
+    for (const auto& [reason, n] : r.skip_reasons) t.push_back({std::to_string(n), reason});
+    out += "### Why rows were skipped\n\n" + md_table({"rows", "reason"}, t, {true, false}) + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+void register_validate_published(CLI::App& app, int& rc) {
+  auto args = std::make_shared<ValidatePublishedArgs>();
+  auto* cmd = app.add_subcommand(
+      "validate-published",
+      "Check predictions against published measurements (papers' tables, framework benchmarks, microbenchmarks)");
+  cmd->add_option("file", args->file,
+                  "Published-measurements YAML (default: ../shared/validation/published.yaml beside the repository)");
+  cmd->add_option("--group", args->group, "Only rows of this group (e.g. korthikanti2022)");
+  cmd->add_option("--format", args->format, "table | json | csv | markdown (summary tables only)")
+      ->capture_default_str();
+  cmd->add_option("--output,-o", args->output, "Write to FILE instead of standard output (atomically)");
+  cmd->add_flag("--show-skipped", args->show_skipped, "Table: list every skipped row with its reason");
+  cmd->add_flag("--no-calibration", args->no_calibration, "Ignore the profiles' calibration blocks");
+  cmd->callback([args, &rc] {
+    rc = guarded([&] {
+      const std::string& f = args->format;
+      if (f != "table" && f != "json" && f != "csv" && f != "markdown")
+        throw UsageError{"--format", fmt::format("expected one of table, json, csv, markdown, got \"{}\"", f)};
+      std::string path = args->file;
+      if (path.empty()) {
+        path = default_published_file();
+        if (path.empty())
+          throw UsageError{"FILE", "no file given, and ../shared/validation/published.yaml is not beside the "
+                                   "repository; pass the published-measurements YAML"};
+      }
+      const calibrate::PublishedFile file = calibrate::load_published(path);
+      if (!args->group.empty()) {
+        const auto groups = calibrate::published_groups(file);
+        if (std::find(groups.begin(), groups.end(), args->group) == groups.end()) {
+          std::string known;
+          for (const auto& g : groups) known += (known.empty() ? "" : ", ") + g;
+          throw UsageError{"--group", fmt::format("no rows of group '{}'{} (groups: {})", args->group,
+                                                  support::did_you_mean(args->group, groups), known)};
+        }
+      }
+      calibrate::PublishedOptions opt;
+      opt.profiles_dir = (fs::path(data_dir()) / "hardware_profiles").string();
+      opt.group = args->group;
+      opt.use_calibration = !args->no_calibration;
+      const PublishedReport rep = calibrate::validate_published(file, opt);
+      std::string text;
+      if (f == "markdown") text = render_markdown(rep);
+      else if (f == "json") text = render_json(rep);
+      else if (f == "csv") text = render_csv(rep);
+      else text = render_table(rep, args->show_skipped);
+      write_output(args->output, text);
+      return kExitOk;
+    });
+  });
+}
+
+}  // namespace ridgeline::cli

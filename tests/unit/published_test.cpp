@@ -1,0 +1,268 @@
+// Published measurements: the loader's located errors, the GPU name table,
+// skipping with reasons, and the fidelity of the whole shipped file
+// (../shared/validation/published.yaml beside the repository; the tests that
+// need it skip with a message when it is absent).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ridgeline/calibrate/published.hpp"
+#include "ridgeline/support/diagnostics.hpp"
+#include "test_support.hpp"
+
+using namespace ridgeline;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kShared = "../shared/validation/published.yaml";
+const std::string kFixtures = "tests/data/published/";
+
+calibrate::PublishedOptions options(const std::string& group = "") {
+  calibrate::PublishedOptions o;
+  o.profiles_dir = std::string(RIDGELINE_SOURCE_DIR) + "/hardware_profiles";
+  o.group = group;
+  return o;
+}
+
+const calibrate::PublishedResult* find(const calibrate::PublishedReport& r, const std::string& id) {
+  for (const auto& x : r.results)
+    if (x.id == id) return &x;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("published: GPU names as sources print them map to shipped profiles") {
+  CHECK(calibrate::profile_for_gpu("A100-SXM4-80GB") == "a100_sxm_80gb");
+  CHECK(calibrate::profile_for_gpu("A100-SXM4-80GB (400W), NVLink") == "a100_sxm_80gb");
+  CHECK(calibrate::profile_for_gpu("A100-80GB") == "a100_sxm_80gb");
+  CHECK(calibrate::profile_for_gpu("A100-SXM") == "a100_sxm_80gb");
+  CHECK(calibrate::profile_for_gpu("A100-SXM4-40GB") == "a100_sxm_40gb");
+  CHECK(calibrate::profile_for_gpu("NVIDIA H100-SXM5-80GB") == "h100_sxm");
+  CHECK(calibrate::profile_for_gpu("H100 SXM") == "h100_sxm");
+  CHECK(calibrate::profile_for_gpu("H100") == "h100_sxm");
+  CHECK(calibrate::profile_for_gpu("H100-PCIe (114 SMs, 50 MB L2, 350 W), Lambda Cloud") == "h100_pcie");
+  CHECK(calibrate::profile_for_gpu("H200-SXM") == "h200");
+  CHECK(calibrate::profile_for_gpu("h200") == "h200");
+  CHECK(calibrate::profile_for_gpu("RTX 4090 (AD102, 128 SMs)") == "rtx_4090");
+  // Different parts are not aliased to a neighbour: no profile, so the row is skipped.
+  CHECK(calibrate::profile_for_gpu("GH200-SXM (900W)") == "");
+  CHECK(calibrate::profile_for_gpu("GB200") == "");
+  CHECK(calibrate::profile_for_gpu("L40") == "");
+  CHECK(calibrate::profile_for_gpu("A100-PCIe-40GB (108 SMs)") == "");
+  // Every target of the table is a shipped profile.
+  for (const auto& [name, id] : calibrate::gpu_name_table()) {
+    INFO(name << " -> " << id);
+    CHECK(fs::exists(fs::path(RIDGELINE_SOURCE_DIR) / "hardware_profiles" / (id + ".yaml")));
+  }
+}
+
+TEST_CASE("published: malformed rows are located errors naming the row and its id") {
+  const std::string f = kFixtures + "malformed.yaml";
+  std::vector<std::string> got;
+  try {
+    calibrate::load_published(f);
+  } catch (const support::SpecError& e) {
+    for (const auto& d : e.diagnostics()) got.push_back(d.format());
+  }
+  const std::vector<std::string> want = {
+      f + ":12:3: error: rows[1] (id no_category_row): missing required field 'category'",
+      f + ":15:3: error: rows[2] (after id no_category_row): expected a mapping of fields (id, group, category, ...)",
+      f + ":19:19: error: rows[3] (id bad_hidden_row): model.hidden: expected a whole number from 1 to "
+          "1073741824, got \"big\"",
+      f + ":22:13: error: rows[4] (id misspelt_category_row): category: expected one of end_to_end_training, "
+          "attention_kernel, gemm_kernel, memory_microbenchmark, tensor_core_instruction, launch_overhead, "
+          "layer_time, clock_observation, got \"gemm_kernal\"; did you mean 'gemm_kernel'?",
+      f + ":23:3: error: rows[5] (after id misspelt_category_row): missing required field 'id'",
+      f + ":25:7: error: rows[6] (id good_row): duplicate id (first used at line 6)",
+      f + ":31:10: error: rows[7] (id model_not_a_map): model: expected a mapping of fields",
+  };
+  CHECK(got == want);
+
+  // The command prints the same lines and exits 2 (bad input).
+  const auto r = test::run_cli("validate-published " + f);
+  CHECK(r.status == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err.find(want[0] + "\n") != std::string::npos);
+}
+
+TEST_CASE("published: a file that is not a map of rows is one clear error") {
+  const fs::path dir = fs::temp_directory_path() / ("ridgeline_published_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string f = (dir / "rows_not_a_list.yaml").string();
+  {
+    std::ofstream out(f);
+    out << "schema_version: 1\nrow_count: 1\nrows: {id: x}\n";
+  }
+  std::vector<std::string> got;
+  try {
+    calibrate::load_published(f);
+  } catch (const support::SpecError& e) {
+    for (const auto& d : e.diagnostics()) got.push_back(d.format());
+  }
+  REQUIRE(got.size() == 1);
+  CHECK(got[0] == f + ":3:7: error: rows: expected a list");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("published: rows Ridgeline cannot predict are skipped with their reason") {
+  const auto file = calibrate::load_published(kFixtures + "skipped_rows.yaml");
+  REQUIRE(file.rows.size() == 6);
+  const auto rep = calibrate::validate_published(file, options());
+  REQUIRE(rep.results.size() == 6);
+
+  const auto* tpu = find(rep, "gemm_on_unknown_gpu");
+  REQUIRE(tpu);
+  CHECK_FALSE(tpu->predicted);
+  CHECK(tpu->skip_reason == "no shipped profile for GPU 'TPU-v5e'");
+  const auto* no_hidden = find(rep, "e2e_without_hidden");
+  REQUIRE(no_hidden);
+  CHECK_FALSE(no_hidden->predicted);
+  CHECK(no_hidden->skip_reason == "missing field model.hidden");
+  const auto* clock = find(rep, "clock_row");
+  REQUIRE(clock);
+  CHECK_FALSE(clock->predicted);
+  CHECK(clock->skip_reason.rfind("clock observation", 0) == 0);
+
+  // The predictable rows are compared on the quantity the row states.
+  const auto* gemm = find(rep, "gemm_on_h100");
+  REQUIRE(gemm);
+  CHECK(gemm->predicted);
+  CHECK(gemm->profile == "h100_sxm");
+  CHECK(gemm->primary.quantity == "tflops");
+  // An 8192^3 bf16 GEMM cannot beat the dense peak, nor fall below half of it.
+  CHECK(gemm->primary.predicted < 989.4);
+  CHECK(gemm->primary.predicted > 0.5 * 989.4);
+  const auto* fa = find(rep, "flash2_on_h100");
+  REQUIRE(fa);
+  CHECK(fa->predicted);
+  CHECK(fa->primary.predicted > 0);
+  CHECK(fa->primary.predicted < 989.4);
+  const auto* llama = find(rep, "llama_e2e_h100");
+  REQUIRE(llama);
+  CHECK(llama->predicted);
+  CHECK(llama->primary.quantity == "tokens_per_s_per_gpu");
+  CHECK(llama->config.find("TP1 PP1 DP8") != std::string::npos);
+  CHECK(llama->config.find("recompute full") != std::string::npos);
+  CHECK(llama->config.find("ZeRO-1") != std::string::npos);
+
+  CHECK(rep.overall.rows == 6);
+  CHECK(rep.overall.predicted == 3);
+  CHECK(rep.overall.skipped == 3);
+  CHECK(rep.skip_reasons.size() == 3);
+}
+
+TEST_CASE("published: the training mapping reads each source's conventions") {
+  const auto file = calibrate::load_published(kFixtures + "skipped_rows.yaml");
+  const auto hw = test::gpu("h100_sxm");
+  const calibrate::PublishedRow* row = nullptr;
+  for (const auto& r : file.rows)
+    if (r.id == "llama_e2e_h100") row = &r;
+  REQUIRE(row);
+  std::string why;
+  const auto tc = calibrate::map_training_row(*row, hw, &why);
+  REQUIRE(tc);
+  CHECK(tc->model.activation == spec::Activation::kSwiglu);
+  CHECK(tc->model.norm == spec::Norm::kRmsNorm);
+  CHECK(tc->model.position == spec::Position::kRope);
+  CHECK(tc->model.kv_heads == 8);
+  CHECK(tc->plan.parallel.dp == 8);
+  CHECK(tc->plan.parallel.zero == 1);
+  CHECK(tc->plan.recompute.kind == spec::RecomputeKind::kFull);
+  CHECK(tc->plan.attention == spec::AttentionKind::kFlash2);
+  CHECK(tc->plan.global_batch == 64);
+  CHECK(tc->plan.attention_flops == spec::AttentionFlops::kCausal);  // unknown source: causal halved
+}
+
+TEST_CASE("published: percentiles interpolate between order statistics") {
+  CHECK(calibrate::percentile({}, 0.5) == 0.0);
+  CHECK(calibrate::percentile({3.0}, 0.9) == 3.0);
+  CHECK(calibrate::percentile({4.0, 1.0, 3.0, 2.0}, 0.5) == doctest::Approx(2.5));
+  // numpy.percentile([1..10], 90) = 9.1
+  CHECK(calibrate::percentile({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 0.9) == doctest::Approx(9.1));
+}
+
+TEST_CASE("published: the shipped file predicts most rows and crashes on none") {
+  if (!fs::exists(kShared)) {
+    MESSAGE("skipped: " << kShared << " not found beside the repository");
+    return;
+  }
+  const auto file = calibrate::load_published(kShared);
+  CHECK(file.rows.size() == 273);
+  const auto rep = calibrate::validate_published(file, options());
+  CHECK(rep.results.size() == file.rows.size());
+  // 190 rows predicted when this test was written (83 skipped: latency and
+  // cache microbenchmarks, tensor-core instructions, GPUs without a profile,
+  // chart rows without model shapes).
+  CHECK(rep.overall.predicted >= 185);
+  for (const auto& r : rep.results) {
+    INFO(r.id);
+    if (r.predicted) {
+      CHECK(std::isfinite(r.primary.predicted));
+      CHECK(r.primary.predicted > 0);
+      CHECK(std::isfinite(r.primary.error_pct));
+    } else {
+      CHECK_FALSE(r.skip_reason.empty());
+    }
+  }
+  // Every group and category that has rows is summarized.
+  CHECK(rep.by_group.size() == calibrate::published_groups(file).size());
+  int rows = 0;
+  for (const auto& g : rep.by_category) rows += g.stats.rows;
+  CHECK(rows == 273);
+}
+
+TEST_CASE("published: Korthikanti et al. 2022 rows stay within their pinned error") {
+  if (!fs::exists(kShared)) {
+    MESSAGE("skipped: " << kShared << " not found beside the repository");
+    return;
+  }
+  const auto rep = calibrate::validate_published(calibrate::load_published(kShared), options("korthikanti2022"));
+  // 17 rows: 10 end-to-end (iteration time, or MFU under the paper's unhalved
+  // 72 B s L h^2 (1 + s/6h + V/12hL) convention), 5 per-layer times
+  // (Table 4), 2 skipped (micro-batch-level recomputation, App. C).
+  CHECK(rep.overall.rows == 17);
+  CHECK(rep.overall.predicted == 15);
+  // Measured when pinned: median |error| 2.8%, p90 6.0%; speed bias +1.3%
+  // (Ridgeline slightly fast). The bound is that figure plus 3 percentage
+  // points: a model change that moves it further must update this pin and
+  // docs/accuracy.md (scripts/accuracy_table.sh) together.
+  CHECK(rep.overall.median_abs_pct <= 2.8 + 3.0);
+  CHECK(rep.overall.p90_abs_pct <= 6.0 + 3.0);
+}
+
+TEST_CASE("published: the command filters by group and writes every format") {
+  const std::string f = kFixtures + "skipped_rows.yaml";
+  auto r = test::run_cli("validate-published " + f + " --format json");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["summary"]["rows"] == 6);
+  CHECK(j["summary"]["predicted"] == 3);
+  CHECK(j["rows"].size() == 6);
+  CHECK(j["rows"][0]["status"] == "skipped");
+  CHECK(j["rows"][0]["reason"] == "no shipped profile for GPU 'TPU-v5e'");
+
+  r = test::run_cli("validate-published " + f + " --format csv");
+  REQUIRE(r.status == 0);
+  CHECK(r.out.rfind("id,group,category,gpu,profile,status,quantity,unit,measured,predicted,error_pct,", 0) == 0);
+  CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 7);
+
+  r = test::run_cli("validate-published " + f + " --format markdown");
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("| fixture | 6 | 3 | 3 |") != std::string::npos);
+
+  r = test::run_cli("validate-published " + f + " --group fixtur");
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: --group: no rows of group 'fixtur'; did you mean 'fixture'? (groups: fixture)\n");
+
+  r = test::run_cli("validate-published " + f + " --format xml");
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: --format: expected one of table, json, csv, markdown, got \"xml\"\n");
+}
