@@ -91,7 +91,7 @@ void build_forward(const spec::ModelSpec& M, const spec::PlanSpec& P, Graph& G) 
   G.backward_derived = false;
 
   const double L = G.layers;
-  const double Th = D.T * D.h, Tph = D.Tp * D.h;
+  const double Tph = D.Tp * D.h;
   const bool drop = M.dropout > 0.0;
   const bool bias = M.bias;
   const bool causal = P.attention_flops == spec::AttentionFlops::kCausal;
