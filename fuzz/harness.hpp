@@ -196,7 +196,6 @@ inline std::string run_plan(const std::string& path) {
   return "";
 }
 
-
 /// A measurement file: loaded, every record's numbers finite and its times
 /// positive, and to_json() of what loaded loads again to the same records.
 inline std::string run_measurements(const std::string& path) {
@@ -263,10 +262,6 @@ inline std::string run_published(const std::string& path) {
   }
   return "";
 }
-
-}  // namespace ridgeline::fuzz
-
-namespace ridgeline::fuzz {
 
 /// A CLI fuzz input is an argument vector, one argument per line (at most 32
 /// arguments of at most 256 bytes; longer ones are cut).

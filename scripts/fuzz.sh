@@ -155,7 +155,7 @@ for t in "${targets[@]}"; do
   elapsed=$(( $(date +%s) - start ))
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
-  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2 || true)  # none when a seed crashes at once
   found=$(ls "$art" 2>/dev/null | grep -E '^(crash|leak|timeout|oom)-' || true)
   reported=$(grep -lE 'ERROR: (Address|Leak|UndefinedBehavior)Sanitizer|runtime error:|ridgeline fuzz finding|==ERROR: libFuzzer' "$log" || true)
   verdict=ok
@@ -166,8 +166,16 @@ for t in "${targets[@]}"; do
     grep -E -A30 'ERROR: |runtime error:|ridgeline fuzz finding|deadly signal|Test unit written' "$log" | head -80 >&2 || true
     mkdir -p "tests/fuzz_regressions/$t"
     for a in $found; do
-      cp "$art/$a" "tests/fuzz_regressions/$t/$a"
-      echo "fuzz: saved tests/fuzz_regressions/$t/$a; reproduce: $bin $root/tests/fuzz_regressions/$t/$a" >&2
+      known=""
+      for r in tests/fuzz_regressions/"$t"/*; do
+        [ -f "$r" ] && cmp -s "$r" "$art/$a" && known=$r
+      done
+      if [ -n "$known" ]; then
+        echo "fuzz: still failing: $known; reproduce: $bin $root/$known" >&2
+      else
+        cp "$art/$a" "tests/fuzz_regressions/$t/$a"
+        echo "fuzz: saved tests/fuzz_regressions/$t/$a; reproduce: $bin $root/tests/fuzz_regressions/$t/$a" >&2
+      fi
     done
   fi
   summary+=("$(printf '%-13s %6s s %12s execs %9s exec/s  cov %-6s %s' "$t" "$elapsed" "${execs:-?}" "${rate:-?}" "${cov:-?}" "$verdict")")

@@ -109,7 +109,8 @@ HardwareSpec load_hardware(const std::string& path) {
   hw.price_per_gpu_hour_usd = top.quantity("price_per_gpu_hour", Dimension::kPricePerHour).value_or(0);
   if (auto src = top.map("sources")) {
     for (auto it = src->self().begin(); it != src->self().end(); ++it) {
-      std::string key = it->first.as<std::string>("");
+      if (!it->first.IsScalar()) continue;  // finish() reports a key that is not a name
+      std::string key = it->first.Scalar();
       src->allow(key);
       if (it->second.IsScalar()) hw.sources[key] = it->second.Scalar();
       else src->error_at(key, "expected a text saying where the figure comes from");

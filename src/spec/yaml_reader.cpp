@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 namespace ridgeline::spec {
 
@@ -78,7 +79,10 @@ bool MapReader::has(const std::string& key) const { return valid_ && node_[key].
 void MapReader::allow(const std::string& key) { known_.push_back(key); }
 
 void MapReader::error_at(const std::string& key, const std::string& message) {
-  YAML::Node n = valid_ ? node_[key] : YAML::Node();
+  // Const lookups throughout: yaml-cpp's non-const operator[] inserts a
+  // placeholder pair for a missing key, which would invalidate a caller's
+  // iterator over this map.
+  YAML::Node n = valid_ ? std::as_const(node_)[key] : YAML::Node();
   diags_->error(n.IsDefined() ? loc_of(file_, n) : loc_of(file_, node_), field(key), message);
 }
 
@@ -87,7 +91,7 @@ void MapReader::error_here(const std::string& message) { diags_->error(loc_of(fi
 YAML::Node MapReader::get(const std::string& key, bool required) {
   known_.push_back(key);
   if (!valid_) return YAML::Node(YAML::NodeType::Undefined);
-  YAML::Node n = node_[key];
+  YAML::Node n = std::as_const(node_)[key];
   if (!n.IsDefined() || n.IsNull()) {
     if (required) missing_.push_back(key);
     return YAML::Node(YAML::NodeType::Undefined);
