@@ -48,7 +48,8 @@ MemoryResult estimate(const GraphFacts& g, const spec::ModelSpec& m, const spec:
   MemoryResult r;
   const auto lp = techniques::local_params(m, p);
   const auto& par = p.parallel;
-  const double dgroup = std::max(1, par.dp * par.cp);
+  const auto groups = techniques::data_parallel_groups(p);
+  const double dgroup = groups.dense;
   const bool mixed = p.precision != spec::Precision::kFp32 && p.precision != spec::Precision::kTf32;
   const double wb = mixed ? 2.0 : 4.0;
   // Weights: trainable at working precision; a frozen base at 16 bits (LoRA)
@@ -58,16 +59,21 @@ MemoryResult estimate(const GraphFacts& g, const spec::ModelSpec& m, const spec:
   // Transformer Engine keeps an fp8 copy of each linear weight and its
   // transpose beside the 16-bit weight: +2 bytes per linear parameter.
   weights += 2.0 * g.fp8_linear_params;
-  const double zero3 = par.zero >= 3 ? dgroup : 1;
-  const double zero2 = par.zero >= 2 ? dgroup : 1;
-  const double zero1 = par.zero >= 1 ? dgroup : 1;
-  r.weights = weights / zero3;
-  r.gradients = lp.trainable * wb / zero2;
+  const double expert_weights = lp.expert_weights * (lp.expert_trainable > 0 ? wb : frozen_b);
+  // ZeRO stage s shards what it covers over the data-parallel group: dense
+  // bytes over DP x CP ranks, expert bytes over DP x CP / EP.
+  auto shard = [&](int stage, double bytes, double expert_bytes) {
+    if (par.zero < stage) return bytes;
+    return (bytes - expert_bytes) / dgroup + expert_bytes / groups.expert;
+  };
+  r.weights = shard(3, weights, expert_weights);
+  r.gradients = shard(2, lp.trainable * wb, lp.expert_trainable * wb);
   // QLoRA trains its adapters in bf16 without fp32 copies (Dettmers et al.
   // 2023, Sec. 3); every other mixed-precision plan keeps fp32 master weights.
   const bool masters = mixed && p.finetune.mode != spec::FinetuneMode::kQlora;
-  r.master_weights = masters ? lp.trainable * 4.0 / zero1 : 0.0;
-  r.optimizer = lp.trainable * techniques::optimizer_state_bytes(p.optimizer, lp) / zero1;
+  r.master_weights = masters ? shard(1, lp.trainable * 4.0, lp.expert_trainable * 4.0) : 0.0;
+  const double opt_b = techniques::optimizer_state_bytes(p.optimizer, lp);
+  r.optimizer = shard(1, lp.trainable * opt_b, lp.expert_trainable * opt_b);
 
   // Activations.
   r.activations_per_layer = g.layer_saved;

@@ -128,33 +128,52 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
     ks.push_back(comm("pp_send_recv", Collective::kP2p, spec::Phase::kForward, S, 2, span, v, 0));
     ks.push_back(comm("pp_send_recv", Collective::kP2p, spec::Phase::kBackward, S, 2, span, v, 0));
   }
-  const double dgroup = dp * cp;  // parameters are replicated across CP ranks too
+  const auto groups = data_parallel_groups(p);
+  const double dgroup = groups.dense;  // parameters are replicated across CP ranks too
   if (dgroup > 1 || par.zero > 0) {
     const LocalParams lp = local_params(m, p);
     const bool mixed = p.precision != spec::Precision::kFp32 && p.precision != spec::Precision::kTf32;
     const double wb = mixed ? 2.0 : 4.0;
-    const double grads = lp.trainable * wb;
     const double span = t * dgroup;
     const std::uint16_t step = graph::kPerStep | graph::kOverlapped;
-    if (dgroup > 1) {
+    // Under EP, expert gradients are reduced (and ZeRO-sharded) only among
+    // the DP x CP / EP ranks that hold the same experts.
+    const bool split = par.ep > 1 && lp.expert_weights > 0;
+    const double expert_trainable = split ? lp.expert_trainable : 0.0;
+    const double expert_weights = split ? lp.expert_weights : 0.0;
+    // Kernel names are views: string literals only.
+    struct Names {
+      const char* all_reduce;
+      const char* reduce_scatter;
+      const char* all_gather;
+      const char* zero3_gather;
+    };
+    auto reduce = [&](const Names& n, double trainable, double weights, double group) {
+      if (group <= 1) return;
       if (par.zero == 0) {
-        ks.push_back(comm("dp_grad_all_reduce", Collective::kAllReduce, spec::Phase::kCommunication, grads, dgroup,
+        ks.push_back(comm(n.all_reduce, Collective::kAllReduce, spec::Phase::kCommunication, trainable * wb, group,
                           span, 1, step));
       } else {
-        ks.push_back(comm("dp_grad_reduce_scatter", Collective::kReduceScatter, spec::Phase::kCommunication, grads,
-                          dgroup, span, 1, step));
+        ks.push_back(comm(n.reduce_scatter, Collective::kReduceScatter, spec::Phase::kCommunication,
+                          trainable * wb, group, span, 1, step));
         if (par.zero <= 2)
-          ks.push_back(comm("dp_param_all_gather", Collective::kAllGather, spec::Phase::kCommunication,
-                            lp.trainable * wb, dgroup, span, 1, graph::kPerStep));
+          ks.push_back(comm(n.all_gather, Collective::kAllGather, spec::Phase::kCommunication, trainable * wb,
+                            group, span, 1, graph::kPerStep));
       }
       if (par.zero == 3) {
         // Parameters gathered before each forward and each backward (per micro-batch, prefetched).
-        ks.push_back(comm("zero3_param_all_gather", Collective::kAllGather, spec::Phase::kForward,
-                          lp.weights * wb, dgroup, span, 1, graph::kOverlapped));
-        ks.push_back(comm("zero3_param_all_gather", Collective::kAllGather, spec::Phase::kBackward,
-                          lp.weights * wb, dgroup, span, 1, graph::kOverlapped));
+        ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, weights * wb, group, span,
+                          1, graph::kOverlapped));
+        ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kBackward, weights * wb, group, span,
+                          1, graph::kOverlapped));
       }
-    }
+    };
+    static constexpr Names kDense{"dp_grad_all_reduce", "dp_grad_reduce_scatter", "dp_param_all_gather",
+                                  "zero3_param_all_gather"};
+    static constexpr Names kExpert{"dp_expert_grad_all_reduce", "dp_expert_grad_reduce_scatter",
+                                   "dp_expert_param_all_gather", "zero3_expert_param_all_gather"};
+    reduce(kDense, lp.trainable - expert_trainable, lp.weights - expert_weights, dgroup);
+    if (split) reduce(kExpert, expert_trainable, expert_weights, groups.expert);
   }
 }
 

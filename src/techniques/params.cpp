@@ -21,6 +21,14 @@ double lora_params_per_layer(const spec::ModelSpec& m, const spec::PlanSpec& p) 
   return n;
 }
 
+DataParallelGroups data_parallel_groups(const spec::PlanSpec& p) {
+  const auto& par = p.parallel;
+  DataParallelGroups g;
+  g.dense = std::max(1.0, static_cast<double>(par.dp) * par.cp);
+  g.expert = std::max(1.0, g.dense / std::max(1, par.ep));
+  return g;
+}
+
 LocalParams local_params(const spec::ModelSpec& m, const spec::PlanSpec& p) {
   const auto pc = spec::count_params(m);
   const double t = std::max(1, p.parallel.tp);
@@ -30,16 +38,21 @@ LocalParams local_params(const spec::ModelSpec& m, const spec::PlanSpec& p) {
   LocalParams lp;
   lp.layers_local = L_local;
   lp.model_total = pc.total;
-  // Layer: attention and MLP matrices split by TP (experts also by EP); norms replicated.
-  const double layer = pc.attention_per_layer / t + pc.mlp_per_layer / (t * ep) + pc.norms_per_layer;
+  // Layer: attention and MLP matrices split by TP (experts also by EP); norms
+  // and an MoE router (hidden x experts) replicated.
+  const double router = m.is_moe() ? static_cast<double>(m.hidden) * m.moe.experts : 0.0;
+  const double expert_layer = (pc.mlp_per_layer - router) / (t * ep);
+  const double layer = pc.attention_per_layer / t + expert_layer + router + pc.norms_per_layer;
   const double emb = pc.embedding / t, head = pc.lm_head / t;
   const double ends = pp == 1 ? emb + head + pc.final_norm : std::max(emb, head + pc.final_norm);
   lp.weights = L_local * layer + ends;
+  if (m.is_moe()) lp.expert_weights = L_local * expert_layer;
   const double h = m.hidden, q = m.q_dim(), kv = m.kv_dim(), f = m.ffn_hidden;
   const double experts = m.is_moe() ? m.moe.experts / ep : 1;
   const bool gated = spec::is_gated(m.activation);
   if (p.finetune.mode == spec::FinetuneMode::kFull) {
     lp.trainable = lp.weights;
+    lp.expert_trainable = lp.expert_weights;
     lp.frozen = 0;
     // Matrices: QKV, out, up (gate+up), down per layer; embedding / LM head.
     const double rc_layer = (h + (q + 2 * kv) / t) + (q / t + h) + experts * ((gated ? 2 : 1) * f / t + h) +

@@ -62,6 +62,56 @@ TEST_CASE("ZeRO model-state memory per GPU under mixed-precision Adam (Rajbhanda
   }
 }
 
+TEST_CASE("ZeRO under expert parallelism: experts shard over DP x CP / EP ranks, dense weights over DP x CP") {
+  // Mixtral 8x7B, bf16 Adam, TP = PP = 1, DP = 16, EP = 8. Each GPU holds the
+  // dense weights D and 1/8 of the expert weights E. The ranks holding the
+  // same experts number 16 / 8 = 2, so ZeRO-1 keeps 12 D / 16 + 12 (E / 8) / 2
+  // = 12 (D + E) / 16 bytes of optimizer state (fp32 masters + Adam moments):
+  // a whole-model figure, independent of EP. Hand calculation, with D and E
+  // from the architecture: E = 32 layers x 8 experts x 3 x 4096 x 14336.
+  const auto hw = test::gpu("h100_sxm");
+  const auto m = test::model("mixtral_8x7b");
+  const double psi = spec::count_params(m).total;
+  const double E = 32.0 * 8 * 3 * 4096 * 14336, D = psi - E;
+  spec::PlanSpec p;
+  p.seq_len = 4096;
+  p.global_batch = 64;
+  p.parallel.dp = 16;
+  p.parallel.ep = 8;
+  p.parallel.zero = 1;
+  const auto pred = engine::evaluate(m, p, hw);
+  REQUIRE(pred.status != engine::Status::kInvalid);
+  CHECK(pred.memory.master_weights + pred.memory.optimizer == doctest::Approx(12 * psi / 16));
+  // Weights and gradients are not sharded by ZeRO-1: D + E / 8, 2 bytes each.
+  CHECK(pred.memory.weights == doctest::Approx(2 * (D + E / 8)));
+  CHECK(pred.memory.gradients == doctest::Approx(2 * (D + E / 8)));
+  // ZeRO-3: all four states, 16 bytes per parameter, over 16 ranks in effect.
+  p.parallel.zero = 3;
+  const auto z3 = engine::evaluate(m, p, hw);
+  REQUIRE(z3.status != engine::Status::kInvalid);
+  CHECK(z3.memory.weights + z3.memory.gradients + z3.memory.master_weights + z3.memory.optimizer ==
+        doctest::Approx(16 * psi / 16));
+  // The expert gradients are reduced among the 2 ranks that share experts, the
+  // dense ones among all 16.
+  graph::Graph g;
+  techniques::build_step(g, m, p, hw);
+  int expert = 0, dense = 0;
+  for (const auto& k : g.kernels) {
+    if (k.name == "dp_expert_grad_reduce_scatter") {
+      ++expert;
+      CHECK(k.comm_group == 2);
+      CHECK(k.comm_bytes == doctest::Approx(2 * E / 8));
+    }
+    if (k.name == "dp_grad_reduce_scatter") {
+      ++dense;
+      CHECK(k.comm_group == 16);
+      CHECK(k.comm_bytes == doctest::Approx(2 * D));
+    }
+  }
+  CHECK(expert == 1);
+  CHECK(dense == 1);
+}
+
 TEST_CASE("tensor parallelism adds 4 collectives of [s b h] per layer and shards the GEMMs") {
   const auto m = test::model("llama3_70b");
   spec::PlanSpec p;

@@ -18,7 +18,18 @@ struct LocalParams {
   double model_total = 0;        // whole model
   double model_trainable = 0;    // whole model, trained
   double layers_local = 0;
+  double expert_weights = 0;     // of weights, MoE expert matrices (sharded by EP; 0 for dense models)
+  double expert_trainable = 0;   // of trainable, expert matrices
 };
+
+/// The data-parallel groups ZeRO shards over and gradients are reduced in:
+/// dense parameters are replicated over DP x CP ranks; an expert's
+/// parameters only over the DP x CP / EP ranks that hold the same experts.
+struct DataParallelGroups {
+  double dense = 1;
+  double expert = 1;
+};
+DataParallelGroups data_parallel_groups(const spec::PlanSpec& p);
 
 /// First pipeline stage's view (embedding; the last stage's LM head when pp = 1,
 /// or whichever of the two is larger when pp > 1).
