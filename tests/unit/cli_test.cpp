@@ -107,3 +107,21 @@ TEST_CASE("cli: check validates every shipped spec file") {
   CHECK(r.status == 0);
   CHECK(r.err.empty());
 }
+
+TEST_CASE("cli: check tells the kind of a file outside the shipped folders from its keys") {
+  const auto ok = test::run_cli(
+      "check tests/data/hf/gpt2_config.json tests/data/measurements/too_few.json tests/data/published/skipped_rows.yaml");
+  CHECK(ok.status == 0);
+  CHECK(ok.out ==
+        "tests/data/hf/gpt2_config.json: ok (Hugging Face config)\n"
+        "tests/data/measurements/too_few.json: ok (measurement file)\n"
+        "tests/data/published/skipped_rows.yaml: ok (published-measurements file)\n");
+  // A profile-like file (memory:, sources:) outside hardware_profiles/ is
+  // checked as a profile: its errors are a profile's, not "unknown key" for
+  // every field of a plan.
+  const auto bad = test::run_cli("check tests/fuzz_regressions/hardware/use-after-free-sources-non-scalar-key.yaml");
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("3:3: error: sources: expected a field name") != std::string::npos);
+  CHECK(bad.err.find("memory: missing required field") != std::string::npos);
+  CHECK(bad.err.find("unknown key 'name'") == std::string::npos);
+}
