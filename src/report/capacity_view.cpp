@@ -290,7 +290,7 @@ CapacityView make_capacity_view(const CapacityInputs& in) {
   pf.plan = plan_json(in.plan, m);
   pf.gpus = in.plan.parallel.gpus();
   pf.micro_batch = in.plan.micro_batch;
-  pf.global_batch = in.plan.global_batch > 0 ? in.plan.global_batch : in.plan.micro_batch * in.plan.parallel.dp;
+  pf.global_batch = in.plan.effective_global_batch();
   pf.seq_len = graph::seq_len(m, in.plan);
   pf.tokens = pred.totals.tokens;
   pf.tokens_source = in.budget.kind != BudgetKind::kNone ? "budget"

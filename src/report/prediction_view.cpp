@@ -45,7 +45,7 @@ json plan_json(const spec::PlanSpec& p, const spec::ModelSpec& m) {
   const auto& q = p.parallel;
   json j;
   j["micro_batch"] = p.micro_batch;
-  j["global_batch"] = p.global_batch > 0 ? p.global_batch : p.micro_batch * q.dp;
+  j["global_batch"] = p.effective_global_batch();
   j["seq_len"] = graph::seq_len(m, p);
   j["precision"] = spec::to_string(p.precision);
   if (p.precision == spec::Precision::kFp8) {
@@ -166,7 +166,7 @@ std::string prediction_table(const engine::Prediction& pred, const Inputs& in, i
     o += fmt::format("{} on {} x {}{}\n", in.model->name, in.plan->parallel.gpus(), in.gpu->name,
                      pred.calibrated ? " (calibrated)" : "");
     o += fmt::format("plan: micro-batch {}, global batch {}, sequence {}; {}\n", in.plan->micro_batch,
-                     in.plan->global_batch > 0 ? in.plan->global_batch : in.plan->micro_batch * in.plan->parallel.dp,
+                     in.plan->effective_global_batch(),
                      graph::seq_len(*in.model, *in.plan), plan_summary(*in.plan));
   }
   if (pred.status == engine::Status::kInvalid) {

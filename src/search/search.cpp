@@ -169,7 +169,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
       const bool valid_shape = s.gpus % tpc == 0 && m.heads % l.tp == 0 && m.layers % l.pp == 0 &&
                                seq % l.cp == 0 && (l.cp == 1 || seq / l.cp >= 128);
       l.dp = valid_shape ? s.gpus / tpc : 0;
-      if (!valid_shape || (s.dp > 0 && l.dp != s.dp) || gb % (l.micro_batch * l.dp) != 0) {
+      if (!valid_shape || (s.dp > 0 && l.dp != s.dp) || gb % (static_cast<long long>(l.micro_batch) * l.dp) != 0) {
         r.counts.pruned += inner;
         continue;
       }

@@ -37,9 +37,10 @@ void check(const ModelSpec& m, const YAML::Node* root, const std::string& file, 
     if (root && (*root)[key].IsDefined()) return loc_of(file, (*root)[key]);
     return support::SourceLoc{file, root ? loc_of(file, *root).line : 0, root ? loc_of(file, *root).col : 0};
   };
-  if (m.heads > 0 && m.hidden > 0 && m.head_dim * m.heads == 0)
+  const long long q_dim = static_cast<long long>(m.head_dim) * m.heads;  // 2^26 x 2^20 overflows int
+  if (m.heads > 0 && m.hidden > 0 && q_dim == 0)
     d.error(at(k_heads), k_heads, "head dimension is zero");
-  if (m.heads > 0 && m.hidden > 0 && m.hidden % m.heads != 0 && m.head_dim * m.heads != m.hidden &&
+  if (m.heads > 0 && m.hidden > 0 && m.hidden % m.heads != 0 && q_dim != m.hidden &&
       !(root && (*root)["head_dim"].IsDefined())) {
     d.error(at(k_heads), k_heads, fmt::format("{} heads do not divide {} {}", m.heads, k_hidden, m.hidden));
     return;  // one clear line: the KV-head checks below would only echo this one

@@ -97,7 +97,8 @@ struct ModelFacts {
 struct PlanFacts {
   std::string summary;  // report::plan_summary
   nlohmann::json plan;  // report::plan_json
-  int gpus = 1, micro_batch = 1, global_batch = 1, seq_len = 0;
+  long long gpus = 1, global_batch = 1;
+  int micro_batch = 1, seq_len = 0;
   double tokens = 0;
   std::string tokens_source;  // "plan", "chinchilla_20_per_param", "budget"
 };

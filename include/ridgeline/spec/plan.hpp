@@ -83,6 +83,12 @@ struct PlanSpec {
   double tokens = 0.0;  // tokens to train on; 0 = 20 per parameter (Chinchilla)
   AttentionFlops attention_flops = AttentionFlops::kCausal;
   double power_utilization = 0.8;  // fraction of TDP drawn on average, for energy
+
+  /// The global batch in sequences: as given, or one micro-batch per DP rank
+  /// (64-bit: flags can ask for more than an int holds).
+  long long effective_global_batch() const {
+    return global_batch > 0 ? global_batch : static_cast<long long>(micro_batch) * parallel.dp;
+  }
 };
 
 // One spelling for every value, shared by the YAML loader and the CLI.
