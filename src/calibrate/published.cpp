@@ -610,7 +610,7 @@ spec::AttentionKind attention_of(const PublishedRow& row, const SourceConvention
 /// ZeRO stage from `training.zero` ("ZeRO-1 style ...", 3) or an FSDP sharding strategy.
 int zero_of(const PublishedSection& tr, std::vector<std::string>& notes) {
   if (const PublishedValue* z = tr.get("zero")) {
-    if (z->number) return std::clamp(static_cast<int>(*z->number), 0, 3);
+    if (z->number) return static_cast<int>(std::clamp(*z->number, 0.0, 3.0));  // clamp before the cast: 1e300 fits no int
     const std::string t = lower(z->text);
     for (size_t i = 0; i < t.size(); ++i)
       if (t[i] >= '0' && t[i] <= '3') return t[i] - '0';
@@ -704,6 +704,7 @@ Mapped map_training(const PublishedRow& row, const spec::HardwareSpec& hw, bool 
   if (auto mb = tr.number("micro_batch")) {
     micro = static_cast<int>(*mb);
   } else if (global && accum && std::fmod(*global, q.dp * *accum) == 0) {
+    if (*global / (q.dp * *accum) > kMaxWhole) throw Skip{"micro-batch out of range"};
     micro = static_cast<int>(*global / (q.dp * *accum));
     notes.push_back(fmt::format("micro-batch {} = global batch / (DP x grad_accum)", micro));
   } else if (global) {
@@ -743,6 +744,9 @@ Mapped map_training(const PublishedRow& row, const spec::HardwareSpec& hw, bool 
                                 rounded));
     global = rounded;
   }
+  // Products of stated counts (a token count / sequence, micro-batch x DP)
+  // can pass what an int holds.
+  if (*global > kMaxWhole) throw Skip{fmt::format("global batch of {:.4g} sequences is out of range", *global)};
   p.global_batch = static_cast<int>(*global);
   return out;
 }
