@@ -11,11 +11,17 @@
 # saved regressions; what the fuzzer adds is kept in build-fuzz/corpus/ for the
 # next local run. Installs clang and libFuzzer with apt-get when missing
 # (RIDGELINE_CLANG_VERSION, default 16).
+#
+# The mutation seed is fixed (RIDGELINE_FUZZ_SEED, default 1; 0 picks a random
+# one): from the same corpus, a run executes the same inputs in the same order,
+# so a shorter run (a slower machine) tries a prefix of a longer one. A clean
+# clone's run is reproduced here by removing build-fuzz/corpus first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
 seconds=${1:-60}
+fuzz_seed=${RIDGELINE_FUZZ_SEED:-1}
 shift || true
 case "$seconds" in ''|*[!0-9]*) echo "fuzz: SECONDS must be a whole number, got '$seconds'" >&2; exit 2 ;; esac
 
@@ -150,7 +156,7 @@ for t in "${targets[@]}"; do
   echo "fuzz: $t for ${seconds} s ($(ls "$build/corpus/$t" | wc -l) corpus inputs)"
   start=$(date +%s)
   rc=0
-  "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+  "$bin" -seed="$fuzz_seed" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
     -artifact_prefix="$art/" -dict="$build/dict/$t.dict" "$build/corpus/$t" >"$log" 2>&1 || rc=$?
   elapsed=$(( $(date +%s) - start ))
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
