@@ -26,7 +26,7 @@ std::string compare_table(const std::vector<search::Variation>& vars, const std:
     c.push_back(format_bytes(p.memory.total));
     c.push_back(p.memory.fits ? "yes" : "NO");
     c.push_back(fmt::format("{:.2f}x", r.speedup));
-    c.push_back((r.memory_saved >= 0 ? "" : "-") + format_bytes(std::abs(r.memory_saved)));
+    c.push_back(fmt::format("{}{}", r.memory_saved >= 0 ? "" : "-", format_bytes(std::abs(r.memory_saved))));
     cells.push_back(c);
   }
   std::vector<size_t> width(head.size(), 0);
@@ -39,12 +39,19 @@ std::string compare_table(const std::vector<search::Variation>& vars, const std:
       const bool left = i < vars.size();
       const auto& s = cells[r][i];
       const std::string padding(width[i] - s.size(), ' ');
-      out += " " + (left ? s + padding : padding + s) + " ";
+      out += ' ';
+      out += left ? s : padding;
+      out += left ? padding : s;
+      out += ' ';
     }
     out += "\n";
     if (r == 0) {
       out += " ";
-      for (size_t i = 0; i < width.size(); ++i) out += " " + std::string(width[i], '-') + " ";
+      for (size_t i = 0; i < width.size(); ++i) {
+        out += ' ';
+        out.append(width[i], '-');
+        out += ' ';
+      }
       out += "\n";
     }
   }

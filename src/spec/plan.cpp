@@ -122,7 +122,10 @@ std::string to_string(const Recompute& r) {
 std::string lora_targets_to_string(std::uint8_t mask) {
   std::string out;
   for (const auto& [w, bit] : kTargets)
-    if (mask & bit) out += (out.empty() ? "" : ",") + std::string(w);
+    if (mask & bit) {
+      if (!out.empty()) out += ',';
+      out += w;
+    }
   return out;
 }
 
