@@ -169,14 +169,12 @@ spec::PlanSpec PlanFlags::build(const spec::ModelSpec& model) const {
   return p;
 }
 
-void write_output(const std::string& path, const std::string& text, bool force) {
+void write_output(const std::string& path, const std::string& text) {
   if (path.empty() || path == "-") {
     std::cout << text;
     std::cout.flush();
     return;
   }
-  if (!force && fs::exists(path))
-    throw UsageError{"--output", fmt::format("'{}' exists; pass --force to overwrite it", path)};
   const fs::path target(path);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   if (!fs::is_directory(dir)) throw UsageError{"--output", fmt::format("no such directory '{}'", dir.string())};

@@ -53,7 +53,8 @@ struct PlanFlags {
 void apply_setting(spec::PlanSpec& p, const std::string& key, const std::string& value, const std::string& flag);
 
 /// Writes `text` to `path` atomically (temp file + rename); "-" or "" means stdout.
-void write_output(const std::string& path, const std::string& text, bool force = true);
+/// An existing file at `path` is replaced (docs/errors.md, "Output files").
+void write_output(const std::string& path, const std::string& text);
 
 /// Runs a command body, mapping errors to messages and exit codes.
 int guarded(const std::function<int()>& body);
