@@ -13,9 +13,10 @@
 # (RIDGELINE_CLANG_VERSION, default 16).
 #
 # The mutation seed is fixed (RIDGELINE_FUZZ_SEED, default 1; 0 picks a random
-# one): from the same corpus, a run executes the same inputs in the same order,
-# so a shorter run (a slower machine) tries a prefix of a longer one. A clean
-# clone's run is reproduced here by removing build-fuzz/corpus first.
+# one), so from the same corpus a run draws the same mutations in the same order
+# until its time runs out: CI's run is repeatable, and a longer local run with
+# the same seed covers what a shorter one tried. A clean clone's run is
+# reproduced here by removing build-fuzz/corpus first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
