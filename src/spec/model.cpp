@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <fmt/format.h>
 
+#include "ridgeline/spec/json_reader.hpp"
 #include "ridgeline/spec/yaml_reader.hpp"
 
 namespace ridgeline::spec {
@@ -30,18 +33,19 @@ std::optional<Position> parse_position(std::string_view s) {
   return std::nullopt;
 }
 
-/// Cross-field checks, located at the offending key when the node is known.
-void check(const ModelSpec& m, const YAML::Node* root, const std::string& file, const char* k_heads,
-           const char* k_kv, const char* k_hidden, support::DiagnosticList& d) {
-  auto at = [&](const char* key) {
-    if (root && (*root)[key].IsDefined()) return loc_of(file, (*root)[key]);
-    return support::SourceLoc{file, root ? loc_of(file, *root).line : 0, root ? loc_of(file, *root).col : 0};
-  };
+/// Where a key's value is in the file, or nullopt when the file has no such key.
+using Locate = std::function<std::optional<support::SourceLoc>(const char* key)>;
+
+/// Cross-field checks, located at the offending key when the file has it, else
+/// at `root_loc`. `explicit_head_dim`: the file states head_dim, so heads need
+/// not divide the hidden size.
+void check(const ModelSpec& m, const Locate& locate, const support::SourceLoc& root_loc, bool explicit_head_dim,
+           const char* k_heads, const char* k_kv, const char* k_hidden, support::DiagnosticList& d) {
+  auto at = [&](const char* key) { return locate(key).value_or(root_loc); };
   const long long q_dim = static_cast<long long>(m.head_dim) * m.heads;  // 2^26 x 2^20 overflows int
   if (m.heads > 0 && m.hidden > 0 && q_dim == 0)
     d.error(at(k_heads), k_heads, "head dimension is zero");
-  if (m.heads > 0 && m.hidden > 0 && m.hidden % m.heads != 0 && q_dim != m.hidden &&
-      !(root && (*root)["head_dim"].IsDefined())) {
+  if (m.heads > 0 && m.hidden > 0 && m.hidden % m.heads != 0 && q_dim != m.hidden && !explicit_head_dim) {
     d.error(at(k_heads), k_heads, fmt::format("{} heads do not divide {} {}", m.heads, k_hidden, m.hidden));
     return;  // one clear line: the KV-head checks below would only echo this one
   }
@@ -52,6 +56,17 @@ void check(const ModelSpec& m, const YAML::Node* root, const std::string& file, 
   if (m.moe.experts > 0 && (m.moe.top_k < 1 || m.moe.top_k > m.moe.experts))
     d.error(at("moe"), "moe.top_k", fmt::format("expected 1 to {} experts per token, got {}", m.moe.experts,
                                                 m.moe.top_k));
+}
+
+/// The checks for a YAML model (`root`) or a spec with no file behind it (nullptr).
+void check(const ModelSpec& m, const YAML::Node* root, const std::string& file, const char* k_heads,
+           const char* k_kv, const char* k_hidden, support::DiagnosticList& d) {
+  const Locate locate = [&](const char* key) -> std::optional<support::SourceLoc> {
+    if (root && (*root)[key].IsDefined()) return loc_of(file, (*root)[key]);
+    return std::nullopt;
+  };
+  const support::SourceLoc root_loc = root ? loc_of(file, *root) : support::SourceLoc{file, 0, 0};
+  check(m, locate, root_loc, root && (*root)["head_dim"].IsDefined(), k_heads, k_kv, k_hidden, d);
 }
 
 }  // namespace
@@ -144,15 +159,17 @@ ModelSpec load_model(const std::string& path) {
 }
 
 ModelSpec load_hf_config(const std::string& path) {
-  YAML::Node root = load_yaml_file(path);
+  const JsonValue root = load_json_file(path);
   support::DiagnosticList d;
   ModelSpec m;
   m.source_file = path;
   m.id = std::filesystem::path(path).stem().string();
-  MapReader r(root, path, "", d);
+  // Unknown keys are ignored (configs carry many Ridgeline has no use for);
+  // a null optional field takes its default, as in transformers.
+  JsonMapReader r(root, path, "", d);
   d.throw_if_errors();
   const auto type = r.string("model_type", true);
-  r.finish(false);
+  r.finish();
   d.throw_if_errors();
   static const std::vector<std::string> kTypes = {"llama", "mistral", "mixtral", "qwen2", "gpt2", "gpt_neox"};
   if (std::find(kTypes.begin(), kTypes.end(), *type) == kTypes.end()) {
@@ -217,8 +234,10 @@ ModelSpec load_hf_config(const std::string& path) {
     }
   }
   m.head_dim = r.has("head_dim") ? i("head_dim", false, 0) : (m.heads > 0 ? m.hidden / m.heads : 0);
-  r.finish(false);
-  if (!d.has_errors()) check(m, &root, path, k_heads, k_kv, k_hidden, d);
+  r.finish();
+  if (!d.has_errors())
+    check(m, [&](const char* key) { return r.loc(key); }, r.self_loc(), r.has("head_dim"), k_heads, k_kv, k_hidden,
+          d);
   d.throw_if_errors();
   return m;
 }

@@ -4,8 +4,11 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <stdexcept>
 #include <utility>
+#include <yaml-cpp/eventhandler.h>
 
 namespace ridgeline::spec {
 
@@ -15,33 +18,116 @@ support::SourceLoc loc_of(const std::string& file, const YAML::Node& node) {
   return {file, m.line + 1, m.column + 1};
 }
 
-YAML::Node load_yaml_file(const std::string& path) {
+std::string read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw support::SpecError({path, 0, 0}, "", "cannot read file");
   std::stringstream ss;
   ss << in.rdbuf();
   if (in.bad()) throw support::SpecError({path, 0, 0}, "", "cannot read file");
-  const std::string text = ss.str();
+  std::string text = ss.str();
   if (text.find('\0') != std::string::npos)
     throw support::SpecError({path, 0, 0}, "", "not a text file (contains a NUL byte)");
-  try {
-    YAML::Node root = YAML::Load(text);
-    if (!root.IsDefined() || root.IsNull())
-      throw support::SpecError({path, 1, 1}, "", "file is empty; expected a mapping of fields");
-    return root;
-  } catch (const YAML::ParserException& e) {
-    const char* kind = path.ends_with(".json") ? "malformed JSON: " : "malformed YAML: ";
-    throw support::SpecError({path, e.mark.line + 1, e.mark.column + 1}, "", kind + e.msg);
-  } catch (const YAML::Exception& e) {
-    const char* kind = path.ends_with(".json") ? "malformed JSON: " : "malformed YAML: ";
-    throw support::SpecError({path, e.mark.line + 1, e.mark.column + 1}, "", kind + e.msg);
-  }
+  return text;
 }
 
 namespace {
 
-/// True when `s` is well-formed UTF-8 (no overlongs, surrogates or code points above U+10FFFF).
-bool valid_utf8(const std::string& s) {
+/// Finds keys given twice in any map, from the parser's events: an alias is
+/// one event, not its expansion, so a self-referencing or exponentially
+/// aliased document costs one pass. Keys are compared by their text, as
+/// yaml-cpp's operator[] finds them (it would silently return the first).
+class DuplicateKeyFinder : public YAML::EventHandler {
+ public:
+  DuplicateKeyFinder(const std::string& file, support::DiagnosticList& diags) : file_(file), diags_(diags) {}
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override { node(nullptr, {}); }
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override { node(nullptr, {}); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string& value) override {
+    node(&value, mark);
+  }
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    push(false);
+  }
+  void OnSequenceEnd() override { frames_.pop_back(); }
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    push(true);
+  }
+  void OnMapEnd() override { frames_.pop_back(); }
+
+ private:
+  struct Frame {
+    bool is_map = false;
+    std::string path;
+    bool at_key = true;  // maps: the next node is a key
+    std::string key;     // maps: the key of the value that follows
+    size_t index = 0;    // lists: the next item's index
+    std::map<std::string, int, std::less<>> first_line;
+  };
+
+  void push(bool is_map) {
+    Frame f;
+    f.is_map = is_map;
+    f.path = node(nullptr, {});
+    frames_.push_back(std::move(f));
+  }
+
+  /// Places one node in its parent and returns its dotted path; `scalar` is its text when it is a scalar.
+  std::string node(const std::string* scalar, const YAML::Mark& mark) {
+    if (frames_.empty()) return "";
+    Frame& f = frames_.back();
+    if (!f.is_map) return fmt::format("{}[{}]", f.path, f.index++);
+    if (!f.at_key) {
+      f.at_key = true;
+      return f.key;
+    }
+    f.at_key = false;
+    if (!scalar) {  // a null or complex key: MapReader::finish reports it
+      f.key = f.path;
+      return f.path;
+    }
+    f.key = f.path.empty() ? *scalar : f.path + "." + *scalar;
+    const int line = mark.line + 1;
+    if (auto it = f.first_line.find(*scalar); it != f.first_line.end()) {
+      if (!diags_.full())
+        diags_.error({file_, line, mark.column + 1}, f.key, fmt::format("given twice (first at line {})", it->second));
+    } else {
+      f.first_line.emplace(*scalar, line);
+    }
+    return f.key;
+  }
+
+  const std::string& file_;
+  support::DiagnosticList& diags_;
+  std::vector<Frame> frames_;
+};
+
+}  // namespace
+
+YAML::Node load_yaml_file(const std::string& path) {
+  const std::string text = read_text_file(path);
+  const char* kind = path.ends_with(".json") ? "malformed JSON: " : "malformed YAML: ";
+  try {
+    YAML::Node root = YAML::Load(text);
+    if (!root.IsDefined() || root.IsNull())
+      throw support::SpecError({path, 1, 1}, "", "file is empty; expected a mapping of fields");
+    // The same text parsed again as events: it parsed once, so it parses again.
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    support::DiagnosticList diags;
+    DuplicateKeyFinder finder(path, diags);
+    parser.HandleNextDocument(finder);
+    diags.throw_if_errors();
+    return root;
+  } catch (const YAML::ParserException& e) {
+    throw support::SpecError({path, e.mark.line + 1, e.mark.column + 1}, "", kind + e.msg);
+  } catch (const YAML::Exception& e) {
+    throw support::SpecError({path, e.mark.line + 1, e.mark.column + 1}, "", kind + e.msg);
+  }
+}
+
+bool valid_utf8(std::string_view s) {
   size_t i = 0;
   const auto* b = reinterpret_cast<const unsigned char*>(s.data());
   while (i < s.size()) {
@@ -64,7 +150,55 @@ bool valid_utf8(const std::string& s) {
   return true;
 }
 
-}  // namespace
+std::optional<long long> parse_whole_number(const std::string& text, long long min, long long max,
+                                            std::string& error) {
+  auto out_of_range = [&](const std::string& got) {
+    error = max >= (1LL << 53) ? fmt::format("expected a whole number >= {}, got {}", min, got)
+                               : fmt::format("expected a whole number from {} to {}, got {}", min, max, got);
+  };
+  long long v = 0;
+  size_t used = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::out_of_range&) {
+    // Digits beyond 64 bits are still a whole number, just out of range.
+    const size_t first = text.starts_with('-') ? 1 : 0;
+    if (text.size() > first && text.find_first_not_of("0123456789", first) == std::string::npos) {
+      out_of_range(text);
+      return std::nullopt;
+    }
+  } catch (...) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size()) {
+    error = fmt::format("expected a whole number, got \"{}\"", text);
+    return std::nullopt;
+  }
+  if (v < min || v > max) {
+    out_of_range(std::to_string(v));
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<double> parse_real_number(const std::string& text, double min, double max, std::string& error) {
+  double v = 0;
+  size_t used = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !std::isfinite(v)) {
+    error = fmt::format("expected a number, got \"{}\"", text);
+    return std::nullopt;
+  }
+  if (v < min || v > max) {
+    error = fmt::format("expected a number from {} to {}, got {}", min, max, text);
+    return std::nullopt;
+  }
+  return v;
+}
 
 MapReader::MapReader(const YAML::Node& node, std::string file, std::string path, support::DiagnosticList& diags)
     : node_(node), file_(std::move(file)), path_(std::move(path)), diags_(&diags) {
@@ -86,22 +220,40 @@ void MapReader::error_at(const std::string& key, const std::string& message) {
   diags_->error(n.IsDefined() ? loc_of(file_, n) : loc_of(file_, node_), field(key), message);
 }
 
+void MapReader::error_null(const std::string& key, const std::string& expected) {
+  // An empty value (`key:` and nothing) is marked where the next token starts,
+  // often the next line: report it at its key instead.
+  const YAML::Node n = std::as_const(node_)[key];
+  support::SourceLoc at = loc_of(file_, n);
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    const YAML::Node k = it->first;
+    if (!k.IsScalar() || k.Scalar() != key) continue;
+    if (const support::SourceLoc kl = loc_of(file_, k); kl.line != at.line) at = kl;
+    break;
+  }
+  diags_->error(at, field(key), fmt::format("expected {}, got null", expected));
+}
+
 void MapReader::error_here(const std::string& message) { diags_->error(loc_of(file_, node_), path_, message); }
 
 YAML::Node MapReader::get(const std::string& key, bool required) {
   known_.push_back(key);
   if (!valid_) return YAML::Node(YAML::NodeType::Undefined);
   YAML::Node n = std::as_const(node_)[key];
-  if (!n.IsDefined() || n.IsNull()) {
+  if (!n.IsDefined()) {
     if (required) missing_.push_back(key);
     return YAML::Node(YAML::NodeType::Undefined);
   }
   return n;
 }
 
-std::optional<std::string> MapReader::string(const std::string& key, bool required) {
+std::optional<std::string> MapReader::scalar(const std::string& key, bool required, const std::string& expected) {
   YAML::Node n = get(key, required);
   if (!n.IsDefined()) return std::nullopt;
+  if (n.IsNull()) {
+    error_null(key, expected);
+    return std::nullopt;
+  }
   if (!n.IsScalar()) {
     error_at(key, "expected a single value");
     return std::nullopt;
@@ -113,53 +265,30 @@ std::optional<std::string> MapReader::string(const std::string& key, bool requir
   return n.Scalar();
 }
 
+std::optional<std::string> MapReader::string(const std::string& key, bool required) {
+  return scalar(key, required, "text");
+}
+
 std::optional<long long> MapReader::integer(const std::string& key, bool required, long long min, long long max) {
-  auto s = string(key, required);
+  auto s = scalar(key, required, "a whole number");
   if (!s) return std::nullopt;
-  long long v = 0;
-  size_t used = 0;
-  try {
-    v = std::stoll(*s, &used);
-  } catch (...) {
-    used = 0;
-  }
-  if (used == 0 || used != s->size()) {
-    error_at(key, fmt::format("expected a whole number, got \"{}\"", *s));
-    return std::nullopt;
-  }
-  if (v < min || v > max) {
-    if (max >= (1LL << 53))
-      error_at(key, fmt::format("expected a whole number >= {}, got {}", min, v));
-    else
-      error_at(key, fmt::format("expected a whole number from {} to {}, got {}", min, max, v));
-    return std::nullopt;
-  }
+  std::string error;
+  auto v = parse_whole_number(*s, min, max, error);
+  if (!v) error_at(key, error);
   return v;
 }
 
 std::optional<double> MapReader::number(const std::string& key, bool required, double min, double max) {
-  auto s = string(key, required);
+  auto s = scalar(key, required, "a number");
   if (!s) return std::nullopt;
-  double v = 0;
-  size_t used = 0;
-  try {
-    v = std::stod(*s, &used);
-  } catch (...) {
-    used = 0;
-  }
-  if (used == 0 || used != s->size() || !std::isfinite(v)) {
-    error_at(key, fmt::format("expected a number, got \"{}\"", *s));
-    return std::nullopt;
-  }
-  if (v < min || v > max) {
-    error_at(key, fmt::format("expected a number from {} to {}, got {}", min, max, *s));
-    return std::nullopt;
-  }
+  std::string error;
+  auto v = parse_real_number(*s, min, max, error);
+  if (!v) error_at(key, error);
   return v;
 }
 
 std::optional<bool> MapReader::boolean(const std::string& key, bool required) {
-  auto s = string(key, required);
+  auto s = scalar(key, required, "true or false");
   if (!s) return std::nullopt;
   if (*s == "true" || *s == "yes" || *s == "on") return true;
   if (*s == "false" || *s == "no" || *s == "off") return false;
@@ -169,7 +298,7 @@ std::optional<bool> MapReader::boolean(const std::string& key, bool required) {
 
 std::optional<double> MapReader::quantity(const std::string& key, units::Dimension dim, bool required,
                                           bool allow_zero) {
-  auto s = string(key, required);
+  auto s = scalar(key, required, fmt::format("{} such as \"{}\"", units::describe(dim), units::example(dim)));
   if (!s) return std::nullopt;
   auto r = units::parse(*s, dim);
   if (!r.value) {
@@ -186,6 +315,10 @@ std::optional<double> MapReader::quantity(const std::string& key, units::Dimensi
 std::optional<MapReader> MapReader::map(const std::string& key, bool required) {
   YAML::Node n = get(key, required);
   if (!n.IsDefined()) return std::nullopt;
+  if (n.IsNull()) {
+    error_null(key, "a mapping of fields");
+    return std::nullopt;
+  }
   if (!n.IsMap()) {
     error_at(key, "expected a mapping of fields");
     return std::nullopt;
@@ -196,6 +329,10 @@ std::optional<MapReader> MapReader::map(const std::string& key, bool required) {
 YAML::Node MapReader::sequence(const std::string& key, bool required) {
   YAML::Node n = get(key, required);
   if (!n.IsDefined()) return n;
+  if (n.IsNull()) {
+    error_null(key, "a list");
+    return YAML::Node(YAML::NodeType::Undefined);
+  }
   if (!n.IsSequence()) {
     error_at(key, "expected a list");
     return YAML::Node(YAML::NodeType::Undefined);

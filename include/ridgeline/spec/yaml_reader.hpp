@@ -2,14 +2,17 @@
 // through a MapReader: each getter records the key as known, converts the
 // value and, on failure, adds a located diagnostic (file:line:col, dotted
 // field path) to the shared DiagnosticList instead of throwing. finish()
-// reports unknown keys with a did-you-mean suggestion. Nothing outside spec/
-// and calibrate/ loaders sees a YAML::Node.
+// reports unknown keys with a did-you-mean suggestion. A key given twice in
+// any map of the file is rejected by load_yaml_file, and a null value (`~`,
+// `null`, nothing) is never taken as absent: each getter reports it as the
+// wrong type. Nothing outside spec/ and calibrate/ loaders sees a YAML::Node.
 #pragma once
 
 #include <yaml-cpp/yaml.h>
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ridgeline/support/diagnostics.hpp"
@@ -20,8 +23,23 @@ namespace ridgeline::spec {
 /// Location of a node (yaml-cpp marks are 0-based; this is 1-based).
 support::SourceLoc loc_of(const std::string& file, const YAML::Node& node);
 
-/// Parses a whole file; a syntax error or unreadable file throws SpecError.
+/// The bytes of a spec file; an unreadable file or one with a NUL byte throws SpecError.
+std::string read_text_file(const std::string& path);
+
+/// Parses a whole file; a syntax error, an unreadable file or a key given
+/// twice in any map ("KEY: given twice (first at line N)", KEY the dotted
+/// path, list items as `rows[3]`) throws SpecError.
 YAML::Node load_yaml_file(const std::string& path);
+
+/// True when `s` is well-formed UTF-8 (no overlongs, surrogates or code points above U+10FFFF).
+bool valid_utf8(std::string_view s);
+
+/// The text of a whole number within [min, max], or nullopt with `error` set
+/// ("expected a whole number, got \"x\"", "expected a whole number from 1 to 64, got 65").
+std::optional<long long> parse_whole_number(const std::string& text, long long min, long long max,
+                                            std::string& error);
+/// The text of a finite number within [min, max], or nullopt with `error` set.
+std::optional<double> parse_real_number(const std::string& text, double min, double max, std::string& error);
 
 class MapReader {
  public:
@@ -29,6 +47,7 @@ class MapReader {
   MapReader(const YAML::Node& node, std::string file, std::string path, support::DiagnosticList& diags);
 
   bool valid() const { return valid_; }
+  /// Present and not null (a getter reports a null value; has() only steers which getter to call).
   bool has(const std::string& key) const;
   /// Marks a key as known without reading it.
   void allow(const std::string& key);
@@ -46,13 +65,13 @@ class MapReader {
   template <class Parse>
   auto word(const std::string& key, Parse parse, const std::string& choices, bool required = false)
       -> decltype(parse(std::string_view{})) {
-    auto s = string(key, required);
+    auto s = scalar(key, required, "one of " + choices);
     if (!s) return std::nullopt;
     auto v = parse(*s);
     if (!v) error_at(key, "expected one of " + choices + ", got \"" + *s + "\"");
     return v;
   }
-  /// A nested map; returns an invalid reader (and reports) when the key holds something else.
+  /// A nested map; returns nullopt (and reports) when the key holds something else.
   std::optional<MapReader> map(const std::string& key, bool required = false);
   /// A sequence node, or an undefined node when absent.
   YAML::Node sequence(const std::string& key, bool required = false);
@@ -65,12 +84,18 @@ class MapReader {
 
   void error_at(const std::string& key, const std::string& message);
   void error_here(const std::string& message);
+  /// "expected <expected>, got null", at the value (at the key for an empty value).
+  void error_null(const std::string& key, const std::string& expected);
   std::string field(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
   const std::string& file() const { return file_; }
   support::DiagnosticList& diags() { return *diags_; }
 
  private:
+  /// The value node (null included), or an undefined node when absent.
   YAML::Node get(const std::string& key, bool required);
+  /// The scalar text; a null, a list, a map or non-UTF-8 text is reported
+  /// ("expected <expected>, got null" for a null).
+  std::optional<std::string> scalar(const std::string& key, bool required, const std::string& expected);
   YAML::Node node_;
   std::string file_;
   std::string path_;

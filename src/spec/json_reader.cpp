@@ -1,0 +1,416 @@
+#include "ridgeline/spec/json_reader.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <unordered_map>
+
+#include "ridgeline/spec/yaml_reader.hpp"
+
+namespace ridgeline::spec {
+
+namespace {
+
+constexpr int kMaxDepth = 512;
+
+/// A recursive-descent reader of RFC 8259 JSON that tracks line and column.
+/// A syntax error throws at once; keys given twice are collected (up to the
+/// diagnostics limit) and thrown when the document is complete.
+class Parser {
+ public:
+  Parser(std::string_view text, const std::string& file) : t_(text), file_(file) {
+    if (t_.starts_with("\xEF\xBB\xBF")) i_ = line_start_ = 3;  // a UTF-8 byte-order mark
+  }
+
+  JsonValue document() {
+    skip_ws();
+    if (i_ == t_.size()) throw support::SpecError({file_, 1, 1}, "", "file is empty; expected a mapping of fields");
+    JsonValue root = value("", 0);
+    skip_ws();
+    if (i_ != t_.size()) fail(fmt::format("expected the end of the file after the top-level value, got {}", got()));
+    duplicates_.throw_if_errors();
+    return root;
+  }
+
+ private:
+  support::SourceLoc here() const { return {file_, line_, static_cast<int>(i_ - line_start_) + 1}; }
+  [[noreturn]] void fail_at(const support::SourceLoc& at, const std::string& message) const {
+    throw support::SpecError(at, "", "malformed JSON: " + message);
+  }
+  [[noreturn]] void fail(const std::string& message) const { fail_at(here(), message); }
+  bool at_end() const { return i_ >= t_.size(); }
+  char peek() const { return at_end() ? '\0' : t_[i_]; }
+
+  /// The next character, as a message names it.
+  std::string got() const {
+    if (at_end()) return "end of file";
+    const auto c = static_cast<unsigned char>(t_[i_]);
+    if (c == '\'') return "a single quote (JSON strings take double quotes)";
+    if (c > 0x20 && c < 0x7F) return fmt::format("'{}'", static_cast<char>(c));
+    return fmt::format("byte 0x{:02X}", c);
+  }
+
+  void skip_ws() {
+    while (!at_end()) {
+      const char c = t_[i_];
+      if (c == '\n') {
+        line_start_ = ++i_;
+        ++line_;
+      } else if (c == ' ' || c == '\t' || c == '\r') {
+        ++i_;
+      } else {
+        break;
+      }
+    }
+  }
+
+  static std::string join(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  }
+
+  JsonValue value(const std::string& path, int depth) {
+    if (depth > kMaxDepth) fail(fmt::format("nested deeper than {} levels", kMaxDepth));
+    const char c = peek();
+    if (c == '{') return object(path, depth);
+    if (c == '[') return array(path, depth);
+    if (c == '"') {
+      JsonValue v;
+      v.kind = JsonValue::Kind::kString;
+      v.loc = here();
+      v.text = string(path);
+      return v;
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) return number();
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return word();
+    fail(fmt::format("expected a value, got {}", got()));
+  }
+
+  JsonValue object(const std::string& path, int depth) {
+    JsonValue v;
+    v.kind = JsonValue::Kind::kObject;
+    v.loc = here();
+    ++i_;
+    std::unordered_map<std::string, int> first_line;
+    skip_ws();
+    if (peek() == '}') {
+      ++i_;
+      return v;
+    }
+    for (;;) {
+      if (peek() != '"') fail(fmt::format("expected a key in double quotes, got {}", got()));
+      const support::SourceLoc key_loc = here();
+      std::string key = string(path);
+      skip_ws();
+      if (peek() != ':') fail(fmt::format("expected ':' after the key, got {}", got()));
+      ++i_;
+      skip_ws();
+      const std::string field = join(path, key);
+      JsonValue member = value(field, depth + 1);
+      if (auto [it, fresh] = first_line.emplace(key, key_loc.line); !fresh) {
+        if (!duplicates_.full())
+          duplicates_.error(key_loc, field, fmt::format("given twice (first at line {})", it->second));
+      } else {
+        v.members.push_back(JsonMember{std::move(key), std::move(member)});
+      }
+      skip_ws();
+      if (peek() == '}') {
+        ++i_;
+        return v;
+      }
+      if (peek() != ',') fail(fmt::format("expected ',' or '}}' after a value, got {}", got()));
+      const support::SourceLoc comma = here();
+      ++i_;
+      skip_ws();
+      if (peek() == '}') fail_at(comma, "trailing comma before '}'");
+    }
+  }
+
+  JsonValue array(const std::string& path, int depth) {
+    JsonValue v;
+    v.kind = JsonValue::Kind::kArray;
+    v.loc = here();
+    ++i_;
+    skip_ws();
+    if (peek() == ']') {
+      ++i_;
+      return v;
+    }
+    for (;;) {
+      v.items.push_back(value(fmt::format("{}[{}]", path, v.items.size()), depth + 1));
+      skip_ws();
+      if (peek() == ']') {
+        ++i_;
+        return v;
+      }
+      if (peek() != ',') fail(fmt::format("expected ',' or ']' after a value, got {}", got()));
+      const support::SourceLoc comma = here();
+      ++i_;
+      skip_ws();
+      if (peek() == ']') fail_at(comma, "trailing comma before ']'");
+    }
+  }
+
+  unsigned hex4() {
+    unsigned cp = 0;
+    for (int k = 0; k < 4; ++k, ++i_) {
+      const char c = peek();
+      cp <<= 4;
+      if (c >= '0' && c <= '9') cp |= static_cast<unsigned>(c - '0');
+      else if (c >= 'a' && c <= 'f') cp |= static_cast<unsigned>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F') cp |= static_cast<unsigned>(c - 'A' + 10);
+      else fail(fmt::format("expected 4 hex digits after \\u, got {}", got()));
+    }
+    return cp;
+  }
+
+  static void append_utf8(std::string& out, unsigned cp) {
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      out += static_cast<char>(0xE0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+  }
+
+  /// A string at the opening quote, decoded; `path` names it when its bytes are not UTF-8.
+  std::string string(const std::string& path) {
+    const support::SourceLoc start = here();
+    ++i_;
+    std::string out;
+    for (;;) {
+      if (at_end()) fail_at(start, "string not closed (missing '\"')");
+      const auto c = static_cast<unsigned char>(t_[i_]);
+      if (c == '"') {
+        ++i_;
+        break;
+      }
+      if (c < 0x20) fail("control character in a string; write it as an escape such as \\n");
+      if (c != '\\') {
+        out += static_cast<char>(c);
+        ++i_;
+        continue;
+      }
+      const support::SourceLoc esc = here();
+      ++i_;
+      const char e = peek();
+      ++i_;
+      switch (e) {
+        case '"': out += '"'; break;
+        case '\\': out += '\\'; break;
+        case '/': out += '/'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'n': out += '\n'; break;
+        case 'r': out += '\r'; break;
+        case 't': out += '\t'; break;
+        case 'u': {
+          unsigned cp = hex4();
+          if (cp >= 0xD800 && cp <= 0xDBFF) {
+            if (!(peek() == '\\' && i_ + 1 < t_.size() && t_[i_ + 1] == 'u'))
+              fail_at(esc, "unpaired surrogate in a \\u escape");
+            i_ += 2;
+            const unsigned lo = hex4();
+            if (lo < 0xDC00 || lo > 0xDFFF) fail_at(esc, "unpaired surrogate in a \\u escape");
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+          } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+            fail_at(esc, "unpaired surrogate in a \\u escape");
+          } else if (cp == 0) {
+            fail_at(esc, "\\u0000 (a NUL character) in a string");
+          }
+          append_utf8(out, cp);
+          break;
+        }
+        default:
+          if (e == '\0' && i_ > t_.size()) fail_at(start, "string not closed (missing '\"')");
+          fail_at(esc, fmt::format("invalid escape '\\{}' in a string", e));
+      }
+    }
+    if (!valid_utf8(out)) throw support::SpecError(start, path, "expected UTF-8 text");
+    return out;
+  }
+
+  void digits() {
+    while (peek() >= '0' && peek() <= '9') ++i_;
+  }
+
+  JsonValue number() {
+    JsonValue v;
+    v.kind = JsonValue::Kind::kNumber;
+    v.loc = here();
+    const size_t start = i_;
+    if (peek() == '-') {
+      ++i_;
+      if (peek() == 'I') {
+        i_ = start;
+        return word();
+      }
+    }
+    if (peek() == '0') {
+      ++i_;
+      if (peek() >= '0' && peek() <= '9') fail_at(v.loc, "a number must not start with 0 (leading zero)");
+    } else if (peek() >= '1' && peek() <= '9') {
+      digits();
+    } else {
+      fail(fmt::format("expected a digit after '-', got {}", got()));
+    }
+    if (peek() == '.') {
+      ++i_;
+      if (!(peek() >= '0' && peek() <= '9')) fail(fmt::format("expected a digit after '.', got {}", got()));
+      digits();
+    }
+    if (peek() == 'e' || peek() == 'E') {
+      ++i_;
+      if (peek() == '+' || peek() == '-') ++i_;
+      if (!(peek() >= '0' && peek() <= '9')) fail(fmt::format("expected a digit in the exponent, got {}", got()));
+      digits();
+    }
+    v.text = std::string(t_.substr(start, i_ - start));
+    return v;
+  }
+
+  /// true, false, null; anything else spelt with letters is an error.
+  JsonValue word() {
+    JsonValue v;
+    v.loc = here();
+    const size_t start = i_;
+    if (peek() == '-') ++i_;
+    while (!at_end() && (std::isalnum(static_cast<unsigned char>(t_[i_])) || t_[i_] == '_')) ++i_;
+    const std::string w(t_.substr(start, std::min<size_t>(i_ - start, 40)));
+    if (w == "true" || w == "false") {
+      v.kind = JsonValue::Kind::kBool;
+      v.text = w;
+      return v;
+    }
+    if (w == "null") return v;
+    if (w == "NaN" || w == "Infinity" || w == "-Infinity")
+      fail_at(v.loc, fmt::format("{} is not a JSON value; write a number or null", w));
+    std::string lower;
+    for (char c : w) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string hint;
+    if (lower == "true" || lower == "false" || lower == "null") hint = fmt::format("; did you mean '{}'?", lower);
+    if (lower == "none") hint = "; did you mean 'null'?";
+    fail_at(v.loc, fmt::format("expected a value, got '{}'{}", w, hint));
+  }
+
+  std::string_view t_;
+  const std::string& file_;
+  size_t i_ = 0;
+  size_t line_start_ = 0;
+  int line_ = 1;
+  support::DiagnosticList duplicates_;
+};
+
+}  // namespace
+
+const JsonValue* JsonValue::find(std::string_view key) const {
+  for (const auto& [k, v] : members)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+std::string describe(const JsonValue& v) {
+  switch (v.kind) {
+    case JsonValue::Kind::kNull: return "null";
+    case JsonValue::Kind::kBool:
+    case JsonValue::Kind::kNumber: return v.text;
+    case JsonValue::Kind::kString: return fmt::format("the string \"{}\"", v.text);
+    case JsonValue::Kind::kArray: return "a list";
+    case JsonValue::Kind::kObject: return "an object";
+  }
+  return "";
+}
+
+JsonValue parse_json(std::string_view text, const std::string& file) { return Parser(text, file).document(); }
+
+JsonValue load_json_file(const std::string& path) { return parse_json(read_text_file(path), path); }
+
+JsonMapReader::JsonMapReader(const JsonValue& object, std::string file, std::string path,
+                             support::DiagnosticList& diags)
+    : object_(&object), file_(std::move(file)), path_(std::move(path)), diags_(&diags) {
+  if (object.kind != JsonValue::Kind::kObject) {
+    valid_ = false;
+    diags_->error(object.loc, path_, "expected a mapping of fields");
+  }
+}
+
+bool JsonMapReader::has(const std::string& key) const {
+  const JsonValue* v = valid_ ? object_->find(key) : nullptr;
+  return v && v->kind != JsonValue::Kind::kNull;
+}
+
+std::optional<support::SourceLoc> JsonMapReader::loc(const std::string& key) const {
+  const JsonValue* v = valid_ ? object_->find(key) : nullptr;
+  if (!v) return std::nullopt;
+  return v->loc;
+}
+
+void JsonMapReader::error_at(const std::string& key, const std::string& message) {
+  diags_->error(loc(key).value_or(object_->loc), field(key), message);
+}
+
+const JsonValue* JsonMapReader::get(const std::string& key, bool required, JsonValue::Kind kind,
+                                    const char* expected) {
+  const JsonValue* v = valid_ ? object_->find(key) : nullptr;
+  if (!v) {
+    if (required && valid_) missing_.push_back(key);
+    return nullptr;
+  }
+  if (v->kind == JsonValue::Kind::kNull && !required) return nullptr;
+  if (v->kind != kind) {
+    error_at(key, fmt::format("expected {}, got {}", expected, describe(*v)));
+    return nullptr;
+  }
+  return v;
+}
+
+std::optional<std::string> JsonMapReader::string(const std::string& key, bool required) {
+  const JsonValue* v = get(key, required, JsonValue::Kind::kString, "a string");
+  if (!v) return std::nullopt;
+  return v->text;
+}
+
+std::optional<long long> JsonMapReader::integer(const std::string& key, bool required, long long min,
+                                                long long max) {
+  const JsonValue* v = get(key, required, JsonValue::Kind::kNumber, "a whole number");
+  if (!v) return std::nullopt;
+  if (v->text.find_first_of(".eE") != std::string::npos) {
+    error_at(key, fmt::format("expected a whole number, got {}", v->text));
+    return std::nullopt;
+  }
+  std::string error;
+  auto n = parse_whole_number(v->text, min, max, error);
+  if (!n) error_at(key, error);
+  return n;
+}
+
+std::optional<double> JsonMapReader::number(const std::string& key, bool required, double min, double max) {
+  const JsonValue* v = get(key, required, JsonValue::Kind::kNumber, "a number");
+  if (!v) return std::nullopt;
+  std::string error;
+  auto n = parse_real_number(v->text, min, max, error);
+  if (!n) error_at(key, error);
+  return n;
+}
+
+std::optional<bool> JsonMapReader::boolean(const std::string& key, bool required) {
+  const JsonValue* v = get(key, required, JsonValue::Kind::kBool, "true or false");
+  if (!v) return std::nullopt;
+  return v->text == "true";
+}
+
+void JsonMapReader::finish() {
+  for (const auto& key : missing_) diags_->error(object_->loc, field(key), "missing required field");
+  missing_.clear();
+}
+
+}  // namespace ridgeline::spec

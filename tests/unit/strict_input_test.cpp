@@ -1,0 +1,283 @@
+// Strict input: a key given twice in any YAML map or JSON object, a null
+// where a value belongs, and a Hugging Face config.json read as strict JSON
+// (RFC 8259: no trailing comma, no NaN, a quoted number is a string). Each
+// diagnostic is checked as exact text: file:line:col (1-based) of the second
+// key or of the offending value, the dotted field path, the message.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "ridgeline/spec/hardware.hpp"
+#include "ridgeline/spec/json_reader.hpp"
+#include "ridgeline/spec/model.hpp"
+#include "ridgeline/spec/plan.hpp"
+#include "ridgeline/spec/yaml_reader.hpp"
+
+using namespace ridgeline;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Writes `text` to a fresh temporary file named `name`.
+std::string write_temp(const std::string& name, const std::string& text) {
+  const fs::path dir = fs::temp_directory_path() / ("ridgeline_strict_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path p = dir / name;
+  std::ofstream(p, std::ios::binary) << text;
+  return p.string();
+}
+
+/// Every diagnostic the loader throws, formatted; empty when it loads.
+template <class Load>
+std::vector<std::string> errors(Load load, const std::string& path) {
+  std::vector<std::string> out;
+  try {
+    load(path);
+  } catch (const support::SpecError& e) {
+    for (const auto& d : e.diagnostics()) out.push_back(d.format());
+  }
+  return out;
+}
+
+std::vector<std::string> model_errors(const std::string& f) { return errors(spec::load_model, f); }
+std::vector<std::string> plan_errors(const std::string& f) { return errors(spec::load_plan, f); }
+std::vector<std::string> hf_errors(const std::string& f) { return errors(spec::load_hf_config, f); }
+std::vector<std::string> yaml_errors(const std::string& f) { return errors(spec::load_yaml_file, f); }
+
+const char* kModel =
+    "name: M\n"
+    "layers: 2\n"
+    "hidden: 64\n"
+    "heads: 4\n"
+    "ffn_hidden: 256\n"
+    "vocab: 1000\n"
+    "max_seq_len: 128\n";
+
+/// A valid Llama config.json with `extra` lines before the last field.
+std::string llama_json(const std::string& extra = "") {
+  return "{\n"
+         "  \"model_type\": \"llama\",\n"
+         "  \"hidden_size\": 64,\n"
+         "  \"num_hidden_layers\": 2,\n"
+         "  \"num_attention_heads\": 4,\n"
+         "  \"intermediate_size\": 256,\n" +
+         extra +
+         "  \"vocab_size\": 1000\n"
+         "}\n";
+}
+
+}  // namespace
+
+TEST_CASE("strict YAML: a key given twice is an error at the second, in every map of the file") {
+  const auto top = write_temp("dup_top.yaml", std::string(kModel) + "heads: 8\n");
+  CHECK(model_errors(top) == std::vector<std::string>{top + ":8:1: error: heads: given twice (first at line 4)"});
+
+  const auto nested = write_temp("dup_nested.yaml", "parallel:\n  tp: 2\n  dp: 4\n  tp: 4\n");
+  CHECK(plan_errors(nested) ==
+        std::vector<std::string>{nested + ":4:3: error: parallel.tp: given twice (first at line 2)"});
+
+  // Inside a list item (published rows, measurement records): the item is named as other diagnostics name it.
+  const auto rows = write_temp("dup_rows.yaml", "rows:\n  - id: a\n    model:\n      hidden: 1\n      hidden: 2\n");
+  CHECK(yaml_errors(rows) ==
+        std::vector<std::string>{rows + ":5:7: error: rows[0].model.hidden: given twice (first at line 4)"});
+
+  // Quoted and plain spellings are one key (yaml-cpp's lookup finds either); every repeat is reported.
+  const auto two = write_temp("dup_two.yaml", "a: 1\n\"a\": 2\nb: 1\nb: 2\n");
+  CHECK(yaml_errors(two) == std::vector<std::string>{two + ":2:1: error: a: given twice (first at line 1)",
+                                                     two + ":4:1: error: b: given twice (first at line 3)"});
+
+  // A flow map, and a JSON measurement file (read as YAML): located at the second key's opening quote.
+  const auto flow = write_temp("dup_flow.json", "{\"schema\": \"x\", \"schema\": \"y\"}\n");
+  CHECK(yaml_errors(flow) == std::vector<std::string>{flow + ":1:17: error: schema: given twice (first at line 1)"});
+
+  // The same key in two different maps is not a repeat.
+  const auto siblings = write_temp("siblings.yaml", "parallel:\n  tp: 2\nfp8:\n  recipe: hybrid\nloss_scaling: {}\n");
+  CHECK(yaml_errors(siblings).empty());
+}
+
+TEST_CASE("strict YAML: an aliased map is checked once, and aliases cannot make the check loop or explode") {
+  const auto alias = write_temp("alias.yaml", "a: &x {b: 1, b: 2}\nc: *x\nd: *x\n");
+  CHECK(yaml_errors(alias) == std::vector<std::string>{alias + ":1:14: error: a.b: given twice (first at line 1)"});
+  // A sequence that contains itself, and a billion-laughs chain: yaml-cpp builds them; the check reads events.
+  const auto cycle = write_temp("cycle.yaml", "a: &x [*x]\n");
+  CHECK(yaml_errors(cycle).empty());
+  std::string laughs = "l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 30; ++i)
+    laughs += "l" + std::to_string(i) + ": &l" + std::to_string(i) + " [" + std::string(9, ' ') + "*l" +
+              std::to_string(i - 1) + ", *l" + std::to_string(i - 1) + ", *l" + std::to_string(i - 1) + "]\n";
+  const auto bomb = write_temp("laughs.yaml", laughs);
+  CHECK(yaml_errors(bomb).empty());
+}
+
+TEST_CASE("strict YAML: null is never taken as absent; each typed field says what it expected") {
+  // MapReader directly, so the test does not depend on one loader's field list.
+  const auto quantity = write_temp("null_l2.yaml", "memory:\n  l2_cache: null\n  capacity: ~\ntokens:\n");
+  const YAML::Node root = spec::load_yaml_file(quantity);
+  support::DiagnosticList d;
+  spec::MapReader r(root, quantity, "", d);
+  auto mem = r.map("memory");
+  REQUIRE(mem);
+  CHECK_FALSE(mem->quantity("l2_cache", units::Dimension::kBytes));
+  CHECK_FALSE(mem->quantity("capacity", units::Dimension::kBytes, true));
+  CHECK_FALSE(r.quantity("tokens", units::Dimension::kCount));
+  std::vector<std::string> got;
+  for (const auto& diag : d.items()) got.push_back(diag.format());
+  CHECK(got == std::vector<std::string>{
+                   quantity + ":2:13: error: memory.l2_cache: expected a size such as \"80 GiB\", got null",
+                   quantity + ":3:13: error: memory.capacity: expected a size such as \"80 GiB\", got null",
+                   quantity + ":4:1: error: tokens: expected a count such as \"15T\", got null"});
+
+  const auto required = write_temp("null_layers.yaml", std::string(kModel).replace(16, 1, "null"));
+  CHECK(model_errors(required) ==
+        std::vector<std::string>{required + ":2:9: error: layers: expected a whole number, got null"});
+
+  const auto optional = write_temp("null_kv.yaml", std::string(kModel) + "kv_heads: null\n");
+  CHECK(model_errors(optional) ==
+        std::vector<std::string>{optional + ":8:11: error: kv_heads: expected a whole number, got null"});
+
+  // An empty value is marked where the next token starts; it is reported at its key.
+  const auto empty = write_temp("empty_dropout.yaml", std::string(kModel) + "dropout:\nbias: false\n");
+  CHECK(model_errors(empty) == std::vector<std::string>{empty + ":8:1: error: dropout: expected a number, got null"});
+
+  const auto words = write_temp("null_words.yaml",
+                                std::string(kModel) + "activation: null\nbias: NULL\ndropout: ~\nmoe:\nsource: x\n");
+  CHECK(model_errors(words) ==
+        std::vector<std::string>{
+            words + ":8:13: error: activation: expected one of gelu, relu, swiglu, geglu, got null",
+            words + ":9:7: error: bias: expected true or false, got null",
+            words + ":10:10: error: dropout: expected a number, got null",
+            words + ":11:1: error: moe: expected a mapping of fields, got null"});
+
+  const auto text = write_temp("null_name.yaml", std::string(kModel).replace(6, 1, "~"));
+  CHECK(model_errors(text) == std::vector<std::string>{text + ":1:7: error: name: expected text, got null"});
+
+  // A quoted "null" is text, not a null.
+  const auto quoted = write_temp("quoted_null.yaml", std::string(kModel).replace(6, 1, "\"null\""));
+  CHECK(spec::load_model(quoted).name == "null");
+}
+
+TEST_CASE("strict JSON: syntax errors are located and say what was found") {
+  auto one = [](const std::string& name, const std::string& text) {
+    const auto f = write_temp(name, text);
+    const auto e = hf_errors(f);
+    REQUIRE(e.size() == 1);
+    return e[0].substr(f.size());
+  };
+  CHECK(one("trailing.json", "{\n  \"model_type\": \"llama\",\n}\n") ==
+        ":2:24: error: malformed JSON: trailing comma before '}'");
+  CHECK(one("trailing_list.json", "{\"architectures\": [\"A\", ]}") ==
+        ":1:23: error: malformed JSON: trailing comma before ']'");
+  CHECK(one("nan.json", "{\"rope_theta\": NaN}") ==
+        ":1:16: error: malformed JSON: NaN is not a JSON value; write a number or null");
+  CHECK(one("inf.json", "{\"rope_theta\": -Infinity}") ==
+        ":1:16: error: malformed JSON: -Infinity is not a JSON value; write a number or null");
+  CHECK(one("true.json", "{\"use_cache\": True}") ==
+        ":1:15: error: malformed JSON: expected a value, got 'True'; did you mean 'true'?");
+  CHECK(one("single.json", "{'model_type': 'llama'}") ==
+        ":1:2: error: malformed JSON: expected a key in double quotes, got a single quote (JSON strings take double "
+        "quotes)");
+  CHECK(one("zero.json", "{\"hidden_size\": 0640}") ==
+        ":1:17: error: malformed JSON: a number must not start with 0 (leading zero)");
+  CHECK(one("colon.json", "{\"hidden_size\" 64}") == ":1:16: error: malformed JSON: expected ':' after the key, got '6'");
+  CHECK(one("comma.json", "{\"a\": 1 \"b\": 2}") ==
+        ":1:9: error: malformed JSON: expected ',' or '}' after a value, got '\"'");
+  CHECK(one("open.json", "{\"model_type\": \"llama}") ==
+        ":1:16: error: malformed JSON: string not closed (missing '\"')");
+  CHECK(one("escape.json", "{\"model_type\": \"ll\\ama\"}") ==
+        ":1:19: error: malformed JSON: invalid escape '\\a' in a string");
+  CHECK(one("surrogate.json", "{\"name\": \"\\ud83d\"}") ==
+        ":1:11: error: malformed JSON: unpaired surrogate in a \\u escape");
+  CHECK(one("control.json", "{\"name\": \"a\tb\"}") ==
+        ":1:12: error: malformed JSON: control character in a string; write it as an escape such as \\n");
+  CHECK(one("after.json", "{}\n{}\n") ==
+        ":2:1: error: malformed JSON: expected the end of the file after the top-level value, got '{'");
+  CHECK(one("eof.json", "{\n  \"model_type\": \"llama\",\n") ==
+        ":3:1: error: malformed JSON: expected a key in double quotes, got end of file");
+  CHECK(one("deep.json", std::string(100000, '[')) == ":1:514: error: malformed JSON: nested deeper than 512 levels");
+  CHECK(one("empty.json", " \n") == ":1:1: error: file is empty; expected a mapping of fields");
+  CHECK(one("list.json", "[1]") == ":1:1: error: expected a mapping of fields");
+}
+
+TEST_CASE("strict JSON: a key given twice, at any depth, is an error at the second") {
+  const auto f = write_temp("dup.json", llama_json("  \"hidden_size\": 64,\n  \"rope_scaling\": {\"type\": \"a\",\n"
+                                                   "    \"type\": \"b\"},\n"));
+  CHECK(hf_errors(f) == std::vector<std::string>{f + ":7:3: error: hidden_size: given twice (first at line 3)",
+                                                 f + ":9:5: error: rope_scaling.type: given twice (first at line 8)"});
+  const auto list = write_temp("dup_list.json", llama_json("  \"layers\": [{\"a\": 1, \"a\": 2}],\n"));
+  CHECK(hf_errors(list) ==
+        std::vector<std::string>{list + ":7:23: error: layers[0].a: given twice (first at line 7)"});
+}
+
+TEST_CASE("strict JSON: each field must have the JSON type it is read as") {
+  auto one = [](const std::string& name, const std::string& extra) {
+    const auto f = write_temp(name, llama_json(extra));
+    const auto e = hf_errors(f);
+    REQUIRE(e.size() == 1);
+    return e[0].substr(f.size());
+  };
+  CHECK(one("q_int.json", "  \"num_key_value_heads\": \"2\",\n") ==
+        ":7:26: error: num_key_value_heads: expected a whole number, got the string \"2\"");
+  CHECK(one("q_bool.json", "  \"tie_word_embeddings\": \"true\",\n") ==
+        ":7:26: error: tie_word_embeddings: expected true or false, got the string \"true\"");
+  CHECK(one("num_bool.json", "  \"tie_word_embeddings\": 0,\n") ==
+        ":7:26: error: tie_word_embeddings: expected true or false, got 0");
+  CHECK(one("frac.json", "  \"max_position_embeddings\": 2048.0,\n") ==
+        ":7:30: error: max_position_embeddings: expected a whole number, got 2048.0");
+  CHECK(one("big.json", "  \"max_position_embeddings\": 99999999999999999999,\n") ==
+        ":7:30: error: max_position_embeddings: expected a whole number from 1 to 1073741824, got "
+        "99999999999999999999");
+  CHECK(one("act.json", "  \"hidden_act\": 1,\n") == ":7:17: error: hidden_act: expected a string, got 1");
+  CHECK(one("list_int.json", "  \"head_dim\": [16],\n") == ":7:15: error: head_dim: expected a whole number, got a list");
+
+  const auto gpt2 = write_temp("gpt2.json",
+                               "{\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_layer\": 2, \"n_head\": 4, "
+                               "\"vocab_size\": 100, \"resid_pdrop\": \"0.1\"}");
+  CHECK(hf_errors(gpt2) ==
+        std::vector<std::string>{gpt2 + ":1:99: error: resid_pdrop: expected a number, got the string \"0.1\""});
+  const auto type = write_temp("type.json", "{\"model_type\": 5}");
+  CHECK(hf_errors(type) == std::vector<std::string>{type + ":1:16: error: model_type: expected a string, got 5"});
+}
+
+TEST_CASE("strict JSON: null is the default of an optional field and an error for a required one") {
+  const auto opt = write_temp("null_opt.json", llama_json("  \"num_key_value_heads\": null,\n  \"head_dim\": null,\n"
+                                                          "  \"rope_scaling\": null,\n"));
+  const auto m = spec::load_hf_config(opt);
+  CHECK(m.kv_heads == 4);   // transformers: num_key_value_heads None means num_attention_heads
+  CHECK(m.head_dim == 16);  // hidden_size / num_attention_heads
+  const auto req = write_temp("null_req.json", "{\"model_type\": \"llama\", \"hidden_size\": null}");
+  CHECK(hf_errors(req) ==
+        std::vector<std::string>{req + ":1:40: error: hidden_size: expected a whole number, got null",
+                                 req + ":1:1: error: num_hidden_layers: missing required field",
+                                 req + ":1:1: error: num_attention_heads: missing required field",
+                                 req + ":1:1: error: intermediate_size: missing required field",
+                                 req + ":1:1: error: vocab_size: missing required field"});
+}
+
+TEST_CASE("strict JSON: what loads matches the YAML reading of the same config") {
+  // \u escapes decode (to "llama"), a byte-order mark is skipped, unknown keys of any type are ignored.
+  const auto f = write_temp("escaped.json", "\xEF\xBB\xBF" + llama_json("  \"x\": {\"y\": [1, -2.5e-3, true, null]},\n")
+                                                                  .replace(19, 5, "\\u006c\\u006c\\u0061ma"));
+  const auto m = spec::load_hf_config(f);
+  CHECK(m.name == "escaped (llama)");
+  CHECK(m.hidden == 64);
+  CHECK(m.layers == 2);
+  CHECK(m.heads == 4);
+  CHECK(m.kv_heads == 4);
+  CHECK(m.ffn_hidden == 256);
+  CHECK(m.vocab == 1000);
+  CHECK(m.max_seq_len == 2048);  // the loader's default for max_position_embeddings
+  CHECK(m.activation == spec::Activation::kSwiglu);
+
+  const auto root = spec::parse_json("{\"a\": [1, \"\\u00e9\\ud83d\\ude00\"]}", "x.json");
+  REQUIRE(root.kind == spec::JsonValue::Kind::kObject);
+  const spec::JsonValue* a = root.find("a");
+  REQUIRE(a);
+  REQUIRE(a->items.size() == 2);
+  CHECK(a->items[0].kind == spec::JsonValue::Kind::kNumber);
+  CHECK(a->items[1].text == "\xC3\xA9\xF0\x9F\x98\x80");  // U+00E9, U+1F600
+  CHECK(a->items[1].loc.col == 11);
+}
