@@ -1,5 +1,5 @@
-// Fuzz target: a published-measurements file (calibrate::load_published); what
-// loads is validated against the shipped profiles (calibrate::validate_published)
+// Fuzz target: a published-measurements file (spec::load_published); what
+// loads is validated against the shipped profiles (validation::validate_published)
 // and every compared number must be finite (harness.hpp).
 #include "fuzz_input.hpp"
 #include "harness.hpp"

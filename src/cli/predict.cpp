@@ -5,9 +5,9 @@
 
 #include "commands.hpp"
 #include "common.hpp"
-#include "ridgeline/calibrate/published.hpp"
 #include "ridgeline/report/prediction_view.hpp"
 #include "ridgeline/spec/measurements.hpp"
+#include "ridgeline/spec/published.hpp"
 #include "ridgeline/spec/yaml_reader.hpp"
 #include "ridgeline/units/units.hpp"
 
@@ -171,7 +171,7 @@ void register_check(CLI::App& app, int& rc) {
             case SpecKind::kPlan: spec::load_plan(f); break;
             case SpecKind::kHfConfig: spec::load_hf_config(f); break;
             case SpecKind::kMeasurements: spec::load_measurements(f); break;
-            case SpecKind::kPublished: calibrate::load_published(f); break;
+            case SpecKind::kPublished: spec::load_published(f); break;
           }
           std::cout << f << ": ok (" << describe(kind) << ")\n";
         } catch (const support::SpecError& e) {

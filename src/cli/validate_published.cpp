@@ -3,7 +3,7 @@
 // Predicts every row of a published-measurements file (shared/validation/
 // published.yaml by default) and prints measured vs predicted per row, then
 // error statistics per group and per category and the reasons rows were
-// skipped. Views only: the numbers come from calibrate::validate_published.
+// skipped. Views only: the numbers come from validation::validate_published.
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
@@ -13,15 +13,16 @@
 
 #include "commands.hpp"
 #include "common.hpp"
-#include "ridgeline/calibrate/published.hpp"
+#include "ridgeline/spec/published.hpp"
+#include "ridgeline/validation/published.hpp"
 
 namespace ridgeline::cli {
 
 namespace {
 
 namespace fs = std::filesystem;
-using calibrate::PublishedReport;
-using calibrate::PublishedResult;
+using validation::PublishedReport;
+using validation::PublishedResult;
 using nlohmann::json;
 
 struct ValidatePublishedArgs {
@@ -80,7 +81,7 @@ std::string text_table(const std::vector<std::string>& head, const std::vector<s
   return out;
 }
 
-std::vector<std::string> stats_cells(const std::string& name, const calibrate::ErrorStats& s) {
+std::vector<std::string> stats_cells(const std::string& name, const validation::ErrorStats& s) {
   const bool any = s.predicted > 0;
   return {name,
           std::to_string(s.rows),
@@ -125,7 +126,7 @@ std::string render_table(const PublishedReport& r, bool show_skipped) {
       if (!x.predicted) sk.push_back({x.id, x.group, x.skip_reason});
     out += "\nSkipped rows\n" + text_table({"id", "group", "reason"}, sk, {false, false, false});
   }
-  auto stats = [&](const char* title, const char* col, const std::vector<calibrate::NamedStats>& v) {
+  auto stats = [&](const char* title, const char* col, const std::vector<validation::NamedStats>& v) {
     std::vector<std::vector<std::string>> t;
     for (const auto& g : v) t.push_back(stats_cells(g.name, g.stats));
     t.push_back(stats_cells("all", r.overall));
@@ -145,14 +146,14 @@ std::string render_table(const PublishedReport& r, bool show_skipped) {
   return out;
 }
 
-json comparison_json(const calibrate::Comparison& c) {
+json comparison_json(const validation::Comparison& c) {
   return {{"quantity", c.quantity},     {"unit", c.unit},
           {"measured", num(c.measured)}, {"predicted", num(c.predicted)},
           {"error_pct", num(c.error_pct)}, {"speed_error_pct", num(c.speed_error_pct())},
           {"higher_is_faster", c.higher_is_faster}};
 }
 
-json stats_json(const calibrate::ErrorStats& s) {
+json stats_json(const validation::ErrorStats& s) {
   return {{"rows", s.rows},
           {"predicted", s.predicted},
           {"skipped", s.skipped},
@@ -186,7 +187,7 @@ std::string render_json(const PublishedReport& r) {
   for (const auto& x : r.results) {
     json o = {{"id", x.id},
               {"group", x.group},
-              {"category", std::string(calibrate::name(x.category))},
+              {"category", std::string(spec::name(x.category))},
               {"gpu", x.gpu},
               {"profile", x.profile.empty() ? json(nullptr) : json(x.profile)},
               {"status", x.predicted ? "predicted" : "skipped"}};
@@ -217,7 +218,7 @@ std::string render_csv(const PublishedReport& r) {
   std::string out =
       "id,group,category,gpu,profile,status,quantity,unit,measured,predicted,error_pct,speed_error_pct,fits,reason\n";
   for (const auto& x : r.results) {
-    std::vector<std::string> c = {x.id, x.group, std::string(calibrate::name(x.category)), x.gpu, x.profile,
+    std::vector<std::string> c = {x.id, x.group, std::string(spec::name(x.category)), x.gpu, x.profile,
                                   x.predicted ? "predicted" : "skipped"};
     if (x.predicted) {
       const auto& p = x.primary;
@@ -264,7 +265,7 @@ std::string render_markdown(const PublishedReport& r) {
   const std::vector<std::string> head = {"", "rows", "predicted", "skipped", "median abs error", "p90 abs error",
                                          "speed bias"};
   const std::vector<bool> right = {false, true, true, true, true, true, true};
-  auto table = [&](const char* col, const std::vector<calibrate::NamedStats>& v) {
+  auto table = [&](const char* col, const std::vector<validation::NamedStats>& v) {
     std::vector<std::vector<std::string>> t;
     for (const auto& g : v) t.push_back(stats_cells(g.name, g.stats));
     auto all = stats_cells("**all**", r.overall);
@@ -314,9 +315,9 @@ void register_validate_published(CLI::App& app, int& rc) {
           throw UsageError{"FILE", "no file given, and ../shared/validation/published.yaml is not beside the "
                                    "repository; pass the published-measurements YAML"};
       }
-      const calibrate::PublishedFile file = calibrate::load_published(path);
+      const spec::PublishedFile file = spec::load_published(path);
       if (!args->group.empty()) {
-        const auto groups = calibrate::published_groups(file);
+        const auto groups = spec::published_groups(file);
         if (std::find(groups.begin(), groups.end(), args->group) == groups.end()) {
           std::string known;
           for (const auto& g : groups) known += (known.empty() ? "" : ", ") + g;
@@ -324,11 +325,11 @@ void register_validate_published(CLI::App& app, int& rc) {
                                                   support::did_you_mean(args->group, groups), known)};
         }
       }
-      calibrate::PublishedOptions opt;
+      validation::PublishedOptions opt;
       opt.profiles_dir = (fs::path(data_dir()) / "hardware_profiles").string();
       opt.group = args->group;
       opt.use_calibration = !args->no_calibration;
-      const PublishedReport rep = calibrate::validate_published(file, opt);
+      const PublishedReport rep = validation::validate_published(file, opt);
       std::string text;
       if (f == "markdown") text = render_markdown(rep);
       else if (f == "json") text = render_json(rep);

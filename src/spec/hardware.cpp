@@ -1,5 +1,7 @@
 #include "ridgeline/spec/hardware.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fmt/format.h>
 
@@ -10,6 +12,22 @@ namespace ridgeline::spec {
 using units::Dimension;
 
 namespace {
+
+// One row per generation: the word the profile writes and what the part has
+// (GenerationInfo's comment gives the source of each column).
+//   word         generation              vendor           fp8    wgmma  async  fa3
+constexpr GenerationInfo kGenerations[] = {
+    {"ampere", Generation::kAmpere, Vendor::kNvidia, false, false, false, false},
+    {"ada", Generation::kAda, Vendor::kNvidia, true, false, false, false},
+    {"hopper", Generation::kHopper, Vendor::kNvidia, true, true, true, true},
+    {"blackwell", Generation::kBlackwell, Vendor::kNvidia, true, false, true, false},
+    {"cdna3", Generation::kCdna3, Vendor::kAmd, true, false, false, false},
+    {"host", Generation::kHost, Vendor::kHost, false, false, false, false},
+};
+static_assert(std::size(kGenerations) == kGenerationCount);
+
+constexpr std::pair<std::string_view, Vendor> kVendors[] = {
+    {"nvidia", Vendor::kNvidia}, {"amd", Vendor::kAmd}, {"host", Vendor::kHost}};
 
 void read_efficiency(MapReader& r, EfficiencySpec& e) {
   if (auto g = r.map("gemm_efficiency")) {
@@ -58,7 +76,85 @@ void read_calibration(MapReader& r, CalibrationSpec& c) {
   r.finish();
 }
 
+/// The aliases sequence: each a non-empty name, no two the same once normalised.
+void read_aliases(MapReader& top, HardwareSpec& hw) {
+  const YAML::Node seq = top.sequence("aliases");
+  if (!seq.IsDefined()) return;
+  std::vector<std::string> normalized;
+  for (size_t i = 0; i < seq.size(); ++i) {
+    const YAML::Node a = seq[i];
+    const std::string field = fmt::format("aliases[{}]", i);
+    if (!a.IsScalar() || normalize_gpu_name(a.Scalar()).empty()) {
+      top.diags().error(loc_of(top.file(), a), field,
+                        "expected a GPU name as sources print it, such as \"H100-SXM5-80GB\"");
+      continue;
+    }
+    const std::string n = normalize_gpu_name(a.Scalar());
+    if (auto it = std::find(normalized.begin(), normalized.end(), n); it != normalized.end()) {
+      top.diags().error(loc_of(top.file(), a), field,
+                        fmt::format("'{}' is the same name as aliases[{}] ('{}') once normalised", a.Scalar(),
+                                    it - normalized.begin(), hw.aliases[it - normalized.begin()]));
+      continue;
+    }
+    normalized.push_back(n);
+    hw.aliases.push_back(a.Scalar());
+  }
+}
+
 }  // namespace
+
+const GenerationInfo& generation_info(Generation g) {
+  for (const auto& row : kGenerations)
+    if (row.generation == g) return row;
+  return kGenerations[std::size(kGenerations) - 1];
+}
+
+std::optional<Generation> parse_generation(std::string_view s) {
+  for (const auto& row : kGenerations)
+    if (row.word == s) return row.generation;
+  return std::nullopt;
+}
+
+std::string_view name(Generation g) { return generation_info(g).word; }
+
+std::string generation_choices() {
+  std::string out;
+  for (const auto& row : kGenerations) out += (out.empty() ? "" : ", ") + std::string(row.word);
+  return out;
+}
+
+std::optional<Vendor> parse_vendor(std::string_view s) {
+  for (const auto& [w, v] : kVendors)
+    if (w == s) return v;
+  return std::nullopt;
+}
+
+std::string_view name(Vendor v) {
+  for (const auto& [w, x] : kVendors)
+    if (x == v) return w;
+  return "nvidia";
+}
+
+std::string vendor_choices() {
+  std::string out;
+  for (const auto& [w, v] : kVendors) out += (out.empty() ? "" : ", ") + std::string(w);
+  return out;
+}
+
+std::string normalize_gpu_name(std::string_view s) {
+  const size_t cut = s.find_first_of("(,");
+  if (cut != std::string_view::npos) s = s.substr(0, cut);
+  std::string out;
+  for (char c : s) {
+    const char u = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    out += (u == ' ' || u == '_') ? '-' : u;
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  while (!out.empty() && out.front() == '-') out.erase(out.begin());
+  for (std::string_view prefix : {"NVIDIA-", "AMD-", "INSTINCT-", "GEFORCE-"})
+    if (out.rfind(prefix, 0) == 0) out.erase(0, prefix.size());
+  return out;
+}
 
 HardwareSpec load_hardware(const std::string& path) {
   YAML::Node root = load_yaml_file(path);
@@ -68,8 +164,16 @@ HardwareSpec load_hardware(const std::string& path) {
   hw.id = std::filesystem::path(path).stem().string();
   MapReader top(root, path, "", diags);
   hw.name = top.string("name", true).value_or("");
-  hw.vendor = top.string("vendor").value_or("nvidia");
+  const auto vendor = top.word("vendor", parse_vendor, vendor_choices());
   hw.architecture = top.string("architecture").value_or("");
+  const auto generation = top.word("generation", parse_generation, generation_choices(), true);
+  if (generation) hw.generation = *generation;
+  const Vendor maker = generation ? generation_info(*generation).vendor : vendor.value_or(Vendor::kNvidia);
+  hw.vendor = std::string(name(maker));
+  if (generation && vendor && *vendor != maker)
+    top.error_at("generation", fmt::format("{} is a generation of {} GPUs, but vendor is {}", name(*generation),
+                                           name(maker), name(*vendor)));
+  read_aliases(top, hw);
 
   if (auto mem = top.map("memory", true)) {
     hw.memory_bytes = mem->quantity("capacity", Dimension::kBytes, true).value_or(0);
@@ -121,6 +225,19 @@ HardwareSpec load_hardware(const std::string& path) {
   top.finish();
 
   // Cross-field checks.
+  // fp8 peak exactly when the generation has fp8 tensor cores.
+  if (generation && hw.peak(Peak::kBf16) > 0) {
+    const YAML::Node peak = root["compute"]["peak"];
+    if (hw.has_fp8() && !hw.supports(Peak::kFp8))
+      diags.error(loc_of(path, peak), "compute.peak.fp8",
+                  fmt::format("missing: {} GPUs have fp8 tensor cores; give the dense fp8 peak",
+                              name(hw.generation)));
+    else if (!hw.has_fp8() && hw.supports(Peak::kFp8))
+      diags.error(loc_of(path, peak["fp8"]), "compute.peak.fp8",
+                  fmt::format("{} GPUs have no fp8 tensor cores (fp8 arrived with ada and hopper); remove it or "
+                              "correct generation",
+                              name(hw.generation)));
+  }
   // An fp8 peak above twice bf16's is a sparsity figure copied by mistake.
   if (hw.peak(Peak::kFp8) > 0 && hw.peak(Peak::kBf16) > 0 && hw.peak(Peak::kFp8) > 2.5 * hw.peak(Peak::kBf16))
     diags.error(loc_of(path, root["compute"]["peak"]["fp8"]), "compute.peak.fp8",

@@ -1,11 +1,19 @@
 // Hardware profile: one GPU and the cluster around it, as parsed from
 // hardware_profiles/NAME.yaml. Plain data, SI units (bytes, seconds, FLOP/s,
 // bytes/s, hertz, watts, USD per GPU-hour).
+//
+// What the GPU can do beyond its figures (fp8 tensor cores, Hopper's wgmma,
+// which FlashAttention kernel runs) follows from its typed `generation`,
+// through one table (generation_info); no code reads capabilities from the
+// free-text `name` or `architecture`.
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ridgeline/spec/kinds.hpp"
@@ -62,11 +70,64 @@ struct InterconnectSpec {
   double inter_node_latency_s = 0.0;
 };
 
+enum class Vendor : std::uint8_t { kNvidia, kAmd, kHost };
+
+/// A GPU generation (the profile's `generation:`). kHost is the host backend's
+/// "GPU" (one CPU core, host_validation/): no tensor cores.
+enum class Generation : std::uint8_t { kAmpere, kAda, kHopper, kBlackwell, kCdna3, kHost };
+inline constexpr int kGenerationCount = 6;
+
+/// What a generation has, each from its vendor's architecture documents:
+///  - fp8 tensor cores: Ada (Ada whitepaper, 4th-gen tensor cores), Hopper
+///    (H100 whitepaper, Transformer Engine), Blackwell (B200 datasheet), CDNA 3
+///    (MI300 ISA / CDNA 3 whitepaper); not Ampere (A100 whitepaper: fp16, bf16,
+///    tf32, int8 only).
+///  - wgmma: warpgroup-level asynchronous MMA with TMA loads, sm_90a only (PTX
+///    ISA, wgmma.mma_async); Blackwell replaces it with tcgen05.mma (sm_100a).
+///  - async MMA: tensor cores fed by an asynchronous, block-wide MMA (Hopper's
+///    wgmma, Blackwell's tcgen05); a kernel built on warp-level mma.sync
+///    (FlashAttention-2) reaches a smaller fraction of their peak.
+///  - FlashAttention-3: written for wgmma and TMA on Hopper (Shah et al. 2024,
+///    Sec. 3); on any other GPU the same plan runs FlashAttention-2.
+struct GenerationInfo {
+  std::string_view word;
+  Generation generation;
+  Vendor vendor;
+  bool fp8_tensor_cores;
+  bool wgmma;
+  bool async_mma;
+  bool flash_attention_3;
+};
+
+/// The row of a generation (the one table behind parse, print and capabilities).
+const GenerationInfo& generation_info(Generation g);
+std::optional<Generation> parse_generation(std::string_view s);
+std::string_view name(Generation g);
+/// "ampere, ada, hopper, blackwell, cdna3, host", for "expected one of" messages.
+std::string generation_choices();
+
+std::optional<Vendor> parse_vendor(std::string_view s);
+std::string_view name(Vendor v);
+std::string vendor_choices();
+
+/// A GPU name as sources print it, normalised for matching against a
+/// profile's `aliases`: anything from the first '(' or ',' dropped, upper
+/// case, spaces and underscores as dashes, outer dashes trimmed, and an
+/// "NVIDIA-", "AMD-", "INSTINCT-" or "GEFORCE-" prefix removed (in that order):
+/// "NVIDIA A100-SXM4-80GB (400W), NVLink" -> "A100-SXM4-80GB".
+std::string normalize_gpu_name(std::string_view s);
+
 struct HardwareSpec {
   std::string id;           // file stem, e.g. "h100_sxm"
   std::string name;         // "NVIDIA H100 SXM5 80GB"
-  std::string vendor;       // "nvidia", "amd", "host"
-  std::string architecture;
+  std::string vendor;       // "nvidia", "amd", "host" (a word of parse_vendor)
+  std::string architecture;  // free text for readers; capabilities come from `generation`
+  /// Built in code (the host backend) unless a profile says otherwise; a
+  /// profile must state it.
+  Generation generation = Generation::kHost;
+  /// Names sources print for this part, as written in the profile; they
+  /// match by normalize_gpu_name (validation/ maps published rows with them).
+  std::vector<std::string> aliases;
   std::string source_file;
 
   double memory_bytes = 0.0;
@@ -89,9 +150,21 @@ struct HardwareSpec {
 
   double peak(Peak p) const { return peak_flop_per_s[static_cast<int>(p)]; }
   bool supports(Peak p) const { return peak(p) > 0.0; }
+
+  // Capabilities, from the generation (GenerationInfo says why each holds).
+  const GenerationInfo& generation_facts() const { return generation_info(generation); }
+  bool is_amd() const { return generation_facts().vendor == Vendor::kAmd; }
+  bool has_fp8() const { return generation_facts().fp8_tensor_cores; }
+  bool has_wgmma() const { return generation_facts().wgmma; }
+  bool has_async_mma() const { return generation_facts().async_mma; }
+  bool has_fa3() const { return generation_facts().flash_attention_3; }
 };
 
-/// Loads and validates a profile; throws support::SpecError with every problem found.
+/// Loads and validates a profile; throws support::SpecError with every problem
+/// found. `generation` is required; `vendor`, when given, must be the
+/// generation's (and is the generation's when left out); an fp8 peak is given
+/// exactly when the generation has fp8 tensor cores; two aliases of one
+/// profile may not normalise to the same name.
 HardwareSpec load_hardware(const std::string& path);
 
 }  // namespace ridgeline::spec

@@ -1,0 +1,35 @@
+// Predicting one published row through the engine, compared like with like:
+// end-to-end rows with engine::evaluate of the mapped model and plan;
+// per-layer and attention rows with the engine's step graph of a one-layer
+// model, each kernel costed by engine::evaluate_kernel; GEMM, streaming,
+// shared-memory and launch rows as one graph::Kernel costed by
+// engine::evaluate_kernel. A row Ridgeline cannot predict gives its Skip.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ridgeline/spec/hardware.hpp"
+#include "ridgeline/spec/published.hpp"
+#include "ridgeline/validation/skip.hpp"
+#include "ridgeline/validation/stats.hpp"
+
+namespace ridgeline::validation {
+
+struct RowPrediction {
+  Comparison primary;                    // the first stated quantity; the one the statistics use
+  std::vector<Comparison> secondary;     // other stated quantities, for reading
+  std::string config;                    // the mapped configuration, in words
+  std::vector<std::string> assumptions;  // what Ridgeline had to assume
+  bool fits = true;                      // end-to-end: the memory model agrees the run fits
+};
+
+/// Why a row's quantity is outside the model, before looking at its GPU
+/// (clock observations, tensor-core instruction rates, cache latencies, host-side launch costs).
+std::optional<Skip> out_of_scope(const spec::PublishedRow& row);
+
+/// Predicts a row of any category on `hw`.
+OrSkip<RowPrediction> predict_row(const spec::PublishedRow& row, const spec::HardwareSpec& hw, bool use_calibration);
+
+}  // namespace ridgeline::validation

@@ -1,0 +1,50 @@
+#include "ridgeline/validation/conventions.hpp"
+
+#include <iterator>
+
+namespace ridgeline::validation {
+
+namespace {
+
+constexpr SourceConvention kConventions[] = {
+    // Korthikanti et al. 2022, App. A: 72 B s L h^2 (1 + s/6h + V/12hL), attention not halved;
+    // Megatron-LM of 2022 (fused scale-mask-softmax, no FlashAttention).
+    {"korthikanti2022", spec::AttentionFlops::kFull, false, spec::AttentionKind::kNaive,
+     spec::AttentionKind::kFlash2, "72 B s L h^2 (1 + s/6h + V/12hL)", ""},
+    // Narayanan et al. 2021, Sec. 5.1: 96 B s L h^2 (...): TFLOP/s count the recomputed forward.
+    {"narayanan2021", spec::AttentionFlops::kFull, true, spec::AttentionKind::kNaive, spec::AttentionKind::kFlash2,
+     "96 B s L h^2 (1 + s/6h + V/16hL), counts recomputation", ""},
+    // FlashAttention-2 paper, Sec. 4.2: 6 s N + 12 L h s^2 per sequence (attention not halved).
+    {"flashattention2_paper", spec::AttentionFlops::kFull, false, spec::AttentionKind::kFlash2,
+     spec::AttentionKind::kFlash2, "6 s N + 12 L h s^2 per sequence", ""},
+    // flash-attention training README: Megatron-LM formula x 3/4 (model FLOPs, not halved).
+    {"flashattention_repo", spec::AttentionFlops::kFull, false, spec::AttentionKind::kFlash,
+     spec::AttentionKind::kFlash2, "Megatron-LM formula x 3/4", ""},
+    // llm-foundry collect_results.py: 3 x (2 N s + 4 L h s^2) per sequence (not halved). Its
+    // benchmark runs (scripts/train/benchmarking/submit_benchmarks.py, 2023) default to
+    // attn_impl triton on a PyTorch 1.13 image, and llm-foundry then pinned flash-attn
+    // 1.0.3: either way a FlashAttention-1-class kernel.
+    {"llm_foundry", spec::AttentionFlops::kFull, false, spec::AttentionKind::kFlash, spec::AttentionKind::kFlash,
+     "3 x (2 N s + 4 L h s^2) per sequence",
+     "FlashAttention version not stated: flash (v1 class; llm-foundry's 2023 benchmarks ran attn_impl triton "
+     "or flash-attn 1.0.x)"},
+};
+
+constexpr SourceConvention kDefaultConvention = {"", spec::AttentionFlops::kCausal, false,
+                                                 spec::AttentionKind::kFlash2, spec::AttentionKind::kFlash2,
+                                                 "causal attention halved", ""};
+
+}  // namespace
+
+const std::vector<SourceConvention>& source_conventions() {
+  static const std::vector<SourceConvention> all(std::begin(kConventions), std::end(kConventions));
+  return all;
+}
+
+const SourceConvention& convention_of(std::string_view group) {
+  for (const auto& c : kConventions)
+    if (c.group == group) return c;
+  return kDefaultConvention;
+}
+
+}  // namespace ridgeline::validation

@@ -1,0 +1,398 @@
+#include "ridgeline/validation/mapping.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "ridgeline/spec/plan_fields.hpp"
+#include "ridgeline/support/diagnostics.hpp"
+#include "ridgeline/validation/conventions.hpp"
+
+namespace ridgeline::validation {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool contains(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
+
+Skip missing(std::string_view section, std::string_view field) {
+  return Skip{fmt::format("missing field {}.{}", section, field)};
+}
+
+namespace {
+
+using spec::PublishedSection;
+using spec::PublishedValue;
+
+/// A whole-number field (the loader checked it is one from 1 to 2^30), or the Skip for its absence.
+OrSkip<int> whole(const PublishedSection& s, const char* section, const char* key) {
+  auto v = s.number(key);
+  if (!v) return missing(section, key);
+  return static_cast<int>(*v);
+}
+
+int whole_or(const PublishedSection& s, const char* key, int fallback) {
+  auto v = s.number(key);
+  return v ? static_cast<int>(*v) : fallback;
+}
+
+/// The first diagnostic of a spec check, in words.
+std::string first_problem(const support::SpecError& e) {
+  return e.diagnostics().empty() ? e.what() : e.diagnostics()[0].message;
+}
+
+/// A spec word the row spells in any case ("GeLU" for gelu), by the spec's own names.
+template <class E, size_t N>
+std::optional<E> spec_word(std::string_view text, const E (&values)[N]) {
+  const std::string t = lower(text);
+  for (E v : values)
+    if (spec::name(v) == t) return v;
+  return std::nullopt;
+}
+
+constexpr spec::Activation kActivations[] = {spec::Activation::kGelu, spec::Activation::kRelu,
+                                             spec::Activation::kSwiglu, spec::Activation::kGeglu};
+constexpr spec::Norm kNorms[] = {spec::Norm::kLayerNorm, spec::Norm::kRmsNorm};
+
+/// Model from the row's fields. GPT-style unless the architecture text says
+/// llama/swiglu/rmsnorm; explicit activation/norm/bias/dropout/
+/// tied_embeddings keys win.
+OrSkip<spec::ModelSpec> map_model(const spec::PublishedRow& row, std::vector<std::string>& notes) {
+  const auto& m = row.model;
+  spec::ModelSpec s;
+  s.id = row.id;
+  s.name = m.has("name") ? m.text("name") : row.id;
+  for (auto [dst, key] : {std::pair{&s.hidden, "hidden"}, {&s.layers, "layers"}, {&s.heads, "heads"},
+                          {&s.ffn_hidden, "ffn_hidden"}, {&s.vocab, "vocab"}, {&s.max_seq_len, "seq_len"}}) {
+    auto v = whole(m, "model", key);
+    if (!v) return v.skip();
+    *dst = *v;
+  }
+  s.kv_heads = whole_or(m, "kv_heads", s.heads);
+  if (!m.has("kv_heads")) notes.push_back("model.kv_heads not stated: multi-head attention (kv_heads = heads)");
+  if (m.has("head_dim")) {
+    auto d = whole(m, "model", "head_dim");
+    if (!d) return d.skip();
+    s.head_dim = *d;
+  } else {
+    if (s.hidden % s.heads != 0)
+      return Skip{fmt::format("model.heads {} do not divide model.hidden {}", s.heads, s.hidden)};
+    s.head_dim = s.hidden / s.heads;
+  }
+  const std::string arch = lower(m.text("architecture") + " " + m.text("name"));
+  const bool llama = contains(arch, "llama") || contains(arch, "swiglu") || contains(arch, "rmsnorm") ||
+                     contains(arch, "mistral") || contains(arch, "qwen");
+  if (llama) {
+    s.activation = spec::Activation::kSwiglu;
+    s.norm = spec::Norm::kRmsNorm;
+    s.position = spec::Position::kRope;
+    s.bias = false;
+    s.dropout = 0.0;
+    s.tied_embeddings = false;
+    notes.push_back("llama-style: RMSNorm, SwiGLU, rotary positions, no biases, no dropout, untied embeddings");
+  } else {
+    // GPT-style (Megatron-LM defaults as in Korthikanti et al. 2022): LayerNorm,
+    // GeLU, learned positions, biases, dropout 0.1, tied embeddings.
+    s.activation = spec::Activation::kGelu;
+    s.norm = spec::Norm::kLayerNorm;
+    s.position = spec::Position::kLearned;
+    s.bias = true;
+    s.dropout = 0.1;
+    s.tied_embeddings = true;
+    std::string what = "GPT-style: LayerNorm, GeLU, learned positions";
+    if (contains(arch, "no bias")) s.bias = false;
+    what += s.bias ? ", biases" : ", no biases";
+    // MPT (llm-foundry yamls): attn_pdrop = resid_pdrop = emb_pdrop = 0.
+    if (contains(arch, "mpt")) s.dropout = 0.0;
+    what += s.dropout > 0 ? ", dropout 0.1" : ", no dropout";
+    if (contains(arch, "rotary") || contains(arch, "rope")) s.position = spec::Position::kRope;
+    if (contains(arch, "alibi")) s.position = spec::Position::kAlibi;
+    notes.push_back(what + ", tied embeddings");
+  }
+  if (m.has("activation")) {
+    auto a = spec_word(m.text("activation"), kActivations);
+    if (!a) return Skip{fmt::format("unsupported model.activation '{}'", m.text("activation"))};
+    s.activation = *a;
+  }
+  if (m.has("norm")) {
+    auto n = spec_word(m.text("norm"), kNorms);
+    if (!n) return Skip{fmt::format("unsupported model.norm '{}'", m.text("norm"))};
+    s.norm = *n;
+  }
+  if (m.has("bias")) s.bias = spec::parse_published_bool(m.text("bias")).value_or(s.bias);
+  if (m.has("tied_embeddings"))
+    s.tied_embeddings = spec::parse_published_bool(m.text("tied_embeddings")).value_or(s.tied_embeddings);
+  if (auto dr = m.number("dropout")) s.dropout = *dr;
+  try {
+    spec::validate_model(s, row.id);  // the spec's check; its SpecError is this row's skip reason
+  } catch (const support::SpecError& e) {
+    return Skip{fmt::format("model rejected: {}", first_problem(e))};
+  }
+  return s;
+}
+
+/// training.precision: a spec word, else free text ("amp_bf16", "mixed 16-bit").
+std::optional<spec::Precision> precision_of(const std::string& text, std::vector<std::string>& notes) {
+  const std::string t = lower(text);
+  if (t.empty()) {
+    notes.push_back("precision not stated: bf16");
+    return spec::Precision::kBf16;
+  }
+  if (auto p = spec::parse_precision(t)) return p;
+  if (contains(t, "fp8")) return spec::Precision::kFp8;
+  if (contains(t, "bf16") || contains(t, "bfloat16")) return spec::Precision::kBf16;
+  if (contains(t, "fp16") || contains(t, "float16")) return spec::Precision::kFp16;
+  if (contains(t, "tf32")) return spec::Precision::kTf32;
+  if (contains(t, "fp32") || contains(t, "float32")) return spec::Precision::kFp32;
+  if (contains(t, "16-bit") || contains(t, "mixed precision")) {
+    notes.push_back("'" + text + "' taken as bf16 (fp16 runs at the same peak; loss-scaling skips not counted)");
+    return spec::Precision::kBf16;
+  }
+  return std::nullopt;
+}
+
+/// training.recompute: a spec word (none, selective, full, every:K, sqrt), else
+/// free text ("full activation checkpointing", "none stated").
+OrSkip<spec::Recompute> recompute_of(const std::string& text) {
+  const std::string t = lower(text);
+  if (t.empty()) return spec::Recompute{};
+  if (auto r = spec::parse_recompute(t)) return *r;
+  if (t.rfind("none", 0) == 0 || t == "no" || t == "false") return spec::Recompute{};
+  if (contains(t, "microbatch-level") || contains(t, "micro-batch-level"))
+    return Skip{"unsupported technique: micro-batch-level recomputation (Korthikanti et al. 2022, App. C)"};
+  if (contains(t, "selective")) return spec::Recompute{spec::RecomputeKind::kSelective, 0};
+  if (contains(t, "full")) return spec::Recompute{spec::RecomputeKind::kFull, 0};
+  if (contains(t, "sqrt")) return spec::Recompute{spec::RecomputeKind::kSqrt, 0};
+  return Skip{fmt::format("unrecognised training.recompute '{}'", text)};
+}
+
+/// The FlashAttention version a source ran when a row does not say which.
+spec::AttentionKind unstated_flash(const SourceConvention& conv, std::vector<std::string>& notes) {
+  notes.push_back(conv.flash_note.empty() ? std::string("FlashAttention version not stated: flash2")
+                                          : std::string(conv.flash_note));
+  return conv.flash_version;
+}
+
+/// training.attention or training.flash_attention: a spec word (naive, flash,
+/// flash2, flash3), else free text; unstated, the source's default.
+spec::AttentionKind attention_of(const spec::PublishedRow& row, const SourceConvention& conv,
+                                 std::vector<std::string>& notes) {
+  const auto& tr = row.training;
+  if (tr.has("attention")) {
+    const std::string t = lower(tr.text("attention"));
+    if (auto a = spec::parse_attention(t); a && *a != spec::AttentionKind::kFlash) return *a;
+    if (contains(t, "no_flash") || contains(t, "no flash") || contains(t, "naive") || contains(t, "standard") ||
+        contains(t, "eager"))
+      return spec::AttentionKind::kNaive;
+    if (contains(t, "flash")) {
+      if (const int v = flash_version_in(t)) return kind_of_version(v);
+      return unstated_flash(conv, notes);
+    }
+  }
+  if (const PublishedValue* fa = tr.get("flash_attention")) {
+    const std::string t = lower(fa->text);
+    if (t.rfind("false", 0) == 0 || t.rfind("no", 0) == 0) return spec::AttentionKind::kNaive;
+    if (t.rfind("true", 0) == 0 || t.rfind("yes", 0) == 0) return unstated_flash(conv, notes);
+  }
+  if (conv.group.empty()) notes.push_back("attention kernel not stated: flash2");
+  return conv.default_attention;
+}
+
+/// ZeRO stage from `training.zero` ("ZeRO-1 style ...", 3) or an FSDP sharding strategy.
+int zero_of(const PublishedSection& tr, std::vector<std::string>& notes) {
+  if (const PublishedValue* z = tr.get("zero")) {
+    // Clamp before the cast: 1e300 fits no int.
+    if (z->number) return static_cast<int>(std::clamp(*z->number, 0.0, 3.0));
+    const std::string t = lower(z->text);
+    for (size_t i = 0; i < t.size(); ++i)
+      if (t[i] >= '0' && t[i] <= '3') return t[i] - '0';
+  }
+  const std::string dp = lower(tr.text("dp_type"));
+  if (contains(dp, "full_shard")) {
+    notes.push_back("FSDP FULL_SHARD modelled as ZeRO-3");
+    return 3;
+  }
+  if (contains(dp, "shard_grad_op")) {
+    notes.push_back("FSDP SHARD_GRAD_OP modelled as ZeRO-2");
+    return 2;
+  }
+  return 0;
+}
+
+/// The engine's prediction of a plan, or a Skip when the engine rejects it.
+OrSkip<engine::Prediction> run(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw,
+                               bool use_calibration) {
+  engine::EvalOptions o;
+  o.keep_kernels = false;
+  o.use_calibration = use_calibration;
+  engine::Prediction pr = engine::evaluate(m, p, hw, o);
+  if (pr.status == engine::Status::kInvalid)
+    return Skip{fmt::format("plan rejected: {}: {}", pr.problem.field, pr.problem.message)};
+  return pr;
+}
+
+}  // namespace
+
+std::optional<spec::Dtype> dtype_of(std::string_view text) {
+  const std::string t = lower(text);
+  // NF4 is a storage format (QLoRA dequantizes to bf16 before its GEMMs): no kernel runs in it.
+  if (auto d = spec::parse_dtype(t); d && *d != spec::Dtype::kNf4) return d;
+  // Synonyms sources print.
+  if (t == "bfloat16") return spec::Dtype::kBf16;
+  if (t == "float16" || t == "half") return spec::Dtype::kFp16;
+  if (t == "e4m3") return spec::Dtype::kFp8E4M3;
+  if (t == "e5m2") return spec::Dtype::kFp8E5M2;
+  if (t == "float32") return spec::Dtype::kFp32;
+  return std::nullopt;
+}
+
+int flash_version_in(std::string_view text) {
+  std::string t;
+  for (char c : lower(text))
+    if (c != ' ') t += c;
+  for (int v = 3; v >= 1; --v) {
+    const std::string n = std::to_string(v);
+    for (const char* stem : {"flash", "flash_", "flash-", "flashattention", "flashattention_", "flashattention-",
+                             "flash_attn", "flash_attn_", "fa", "v"})
+      if (contains(t, std::string(stem) + n)) return v;
+  }
+  return 0;
+}
+
+spec::AttentionKind kind_of_version(int v) {
+  return v == 1 ? spec::AttentionKind::kFlash : v == 3 ? spec::AttentionKind::kFlash3 : spec::AttentionKind::kFlash2;
+}
+
+OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec::HardwareSpec& hw,
+                                      bool use_calibration) {
+  TrainingCase out;
+  auto& notes = out.assumptions;
+  const SourceConvention& conv = convention_of(row.group);
+  auto model = map_model(row, notes);
+  if (!model) return model.skip();
+  out.model = std::move(*model);
+  const auto& tr = row.training;
+  spec::PlanSpec& p = out.plan;
+  p.seq_len = out.model.max_seq_len;
+  p.attention_flops = conv.attention_flops;
+  if (tr.has("cpu_offload") && spec::parse_published_bool(tr.text("cpu_offload")).value_or(false))
+    return Skip{"unsupported technique: CPU offload"};
+  auto prec = precision_of(tr.text("precision"), notes);
+  if (!prec) return Skip{fmt::format("unrecognised training.precision '{}'", tr.text("precision"))};
+  p.precision = *prec;
+  auto rec = recompute_of(tr.text("recompute"));
+  if (!rec) return rec.skip();
+  p.recompute = *rec;
+  p.attention = attention_of(row, conv, notes);
+  const std::string impl = lower(tr.text("implementation"));
+  p.fusion = (contains(impl, "huggingface") || contains(impl, "eager")) ? spec::Fusion::kEager : spec::Fusion::kFused;
+  auto& q = p.parallel;
+  q.tp = whole_or(tr, "tp", 1);
+  q.pp = whole_or(tr, "pp", 1);
+  q.cp = whole_or(tr, "cp", 1);
+  if (tr.has("sequence_parallel")) q.sp = spec::parse_published_bool(tr.text("sequence_parallel")).value_or(false);
+  if (auto v = tr.number("virtual_pp_interleave"); v && *v > 1) q.virtual_stages = static_cast<int>(*v);
+  q.zero = zero_of(tr, notes);
+  const auto gpus = row.hardware.number("num_gpus");
+  const double layout = static_cast<double>(q.tp) * q.pp * q.cp * whole_or(tr, "dp", 1);
+  if (layout > (1 << 24)) return Skip{"parallel layout of more than 16M GPUs"};
+  const int model_par = q.tp * q.pp * q.cp;
+  if (tr.has("dp")) {
+    auto dp = whole(tr, "training", "dp");
+    if (!dp) return dp.skip();
+    q.dp = *dp;
+    if (gpus && static_cast<int>(*gpus) != q.dp * model_par)
+      return Skip{fmt::format("TP x PP x DP x CP = {} does not match hardware.num_gpus {}", q.dp * model_par,
+                              static_cast<int>(*gpus))};
+  } else if (gpus) {
+    if (static_cast<int>(*gpus) % model_par != 0)
+      return Skip{fmt::format("hardware.num_gpus {} is not a multiple of TP x PP x CP = {}", static_cast<int>(*gpus),
+                              model_par)};
+    q.dp = static_cast<int>(*gpus) / model_par;
+  } else {
+    return missing("hardware", "num_gpus");
+  }
+  if (q.zero > 0 && q.dp == 1) q.zero = 0;
+
+  // Batch: micro-batch per GPU, global batch in sequences.
+  const double seq = p.seq_len;
+  std::optional<double> global;
+  bool global_exact = false;  // stated in sequences (not rounded from a token count)
+  if (auto g = tr.number("global_batch")) {
+    global = *g;
+    global_exact = true;
+  } else if (auto gt = tr.number("global_batch_tokens")) {
+    global = std::max(1.0, std::round(*gt / seq));
+    notes.push_back(fmt::format("global batch {} tokens = {} sequences of {}", *gt, *global, p.seq_len));
+  }
+  const auto accum = tr.number("grad_accum");
+  int micro = 0;
+  if (auto mb = tr.number("micro_batch")) {
+    micro = static_cast<int>(*mb);
+  } else if (global && accum && std::fmod(*global, q.dp * *accum) == 0) {
+    if (*global / (q.dp * *accum) > spec::kPublishedMaxWhole) return Skip{"micro-batch out of range"};
+    micro = static_cast<int>(*global / (q.dp * *accum));
+    notes.push_back(fmt::format("micro-batch {} = global batch / (DP x grad_accum)", micro));
+  } else if (global) {
+    // Not stated: the largest power of two that fits in memory (Ridgeline's
+    // memory model) and divides the per-GPU batch, when that batch is stated in
+    // sequences, or does not exceed it, when it is rounded from a token count:
+    // what a practitioner would pick.
+    const double per_rank = *global / q.dp;
+    const bool exact = global_exact && std::floor(per_rank) == per_rank;
+    spec::PlanSpec trial = p;
+    trial.global_batch = 0;
+    for (int b = 1 << 12; b >= 1; b /= 2) {
+      if (b > per_rank || (exact && std::fmod(per_rank, b) != 0)) continue;
+      trial.micro_batch = b;
+      const auto pr = run(out.model, trial, hw, use_calibration);
+      if (!pr) return pr.skip();
+      if (pr->memory.fits || b == 1) {
+        micro = b;
+        break;
+      }
+    }
+    micro = std::max(1, micro);
+    notes.push_back(fmt::format("training.micro_batch not stated: assumed {} (the largest power of two {} the "
+                                "per-GPU batch of {:.4g} that Ridgeline predicts fits)",
+                                micro, exact ? "dividing" : "not above", per_rank));
+  } else {
+    return missing("training", "micro_batch");
+  }
+  p.micro_batch = std::max(1, micro);
+  const double per_step = static_cast<double>(p.micro_batch) * q.dp;
+  if (!global) {
+    global = per_step * (accum ? *accum : 1.0);
+    if (!accum) notes.push_back("global batch not stated: one micro-batch per GPU per step");
+  }
+  if (std::fmod(*global, per_step) != 0) {
+    const double rounded = std::max(1.0, std::round(*global / per_step)) * per_step;
+    notes.push_back(fmt::format("global batch {} sequences rounded to {} (a multiple of micro-batch x DP)", *global,
+                                rounded));
+    global = rounded;
+  }
+  // Products of stated counts (a token count / sequence, micro-batch x DP)
+  // can pass what an int holds.
+  if (*global > spec::kPublishedMaxWhole)
+    return Skip{fmt::format("global batch of {:.4g} sequences is out of range", *global)};
+  p.global_batch = static_cast<int>(*global);
+  return out;
+}
+
+OrSkip<engine::Prediction> predict_case(const TrainingCase& tc, const spec::HardwareSpec& hw, bool use_calibration) {
+  return run(tc.model, tc.plan, hw, use_calibration);
+}
+
+std::string describe(const TrainingCase& tc) {
+  const auto& m = tc.model;
+  const auto& p = tc.plan;
+  return fmt::format("L{} h{} a{} s{} | mb {} gb {} | {} | {}", m.layers, m.hidden, m.heads, p.seq_len,
+                     p.micro_batch, p.global_batch, spec::summary_of(p, {"precision", "attention", "recompute"}, ", "),
+                     spec::summary_line(p, spec::SummaryGroup::kLayout));
+}
+
+}  // namespace ridgeline::validation

@@ -1,0 +1,228 @@
+// Hardware profiles: the typed generation and the aliases the loader reads,
+// their exact-text diagnostics, and the capabilities each shipped profile
+// derives from its generation, checked against the vendors' documents:
+//   - fp8 tensor cores: Ada whitepaper (4th-gen tensor cores, FP8), H100
+//     whitepaper (Transformer Engine), B200 datasheet, AMD CDNA 3 whitepaper
+//     (MI300X FP8); the A100 whitepaper lists fp16, bf16, tf32, int8 only.
+//   - wgmma: PTX ISA, wgmma.mma_async requires sm_90a (Hopper); Blackwell
+//     (sm_100a) issues tcgen05.mma instead.
+//   - FlashAttention-3: Shah et al. 2024, Sec. 3, built on Hopper's wgmma and TMA.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "ridgeline/cost/cost.hpp"
+#include "ridgeline/engine/kernel_eval.hpp"
+#include "ridgeline/spec/hardware.hpp"
+#include "ridgeline/support/diagnostics.hpp"
+#include "test_support.hpp"
+
+using namespace ridgeline;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string shipped_text(const std::string& id) {
+  std::ifstream in(std::string(RIDGELINE_SOURCE_DIR) + "/hardware_profiles/" + id + ".yaml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// `text` with its first occurrence of `from` replaced by `to`.
+std::string edited(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+/// Writes `text` as a profile and returns every diagnostic its loading gives.
+std::vector<std::string> load_errors(const std::string& name, const std::string& text, std::string* path = nullptr) {
+  const fs::path dir = fs::temp_directory_path() / ("ridgeline_hw_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string f = (dir / (name + ".yaml")).string();
+  {
+    std::ofstream out(f);
+    out << text;
+  }
+  if (path) *path = f;
+  std::vector<std::string> got;
+  try {
+    spec::load_hardware(f);
+  } catch (const support::SpecError& e) {
+    for (const auto& d : e.diagnostics()) got.push_back(d.format());
+  }
+  fs::remove(f);
+  return got;
+}
+
+}  // namespace
+
+TEST_CASE("hardware: the loader reads generation and aliases") {
+  const auto h100 = test::gpu("h100_sxm");
+  CHECK(h100.generation == spec::Generation::kHopper);
+  CHECK(h100.vendor == "nvidia");
+  CHECK(h100.aliases == std::vector<std::string>{"H100-SXM5-80GB", "H100-SXM-80GB", "H100-SXM5", "H100-SXM", "H100"});
+  const auto mi300x = test::gpu("mi300x");
+  CHECK(mi300x.generation == spec::Generation::kCdna3);
+  CHECK(mi300x.vendor == "amd");
+  CHECK(mi300x.aliases == std::vector<std::string>{"MI300X"});
+  // vendor left out: the generation's.
+  std::string f;
+  CHECK(load_errors("no_vendor", edited(shipped_text("mi300x"), "vendor: amd\n", ""), &f).empty());
+}
+
+TEST_CASE("hardware: one word table drives generation parse, print and choices") {
+  CHECK(spec::generation_choices() == "ampere, ada, hopper, blackwell, cdna3, host");
+  for (int i = 0; i < spec::kGenerationCount; ++i) {
+    const auto g = static_cast<spec::Generation>(i);
+    CAPTURE(spec::name(g));
+    CHECK(spec::parse_generation(spec::name(g)) == g);
+    CHECK(spec::generation_info(g).generation == g);
+  }
+  CHECK_FALSE(spec::parse_generation("Hopper"));  // one spelling
+  CHECK_FALSE(spec::parse_generation("volta"));
+  CHECK(spec::vendor_choices() == "nvidia, amd, host");
+}
+
+TEST_CASE("hardware: generation and alias diagnostics (exact text)") {
+  const std::string h100 = shipped_text("h100_sxm");
+  std::string f;
+  auto got = load_errors("bad_generation", edited(h100, "generation: hopper", "generation: volta"), &f);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0] == f + ":6:13: error: generation: expected one of ampere, ada, hopper, blackwell, cdna3, host, "
+                      "got \"volta\"");
+
+  got = load_errors("no_generation", edited(h100, "generation: hopper\n", ""), &f);
+  REQUIRE(got.size() == 1);
+  // Reported at the top-level map, which starts at its first key (line 3, under two comment lines).
+  CHECK(got[0] == f + ":3:1: error: generation: missing required field");
+
+  got = load_errors("wrong_vendor", edited(h100, "generation: hopper", "generation: cdna3"), &f);
+  // cdna3 is AMD's; the profile also states the fp8 peak, which CDNA 3 has, so one error.
+  REQUIRE(got.size() == 1);
+  CHECK(got[0] == f + ":6:13: error: generation: cdna3 is a generation of amd GPUs, but vendor is nvidia");
+
+  got = load_errors("bad_vendor", edited(h100, "vendor: nvidia", "vendor: nvidea"), &f);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0] == f + ":4:9: error: vendor: expected one of nvidia, amd, host, got \"nvidea\"");
+
+  got = load_errors("fp8_on_ampere", edited(h100, "generation: hopper", "generation: ampere"), &f);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0] == f + ":24:10: error: compute.peak.fp8: ampere GPUs have no fp8 tensor cores (fp8 arrived with "
+                      "ada and hopper); remove it or correct generation");
+
+  got = load_errors("no_fp8_on_hopper", edited(h100, "    fp8: 1978.9 TFLOP/s\n", ""), &f);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0] == f + ":20:5: error: compute.peak.fp8: missing: hopper GPUs have fp8 tensor cores; give the dense "
+                      "fp8 peak");
+
+  got = load_errors("same_alias", edited(h100, "H100-SXM5, H100-SXM,", "H100-SXM5, h100 sxm5,"), &f);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0] == f + ":9:53: error: aliases[3]: 'h100 sxm5' is the same name as aliases[2] ('H100-SXM5') once "
+                      "normalised");
+
+  got = load_errors("alias_not_a_name", edited(h100, "H100-SXM5, H100-SXM,", "H100-SXM5, [x],"), &f);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0] == f + ":9:53: error: aliases[3]: expected a GPU name as sources print it, such as \"H100-SXM5-80GB\"");
+}
+
+TEST_CASE("hardware: GPU names normalise as sources print them") {
+  CHECK(spec::normalize_gpu_name("NVIDIA A100-SXM4-80GB (400W), NVLink") == "A100-SXM4-80GB");
+  CHECK(spec::normalize_gpu_name("h100 sxm") == "H100-SXM");
+  CHECK(spec::normalize_gpu_name("AMD Instinct MI300X") == "MI300X");
+  CHECK(spec::normalize_gpu_name("NVIDIA GeForce RTX 4090") == "RTX-4090");
+  CHECK(spec::normalize_gpu_name(" rtx_4090 ") == "RTX-4090");
+  CHECK(spec::normalize_gpu_name("(nothing)") == "");
+}
+
+TEST_CASE("hardware: each shipped profile's capabilities match its spec sheet") {
+  struct Expect {
+    const char* id;
+    spec::Generation generation;
+    bool amd, fp8, wgmma, async_mma, fa3;
+  };
+  using G = spec::Generation;
+  const Expect expect[] = {
+      //  id               generation     amd    fp8    wgmma  async  fa3
+      {"a100_pcie_80gb", G::kAmpere, false, false, false, false, false},
+      {"a100_sxm_40gb", G::kAmpere, false, false, false, false, false},
+      {"a100_sxm_80gb", G::kAmpere, false, false, false, false, false},
+      {"b200", G::kBlackwell, false, true, false, true, false},
+      {"h100_nvl", G::kHopper, false, true, true, true, true},
+      {"h100_pcie", G::kHopper, false, true, true, true, true},
+      {"h100_sxm", G::kHopper, false, true, true, true, true},
+      {"h200", G::kHopper, false, true, true, true, true},
+      {"l4", G::kAda, false, true, false, false, false},
+      {"l40s", G::kAda, false, true, false, false, false},
+      {"mi300x", G::kCdna3, true, true, false, false, false},
+      {"rtx_4090", G::kAda, false, true, false, false, false},
+  };
+  size_t shipped = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(RIDGELINE_SOURCE_DIR) / "hardware_profiles"))
+    if (e.path().extension() == ".yaml") ++shipped;
+  CHECK(shipped == std::size(expect));
+  for (const auto& x : expect) {
+    CAPTURE(x.id);
+    const auto hw = test::gpu(x.id);
+    CHECK(hw.generation == x.generation);
+    CHECK(hw.is_amd() == x.amd);
+    CHECK(hw.has_fp8() == x.fp8);
+    CHECK(hw.supports(spec::Peak::kFp8) == x.fp8);  // the loader keeps the two in step
+    CHECK(hw.has_wgmma() == x.wgmma);
+    CHECK(hw.has_async_mma() == x.async_mma);
+    CHECK(hw.has_fa3() == x.fa3);
+  }
+}
+
+TEST_CASE("hardware: the cost model reads capabilities, not names") {
+  const int fa2 = static_cast<int>(spec::AttentionKind::kFlash2), fa3 = static_cast<int>(spec::AttentionKind::kFlash3);
+  // Hopper: FA2 without wgmma at 0.40 of peak, FA3 at 1.6x that (Shah et al. 2024).
+  const auto h100 = cost::resolve(test::gpu("h100_sxm"), false);
+  CHECK(h100.attention_frac[fa2] == doctest::Approx(0.40));
+  CHECK(h100.attention_frac[fa3] == doctest::Approx(0.64));
+  // Blackwell: FA2's mma.sync is as far from tcgen05's peak, and FA3 does not run: FA2's rate.
+  const auto b200 = cost::resolve(test::gpu("b200"), false);
+  CHECK(b200.attention_frac[fa2] == doctest::Approx(0.40));
+  CHECK(b200.attention_frac[fa3] == doctest::Approx(0.40));
+  // Ampere: 0.55 for both.
+  const auto a100 = cost::resolve(test::gpu("a100_sxm_80gb"), false);
+  CHECK(a100.attention_frac[fa3] == doctest::Approx(0.55));
+  // AMD: the MI300X GEMM default (MAMF 668 of 1300 TFLOP/s).
+  const auto mi = cost::resolve(test::gpu("mi300x"), false);
+  CHECK(mi.gemm_frac[static_cast<int>(spec::Peak::kBf16)] == doctest::Approx(0.55));
+  // A renamed profile costs the same: the name and architecture text are for readers.
+  auto renamed = test::gpu("h100_sxm");
+  renamed.name = "AMD Blackwell";
+  renamed.architecture = "Ampere";
+  CHECK(cost::resolve(renamed, false).attention_frac == h100.attention_frac);
+  CHECK(cost::resolve(renamed, false).gemm_frac == h100.gemm_frac);
+}
+
+TEST_CASE("engine: evaluate_kernel is the engine's cost of one kernel") {
+  const auto hw = test::gpu("h100_sxm");
+  graph::Kernel k;
+  k.cls = spec::KernelClass::kGemm;
+  k.dtype = spec::Dtype::kBf16;
+  k.gemm = {8192, 8192, 8192, 1};
+  k.flops = 2.0 * 8192 * 8192 * 8192;
+  k.read_bytes = 2.0 * 2 * 8192 * 8192;
+  k.write_bytes = 2.0 * 8192 * 8192;
+  for (bool cal : {true, false})
+    for (bool graphs : {true, false}) {
+      const auto a = engine::evaluate_kernel(k, hw, {cal, graphs});
+      const auto b = cost::cost_kernel(k, cost::resolve(hw, cal), graphs);
+      CHECK(a.time_s == b.time_s);
+      CHECK(a.bound == b.bound);
+    }
+  // An empty kernel costs its launch: the profile's 2.4 us.
+  graph::Kernel empty;
+  empty.cls = spec::KernelClass::kElementwise;
+  empty.launches = 1;
+  CHECK(engine::evaluate_kernel(empty, hw, {false, false}).time_s == doctest::Approx(2.4e-6));
+}
