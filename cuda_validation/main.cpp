@@ -14,6 +14,7 @@
 #include "harness/device_info.hpp"
 #include "harness/measurement_file.hpp"
 #include "harness/suite.hpp"
+#include "ridgeline/spec/measurement_class.hpp"
 
 #include <cuda_runtime_api.h>
 
@@ -29,25 +30,27 @@
 #endif
 
 namespace rcb = ridgeline::cuda_bench;
+using ridgeline::spec::MeasurementClass;
 
 namespace {
 
 struct Bench {
   const char* name;
-  std::vector<std::string> classes;
+  std::vector<MeasurementClass> classes;
   void (*run)(rcb::Suite&);
 };
 
 const std::vector<Bench>& benches() {
   static const std::vector<Bench> kBenches = {
-      {"launch", {"launch", "launch_graph"}, rcb::run_launch},
-      {"hbm", {"hbm_copy", "hbm_triad"}, rcb::run_hbm},
-      {"sram", {"sram"}, rcb::run_sram},
-      {"elementwise", {"elementwise_unfused", "elementwise_fused"}, rcb::run_elementwise},
-      {"softmax", {"softmax"}, rcb::run_softmax},
-      {"layernorm", {"layernorm"}, rcb::run_layernorm},
-      {"gemm", {"gemm"}, rcb::run_gemm},
-      {"attention", {"attention_naive", "attention_flash"}, rcb::run_attention},
+      {"launch", {MeasurementClass::kLaunch, MeasurementClass::kLaunchGraph}, rcb::run_launch},
+      {"hbm", {MeasurementClass::kHbmCopy, MeasurementClass::kHbmTriad}, rcb::run_hbm},
+      {"sram", {MeasurementClass::kSram}, rcb::run_sram},
+      {"elementwise", {MeasurementClass::kElementwiseUnfused, MeasurementClass::kElementwiseFused},
+       rcb::run_elementwise},
+      {"softmax", {MeasurementClass::kSoftmax}, rcb::run_softmax},
+      {"layernorm", {MeasurementClass::kLayernorm}, rcb::run_layernorm},
+      {"gemm", {MeasurementClass::kGemm}, rcb::run_gemm},
+      {"attention", {MeasurementClass::kAttentionNaive, MeasurementClass::kAttentionFlash}, rcb::run_attention},
   };
   return kBenches;
 }
@@ -123,7 +126,7 @@ bool parse_args(int argc, char** argv, Options& options) {
 /// Resolves --only items (benchmark names or class names) into the benchmarks to
 /// run and the classes to keep; false (with a message) on an unknown item.
 bool resolve_only(const std::vector<std::string>& only, std::vector<const Bench*>& run,
-                  std::vector<std::string>& classes) {
+                  std::vector<MeasurementClass>& classes) {
   for (const Bench& b : benches()) {
     bool selected = only.empty();
     for (const std::string& item : only) {
@@ -131,8 +134,8 @@ bool resolve_only(const std::vector<std::string>& only, std::vector<const Bench*
         selected = true;
         classes.insert(classes.end(), b.classes.begin(), b.classes.end());
       }
-      for (const std::string& c : b.classes) {
-        if (item == c) {
+      for (MeasurementClass c : b.classes) {
+        if (ridgeline::spec::parse_measurement_class(item) == c) {
           selected = true;
           classes.push_back(c);
         }
@@ -144,7 +147,7 @@ bool resolve_only(const std::vector<std::string>& only, std::vector<const Bench*
     bool known = false;
     for (const Bench& b : benches()) {
       known = known || item == b.name;
-      for (const std::string& c : b.classes) known = known || item == c;
+      for (MeasurementClass c : b.classes) known = known || ridgeline::spec::parse_measurement_class(item) == c;
     }
     if (!known) {
       std::string names;
@@ -191,12 +194,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<const Bench*> selected;
-  std::vector<std::string> classes;
+  std::vector<MeasurementClass> classes;
   if (!resolve_only(options.only, selected, classes)) return 2;
   if (options.list) {
     for (const Bench& b : benches()) {
       std::string cls;
-      for (const std::string& c : b.classes) cls += (cls.empty() ? "" : ", ") + c;
+      for (MeasurementClass c : b.classes) {
+        if (!cls.empty()) cls += ", ";
+        cls += ridgeline::spec::name(c);
+      }
       std::printf("%-12s %s\n", b.name, cls.c_str());
     }
     return 0;

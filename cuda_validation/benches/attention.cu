@@ -225,7 +225,8 @@ void attention_case(Suite& suite, int seq, int d) {
   const int bh = kBatchHeads;
   std::string label = "bf16_s" + std::to_string(seq) + "_d" + std::to_string(d) + "_bh" + std::to_string(bh);
   suite.run_case("attention_" + label, [&] {
-    bool want_naive = suite.wants("attention_naive"), want_flash = suite.wants("attention_flash");
+    bool want_naive = suite.wants(spec::MeasurementClass::kAttentionNaive);
+    bool want_flash = suite.wants(spec::MeasurementClass::kAttentionFlash);
     std::size_t qkv = static_cast<std::size_t>(bh) * seq * d;
     std::size_t scores = static_cast<std::size_t>(bh) * seq * seq;
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
@@ -310,7 +311,7 @@ void attention_case(Suite& suite, int seq, int d) {
           naive_check = check_rows(o_naive, 0x1p-5, 0x1p-8);  // bf16 S and P add ~2^-8 relative error
           Record r = base;
           r.name = "attention_naive_" + label;
-          r.cls = "attention_naive";
+          r.cls = spec::MeasurementClass::kAttentionNaive;
           r.bytes = 8.0 * sd * d * bhd + 8.0 * sd * sd * bhd;
           r.launches = 3;
           r.algorithm = "QK^T: " + mm_qk.algorithm() + "; softmax: " + row_config_label(seq) +
@@ -352,7 +353,7 @@ void attention_case(Suite& suite, int seq, int d) {
       }
       Record r = base;
       r.name = "attention_flash_" + label;
-      r.cls = "attention_flash";
+      r.cls = spec::MeasurementClass::kAttentionFlash;
       r.bytes = 8.0 * sd * d * bhd;
       r.launches = 1;
       r.algorithm = "tiled online softmax, fp32 CUDA cores, Br=" + std::to_string(kBlockQ) +

@@ -178,13 +178,13 @@ void elementwise_case(Suite& suite, std::int64_t n) {
     r.algorithm = "grid=" + std::to_string(grid) + " threads=" + std::to_string(kThreads) + " vec=8";
     Record ru = r;
     ru.name = "elementwise_unfused_" + label;
-    ru.cls = "elementwise_unfused";
+    ru.cls = spec::MeasurementClass::kElementwiseUnfused;
     ru.bytes = 13.0 * nd + 2.0 * kHidden;
     ru.launches = 3;
     suite.add(ru, t_unfused, check_u);
     Record rf = r;
     rf.name = "elementwise_fused_" + label;
-    rf.cls = "elementwise_fused";
+    rf.cls = spec::MeasurementClass::kElementwiseFused;
     rf.bytes = 5.0 * nd + 2.0 * kHidden;
     rf.launches = 1;
     suite.add(rf, t_fused, check_f);

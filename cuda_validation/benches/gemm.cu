@@ -139,7 +139,7 @@ void gemm_case(Suite& suite, const DtypeInfo& dt, const GemmShape& s) {
 
     Record r;
     r.name = name;
-    r.cls = "gemm";
+    r.cls = spec::MeasurementClass::kGemm;
     r.dtype = dt.label;
     r.m = s.m;
     r.n = s.n;

@@ -55,7 +55,7 @@ void copy_case(Suite& suite, std::size_t bytes) {
 
     Record r;
     r.name = name;
-    r.cls = "hbm_copy";
+    r.cls = spec::MeasurementClass::kHbmCopy;
     r.dtype = "fp32";
     r.elements = static_cast<std::int64_t>(n);
     r.bytes = 2.0 * static_cast<double>(bytes);
@@ -93,7 +93,7 @@ void triad_case(Suite& suite, std::size_t bytes) {
 
     Record r;
     r.name = name;
-    r.cls = "hbm_triad";
+    r.cls = spec::MeasurementClass::kHbmTriad;
     r.dtype = "fp32";
     r.elements = static_cast<std::int64_t>(n);
     r.flops = 2.0 * static_cast<double>(n);
@@ -110,9 +110,9 @@ void run_hbm(Suite& suite) {
   std::vector<std::size_t> sizes;
   for (int log2_mib = 0; log2_mib <= (suite.quick() ? 10 : 12); log2_mib += suite.quick() ? 2 : 1)
     sizes.push_back(std::size_t{1} << (20 + log2_mib));
-  if (suite.wants("hbm_copy"))
+  if (suite.wants(spec::MeasurementClass::kHbmCopy))
     for (std::size_t bytes : sizes) copy_case(suite, bytes);
-  if (suite.wants("hbm_triad"))
+  if (suite.wants(spec::MeasurementClass::kHbmTriad))
     for (std::size_t bytes : sizes) triad_case(suite, bytes);
 }
 

@@ -32,7 +32,7 @@ TimingOptions launch_options(const Suite& suite) {
   return options;
 }
 
-Record launch_record(const std::string& name, const char* cls, int launches) {
+Record launch_record(const std::string& name, spec::MeasurementClass cls, int launches) {
   Record r;
   r.name = name;
   r.cls = cls;
@@ -49,7 +49,7 @@ void stream_case(Suite& suite) {
       RIDGELINE_CUDA_CHECK_LAUNCH();
     };
     Timing timing = suite.time(run, launch_options(suite));
-    Record r = launch_record(name, "launch", kLaunches);
+    Record r = launch_record(name, spec::MeasurementClass::kLaunch, kLaunches);
     r.algorithm = "stream, host launch included, <<<1,1>>> empty kernel";
     suite.add(r, timing);
   });
@@ -65,7 +65,7 @@ void queued_case(Suite& suite) {
     TimingOptions options = launch_options(suite);
     options.hold_stream = true;  // all launches wait in the queue; the GPU-side gap is timed
     Timing timing = suite.time(run, options);
-    Record r = launch_record(name, "launch", kQueuedLaunches);
+    Record r = launch_record(name, spec::MeasurementClass::kLaunch, kQueuedLaunches);
     r.algorithm = "stream, queued behind the gate (GPU-side), <<<1,1>>> empty kernel";
     suite.add(r, timing);
   });
@@ -95,7 +95,7 @@ void graph_case(Suite& suite) {
 
     auto run = [&](cudaStream_t s) { RIDGELINE_CUDA_CHECK(cudaGraphLaunch(exec, s)); };
     Timing timing = suite.time(run, launch_options(suite));
-    Record r = launch_record(name, "launch_graph", kLaunches);
+    Record r = launch_record(name, spec::MeasurementClass::kLaunchGraph, kLaunches);
     r.algorithm = "one CUDA graph of " + std::to_string(kLaunches) + " empty kernel nodes";
     suite.add(r, timing);
   });
@@ -104,11 +104,11 @@ void graph_case(Suite& suite) {
 }  // namespace
 
 void run_launch(Suite& suite) {
-  if (suite.wants("launch")) {
+  if (suite.wants(spec::MeasurementClass::kLaunch)) {
     stream_case(suite);
     queued_case(suite);
   }
-  if (suite.wants("launch_graph")) graph_case(suite);
+  if (suite.wants(spec::MeasurementClass::kLaunchGraph)) graph_case(suite);
 }
 
 }  // namespace ridgeline::cuda_bench

@@ -77,7 +77,7 @@ void layernorm_case(Suite& suite, std::int64_t rows, int cols) {
     double nd = static_cast<double>(n);
     Record r;
     r.name = name;
-    r.cls = "layernorm";
+    r.cls = spec::MeasurementClass::kLayernorm;
     r.dtype = "bf16";
     r.m = rows;
     r.n = cols;

@@ -44,7 +44,7 @@ void softmax_case(Suite& suite, std::int64_t rows, int cols) {
 
     Record r;
     r.name = name;
-    r.cls = "softmax";
+    r.cls = spec::MeasurementClass::kSoftmax;
     r.dtype = "bf16";
     r.m = rows;
     r.n = cols;

@@ -87,7 +87,7 @@ void sram_case(Suite& suite, const char* width_label) {
 
     Record r;
     r.name = name;
-    r.cls = "sram";
+    r.cls = spec::MeasurementClass::kSram;
     r.dtype = "fp32";
     r.bytes = bytes_per_rep * reps;
     r.elements = static_cast<std::int64_t>(r.bytes / 4.0);

@@ -34,7 +34,7 @@ std::string measurements_json(const DeviceInfo& device, bool quick, const std::s
   for (const Record& r : records) {
     w.begin_object(/*compact=*/true);
     w.field("name", r.name);
-    w.field("class", r.cls);
+    w.field("class", spec::name(r.cls));
     w.field("dtype", r.dtype);
     w.field("m", r.m);
     w.field("n", r.n);

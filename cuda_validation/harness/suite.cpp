@@ -127,7 +127,7 @@ void Suite::run_case(const std::string& name, const std::function<void()>& body)
   }
 }
 
-bool Suite::wants(const std::string& cls) const {
+bool Suite::wants(spec::MeasurementClass cls) const {
   return class_filter_.empty() || std::find(class_filter_.begin(), class_filter_.end(), cls) != class_filter_.end();
 }
 
@@ -166,7 +166,7 @@ void Suite::add(Record record, const Timing& timing) {
     std::snprintf(buf, sizeof buf, ", %.1f GB/s", record.bytes / record.median_s / 1e9);
     line += buf;
   }
-  if (record.cls == "launch" || record.cls == "launch_graph") {
+  if (spec::measurement_class_info(record.cls).shape == spec::RecordShape::kLaunches) {
     std::snprintf(buf, sizeof buf, ", %.2f us per launch", 1e6 * record.median_s / static_cast<double>(record.launches));
     line += buf;
   }

@@ -7,6 +7,7 @@
 
 #include "harness/device_info.hpp"
 #include "harness/timer.hpp"
+#include "ridgeline/spec/measurement_class.hpp"
 
 #include <cublasLt.h>
 
@@ -22,7 +23,7 @@ namespace ridgeline::cuda_bench {
 
 struct Record {
   std::string name;
-  std::string cls;    // hbm_copy, hbm_triad, sram, gemm, elementwise_unfused, ...
+  spec::MeasurementClass cls = spec::MeasurementClass::kHbmCopy;
   std::string dtype;  // fp32, tf32, fp16, bf16, fp8_e4m3
   std::int64_t m = 0, n = 0, k = 0, batch = 1;
   std::int64_t elements = 0;
@@ -66,8 +67,8 @@ class Suite {
   bool quick() const { return quick_; }
   cudaStream_t stream() const { return stream_; }
   /// Measurement classes to keep (empty: all); `add` drops the others.
-  void set_class_filter(std::vector<std::string> classes) { class_filter_ = std::move(classes); }
-  bool wants(const std::string& cls) const;
+  void set_class_filter(std::vector<spec::MeasurementClass> classes) { class_filter_ = std::move(classes); }
+  bool wants(spec::MeasurementClass cls) const;
 
   /// Timed samples per case: 10 in --quick, 20 otherwise.
   int samples() const { return quick_ ? 10 : 20; }
@@ -109,7 +110,7 @@ class Suite {
   cublasLtHandle_t lt_ = nullptr;
   void* lt_workspace_ = nullptr;
   std::vector<Record> records_;
-  std::vector<std::string> class_filter_;
+  std::vector<spec::MeasurementClass> class_filter_;
   int skipped_ = 0;
   int failed_ = 0;
   int check_failures_ = 0;

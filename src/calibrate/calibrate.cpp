@@ -12,6 +12,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "ridgeline/spec/hardware_yaml.hpp"
 #include "ridgeline/spec/plan.hpp"
 #include "ridgeline/spec/yaml_reader.hpp"
 
@@ -19,6 +20,8 @@ namespace ridgeline::calibrate {
 
 using spec::Dtype;
 using spec::KernelClass;
+using spec::MeasurementClass;
+using spec::MeasurementFit;
 using spec::MeasurementRecord;
 
 namespace {
@@ -71,9 +74,39 @@ constexpr std::pair<double, double> kTileCandidates[] = {{128, 128}, {16, 16},  
 /// in K steps: 0 (a CPU micro-kernel) to 512; the default 128 first.
 constexpr double kK0Candidates[] = {128, 0, 16, 32, 64, 256, 512};
 
-bool is_fitted_class(const std::string& cls) {
-  return cls == "gemm" || cls == "hbm_copy" || cls == "hbm_triad" || cls == "elementwise_unfused" ||
-         cls == "elementwise_fused" || cls == "softmax" || cls == "layernorm" || cls == "attention_flash";
+/// The kernel class a record is costed as (attention_naive: as the kernels
+/// of its parts, the fused kernel's class here; launches and SRAM streams as
+/// empty or SRAM-only elementwise kernels).
+constexpr KernelClass costed_as(MeasurementClass c) {
+  switch (c) {
+    case MeasurementClass::kGemm: return KernelClass::kGemm;
+    case MeasurementClass::kSoftmax: return KernelClass::kSoftmax;
+    case MeasurementClass::kLayernorm: return KernelClass::kNorm;
+    case MeasurementClass::kAttentionNaive:
+    case MeasurementClass::kAttentionFlash: return KernelClass::kAttention;
+    case MeasurementClass::kHbmCopy:
+    case MeasurementClass::kHbmTriad:
+    case MeasurementClass::kSram:
+    case MeasurementClass::kElementwiseUnfused:
+    case MeasurementClass::kElementwiseFused:
+    case MeasurementClass::kLaunch:
+    case MeasurementClass::kLaunchGraph: return KernelClass::kElementwise;
+  }
+  return KernelClass::kElementwise;
+}
+
+/// The parameter a class's records fit, as the too-few-records error names it
+/// (GEMMs name theirs per dtype: gemm_efficiency.<peak>).
+std::string fitted_parameter(MeasurementClass c) {
+  switch (spec::measurement_class_info(c).fits) {
+    case MeasurementFit::kNothing: return "";
+    case MeasurementFit::kLaunchOverhead: return "launch_overhead";
+    case MeasurementFit::kHbm: return "hbm_efficiency and hbm_latency";
+    case MeasurementFit::kClassEfficiency: return fmt::format("class_efficiency.{}", spec::name(costed_as(c)));
+    case MeasurementFit::kGemm: return "gemm_efficiency";
+    case MeasurementFit::kAttention: return "attention_efficiency";
+  }
+  return "";
 }
 
 // --- Fitting helpers ------------------------------------------------------------
@@ -143,31 +176,6 @@ double objective(const RecordList& records, const RecordModel& m) {
   return s;
 }
 
-std::string format_time(double s) {
-  if (s <= 0) return "0 us";
-  if (s < 1e-6) return fmt::format("{:.4g} ns", s * 1e9);
-  if (s < 1e-3) return fmt::format("{:.4g} us", s * 1e6);
-  return fmt::format("{:.4g} ms", s * 1e3);
-}
-
-/// A YAML double-quoted scalar: quotes and backslashes escaped, control
-/// characters as \xNN (a name from a measurement file is user input).
-std::string quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    const unsigned char u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (u < 0x20 || u == 0x7f) {
-      out += fmt::format("\\x{:02x}", u);
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out + "\"";
-}
-
 /// Lower-case alphanumeric tokens of a device name.
 std::vector<std::string> tokens(const std::string& s) {
   std::vector<std::string> out;
@@ -208,6 +216,23 @@ bool model_token(const std::string& t) {
   return !(form == "sxm" || form == "pcie" || form == "hbm" || form == "gddr" || form == "nvl" || form == "oam");
 }
 
+/// The calibration block a fit makes; a tile that was not fitted is 0 x 0
+/// with no k0 (so it is not written and the defaults apply).
+spec::CalibrationSpec calibration_of(const FitResult& fit, const spec::MeasurementSet& set, const std::string& date) {
+  spec::CalibrationSpec c;
+  c.present = true;
+  c.measurements = set.source_file;
+  c.device = set.header.device;
+  c.date = date;
+  c.efficiency = fit.efficiency;
+  if (!fit.tile_fitted) {
+    c.efficiency.gemm_tile_m = c.efficiency.gemm_tile_n = 0;
+    c.efficiency.gemm_k0 = -1;
+  }
+  c.residuals = fit.residuals;
+  return c;
+}
+
 }  // namespace
 
 // --- Prediction -----------------------------------------------------------------
@@ -215,68 +240,72 @@ bool model_token(const std::string& t) {
 double predict_record(const MeasurementRecord& r, const cost::CostParams& c, double stream_frac) {
   bool fp64 = false;
   const Dtype dt = record_dtype(r.dtype, fp64);
-  const std::string& cls = r.cls;
-  if (cls == "gemm") {
-    graph::Kernel k = make_kernel(KernelClass::kGemm, dt);
-    // fp64 on the host: half the SIMD lanes, so the fp32 rate at twice the work.
-    k.gemm = {r.m, r.n, fp64 ? 2.0 * r.k : r.k, std::max(1.0, r.batch)};
-    k.flops = fp64 ? 2.0 * r.flops : r.flops;
-    k.read_bytes = r.bytes;
-    k.launches = r.launches;
-    return time_of(k, c);
-  }
-  if (cls == "hbm_copy" || cls == "hbm_triad") {
-    if (stream_frac <= 0) return streaming_time(r, KernelClass::kElementwise, dt, c);
-    cost::CostParams cs = c;
-    cs.mem_frac[kcls(KernelClass::kElementwise)] = stream_frac;
-    return streaming_time(r, KernelClass::kElementwise, dt, cs);
-  }
-  if (cls == "elementwise_unfused" || cls == "elementwise_fused")
-    return streaming_time(r, KernelClass::kElementwise, dt, c);
-  if (cls == "softmax" || cls == "layernorm") {
-    graph::Kernel k = make_kernel(cls == "softmax" ? KernelClass::kSoftmax : KernelClass::kNorm, dt);
-    k.read_bytes = r.bytes;
-    k.flops = r.flops;
-    k.launches = r.launches;
-    return time_of(k, c);
-  }
-  if (cls == "attention_flash") {
-    graph::Kernel k = make_kernel(KernelClass::kAttention, dt);
-    k.variant = static_cast<std::uint8_t>(spec::AttentionKind::kFlash2);
-    k.flops = fp64 ? 2.0 * r.flops : r.flops;
-    k.read_bytes = r.bytes;
-    k.launches = r.launches;
-    return time_of(k, c);
-  }
-  if (cls == "attention_naive") {
-    // m = sequence, n = head dim, batch = batch x heads: S = Q K^T, P = softmax(S), O = P V.
-    const double s = r.m, d = r.n, bh = std::max(1.0, r.batch), eb = element_bytes(r.dtype);
-    graph::Kernel qk = make_kernel(KernelClass::kGemm, dt);
-    qk.gemm = {s, s, fp64 ? 2 * d : d, bh};
-    qk.flops = 2.0 * s * s * d * bh * (fp64 ? 2 : 1);
-    qk.read_bytes = 2.0 * s * d * bh * eb;
-    qk.write_bytes = s * s * bh * eb;
-    graph::Kernel sm = make_kernel(KernelClass::kSoftmax, dt);
-    sm.read_bytes = s * s * bh * eb;
-    sm.write_bytes = s * s * bh * eb;
-    sm.flops = 5.0 * s * s * bh;
-    graph::Kernel pv = make_kernel(KernelClass::kGemm, dt);
-    pv.gemm = {s, d, fp64 ? 2 * s : s, bh};
-    pv.flops = qk.flops;
-    pv.read_bytes = (s * s + s * d) * bh * eb;
-    pv.write_bytes = s * d * bh * eb;
-    return time_of(qk, c) + time_of(sm, c) + time_of(pv, c);
-  }
-  if (cls == "launch" || cls == "launch_graph") {
-    graph::Kernel k = make_kernel(KernelClass::kElementwise, dt);
-    k.launches = r.launches;
-    return time_of(k, c, cls == "launch_graph");
-  }
-  if (cls == "sram") {
-    graph::Kernel k = make_kernel(KernelClass::kElementwise, dt);
-    k.sram_bytes = r.bytes;
-    k.launches = r.launches;
-    return time_of(k, c);
+  switch (r.cls) {
+    case MeasurementClass::kGemm: {
+      graph::Kernel k = make_kernel(KernelClass::kGemm, dt);
+      // fp64 on the host: half the SIMD lanes, so the fp32 rate at twice the work.
+      k.gemm = {r.m, r.n, fp64 ? 2.0 * r.k : r.k, std::max(1.0, r.batch)};
+      k.flops = fp64 ? 2.0 * r.flops : r.flops;
+      k.read_bytes = r.bytes;
+      k.launches = r.launches;
+      return time_of(k, c);
+    }
+    case MeasurementClass::kHbmCopy:
+    case MeasurementClass::kHbmTriad: {
+      if (stream_frac <= 0) return streaming_time(r, KernelClass::kElementwise, dt, c);
+      cost::CostParams cs = c;
+      cs.mem_frac[kcls(KernelClass::kElementwise)] = stream_frac;
+      return streaming_time(r, KernelClass::kElementwise, dt, cs);
+    }
+    case MeasurementClass::kElementwiseUnfused:
+    case MeasurementClass::kElementwiseFused: return streaming_time(r, KernelClass::kElementwise, dt, c);
+    case MeasurementClass::kSoftmax:
+    case MeasurementClass::kLayernorm: {
+      graph::Kernel k = make_kernel(costed_as(r.cls), dt);
+      k.read_bytes = r.bytes;
+      k.flops = r.flops;
+      k.launches = r.launches;
+      return time_of(k, c);
+    }
+    case MeasurementClass::kAttentionFlash: {
+      graph::Kernel k = make_kernel(KernelClass::kAttention, dt);
+      k.attention = static_cast<std::uint8_t>(spec::AttentionKind::kFlash2);
+      k.flops = fp64 ? 2.0 * r.flops : r.flops;
+      k.read_bytes = r.bytes;
+      k.launches = r.launches;
+      return time_of(k, c);
+    }
+    case MeasurementClass::kAttentionNaive: {
+      // m = sequence, n = head dim, batch = batch x heads: S = Q K^T, P = softmax(S), O = P V.
+      const double s = r.m, d = r.n, bh = std::max(1.0, r.batch), eb = element_bytes(r.dtype);
+      graph::Kernel qk = make_kernel(KernelClass::kGemm, dt);
+      qk.gemm = {s, s, fp64 ? 2 * d : d, bh};
+      qk.flops = 2.0 * s * s * d * bh * (fp64 ? 2 : 1);
+      qk.read_bytes = 2.0 * s * d * bh * eb;
+      qk.write_bytes = s * s * bh * eb;
+      graph::Kernel sm = make_kernel(KernelClass::kSoftmax, dt);
+      sm.read_bytes = s * s * bh * eb;
+      sm.write_bytes = s * s * bh * eb;
+      sm.flops = 5.0 * s * s * bh;
+      graph::Kernel pv = make_kernel(KernelClass::kGemm, dt);
+      pv.gemm = {s, d, fp64 ? 2 * s : s, bh};
+      pv.flops = qk.flops;
+      pv.read_bytes = (s * s + s * d) * bh * eb;
+      pv.write_bytes = s * d * bh * eb;
+      return time_of(qk, c) + time_of(sm, c) + time_of(pv, c);
+    }
+    case MeasurementClass::kLaunch:
+    case MeasurementClass::kLaunchGraph: {
+      graph::Kernel k = make_kernel(KernelClass::kElementwise, dt);
+      k.launches = r.launches;
+      return time_of(k, c, r.cls == MeasurementClass::kLaunchGraph);
+    }
+    case MeasurementClass::kSram: {
+      graph::Kernel k = make_kernel(KernelClass::kElementwise, dt);
+      k.sram_bytes = r.bytes;
+      k.launches = r.launches;
+      return time_of(k, c);
+    }
   }
   return 0.0;
 }
@@ -301,6 +330,18 @@ double predict_record(const MeasurementRecord& r, const RecordModel& m) {
   return predict_record(r, m.params, m.stream_frac);
 }
 
+int min_fit_records(MeasurementClass cls, const std::string& dtype) {
+  switch (spec::measurement_class_info(cls).fits) {
+    case MeasurementFit::kNothing: return 0;
+    case MeasurementFit::kLaunchOverhead: return 1;
+    case MeasurementFit::kGemm: return dtype == "fp64" ? 0 : kMinRecordsPerClass;
+    case MeasurementFit::kHbm:
+    case MeasurementFit::kClassEfficiency:
+    case MeasurementFit::kAttention: return kMinRecordsPerClass;
+  }
+  return 0;
+}
+
 double error_pct(double predicted_s, double measured_s) { return (predicted_s - measured_s) / measured_s * 100.0; }
 
 double percentile_abs(std::vector<double> values, double q) {
@@ -321,7 +362,7 @@ FitResult fit(const spec::MeasurementSet& set, const spec::HardwareSpec& hw) {
   out.efficiency.gemm_tile_m = out.efficiency.gemm_tile_n = 0;
 
   // Usable records, by class (gemm also by dtype).
-  std::map<std::string, RecordList> by_class;
+  std::map<MeasurementClass, RecordList, spec::MeasurementClassNameLess> by_class;
   std::map<std::string, RecordList> gemm_by_dtype;
   for (const auto& r : set.records) {
     if (r.check == "fail") {
@@ -332,34 +373,28 @@ FitResult fit(const spec::MeasurementSet& set, const spec::HardwareSpec& hw) {
     by_class[r.cls].push_back(&r);
     // fp64 (host) is predicted at half the fp32 rate and validated, but fits
     // nothing: profiles have no fp64 peak to fit a fraction of.
-    if (r.cls == "gemm" && r.dtype != "fp64") gemm_by_dtype[r.dtype].push_back(&r);
+    if (r.cls == MeasurementClass::kGemm && r.dtype != "fp64") gemm_by_dtype[r.dtype].push_back(&r);
   }
   if (by_class.empty())
     throw support::SpecError({set.source_file, 0, 0}, "records", "no usable records: every correctness check failed");
 
   // Refuse classes with too few records to fit.
   support::DiagnosticList diags;
-  auto too_few = [&](const RecordList& list, const std::string& what, const std::string& param) {
-    if (list.empty() || static_cast<int>(list.size()) >= kMinRecordsPerClass) return;
+  auto too_few = [&](const RecordList& list, int needed, const std::string& what, const std::string& param) {
+    if (list.empty() || static_cast<int>(list.size()) >= needed) return;
     diags.error({set.source_file, list.front()->line, 0}, what,
                 fmt::format("{} record{}; fitting {} needs at least {} (measure more sizes, or leave the class out)",
-                            list.size(), list.size() == 1 ? "" : "s", param, kMinRecordsPerClass));
+                            list.size(), list.size() == 1 ? "" : "s", param, needed));
   };
   for (const auto& [cls, list] : by_class) {
-    if (cls == "gemm") continue;
-    if (!is_fitted_class(cls)) continue;
-    const std::string param = cls == "hbm_copy" || cls == "hbm_triad" ? "hbm_efficiency and hbm_latency"
-                              : cls == "softmax"                      ? "class_efficiency.softmax"
-                              : cls == "layernorm"                    ? "class_efficiency.norm"
-                              : cls == "attention_flash"              ? "attention_efficiency"
-                                                                      : "class_efficiency.elementwise";
-    too_few(list, cls, param);
+    if (cls == MeasurementClass::kGemm) continue;  // per dtype, below
+    too_few(list, min_fit_records(cls, list.front()->dtype), std::string(spec::name(cls)), fitted_parameter(cls));
   }
   for (const auto& [dtype, list] : gemm_by_dtype) {
     bool fp64 = false;
     const Dtype dt = record_dtype(dtype, fp64);
-    too_few(list, fmt::format("gemm ({})", dtype),
-            fmt::format("gemm_efficiency.{}", spec::name(spec::peak_of(dt))));
+    too_few(list, min_fit_records(MeasurementClass::kGemm, dtype), fmt::format("gemm ({})", dtype),
+            fmt::format("{}.{}", fitted_parameter(MeasurementClass::kGemm), spec::name(spec::peak_of(dt))));
   }
   diags.throw_if_errors();
 
@@ -368,15 +403,18 @@ FitResult fit(const spec::MeasurementSet& set, const spec::HardwareSpec& hw) {
   lean.sources.clear();
   lean.calibration = spec::CalibrationSpec{};
   auto model = [&] { return record_model(lean, &e); };
-  auto records_of = [&](const std::vector<std::string>& classes) {
+  // The records of every class `wanted` picks, class by class in table order.
+  auto records_of = [&](auto wanted) {
     RecordList list;
-    for (const auto& c : classes)
-      if (auto it = by_class.find(c); it != by_class.end()) list.insert(list.end(), it->second.begin(), it->second.end());
+    for (const spec::MeasurementClassInfo& i : spec::kMeasurementClasses)
+      if (auto it = by_class.find(i.cls); it != by_class.end() && wanted(i))
+        list.insert(list.end(), it->second.begin(), it->second.end());
     return list;
   };
+  auto fitting = [](MeasurementFit f) { return [f](const spec::MeasurementClassInfo& i) { return i.fits == f; }; };
 
   // 1. Launch overhead: each record is already a mean over many launches.
-  if (RecordList l = records_of({"launch"}); !l.empty()) {
+  if (RecordList l = records_of(fitting(MeasurementFit::kLaunchOverhead)); !l.empty()) {
     std::vector<double> per;
     for (const auto* r : l) per.push_back(r->median_s / std::max(1.0, r->launches));
     e.launch_overhead_s = percentile_abs(per, 0.5);
@@ -387,7 +425,7 @@ FitResult fit(const spec::MeasurementSet& set, const spec::HardwareSpec& hw) {
   // 2. Streaming: t - launches * launch = bytes / (bw * hbm_frac) + latency,
   //    linear in (1 / (bw hbm_frac), latency); rows weighted by 1 / t, and
   //    reweighted (IRLS) so the loss is kHuberDelta's Huber loss.
-  if (RecordList s = records_of({"hbm_copy", "hbm_triad"}); !s.empty()) {
+  if (RecordList s = records_of(fitting(MeasurementFit::kHbm)); !s.empty()) {
     const int n = static_cast<int>(s.size());
     Eigen::MatrixXd X(n, 2);
     Eigen::VectorXd y(n), w0(n);
@@ -435,13 +473,17 @@ FitResult fit(const spec::MeasurementSet& set, const spec::HardwareSpec& hw) {
     out.fitted.push_back("hbm_latency");
   }
 
-  // 3. Per-class multipliers on hbm_efficiency.
-  const std::vector<std::pair<KernelClass, std::vector<std::string>>> multipliers = {
-      {KernelClass::kElementwise, {"elementwise_unfused", "elementwise_fused"}},
-      {KernelClass::kSoftmax, {"softmax"}},
-      {KernelClass::kNorm, {"layernorm"}}};
-  for (const auto& [kc, classes] : multipliers) {
-    RecordList list = records_of(classes);
+  // 3. Per-class multipliers on hbm_efficiency, one per kernel class the
+  //    classes are costed as, in the order the table first names them.
+  std::vector<KernelClass> multipliers;
+  for (const spec::MeasurementClassInfo& i : spec::kMeasurementClasses)
+    if (i.fits == MeasurementFit::kClassEfficiency &&
+        std::find(multipliers.begin(), multipliers.end(), costed_as(i.cls)) == multipliers.end())
+      multipliers.push_back(costed_as(i.cls));
+  for (const KernelClass kc : multipliers) {
+    RecordList list = records_of([&](const spec::MeasurementClassInfo& i) {
+      return i.fits == MeasurementFit::kClassEfficiency && costed_as(i.cls) == kc;
+    });
     if (list.empty()) continue;
     double& slot = e.class_mem_frac[kcls(kc)];
     slot = minimize_1d(
@@ -509,7 +551,7 @@ FitResult fit(const spec::MeasurementSet& set, const spec::HardwareSpec& hw) {
   }
 
   // 5. Fused attention.
-  if (RecordList a = records_of({"attention_flash"}); !a.empty()) {
+  if (RecordList a = records_of(fitting(MeasurementFit::kAttention)); !a.empty()) {
     e.attention_frac = minimize_1d(
         [&](double v) {
           e.attention_frac = v;
@@ -520,10 +562,10 @@ FitResult fit(const spec::MeasurementSet& set, const spec::HardwareSpec& hw) {
     out.fitted.push_back("attention_efficiency");
   }
 
-  for (const char* c : {"attention_naive", "sram", "launch_graph"})
-    if (by_class.count(c))
-      out.notes.push_back(fmt::format("{}: predicted and validated; it fits no parameter", c));
-  if (auto it = by_class.find("gemm"); it != by_class.end() &&
+  for (const spec::MeasurementClassInfo& i : spec::kMeasurementClasses)
+    if (i.fits == MeasurementFit::kNothing && by_class.count(i.cls))
+      out.notes.push_back(fmt::format("{}: predicted and validated; it fits no parameter", i.name));
+  if (auto it = by_class.find(MeasurementClass::kGemm); it != by_class.end() &&
       std::any_of(it->second.begin(), it->second.end(), [](const auto* r) { return r->dtype == "fp64"; }))
     out.notes.push_back("gemm (fp64): predicted at half the fp32 rate and validated; it fits no parameter");
 
@@ -533,7 +575,7 @@ FitResult fit(const spec::MeasurementSet& set, const spec::HardwareSpec& hw) {
     std::vector<double> err;
     for (const auto* r : list) err.push_back(error_pct(predict_record(*r, final_model), r->median_s));
     spec::CalibrationResidual res;
-    res.cls = cls;
+    res.cls = std::string(spec::name(cls));
     res.records = static_cast<int>(list.size());
     res.median_abs_pct = percentile_abs(err, 0.5);
     res.p90_abs_pct = percentile_abs(err, 0.9);
@@ -546,50 +588,11 @@ FitResult fit(const spec::MeasurementSet& set, const spec::HardwareSpec& hw) {
 // --- Writing the calibration block --------------------------------------------------
 
 std::string calibration_block(const FitResult& fit, const spec::MeasurementSet& set, const std::string& date) {
-  const spec::EfficiencySpec& e = fit.efficiency;
-  auto num = [](double v) { return fmt::format("{:.4g}", v); };
-  std::string y = "calibration:\n";
-  y += fmt::format(
-      "  # Fitted by `ridgeline calibrate` from {} records ({} backend); fields not listed keep the documented "
-      "defaults.\n",
-      fit.records_used, set.header.backend.empty() ? "unknown" : set.header.backend);
-  y += fmt::format("  measurements: {}\n", quote(set.source_file));
-  y += fmt::format("  device: {}\n", quote(set.header.device));
-  y += fmt::format("  date: {}\n", quote(date));
-  bool any_gemm = false;
-  for (int i = 0; i < spec::kPeakCount; ++i) any_gemm |= e.gemm_frac[i] > 0;
-  if (any_gemm) {
-    y += "  gemm_efficiency:\n";
-    for (int i = 0; i < spec::kPeakCount; ++i)
-      if (e.gemm_frac[i] > 0) y += fmt::format("    {}: {}\n", spec::kPeakNames[i], num(e.gemm_frac[i]));
-  }
-  if (fit.tile_fitted) {
-    y += fmt::format("  gemm_tile:\n    m: {}\n    n: {}\n", static_cast<int>(e.gemm_tile_m),
-                     static_cast<int>(e.gemm_tile_n));
-    if (e.gemm_k0 >= 0) y += fmt::format("    k0: {}\n", num(e.gemm_k0));
-  }
-  if (e.attention_frac > 0) y += fmt::format("  attention_efficiency: {}\n", num(e.attention_frac));
-  if (e.hbm_frac > 0) {
-    y += fmt::format("  hbm_efficiency: {}\n", num(e.hbm_frac));
-    y += fmt::format("  hbm_latency: {}\n", format_time(e.hbm_latency_s));
-  }
-  bool any_class = false;
-  for (int i = 0; i < spec::kKernelClassCount; ++i) any_class |= e.class_mem_frac[i] > 0;
-  if (any_class) {
-    y += "  class_efficiency:\n";
-    for (int i = 0; i < spec::kKernelClassCount; ++i)
-      if (e.class_mem_frac[i] > 0)
-        y += fmt::format("    {}: {}\n", spec::kKernelClassNames[i], num(e.class_mem_frac[i]));
-  }
-  if (e.launch_overhead_s > 0) y += fmt::format("  launch_overhead: {}\n", format_time(e.launch_overhead_s));
-  if (e.comm_frac > 0) y += fmt::format("  comm_efficiency: {}\n", num(e.comm_frac));
-  if (!fit.residuals.empty()) {
-    y += "  residuals:\n";
-    for (const auto& r : fit.residuals)
-      y += fmt::format("    - {{class: {}, records: {}, median_abs_pct: {:.3g}, p90_abs_pct: {:.3g}}}\n", r.cls,
-                       r.records, r.median_abs_pct, r.p90_abs_pct);
-  }
-  return y;
+  return spec::calibration_yaml(
+      calibration_of(fit, set, date), spec::YamlStyle{.significant_digits = 4},
+      fmt::format("Fitted by `ridgeline calibrate` from {} records ({} backend); fields not listed keep the documented "
+                  "defaults.",
+                  fit.records_used, set.header.backend.empty() ? "unknown" : set.header.backend));
 }
 
 std::string replace_calibration_block(const std::string& profile_text, const std::string& block) {
@@ -627,17 +630,7 @@ std::string replace_calibration_block(const std::string& profile_text, const std
 spec::HardwareSpec with_calibration(const spec::HardwareSpec& hw, const FitResult& fit,
                                     const spec::MeasurementSet& set, const std::string& date) {
   spec::HardwareSpec h = hw;
-  h.calibration = spec::CalibrationSpec{};
-  h.calibration.present = true;
-  h.calibration.measurements = set.source_file;
-  h.calibration.device = set.header.device;
-  h.calibration.date = date;
-  h.calibration.efficiency = fit.efficiency;
-  if (!fit.tile_fitted) {
-    h.calibration.efficiency.gemm_tile_m = h.calibration.efficiency.gemm_tile_n = 0;
-    h.calibration.efficiency.gemm_k0 = -1;
-  }
-  h.calibration.residuals = fit.residuals;
+  h.calibration = calibration_of(fit, set, date);
   return h;
 }
 

@@ -2,7 +2,9 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
+#include <optional>
 #include <random>
+#include <utility>
 
 #include "ridgeline/calibrate/calibrate.hpp"
 
@@ -10,17 +12,17 @@ namespace ridgeline::calibrate {
 
 namespace {
 
-/// Records of a class that must stay in the training part so the fit can run.
-int min_train(const std::string& cls, const std::string& dtype) {
-  if (cls == "launch") return 1;
-  if (cls == "gemm" && dtype == "fp64") return 0;  // fits nothing
-  if (cls == "gemm" || cls == "hbm_copy" || cls == "hbm_triad" || cls == "elementwise_unfused" ||
-      cls == "elementwise_fused" || cls == "softmax" || cls == "layernorm" || cls == "attention_flash")
-    return kMinRecordsPerClass;
-  return 0;
-}
+/// A (class, dtype) group; groups go in name order, class first.
+using GroupKey = std::pair<spec::MeasurementClass, std::string>;
+struct GroupKeyLess {
+  bool operator()(const GroupKey& a, const GroupKey& b) const {
+    if (a.first != b.first) return spec::MeasurementClassNameLess{}(a.first, b.first);
+    return a.second < b.second;
+  }
+};
 
-GroupStats stats(const std::string& cls, const std::string& dtype, const std::vector<RecordError>& errs) {
+GroupStats stats(std::optional<spec::MeasurementClass> cls, const std::string& dtype,
+                 const std::vector<RecordError>& errs) {
   GroupStats g;
   g.cls = cls;
   g.dtype = dtype;
@@ -53,7 +55,7 @@ ValidationReport validate(const spec::MeasurementSet& set, const spec::HardwareS
 
   // Deterministic split: groups (class, dtype) in name order, each shuffled by
   // Fisher-Yates driven by one mt19937_64 (whose output the standard fixes).
-  std::map<std::pair<std::string, std::string>, std::vector<size_t>> groups;
+  std::map<GroupKey, std::vector<size_t>, GroupKeyLess> groups;
   for (size_t i = 0; i < set.records.size(); ++i) {
     const auto& r = set.records[i];
     if (r.check == "fail" || !(r.median_s > 0)) continue;
@@ -65,7 +67,7 @@ ValidationReport validate(const spec::MeasurementSet& set, const spec::HardwareS
     for (size_t i = idx.size(); i > 1; --i) std::swap(idx[i - 1], idx[gen() % i]);
     const int n = static_cast<int>(idx.size());
     int k = static_cast<int>(std::lround(holdout_frac * n));
-    k = std::clamp(k, 0, std::max(0, n - min_train(key.first, key.second)));
+    k = std::clamp(k, 0, std::max(0, n - min_fit_records(key.first, key.second)));
     for (int j = 0; j < k; ++j) held[idx[j]] = true;
   }
 
@@ -88,7 +90,7 @@ ValidationReport validate(const spec::MeasurementSet& set, const spec::HardwareS
 
   const RecordModel calibrated = record_model(hw, &rep.fit.efficiency);
   const RecordModel uncalibrated = record_model(hw, nullptr);
-  std::map<std::pair<std::string, std::string>, std::vector<RecordError>> by_group;
+  std::map<GroupKey, std::vector<RecordError>, GroupKeyLess> by_group;
   for (const auto* r : test) {
     RecordError e;
     e.name = r->name;
@@ -103,7 +105,7 @@ ValidationReport validate(const spec::MeasurementSet& set, const spec::HardwareS
     by_group[{e.cls, e.dtype}].push_back(e);
   }
   for (const auto& [key, errs] : by_group) rep.groups.push_back(stats(key.first, key.second, errs));
-  rep.overall = stats("all", "", rep.records);
+  rep.overall = stats(std::nullopt, "", rep.records);
   rep.worst = rep.records;
   std::stable_sort(rep.worst.begin(), rep.worst.end(), [](const RecordError& a, const RecordError& b) {
     return std::fabs(a.error_pct) > std::fabs(b.error_pct);

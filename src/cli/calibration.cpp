@@ -10,8 +10,10 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "host_microbench.hpp"
 #include "ridgeline/calibrate/calibrate.hpp"
-#include "ridgeline/calibrate/host_microbench.hpp"
+#include "ridgeline/spec/hardware_yaml.hpp"
+#include "ridgeline/spec/measurement_class.hpp"
 #include "ridgeline/units/units.hpp"
 
 namespace ridgeline::cli {
@@ -36,6 +38,9 @@ std::string read_text(const std::string& path) {
 }
 
 std::string pct(double v) { return fmt::format("{:.1f}%", v); }
+
+/// A validation group's class, or "all" for the whole set.
+std::string group_class(const calibrate::GroupStats& g) { return g.cls ? std::string(spec::name(*g.cls)) : "all"; }
 
 /// "gemm_efficiency.fp32 0.971", ... one line per fitted parameter.
 std::string fit_summary(const calibrate::FitResult& f) {
@@ -88,22 +93,29 @@ void register_microbench(CLI::App& app, int& rc) {
                                    "(ridgeline_cuda_bench), then pass its file to 'ridgeline calibrate'"};
       if (a->samples < 0 || a->samples > 10000)
         throw UsageError{"--samples", fmt::format("expected a whole number from 1 to 10000, got {}", a->samples)};
+      host_bench::HostMicrobenchOptions opt;
       for (const auto& c : a->only) {
-        const auto& known = spec::measurement_classes();
-        if (std::find(known.begin(), known.end(), c) == known.end())
-          throw UsageError{"--only", fmt::format("unknown measurement class '{}'{}", c, support::did_you_mean(c, known))};
+        const auto cls = spec::parse_measurement_class(c);
+        if (!cls)
+          throw UsageError{"--only", fmt::format("unknown measurement class '{}'{}", c,
+                                                 support::did_you_mean(c, spec::measurement_class_names()))};
+        opt.classes.push_back(*cls);
       }
-      calibrate::HostMicrobenchOptions opt;
       opt.quick = a->quick;
       opt.samples = a->samples;
-      opt.classes = a->only;
       opt.progress = [](const std::string& line) { std::cerr << line << "\n"; };
-      spec::MeasurementSet set = calibrate::run_host_microbench(opt);
+      spec::MeasurementSet set = host_bench::run_host_microbench(opt);
       if (set.records.empty()) throw UsageError{"--only", "no host benchmark measures these classes"};
       set.source_file = a->output == "-" ? "" : a->output;
       write_output(a->output, spec::to_json(set));
       if (!a->profile_output.empty()) {
-        const std::string text = calibrate::hardware_yaml(calibrate::host_profile(set));
+        const spec::HardwareSpec hw = host_bench::host_profile(set);
+        // Measured figures to 4 significant digits: more would be noise.
+        const std::string text =
+            fmt::format("# Hardware profile: {}. Written by ridgeline microbench --host --profile-output.\n"
+                        "# One CPU core as a \"GPU\": every figure says under sources: how it was obtained.\n",
+                        hw.name) +
+            spec::to_yaml(hw, spec::YamlStyle{.significant_digits = 4});
         calibrate::load_hardware_text(text);  // what we write must read back
         write_output(a->profile_output, text);
       }
@@ -164,7 +176,7 @@ struct ValidateArgs {
 };
 
 nlohmann::ordered_json group_json(const calibrate::GroupStats& g) {
-  return {{"class", g.cls},
+  return {{"class", group_class(g)},
           {"dtype", g.dtype},
           {"records", g.records},
           {"calibrated", {{"median_abs_pct", g.median_abs_pct}, {"p90_abs_pct", g.p90_abs_pct}}},
@@ -173,7 +185,7 @@ nlohmann::ordered_json group_json(const calibrate::GroupStats& g) {
 
 nlohmann::ordered_json record_json(const calibrate::RecordError& e) {
   return {{"name", e.name},
-          {"class", e.cls},
+          {"class", std::string(spec::name(e.cls))},
           {"dtype", e.dtype},
           {"measured_s", e.measured_s},
           {"predicted_s", e.predicted_s},
@@ -221,7 +233,7 @@ std::string report_csv(const calibrate::ValidationReport& r) {
       "class,dtype,records,calibrated_median_abs_pct,calibrated_p90_abs_pct,uncalibrated_median_abs_pct,"
       "uncalibrated_p90_abs_pct\n";
   auto row = [&](const calibrate::GroupStats& g) {
-    s += fmt::format("{},{},{},{:.4g},{:.4g},{:.4g},{:.4g}\n", g.cls, g.dtype, g.records, g.median_abs_pct,
+    s += fmt::format("{},{},{},{:.4g},{:.4g},{:.4g},{:.4g}\n", group_class(g), g.dtype, g.records, g.median_abs_pct,
                      g.p90_abs_pct, g.default_median_abs_pct, g.default_p90_abs_pct);
   };
   for (const auto& g : r.groups) row(g);
@@ -243,7 +255,7 @@ std::string report_table(const calibrate::ValidationReport& r) {
   s += fmt::format("{:<20} {:<9} {:>7}   {:>9} {:>9}   {:>9} {:>9}\n", "class", "dtype", "records", "median", "p90",
                    "median", "p90");
   auto row = [&](const calibrate::GroupStats& g) {
-    s += fmt::format("{:<20} {:<9} {:>7}   {:>9} {:>9}   {:>9} {:>9}\n", g.cls, g.dtype, g.records,
+    s += fmt::format("{:<20} {:<9} {:>7}   {:>9} {:>9}   {:>9} {:>9}\n", group_class(g), g.dtype, g.records,
                      pct(g.median_abs_pct), pct(g.p90_abs_pct), pct(g.default_median_abs_pct),
                      pct(g.default_p90_abs_pct));
   };

@@ -98,7 +98,14 @@ void read_record(MapReader& r, MeasurementRecord& out) {
   static const std::vector<std::string> kChecks = {"pass", "fail", "none"};
   out.line = loc_of(r.file(), r.self()).line;
   out.name = r.string("name", true).value_or("");
-  out.cls = one_of(r, "class", measurement_classes(), "measurement class", true).value_or("");
+  if (auto cls = r.string("class", true)) {
+    if (auto c = parse_measurement_class(*cls))
+      out.cls = *c;
+    else
+      r.error_at("class", fmt::format("unknown measurement class '{}'{} (known: {})", *cls,
+                                      support::did_you_mean(*cls, measurement_class_names()),
+                                      measurement_class_list()));
+  }
   out.dtype = one_of(r, "dtype", measurement_dtypes(), "dtype", true).value_or("");
   out.m = non_negative(r, "m", false).value_or(0);
   out.n = non_negative(r, "n", false).value_or(0);
@@ -118,12 +125,20 @@ void read_record(MapReader& r, MeasurementRecord& out) {
   out.algorithm = r.string("algorithm").value_or("");
   out.check = one_of(r, "check", kChecks, "check result", false).value_or("none");
   r.finish();
-  if (out.cls == "gemm" && (out.m <= 0 || out.n <= 0 || out.k <= 0))
-    r.error_here("a gemm record needs m, n and k greater than zero");
-  if ((out.cls == "attention_naive" || out.cls == "attention_flash") && (out.m <= 0 || out.n <= 0))
-    r.error_here("an attention record needs m (sequence) and n (head dim) greater than zero");
-  if ((out.cls == "launch" || out.cls == "launch_graph") && out.launches < 1)
-    r.error_at("launches", "expected at least 1 launch");
+  switch (measurement_class_info(out.cls).shape) {
+    case RecordShape::kGemm:
+      if (out.m <= 0 || out.n <= 0 || out.k <= 0) r.error_here("a gemm record needs m, n and k greater than zero");
+      break;
+    case RecordShape::kAttention:
+      if (out.m <= 0 || out.n <= 0)
+        r.error_here("an attention record needs m (sequence) and n (head dim) greater than zero");
+      break;
+    case RecordShape::kLaunches:
+      if (out.launches < 1) r.error_at("launches", "expected at least 1 launch");
+      break;
+    case RecordShape::kElements:
+    case RecordShape::kRowsCols: break;
+  }
 }
 
 /// An integral value as a JSON integer, anything else as a double.
@@ -134,11 +149,13 @@ nlohmann::ordered_json number(double v) {
 
 }  // namespace
 
-const std::vector<std::string>& measurement_classes() {
-  static const std::vector<std::string> kClasses = {
-      "hbm_copy", "hbm_triad", "sram",    "gemm",           "elementwise_unfused", "elementwise_fused",
-      "softmax",  "layernorm", "attention_naive", "attention_flash", "launch", "launch_graph"};
-  return kClasses;
+const std::vector<std::string>& measurement_class_names() {
+  static const std::vector<std::string> kNames = [] {
+    std::vector<std::string> v;
+    for (const MeasurementClassInfo& i : kMeasurementClasses) v.emplace_back(i.name);
+    return v;
+  }();
+  return kNames;
 }
 
 MeasurementSet load_measurements(const std::string& path) {
@@ -193,7 +210,7 @@ std::string to_json(const MeasurementSet& set) {
   for (size_t i = 0; i < set.records.size(); ++i) {
     const MeasurementRecord& r = set.records[i];
     ordered_json j = {{"name", r.name},
-                      {"class", r.cls},
+                      {"class", std::string(name(r.cls))},
                       {"dtype", r.dtype},
                       {"m", number(r.m)},
                       {"n", number(r.n)},

@@ -1,8 +1,10 @@
 // Calibration: the fitter recovers known parameters, refuses thin classes,
 // runs end to end on this CPU, and rejects bad measurement files with one
-// exact line each.
+// exact line each. Also what calibration writes and reads: the measurement
+// class table, and hardware profiles through spec::to_yaml and back.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -13,14 +15,18 @@
 #include <random>
 #include <sstream>
 #include <unistd.h>
+#include <utility>
 
 #include "ridgeline/calibrate/calibrate.hpp"
-#include "ridgeline/calibrate/host_microbench.hpp"
+#include "ridgeline/spec/hardware_yaml.hpp"
+#include "ridgeline/spec/measurement_class.hpp"
 #include "ridgeline/spec/measurements.hpp"
 #include "ridgeline/support/diagnostics.hpp"
+#include "ridgeline/units/units.hpp"
 #include "test_support.hpp"
 
 using namespace ridgeline;
+using MC = spec::MeasurementClass;
 namespace fs = std::filesystem;
 
 namespace {
@@ -40,7 +46,7 @@ class Noise {
   std::mt19937_64 gen_;
 };
 
-spec::MeasurementRecord record(const std::string& name, const std::string& cls, const std::string& dtype) {
+spec::MeasurementRecord record(const std::string& name, MC cls, const std::string& dtype) {
   spec::MeasurementRecord r;
   r.name = name;
   r.cls = cls;
@@ -61,7 +67,7 @@ std::vector<spec::MeasurementRecord> h100_like_records() {
   for (const char* dt : {"bf16", "tf32"})
     for (const auto& s : shapes) {
       if (std::string(dt) == "tf32" && s[0] == 8192 && s[1] == 14336) continue;
-      auto r = record(fmt::format("gemm_{}_{}x{}x{}", dt, s[0], s[1], s[2]), "gemm", dt);
+      auto r = record(fmt::format("gemm_{}_{}x{}x{}", dt, s[0], s[1], s[2]), MC::kGemm, dt);
       r.m = s[0];
       r.n = s[1];
       r.k = s[2];
@@ -72,35 +78,35 @@ std::vector<spec::MeasurementRecord> h100_like_records() {
     }
   for (int lg = 20; lg <= 32; lg += 2) {
     const double size = std::ldexp(1.0, lg);
-    auto c = record(fmt::format("hbm_copy_{}", lg), "hbm_copy", "fp32");
+    auto c = record(fmt::format("hbm_copy_{}", lg), MC::kHbmCopy, "fp32");
     c.bytes = 2 * size;  // STREAM counting
     v.push_back(c);
-    auto t = record(fmt::format("hbm_triad_{}", lg), "hbm_triad", "fp32");
+    auto t = record(fmt::format("hbm_triad_{}", lg), MC::kHbmTriad, "fp32");
     t.bytes = 3 * size;
     t.flops = 2 * size / 4;
     v.push_back(t);
   }
   for (int lg = 20; lg <= 28; lg += 2) {
     const double n = std::ldexp(1.0, lg);
-    auto u = record(fmt::format("elementwise_unfused_{}", lg), "elementwise_unfused", "bf16");
+    auto u = record(fmt::format("elementwise_unfused_{}", lg), MC::kElementwiseUnfused, "bf16");
     u.bytes = 13 * n + 2 * 4096;  // cuda_validation's byte counts
     u.flops = 10 * n;
     u.launches = 3;
     v.push_back(u);
-    auto f = record(fmt::format("elementwise_fused_{}", lg), "elementwise_fused", "bf16");
+    auto f = record(fmt::format("elementwise_fused_{}", lg), MC::kElementwiseFused, "bf16");
     f.bytes = 5 * n + 2 * 4096;
     f.flops = 10 * n;
     v.push_back(f);
   }
   for (double cols : {256.0, 1024.0, 4096.0, 16384.0}) {
     const double n = std::ldexp(1.0, 26);
-    auto s = record(fmt::format("softmax_{}", cols), "softmax", "bf16");
+    auto s = record(fmt::format("softmax_{}", cols), MC::kSoftmax, "bf16");
     s.m = n / cols;
     s.n = cols;
     s.bytes = 4 * n;
     s.flops = 5 * n;
     v.push_back(s);
-    auto l = record(fmt::format("layernorm_{}", cols), "layernorm", "bf16");
+    auto l = record(fmt::format("layernorm_{}", cols), MC::kLayernorm, "bf16");
     l.m = n / cols;
     l.n = cols;
     l.bytes = 4 * n + 4 * cols + 8 * n / cols;
@@ -108,7 +114,7 @@ std::vector<spec::MeasurementRecord> h100_like_records() {
     v.push_back(l);
   }
   for (double seq : {512.0, 1024.0, 2048.0, 4096.0}) {
-    auto a = record(fmt::format("attention_flash_{}", seq), "attention_flash", "bf16");
+    auto a = record(fmt::format("attention_flash_{}", seq), MC::kAttentionFlash, "bf16");
     a.m = seq;
     a.n = 128;
     a.k = seq;
@@ -117,7 +123,7 @@ std::vector<spec::MeasurementRecord> h100_like_records() {
     a.bytes = 8 * seq * 128 * 16;
     v.push_back(a);
   }
-  auto launch = record("launch_empty_x1000", "launch", "fp32");
+  auto launch = record("launch_empty_x1000", MC::kLaunch, "fp32");
   launch.launches = 1000;
   v.push_back(launch);
   for (size_t i = 0; i < v.size(); ++i) v[i].line = static_cast<int>(17 + i);
@@ -168,13 +174,70 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-double median_abs(const std::vector<calibrate::RecordError>& recs, const std::vector<std::string>& classes, bool cal) {
+double median_abs(const std::vector<calibrate::RecordError>& recs, const std::vector<MC>& classes, bool cal) {
   std::vector<double> v;
   for (const auto& r : recs)
     if (std::find(classes.begin(), classes.end(), r.cls) != classes.end())
       v.push_back(cal ? r.error_pct : r.default_error_pct);
   REQUIRE_FALSE(v.empty());
   return calibrate::percentile_abs(v, 0.5);
+}
+
+/// Every field load_hardware fills, compared exactly (source_file aside: where it was read from).
+void check_same_profile(const spec::HardwareSpec& a, const spec::HardwareSpec& b) {
+  CHECK(a.id == b.id);
+  CHECK(a.name == b.name);
+  CHECK(a.vendor == b.vendor);
+  CHECK(a.architecture == b.architecture);
+  CHECK(a.generation == b.generation);
+  CHECK(a.aliases == b.aliases);
+  CHECK(a.memory_bytes == b.memory_bytes);
+  CHECK(a.hbm_bytes_per_s == b.hbm_bytes_per_s);
+  CHECK(a.l2_bytes == b.l2_bytes);
+  CHECK(a.sm_count == b.sm_count);
+  CHECK(a.clock_hz == b.clock_hz);
+  CHECK(a.smem_per_sm_bytes == b.smem_per_sm_bytes);
+  CHECK(a.sram_bytes_per_s == b.sram_bytes_per_s);
+  CHECK(a.peak_flop_per_s == b.peak_flop_per_s);
+  CHECK(a.launch_overhead_s == b.launch_overhead_s);
+  CHECK(a.interconnect.gpus_per_node == b.interconnect.gpus_per_node);
+  CHECK(a.interconnect.intra_node_bytes_per_s == b.interconnect.intra_node_bytes_per_s);
+  CHECK(a.interconnect.intra_node_latency_s == b.interconnect.intra_node_latency_s);
+  CHECK(a.interconnect.inter_node_bytes_per_s == b.interconnect.inter_node_bytes_per_s);
+  CHECK(a.interconnect.inter_node_latency_s == b.interconnect.inter_node_latency_s);
+  CHECK(a.tdp_w == b.tdp_w);
+  CHECK(a.price_per_gpu_hour_usd == b.price_per_gpu_hour_usd);
+  CHECK(a.sources == b.sources);
+  const spec::CalibrationSpec &ca = a.calibration, &cb = b.calibration;
+  CHECK(ca.present == cb.present);
+  CHECK(ca.measurements == cb.measurements);
+  CHECK(ca.device == cb.device);
+  CHECK(ca.date == cb.date);
+  const spec::EfficiencySpec &ea = ca.efficiency, &eb = cb.efficiency;
+  CHECK(ea.gemm_frac == eb.gemm_frac);
+  CHECK(ea.gemm_tile_m == eb.gemm_tile_m);
+  CHECK(ea.gemm_tile_n == eb.gemm_tile_n);
+  CHECK(ea.gemm_k0 == eb.gemm_k0);
+  CHECK(ea.attention_frac == eb.attention_frac);
+  CHECK(ea.hbm_frac == eb.hbm_frac);
+  CHECK(ea.hbm_latency_s == eb.hbm_latency_s);
+  CHECK(ea.class_mem_frac == eb.class_mem_frac);
+  CHECK(ea.launch_overhead_s == eb.launch_overhead_s);
+  CHECK(ea.comm_frac == eb.comm_frac);
+  REQUIRE(ca.residuals.size() == cb.residuals.size());
+  for (size_t i = 0; i < ca.residuals.size(); ++i) {
+    CHECK(ca.residuals[i].cls == cb.residuals[i].cls);
+    CHECK(ca.residuals[i].records == cb.residuals[i].records);
+    CHECK(ca.residuals[i].median_abs_pct == cb.residuals[i].median_abs_pct);
+    CHECK(ca.residuals[i].p90_abs_pct == cb.residuals[i].p90_abs_pct);
+  }
+}
+
+/// Writes `text` to dir/NAME.yaml (so the loaded profile's id is NAME) and returns the path.
+std::string write_profile(const fs::path& dir, const std::string& name, const std::string& text) {
+  const fs::path p = dir / (name + ".yaml");
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
+  return p.string();
 }
 
 }  // namespace
@@ -241,10 +304,10 @@ TEST_CASE("calibrate: a class with fewer than 3 records is refused, naming the c
   spec::MeasurementSet set = synthetic_set(1);
   // Keep two softmax records.
   int softmax = 0;
-  std::erase_if(set.records, [&](const spec::MeasurementRecord& r) { return r.cls == "softmax" && ++softmax > 2; });
+  std::erase_if(set.records, [&](const spec::MeasurementRecord& r) { return r.cls == MC::kSoftmax && ++softmax > 2; });
   int first_line = 0;
   for (const auto& r : set.records)
-    if (r.cls == "softmax" && first_line == 0) first_line = r.line;
+    if (r.cls == MC::kSoftmax && first_line == 0) first_line = r.line;
   try {
     calibrate::fit(set, hw);
     FAIL("fit accepted a class with 2 records");
@@ -273,7 +336,7 @@ TEST_CASE("calibrate: validation splits deterministically and keeps 3 records of
   // 30% of each class and dtype held out (rounded), at most n - 3 of a fitted class: 4 softmax -> 1.
   CHECK(a.test_records + a.train_records == static_cast<int>(set.records.size()));
   for (const auto& g : a.groups)
-    if (g.cls == "softmax") CHECK(g.records == 1);
+    if (g.cls == MC::kSoftmax) CHECK(g.records == 1);
   // On noise-only data the calibrated model's held-out error is the noise (median |N(0, 3%)| = 2%).
   CHECK(a.overall.median_abs_pct < 5.0);
   CHECK(a.overall.median_abs_pct < a.overall.default_median_abs_pct);
@@ -367,7 +430,12 @@ TEST_CASE("calibrate: end to end on this CPU: microbench --host --quick, calibra
   const spec::MeasurementSet set = spec::load_measurements(m);
   const spec::HardwareSpec hw = spec::load_hardware(host);
   CHECK(hw.vendor == "host");
+  CHECK(hw.generation == spec::Generation::kHost);
   CHECK(hw.sm_count == 1);  // one core
+  CHECK(slurp(host).rfind(fmt::format("# Hardware profile: {}. Written by ridgeline microbench --host "
+                                      "--profile-output.\n",
+                                      hw.name),
+                          0) == 0);
   for (const auto& rec : set.records) {
     CAPTURE(rec.name);
     CHECK(rec.check != "fail");
@@ -389,13 +457,150 @@ TEST_CASE("calibrate: end to end on this CPU: microbench --host --quick, calibra
   // 0.5-11%, bandwidth 3-14%; the bound leaves room for a noisier machine.
   const calibrate::ValidationReport rep = calibrate::validate(set, hw, 0.3, 1);
   CHECK(rep.test_records > 0);
-  CHECK(median_abs(rep.records, {"gemm"}, true) <= 25.0);
-  CHECK(median_abs(rep.records, {"hbm_copy", "hbm_triad"}, true) <= 25.0);
+  CHECK(median_abs(rep.records, {MC::kGemm}, true) <= 25.0);
+  CHECK(median_abs(rep.records, {MC::kHbmCopy, MC::kHbmTriad}, true) <= 25.0);
   // Calibration beats the documented defaults: softmax and layernorm are 80-90%
   // off uncalibrated (exp- and reduction-bound on a CPU core; measured), and
   // held-out p90 over every record was 6-23% calibrated vs 78-92% uncalibrated.
   CHECK(rep.overall.p90_abs_pct < rep.overall.default_p90_abs_pct);
-  CHECK(median_abs(rep.records, {"softmax", "layernorm"}, true) <
-        median_abs(rep.records, {"softmax", "layernorm"}, false));
+  CHECK(median_abs(rep.records, {MC::kSoftmax, MC::kLayernorm}, true) <
+        median_abs(rep.records, {MC::kSoftmax, MC::kLayernorm}, false));
+  fs::remove_all(dir);
+}
+
+// --- Measurement classes ------------------------------------------------------------
+
+TEST_CASE("measurement classes: one word table parses and prints every class, in the file format's order") {
+  // docs/measurements.md's classes, in the order the unknown_class diagnostic above lists them.
+  const std::vector<std::string> words = {"hbm_copy",          "hbm_triad", "sram",      "gemm",
+                                          "elementwise_unfused", "elementwise_fused", "softmax", "layernorm",
+                                          "attention_naive",   "attention_flash", "launch", "launch_graph"};
+  REQUIRE(static_cast<size_t>(spec::kMeasurementClassCount) == words.size());
+  for (size_t i = 0; i < words.size(); ++i) {
+    const auto c = static_cast<MC>(i);
+    CAPTURE(words[i]);
+    CHECK(spec::name(c) == words[i]);
+    CHECK(spec::parse_measurement_class(words[i]) == c);
+  }
+  CHECK(spec::measurement_class_names() == words);
+  CHECK(spec::measurement_class_list() ==
+        "hbm_copy, hbm_triad, sram, gemm, elementwise_unfused, elementwise_fused, softmax, layernorm, "
+        "attention_naive, attention_flash, launch, launch_graph");
+  CHECK_FALSE(spec::parse_measurement_class("gemmm").has_value());
+  CHECK_FALSE(spec::parse_measurement_class("").has_value());
+  static_assert(spec::parse_measurement_class("softmax") == MC::kSoftmax, "parse is constexpr");
+  static_assert(spec::name(MC::kLaunchGraph) == "launch_graph", "name is constexpr");
+}
+
+TEST_CASE("measurement classes: what calibration fits from each (calibrate.hpp's table of fitted parameters)") {
+  for (MC c : {MC::kGemm, MC::kHbmCopy, MC::kHbmTriad, MC::kElementwiseUnfused, MC::kElementwiseFused, MC::kSoftmax,
+               MC::kLayernorm, MC::kAttentionFlash}) {
+    CAPTURE(spec::name(c));
+    CHECK(spec::fits_a_parameter(c));
+    CHECK(calibrate::min_fit_records(c, "bf16") == calibrate::kMinRecordsPerClass);
+  }
+  CHECK(calibrate::min_fit_records(MC::kLaunch, "fp32") == 1);  // one record averages thousands of launches
+  CHECK(calibrate::min_fit_records(MC::kGemm, "fp64") == 0);     // profiles have no fp64 peak
+  for (MC c : {MC::kAttentionNaive, MC::kSram, MC::kLaunchGraph}) {
+    CAPTURE(spec::name(c));
+    CHECK_FALSE(spec::fits_a_parameter(c));
+    CHECK(calibrate::min_fit_records(c, "bf16") == 0);
+  }
+  // Rates of GEMMs and attention are FLOP/s; of everything else, bytes/s or per launch.
+  for (const auto& i : spec::kMeasurementClasses)
+    CHECK(i.compute_bound ==
+          (i.cls == MC::kGemm || i.cls == MC::kAttentionNaive || i.cls == MC::kAttentionFlash));
+  CHECK(spec::measurement_class_info(MC::kLaunchGraph).shape == spec::RecordShape::kLaunches);
+}
+
+// --- Hardware profiles through spec::to_yaml ------------------------------------------
+
+TEST_CASE("hardware profiles: values are written in the units the loader reads") {
+  using units::Dimension;
+  auto parsed = [](const char* text, Dimension dim) { return *units::parse(text, dim).value; };
+  // The shipped profiles' own spellings come back (hardware_profiles/h100_sxm.yaml, b200.yaml).
+  const std::vector<std::pair<const char*, Dimension>> spellings = {
+      {"80 GiB", Dimension::kBytes},           {"183359 MiB", Dimension::kBytes},
+      {"228 KiB", Dimension::kBytes},          {"3.35 TB/s", Dimension::kByteRate},
+      {"450 GB/s", Dimension::kByteRate},      {"989.4 TFLOP/s", Dimension::kFlopRate},
+      {"1.83 GHz", Dimension::kFrequency},     {"1.965 GHz", Dimension::kFrequency},
+      {"2.4 us", Dimension::kTime},            {"700 W", Dimension::kPower},
+      {"1000 W", Dimension::kPower},           {"2.99 USD/h", Dimension::kPricePerHour}};
+  for (const auto& [text, dim] : spellings) {
+    CAPTURE(text);
+    CHECK(spec::yaml_quantity(parsed(text, dim), dim) == text);
+  }
+  // Rounded (host measurements): the unit follows the magnitude, binary for sizes.
+  const spec::YamlStyle four{.significant_digits = 4};
+  CHECK(spec::yaml_quantity(1.23456e10, Dimension::kByteRate, four) == "12.35 GB/s");
+  CHECK(spec::yaml_quantity(8.3e9, Dimension::kBytes, four) == "7.73 GiB");  // 8.3e9 / 2^30 = 7.7300...
+  CHECK(spec::yaml_quantity(1.2345e-9, Dimension::kTime, four) == "1.234 ns");
+  CHECK(spec::yaml_quantity(0.0, Dimension::kTime, four) == "0 us");
+  CHECK(spec::yaml_quantity(0.0, Dimension::kTime) == "0 us");
+  // Exact text for a value no short decimal gives still reads back exactly.
+  const double odd = 1.0 / 3.0 * 1e12;
+  CHECK(*units::parse(spec::yaml_quantity(odd, Dimension::kByteRate), Dimension::kByteRate).value == odd);
+  const std::string h100 = spec::to_yaml(test::gpu("h100_sxm"));
+  CHECK(h100.find("\n  capacity: 80 GiB\n  hbm_bandwidth: 3.35 TB/s\n  l2_cache: 50 MiB\n") != std::string::npos);
+  CHECK(h100.find("\n    int8: 1978.9 TOP/s\n") != std::string::npos);  // integer operations, as the profile says
+  CHECK(h100.find("\n  launch_overhead: 2.4 us\n") != std::string::npos);
+}
+
+TEST_CASE("hardware profiles: every shipped profile round-trips exactly through spec::to_yaml, and check accepts it") {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("ridgeline_yaml_rt_{}", ::getpid());
+  fs::create_directories(dir);
+  std::vector<fs::path> shipped;
+  for (const auto& e : fs::directory_iterator(fs::path(RIDGELINE_SOURCE_DIR) / "hardware_profiles"))
+    if (e.path().extension() == ".yaml") shipped.push_back(e.path());
+  std::sort(shipped.begin(), shipped.end());
+  REQUIRE(shipped.size() >= 12);
+  std::string args, expected_out;
+  for (const fs::path& p : shipped) {
+    const std::string id = p.stem().string();
+    CAPTURE(id);
+    const spec::HardwareSpec hw = spec::load_hardware(p.string());
+    const std::string text = spec::to_yaml(hw);
+    const std::string written = write_profile(dir, id, text);
+    const spec::HardwareSpec back = spec::load_hardware(written);
+    check_same_profile(hw, back);
+    CHECK(spec::to_yaml(back) == text);  // a fixed point
+    args += " " + written;
+    expected_out += written + ": ok (hardware profile)\n";
+  }
+  const auto r = test::run_cli("check" + args);
+  CHECK(r.status == 0);
+  CHECK(r.err == "");
+  CHECK(r.out == expected_out);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("hardware profiles: a calibrated profile round-trips through spec::to_yaml, exactly or to 4 digits") {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("ridgeline_yaml_cal_{}", ::getpid());
+  fs::create_directories(dir);
+  const auto hw = test::gpu("h100_sxm");
+  const auto set = synthetic_set(7);
+  const calibrate::FitResult f = calibrate::fit(set, hw);
+  spec::HardwareSpec cal = calibrate::with_calibration(hw, f, set, "2025-01-15T10:00:00Z");
+  cal.calibration.efficiency.comm_frac = 0.8;  // every field of the block set
+  cal.name = "H100 \"calibrated\"\tcopy";     // quotes and a control character in a name
+  cal.sources["odd key: with colon"] = "a \\ backslash";
+  cal.aliases.push_back("H100 SXM5 [80 GB], calibrated");  // flow-sequence characters, quoted
+  REQUIRE(cal.calibration.present);
+  REQUIRE(f.tile_fitted);
+  check_same_profile(cal, spec::load_hardware(write_profile(dir, "h100_sxm", spec::to_yaml(cal))));
+
+  // Rounded: what `calibrate` writes (calibration_block) is this block at 4 digits, residuals at 3.
+  const spec::YamlStyle four{.significant_digits = 4};
+  CHECK(spec::calibration_yaml(calibrate::with_calibration(hw, f, set, "d").calibration, four,
+                               "Fitted by `ridgeline calibrate` from " + std::to_string(f.records_used) +
+                                   " records (cuda backend); fields not listed keep the documented defaults.") ==
+        calibrate::calibration_block(f, set, "d"));
+  const spec::HardwareSpec back = spec::load_hardware(write_profile(dir, "h100_sxm", spec::to_yaml(cal, four)));
+  const auto& e = back.calibration.efficiency;
+  const int bf16 = static_cast<int>(spec::Peak::kBf16);
+  CHECK(e.gemm_frac[bf16] == doctest::Approx(cal.calibration.efficiency.gemm_frac[bf16]).epsilon(5e-4));
+  CHECK(e.hbm_latency_s == doctest::Approx(cal.calibration.efficiency.hbm_latency_s).epsilon(5e-4));
+  CHECK(back.hbm_bytes_per_s == doctest::Approx(cal.hbm_bytes_per_s).epsilon(5e-4));
+  CHECK(back.calibration.residuals.size() == cal.calibration.residuals.size());
   fs::remove_all(dir);
 }

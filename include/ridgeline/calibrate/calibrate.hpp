@@ -9,7 +9,8 @@
 // a Huber loss (quadratic within 10%, linear beyond; iteratively reweighted
 // for the linear fit) so one disturbed record does not move the fit.
 //
-// Fitted parameters and the records that determine them:
+// Fitted parameters and the records that determine them (each class's
+// MeasurementFit in spec/measurement_class.hpp):
 //   launch_overhead          launch records: median of time / launches
 //   hbm_efficiency,          hbm_copy + hbm_triad: weighted linear least squares (Eigen) on
 //   hbm_latency                t - launches * launch = bytes / (bw * hbm_frac) + latency
@@ -30,6 +31,7 @@
 
 #include "ridgeline/cost/cost.hpp"
 #include "ridgeline/spec/hardware.hpp"
+#include "ridgeline/spec/measurement_class.hpp"
 #include "ridgeline/spec/measurements.hpp"
 #include "ridgeline/support/diagnostics.hpp"
 
@@ -38,6 +40,11 @@ namespace ridgeline::calibrate {
 /// Fewest records a fitted class needs (launch: 1, since each launch record
 /// already averages thousands of launches).
 inline constexpr int kMinRecordsPerClass = 3;
+
+/// Fewest records of a class and dtype the fit needs: kMinRecordsPerClass,
+/// 1 for launch_overhead's class, 0 for a class that fits nothing (and for
+/// fp64 GEMMs, which profiles have no peak to fit).
+int min_fit_records(spec::MeasurementClass cls, const std::string& dtype);
 
 /// Predicted time (seconds) of one measured record under the cost model.
 /// `stream_frac` is the fraction of HBM bandwidth a plain STREAM copy or triad
@@ -92,7 +99,8 @@ FitResult fit(const spec::MeasurementSet& set, const spec::HardwareSpec& hw);
 spec::HardwareSpec with_calibration(const spec::HardwareSpec& hw, const FitResult& fit,
                                     const spec::MeasurementSet& set, const std::string& date);
 
-/// The `calibration:` block (YAML, in the schema src/spec/hardware.cpp reads).
+/// The `calibration:` block (spec::calibration_yaml of with_calibration's
+/// block, 4 significant digits, under a comment saying where it came from).
 std::string calibration_block(const FitResult& fit, const spec::MeasurementSet& set, const std::string& date);
 
 /// `profile_text` with its top-level `calibration:` block (if any) replaced by `block`.
@@ -116,7 +124,9 @@ std::optional<support::Diagnostic> check_device(const spec::MeasurementSet& set,
 // --- Validation -------------------------------------------------------------------
 
 struct RecordError {
-  std::string name, cls, dtype;
+  std::string name;
+  spec::MeasurementClass cls = spec::MeasurementClass::kHbmCopy;
+  std::string dtype;
   double measured_s = 0;
   double predicted_s = 0;          // calibrated (fit on the training part)
   double error_pct = 0;            // signed
@@ -125,7 +135,8 @@ struct RecordError {
 };
 
 struct GroupStats {
-  std::string cls, dtype;  // dtype "" for a whole class, cls "all" for every record
+  std::optional<spec::MeasurementClass> cls;  // none: every record ("all")
+  std::string dtype;                          // "" for a whole class
   int records = 0;
   double median_abs_pct = 0, p90_abs_pct = 0;
   double default_median_abs_pct = 0, default_p90_abs_pct = 0;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "ridgeline/spec/measurement_class.hpp"
+
 namespace ridgeline::spec {
 
 struct MeasurementHeader {
@@ -23,16 +25,14 @@ struct MeasurementHeader {
   bool quick = false;
 };
 
-/// One measured point. `cls` is a measurement class:
-///   hbm_copy, hbm_triad, sram, gemm, elementwise_unfused, elementwise_fused,
-///   softmax, layernorm, attention_naive, attention_flash, launch, launch_graph.
+/// One measured point; `cls` is what it measures (measurement_class.hpp).
 struct MeasurementRecord {
   std::string name;
-  std::string cls;
+  MeasurementClass cls = MeasurementClass::kHbmCopy;
   std::string dtype;  // "fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "fp64"
-  // Shape: GEMM m, n, k, batch; attention batch, heads, seq, head_dim (m=seq,
-  // n=head_dim, batch=batch*heads); rows/cols for softmax and layernorm
-  // (m=rows, n=cols); elements for streaming kernels.
+  // Shape, as the class's RecordShape says: GEMM m, n, k, batch; attention
+  // m = seq, n = head_dim, k = keys, batch = batch x heads; rows and columns
+  // for softmax and layernorm (m = rows, n = cols); elements for streaming kernels.
   double m = 0, n = 0, k = 0, batch = 1;
   double elements = 0;
   double flops = 0;   // FLOP per run
@@ -54,8 +54,8 @@ struct MeasurementSet {
 
 inline constexpr const char* kMeasurementSchema = "ridgeline.measurements/1";
 
-/// Known measurement classes.
-const std::vector<std::string>& measurement_classes();
+/// The names of the measurement classes, in table order (for did-you-mean suggestions).
+const std::vector<std::string>& measurement_class_names();
 
 /// Reads and validates a measurement file (JSON). Throws support::SpecError.
 MeasurementSet load_measurements(const std::string& path);

@@ -11,16 +11,22 @@
 // are recorded, with a correctness check against a reference ("pass"/"fail").
 // Units: seconds, bytes, FLOP (FLOP and bytes per run, as in
 // docs/measurements.md).
+//
+// The library's entry point (this header) is what `ridgeline microbench
+// --host` calls; harness/ holds the timer, the CPU reader and the suite,
+// benches/ one file per benchmark.
 #pragma once
 
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "harness/cpuinfo.hpp"
 #include "ridgeline/spec/hardware.hpp"
+#include "ridgeline/spec/measurement_class.hpp"
 #include "ridgeline/spec/measurements.hpp"
 
-namespace ridgeline::calibrate {
+namespace ridgeline::host_bench {
 
 struct HostMicrobenchOptions {
   /// Fewer sizes and 10 samples: about 10 s of CPU time on one core (the test suite runs it).
@@ -28,7 +34,7 @@ struct HostMicrobenchOptions {
   /// Timed samples per case; 0 = 10 (quick) or 20.
   int samples = 0;
   /// Measurement classes to run (empty: all).
-  std::vector<std::string> classes;
+  std::vector<spec::MeasurementClass> classes;
   /// Flush buffer size in bytes; 0 = twice the last-level cache, clamped to 32..256 MiB.
   double flush_bytes = 0;
   /// Called with one line per finished record (the CLI prints it).
@@ -43,19 +49,7 @@ struct HostMicrobenchOptions {
 /// empty out-of-line call, the host's analogue of an empty kernel).
 spec::MeasurementSet run_host_microbench(const HostMicrobenchOptions& options);
 
-/// What this process knows about the CPU it runs on.
-struct HostInfo {
-  std::string cpu_name;      // /proc/cpuinfo "model name"
-  int cores_online = 1;
-  double clock_hz = 0;       // /proc/cpuinfo "cpu MHz" (0 when unreadable)
-  double memory_bytes = 0;   // physical RAM
-  double llc_bytes = 0;      // last-level cache as the OS reports it (0 when unknown)
-  int fp32_lanes = 1;        // SIMD width Eigen was compiled for, in fp32 elements
-  bool fma = false;          // compiled with FMA
-};
-HostInfo host_info();
-
-/// A host "GPU" profile (vendor "host") for one core, from measurements made
+/// A host "GPU" profile (vendor and generation "host") for one core, from measurements made
 /// by run_host_microbench:
 ///   peak fp32 = max(clock x fp32 lanes x 4 FLOP/lane/cycle (two multiply-adds
 ///               per lane per cycle), best measured fp32 GEMM rate), the clock
@@ -63,10 +57,8 @@ HostInfo host_info();
 ///   bf16 = fp32 (the loader requires a bf16 peak; the host has no bf16 units);
 ///   hbm_bandwidth = best measured hbm_copy bandwidth (STREAM counting);
 ///   launch_overhead = measured empty call; sm_count = 1; memory = RAM.
-/// Every figure gets a `sources` entry saying how it was obtained.
+/// Every figure gets a `sources` entry saying how it was obtained. Written
+/// with spec::to_yaml (spec/hardware_yaml.hpp).
 spec::HardwareSpec host_profile(const spec::MeasurementSet& set);
 
-/// The profile as YAML in the hardware_profiles/ schema (load_hardware reads it back).
-std::string hardware_yaml(const spec::HardwareSpec& hw);
-
-}  // namespace ridgeline::calibrate
+}  // namespace ridgeline::host_bench
