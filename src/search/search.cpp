@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <compare>
 #include <fmt/format.h>
 #include <thread>
+#include <tuple>
 
-#include "ridgeline/techniques/params.hpp"
+#include "ridgeline/memory/memory.hpp"
 
 namespace ridgeline::search {
 
@@ -15,18 +17,6 @@ namespace {
 std::vector<int> values_or(int fixed, std::vector<int> all) {
   if (fixed > 0 || (fixed == 0 && !all.empty() && all.front() == 0)) return {fixed};
   return all;
-}
-
-/// Model state (weights, gradients, masters, optimizer) per GPU: a lower bound
-/// on memory that needs no graph.
-double model_state_bytes(const spec::ModelSpec& m, const spec::PlanSpec& p) {
-  const auto lp = techniques::local_params(m, p);
-  const double dg = std::max(1, p.parallel.dp * p.parallel.cp);
-  const bool mixed = p.precision != spec::Precision::kFp32 && p.precision != spec::Precision::kTf32;
-  const double wb = mixed ? 2.0 : 4.0;
-  const double z3 = p.parallel.zero >= 3 ? dg : 1, z2 = p.parallel.zero >= 2 ? dg : 1, z1 = p.parallel.zero >= 1 ? dg : 1;
-  return lp.weights * wb / z3 + lp.trainable * wb / z2 + (mixed ? lp.trainable * 4.0 / z1 : 0.0) +
-         lp.trainable * techniques::optimizer_state_bytes(p.optimizer, lp) / z1;
 }
 
 struct Dims {
@@ -67,19 +57,40 @@ double score(Objective o, const engine::Prediction& p) {
   return p.step.time_s;
 }
 
+/// The layout as one key. The structured binding lists every field, so a
+/// field added to Layout (or Recompute) stops this compiling until it is
+/// added here too, and two distinct layouts never rank equal. CP comes
+/// before DP: at a fixed GPU count, an exact tie then goes to the plainer
+/// layout (fewer context-parallel ranks, more data-parallel replicas).
+auto layout_key(const Layout& l) {
+  const auto& [tp, pp, dp, cp, micro_batch, vpp, zero, sp, recompute, precision] = l;
+  const auto& [recompute_kind, every_k] = recompute;
+  return std::tuple(tp, pp, cp, dp, micro_batch, vpp, zero, sp, static_cast<int>(recompute_kind), every_k,
+                    static_cast<int>(precision));
+}
+
+/// Keeps the best k seen so far in a heap whose front is the worst kept
+/// (the one that ranks last); a candidate enters only if it ranks before it.
 void keep_top(std::vector<Candidate>& top, const Candidate& c, int k) {
+  if (k < 1) return;
   if (static_cast<int>(top.size()) < k) {
     top.push_back(c);
-    std::push_heap(top.begin(), top.end(), [](const Candidate& a, const Candidate& b) { return a.score < b.score; });
+    std::push_heap(top.begin(), top.end(), ranks_before);
     return;
   }
-  if (c.score >= top.front().score) return;
-  std::pop_heap(top.begin(), top.end(), [](const Candidate& a, const Candidate& b) { return a.score < b.score; });
+  if (!ranks_before(c, top.front())) return;
+  std::pop_heap(top.begin(), top.end(), ranks_before);
   top.back() = c;
-  std::push_heap(top.begin(), top.end(), [](const Candidate& a, const Candidate& b) { return a.score < b.score; });
+  std::push_heap(top.begin(), top.end(), ranks_before);
 }
 
 }  // namespace
+
+bool ranks_before(const Candidate& a, const Candidate& b) {
+  if (const auto c = std::strong_order(a.score, b.score); c != 0) return c < 0;
+  if (const auto c = std::strong_order(a.memory_bytes, b.memory_bytes); c != 0) return c < 0;
+  return layout_key(a.layout) < layout_key(b.layout);
+}
 
 std::string to_string(Objective o) {
   switch (o) {
@@ -99,7 +110,6 @@ spec::PlanSpec plan_for(const spec::PlanSpec& base, const Layout& l, int global_
   p.parallel.sp = l.sp;
   p.parallel.zero = l.zero;
   p.parallel.virtual_stages = l.vpp;
-  p.parallel.schedule = l.vpp > 1 ? spec::PipelineSchedule::kInterleaved : spec::PipelineSchedule::k1F1B;
   p.micro_batch = l.micro_batch;
   p.recompute = l.recompute;
   p.precision = l.precision;
@@ -186,7 +196,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
           continue;
         }
         const spec::PlanSpec p = plan_for(base, l, gb);
-        if (!engine::check_plan(m, p, hw).field.empty() || model_state_bytes(m, p) > hw.memory_bytes) {
+        if (!engine::check_plan(m, p, hw).field.empty() || memory::model_state(m, p).total() > hw.memory_bytes) {
           ++r.counts.pruned;
           continue;
         }
@@ -240,13 +250,8 @@ SearchResult merge(const std::vector<SearchResult>& parts, int top) {
     out.seconds = std::max(out.seconds, p.seconds);
     out.top.insert(out.top.end(), p.top.begin(), p.top.end());
   }
-  // Best score first; among equals (within 1e-9), the one that needs less memory.
-  std::stable_sort(out.top.begin(), out.top.end(), [](const Candidate& a, const Candidate& b) {
-    if (std::abs(a.score - b.score) > 1e-9 * std::max(std::abs(a.score), std::abs(b.score)))
-      return a.score < b.score;
-    return a.memory_bytes < b.memory_bytes;
-  });
-  if (static_cast<int>(out.top.size()) > top) out.top.resize(top);
+  std::sort(out.top.begin(), out.top.end(), ranks_before);
+  if (static_cast<int>(out.top.size()) > top) out.top.resize(std::max(0, top));
   return out;
 }
 

@@ -11,6 +11,9 @@
 // construction. Units: bytes.
 #pragma once
 
+#include <iterator>
+#include <string_view>
+
 #include "ridgeline/graph/graph.hpp"
 #include "ridgeline/spec/hardware.hpp"
 #include "ridgeline/spec/model.hpp"
@@ -38,16 +41,51 @@ struct MemoryResult {
   double recompute_working = 0;
 };
 
+/// The categories of MemoryResult, each once: the label every view prints
+/// and the key every JSON view writes. They sum to MemoryResult::total.
+struct MemoryCategory {
+  std::string_view label;     // "master weights"
+  std::string_view json_key;  // "master_weights_bytes"
+  double MemoryResult::*bytes;
+};
+inline constexpr MemoryCategory kMemoryCategories[] = {
+    {"weights", "weights_bytes", &MemoryResult::weights},
+    {"gradients", "gradients_bytes", &MemoryResult::gradients},
+    {"master weights", "master_weights_bytes", &MemoryResult::master_weights},
+    {"optimizer state", "optimizer_bytes", &MemoryResult::optimizer},
+    {"activations", "activations_bytes", &MemoryResult::activations},
+    {"buffers", "buffers_bytes", &MemoryResult::buffers},
+    {"workspace", "workspace_bytes", &MemoryResult::workspace},
+    {"fragmentation", "fragmentation_bytes", &MemoryResult::fragmentation},
+};
+inline constexpr int kMemoryCategoryCount = 8;
+static_assert(std::size(kMemoryCategories) == kMemoryCategoryCount);
+
 /// What the memory model reads from a step graph (so a sweep can reuse it
 /// across layouts that share the graph).
 struct GraphFacts {
-  double layer_saved = 0;   // saved bytes of one decoder layer per micro-batch
+  double layer_saved = 0;   // saved bytes of one decoder layer per micro-batch (before recomputation frees them)
+  double layer_alive = 0;   // of which alive until backward (Kernel::saved_fraction)
   double other_saved = 0;   // saved bytes outside the layers (embedding, head, loss)
   double fp8_linear_params = 0;  // linear-layer weights that get fp8 copies
-  double saved_layer_fraction = 1, checkpointed_layers = 0, checkpoint_bytes_per_layer = 0;
-  double recompute_working = 0, logits_transient = 0, tokens = 0, act_bytes = 2, layers = 0;
+  double recompute_working = 0;  // one recomputed segment's saved tensors
+  double logits_transient = 0;   // the largest forward workspace (an eager loss's fp32 logits)
+  double tokens = 0, act_bytes = 2, layers = 0;
 };
 GraphFacts facts(const graph::Graph& g);
+
+/// Model state on one GPU: weights, gradients, fp32 master weights and
+/// optimizer state, each by the plan's precision policy (spec/precision.hpp)
+/// and sharded by its ZeRO stage (Rajbhandari et al. 2020: stage 1 shards the
+/// optimizer state and masters, 2 also the gradients, 3 also the weights).
+/// `fp8_linear_params` adds the fp8 weight copies the step graph keeps (0
+/// without fp8); with 0 the total is a lower bound on every plan's peak memory,
+/// which is what the search prunes with.
+struct ModelState {
+  double weights = 0, gradients = 0, master_weights = 0, optimizer = 0;
+  double total() const { return weights + gradients + master_weights + optimizer; }
+};
+ModelState model_state(const spec::ModelSpec& m, const spec::PlanSpec& p, double fp8_linear_params = 0);
 
 /// Micro-batches whose activations the first pipeline stage holds at once.
 double in_flight_microbatches(const spec::PlanSpec& p, double micro_batches);

@@ -54,7 +54,7 @@ struct SearchCounts {
 
 struct SearchResult {
   SearchCounts counts;
-  std::vector<Candidate> top;  // best first
+  std::vector<Candidate> top;  // best first (ranks_before)
   double seconds = 0;
   int threads = 1;
 };
@@ -65,7 +65,21 @@ engine::Problem check_fixed(const SearchSpec& s, const spec::ModelSpec& m, const
 SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::PlanSpec& base,
                  const spec::HardwareSpec& hw, bool use_calibration = true);
 
-/// Merges shard results: counts add, top lists merge and re-rank.
+/// The ranking: a strict total order on candidates of distinct layouts, used
+/// by every top-K and merge, so the best K of a set are the same however the
+/// set was split between threads or shards, and `top` K are the first K of
+/// any longer list. In order:
+///   1. lower score, compared exactly (a tolerance is not transitive, and
+///      each layout's score is computed the same way on any thread);
+///   2. less memory per GPU;
+///   3. the layout key: tp, pp, cp, dp, micro_batch, vpp, zero, sp,
+///      recompute (kind, every_k), precision, each ascending (so an exact tie
+///      goes to the plainer layout). It holds every field of Layout, so only
+///      equal layouts rank equal.
+/// Doubles compare in IEEE total order (std::strong_order): NaN ranks last.
+bool ranks_before(const Candidate& a, const Candidate& b);
+
+/// Merges shard results: counts add, top lists merge and re-rank by ranks_before.
 SearchResult merge(const std::vector<SearchResult>& parts, int top);
 
 /// The plan for a layout (base plan with the layout applied).
