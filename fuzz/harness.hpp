@@ -24,14 +24,16 @@
 #include <string_view>
 #include <vector>
 
-#include "ridgeline/calibrate/published.hpp"
 #include "ridgeline/engine/engine.hpp"
 #include "ridgeline/report/prediction_view.hpp"
+#include "ridgeline/spec/plan_fields.hpp"
 #include "ridgeline/spec/hardware.hpp"
 #include "ridgeline/spec/measurements.hpp"
 #include "ridgeline/spec/model.hpp"
 #include "ridgeline/spec/plan.hpp"
+#include "ridgeline/spec/published.hpp"
 #include "ridgeline/support/diagnostics.hpp"
+#include "ridgeline/validation/published.hpp"
 
 namespace ridgeline::fuzz {
 
@@ -116,7 +118,7 @@ inline std::string evaluate_and_check(const spec::ModelSpec& m, const spec::Plan
   try {
     const auto pred = engine::evaluate(m, p, hw);
     if (auto bad = check_prediction(pred); !bad.empty())
-      return "model " + m.id + ", gpu " + hw.id + ", plan " + report::plan_summary(p) + ": " + bad;
+      return "model " + m.id + ", gpu " + hw.id + ", plan " + spec::plan_summary(p) + ": " + bad;
     if (pred.status != engine::Status::kInvalid) {
       report::Inputs in{&hw, &m, &p};
       (void)report::prediction_json(pred, in).dump(2);
@@ -230,14 +232,14 @@ inline std::string run_measurements(const std::string& path) {
 /// A published-measurements file: loaded, then every row predicted with the
 /// shipped profiles; every compared number and statistic must be finite.
 inline std::string run_published(const std::string& path) {
-  calibrate::PublishedFile file;
+  spec::PublishedFile file;
   std::string problem;
-  if (!load_cleanly(calibrate::load_published, path, file, problem)) return problem;
+  if (!load_cleanly(spec::load_published, path, file, problem)) return problem;
   try {
-    calibrate::PublishedOptions opt;
-    opt.profiles_dir = root() + "/hardware_profiles";
-    const auto rep = calibrate::validate_published(file, opt);
-    auto finite_stats = [](const calibrate::ErrorStats& s) {
+    // The shipped profiles, loaded once for every input.
+    static const validation::ProfileSet profiles = validation::ProfileSet::load(root() + "/hardware_profiles");
+    const auto rep = validation::validate_published(file, profiles);
+    auto finite_stats = [](const validation::ErrorStats& s) {
       return std::isfinite(s.median_abs_pct) && std::isfinite(s.p90_abs_pct) && std::isfinite(s.median_speed_pct);
     };
     for (const auto& r : rep.results) {

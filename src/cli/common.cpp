@@ -7,6 +7,7 @@
 #include <iostream>
 #include <unistd.h>
 
+#include "ridgeline/spec/plan_fields.hpp"
 #include "ridgeline/units/units.hpp"
 
 namespace ridgeline::cli {
@@ -55,15 +56,6 @@ std::string resolve_path(const std::string& name, const std::string& subdir, con
   throw UsageError{flag, fmt::format("unknown {} '{}'{}; known: {}", what, name, hint, join(names))};
 }
 
-template <class E>
-void set_word(std::optional<E> (*parse)(std::string_view), const std::optional<std::string>& v, E& out,
-              const char* flag, const std::string& choices) {
-  if (!v) return;
-  auto r = parse(*v);
-  if (!r) throw UsageError{flag, fmt::format("expected one of {}, got \"{}\"", choices, *v)};
-  out = *r;
-}
-
 }  // namespace
 
 spec::HardwareSpec resolve_gpu(const std::string& name) {
@@ -77,92 +69,54 @@ spec::ModelSpec resolve_model(const std::string& name) {
 }
 
 void PlanFlags::add_to(CLI::App& app, bool with_parallel) {
+  const auto fields = spec::plan_fields();
+  values.assign(fields.size(), std::nullopt);
+  switches.assign(fields.size(), std::nullopt);
   app.add_option("--plan", plan_file, "Training plan YAML (flags override its fields)");
-  app.add_option("--seq", seq, "Sequence length (default: 8192 capped at the model's maximum)");
-  app.add_option("--micro-batch", micro_batch, "Micro-batch size per GPU (default 1)");
-  app.add_option("--global-batch", global_batch, "Global batch in sequences (default: micro-batch x DP)");
-  app.add_option("--precision", precision, "fp32 | tf32 | fp16 | bf16 | fp8 (default bf16)");
-  app.add_option("--recompute", recompute, "none | selective | full | every:K | sqrt (default none)");
-  app.add_option("--attention", attention, "naive | flash | flash2 | flash3 (default flash2)");
-  app.add_option("--fusion", fusion, "eager | fused | compiled | xla (default fused)");
-  app.add_option("--optimizer", optimizer, "sgd | adam | adamw | adafactor | came | sophia | lion | adam8bit");
-  app.add_option("--finetune", finetune, "full | lora | qlora (default full)");
-  app.add_option("--lora-rank", lora_rank, "LoRA rank r (default 8)");
-  app.add_option("--lora-targets", lora_targets, "LoRA target matrices: q,k,v,o,gate,up,down or all (default q,v)");
-  app.add_option("--attention-flops", attention_flops,
-                 "causal (Megatron: causal attention halved, default) | full (older papers' convention)");
-  app.add_option("--fp8-scaling", fp8_scaling, "delayed | current (fp8 per-tensor scaling)");
-  app.add_option("--fp8-recipe", fp8_recipe, "hybrid (E4M3 forward, E5M2 gradients) | e4m3");
-  app.add_option("--skipped-step-rate", skipped_step_rate, "fp16: fraction of steps skipped on overflow (0.001)");
-  app.add_option("--hessian-interval", hessian_interval, "sophia: Hessian estimate every k steps (10)");
-  app.add_option("--tokens", tokens, "Tokens to train on, e.g. 15T (default: 20 per parameter)");
-  app.add_flag("--cuda-graphs,!--no-cuda-graphs", cuda_graphs, "Capture the step in CUDA graphs");
-  app.add_flag("--no-calibration", no_calibration, "Ignore the profile's calibration block");
-  if (with_parallel) {
-    app.add_option("--tp", tp, "Tensor-parallel degree");
-    app.add_option("--pp", pp, "Pipeline-parallel degree");
-    app.add_option("--dp", dp, "Data-parallel degree");
-    app.add_option("--cp", cp, "Context-parallel degree");
-    app.add_option("--ep", ep, "Expert-parallel degree (MoE)");
-    app.add_option("--zero", zero, "ZeRO stage 0-3");
-    app.add_option("--vpp", vpp, "Virtual pipeline stages per GPU (interleaved 1F1B)");
-    app.add_flag("--sp,!--no-sp", sp, "Sequence parallelism (with TP)");
-    app.add_flag("--tp-comm-overlap", tp_overlap, "Overlap TP communication with GEMMs");
+  static const spec::PlanSpec kDefault;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    const auto& f = fields[i];
+    if (f.flag.empty() || (!with_parallel && f.key.starts_with("parallel."))) continue;
+    std::string help(f.help);
+    if (f.type == spec::FieldType::kWord) help += ": " + f.choices();
+    if (f.type == spec::FieldType::kInt) help += fmt::format(" ({:.0f}-{:.0f}", f.lo, f.hi);
+    else help += " (";
+    if (help.find("default") == std::string::npos)
+      help += (help.back() == '(' ? "default " : ", default ") + spec::field_text(f, kDefault);
+    help += ")";
+    if (help.ends_with(" ()")) help.resize(help.size() - 3);
+    const std::string flag = "--" + std::string(f.flag);
+    if (f.type == spec::FieldType::kBool) {
+      // A flag function runs only when the flag is given (CLI11 assigns an
+      // optional<bool> flag target false even when it is absent, which would
+      // override the plan file).
+      app.add_flag_function(flag + ",!--no-" + std::string(f.flag),
+                            [this, i](std::int64_t n) { switches[i] = n > 0; }, help);
+      continue;
+    }
+    const char* type = f.type == spec::FieldType::kInt ? "N" : f.type == spec::FieldType::kWord ? "WORD" : "X";
+    app.add_option(flag, values[i], help)->type_name(type);
   }
+  app.add_flag("--no-calibration", no_calibration, "Ignore the profile's calibration block");
 }
 
-void apply_setting(spec::PlanSpec& p, const std::string& key, const std::string& value, const std::string& flag) {
-  if (auto err = spec::apply_setting(p, key, value); !err.empty()) throw UsageError{flag, err};
+bool PlanFlags::given(std::string_view key) const {
+  const auto fields = spec::plan_fields();
+  for (size_t i = 0; i < fields.size() && i < values.size(); ++i)
+    if (fields[i].key == key) return values[i].has_value() || switches[i].has_value();
+  return false;
 }
 
 spec::PlanSpec PlanFlags::build(const spec::ModelSpec& model) const {
   spec::PlanSpec p = plan_file.empty() ? spec::PlanSpec{} : spec::load_plan(plan_file);
   if (plan_file.empty()) p.seq_len = std::min(8192, model.max_seq_len);
-  auto positive = [](const std::optional<int>& v, const char* flag, int lo, int& out) {
-    if (!v) return;
-    if (*v < lo) throw UsageError{flag, fmt::format("expected a whole number >= {}, got {}", lo, *v)};
-    out = *v;
-  };
-  positive(seq, "--seq", 1, p.seq_len);
-  positive(micro_batch, "--micro-batch", 1, p.micro_batch);
-  positive(global_batch, "--global-batch", 1, p.global_batch);
-  positive(tp, "--tp", 1, p.parallel.tp);
-  positive(pp, "--pp", 1, p.parallel.pp);
-  positive(dp, "--dp", 1, p.parallel.dp);
-  positive(cp, "--cp", 1, p.parallel.cp);
-  positive(ep, "--ep", 1, p.parallel.ep);
-  positive(vpp, "--vpp", 1, p.parallel.virtual_stages);
-  positive(lora_rank, "--lora-rank", 1, p.finetune.rank);
-  positive(hessian_interval, "--hessian-interval", 1, p.optimizer.hessian_interval);
-  if (zero) {
-    if (*zero < 0 || *zero > 3) throw UsageError{"--zero", fmt::format("expected 0, 1, 2 or 3, got {}", *zero)};
-    p.parallel.zero = *zero;
+  const auto fields = spec::plan_fields();
+  for (size_t i = 0; i < fields.size() && i < values.size(); ++i) {
+    const auto& f = fields[i];
+    if (switches[i]) f.bool_ref(p) = *switches[i];
+    if (!values[i]) continue;
+    if (auto e = spec::set_field(f, p, *values[i]); !e.empty()) throw UsageError{"--" + std::string(f.flag), e};
   }
-  set_word(spec::parse_precision, precision, p.precision, "--precision", spec::precision_choices());
-  set_word(spec::parse_recompute, recompute, p.recompute, "--recompute", spec::recompute_choices());
-  set_word(spec::parse_attention, attention, p.attention, "--attention", spec::attention_choices());
-  set_word(spec::parse_fusion, fusion, p.fusion, "--fusion", spec::fusion_choices());
-  set_word(spec::parse_optimizer, optimizer, p.optimizer.kind, "--optimizer", spec::optimizer_choices());
-  set_word(spec::parse_finetune, finetune, p.finetune.mode, "--finetune", spec::finetune_choices());
-  set_word(spec::parse_attention_flops, attention_flops, p.attention_flops, "--attention-flops", "causal, full");
-  set_word(spec::parse_fp8_scaling, fp8_scaling, p.fp8_scaling, "--fp8-scaling", "delayed, current");
-  set_word(spec::parse_fp8_recipe, fp8_recipe, p.fp8_recipe, "--fp8-recipe", "hybrid, e4m3");
-  set_word(spec::parse_lora_targets, lora_targets, p.finetune.targets, "--lora-targets",
-           "a comma list of q, k, v, o, gate, up, down, or all");
-  if (skipped_step_rate) {
-    if (!(*skipped_step_rate >= 0 && *skipped_step_rate <= 0.5))
-      throw UsageError{"--skipped-step-rate", fmt::format("expected a fraction from 0 to 0.5, got {}", *skipped_step_rate)};
-    p.skipped_step_rate = *skipped_step_rate;
-  }
-  if (tokens) {
-    auto r = units::parse(*tokens, units::Dimension::kCount);
-    if (!r.value || *r.value <= 0) throw UsageError{"--tokens", fmt::format("expected a token count such as \"15T\" or \"300B\", got \"{}\"", *tokens)};
-    p.tokens = *r.value;
-  }
-  if (sp) p.parallel.sp = *sp;
-  if (cuda_graphs) p.cuda_graphs = *cuda_graphs;
-  if (tp_overlap) p.parallel.tp_comm_overlap = *tp_overlap;
-  if (p.parallel.virtual_stages > 1) p.parallel.schedule = spec::PipelineSchedule::kInterleaved;
   if (p.global_batch > 0 && p.micro_batch > p.global_batch)
     throw UsageError{"--micro-batch", fmt::format("micro-batch {} exceeds the global batch {}", p.micro_batch,
                                                   p.global_batch)};
@@ -199,13 +153,8 @@ void write_output(const std::string& path, const std::string& text) {
 }
 
 std::string problem_line(const engine::Problem& p) {
-  static const std::pair<const char*, const char*> kFlags[] = {
-      {"parallel.tp", "--tp"}, {"parallel.pp", "--pp"}, {"parallel.dp", "--dp"}, {"parallel.cp", "--cp"},
-      {"parallel.ep", "--ep"}, {"parallel.virtual_stages", "--vpp"}, {"precision", "--precision"},
-      {"global_batch", "--global-batch"}, {"micro_batch", "--micro-batch"}, {"seq_len", "--seq"},
-      {"finetune.rank", "--lora-rank"}};
-  for (const auto& [field, flag] : kFlags)
-    if (p.field == field) return fmt::format("error: {} ({}): {}", p.field, flag, p.message);
+  if (const spec::PlanField* f = spec::find_plan_field(p.field); f && f->key == p.field && !f->flag.empty())
+    return fmt::format("error: {} (--{}): {}", p.field, f->flag, p.message);
   return fmt::format("error: {}: {}", p.field, p.message);
 }
 

@@ -35,16 +35,16 @@ spec::HardwareSpec resolve_gpu(const std::string& name_or_file);
 /// A name under models/, a YAML file, or a Hugging Face config.json.
 spec::ModelSpec resolve_model(const std::string& name_or_file);
 
-/// Plan flags shared by predict, compare, search and report.
+/// Plan flags shared by predict, compare, search and report: one per field
+/// of spec/plan_fields.hpp (same words, ranges and messages as a plan YAML).
 struct PlanFlags {
   std::string plan_file;
-  std::optional<int> seq, micro_batch, global_batch, tp, pp, dp, cp, ep, zero, vpp, lora_rank, hessian_interval;
-  std::optional<std::string> precision, recompute, attention, fusion, optimizer, finetune, lora_targets,
-      attention_flops, fp8_scaling, fp8_recipe, tokens, schedule;
-  std::optional<bool> sp, cuda_graphs, tp_overlap;
-  std::optional<double> skipped_step_rate;
+  std::vector<std::optional<std::string>> values;  // by plan_fields() index: text as given
+  std::vector<std::optional<bool>> switches;       // by plan_fields() index: boolean fields
   bool no_calibration = false;
   void add_to(CLI::App& app, bool with_parallel = true);
+  /// Whether the flag of the field with this YAML key was given.
+  bool given(std::string_view key) const;
   /// Plan file (if any) with the flags applied; throws UsageError or SpecError.
   spec::PlanSpec build(const spec::ModelSpec& model) const;
 };

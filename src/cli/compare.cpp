@@ -5,9 +5,10 @@
 
 #include "commands.hpp"
 #include "common.hpp"
-#include "ridgeline/report/prediction_view.hpp"
 #include "ridgeline/report/compare_view.hpp"
+#include "ridgeline/report/prediction_view.hpp"
 #include "ridgeline/search/compare.hpp"
+#include "ridgeline/spec/plan_fields.hpp"
 #include "ridgeline/units/units.hpp"
 
 namespace ridgeline::cli {
@@ -74,7 +75,7 @@ void register_compare(CLI::App& app, int& rc) {
         }
       } else {
         text = fmt::format("{} on {}; base plan: {}; capacity {}\n\n", model.name, gpu.name,
-                           report::plan_summary(base), units::format_bytes(gpu.memory_bytes)) +
+                           spec::plan_summary(base), units::format_bytes(gpu.memory_bytes)) +
                report::compare_table(vars, rows);
       }
       write_output(a->output, text);

@@ -28,8 +28,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// Threads of each layout search (see the comment where it runs).
-constexpr int kSearchThreads = 4;
 /// Largest --gpus (the scaling chart searches twice as many).
 constexpr int kMaxGpus = 1 << 20;
 
@@ -174,7 +172,7 @@ void register_report(CLI::App& app, int& rc) {
   cmd->callback([a, cmd, &rc] {
     rc = guarded([&] {
       // Flags first: nothing is computed or written for a bad one.
-      if (a->plan.tokens && (a->budget_usd || a->budget_gpu_hours))
+      if (a->plan.given("tokens") && (a->budget_usd || a->budget_gpu_hours))
         throw UsageError{a->budget_usd ? "--budget-usd" : "--budget-gpu-hours",
                          "cannot be combined with --tokens: give the training run as tokens or as a budget, not both"};
       if (a->budget_usd && a->budget_gpu_hours)
@@ -212,25 +210,26 @@ void register_report(CLI::App& app, int& rc) {
       in.budget = budget;
       in.command = command_line(*cmd);
       // With --gpus: search the layouts at N (and N/4, N/2, 2N for the scaling
-      // chart) and predict the best one. A fixed thread count keeps the order
-      // of tied layouts, and so the report, the same on every machine.
+      // chart) and predict the best one. The ranking is a total order, so the
+      // answer is the same on any number of threads.
       search::SearchSpec s;
       if (a->gpus) {
         s.gpus = *a->gpus;
         s.global_batch = base.global_batch;
         s.objective = objective;
         s.top = a->top;
-        s.threads = kSearchThreads;
         const auto& f = a->plan;
-        if (f.tp) s.tp = *f.tp;
-        if (f.pp) s.pp = *f.pp;
-        if (f.dp) s.dp = *f.dp;
-        if (f.cp) s.cp = *f.cp;
-        if (f.vpp) s.vpp = *f.vpp;
-        if (f.zero) s.zero = *f.zero;
-        if (f.micro_batch) s.micro_batch = *f.micro_batch;
-        if (f.recompute) s.recompute = {base.recompute};
-        if (f.precision) s.precision = {base.precision};
+        // A plan flag given is fixed; the rest is searched.
+        const auto& q = base.parallel;
+        if (f.given("parallel.tp")) s.tp = q.tp;
+        if (f.given("parallel.pp")) s.pp = q.pp;
+        if (f.given("parallel.dp")) s.dp = q.dp;
+        if (f.given("parallel.cp")) s.cp = q.cp;
+        if (f.given("parallel.virtual_stages")) s.vpp = q.virtual_stages;
+        if (f.given("parallel.zero")) s.zero = q.zero;
+        if (f.given("micro_batch")) s.micro_batch = base.micro_batch;
+        if (f.given("recompute")) s.recompute = {base.recompute};
+        if (f.given("precision")) s.precision = {base.precision};
         if (s.global_batch <= 0)
           throw UsageError{"--global-batch", "a report with --gpus needs the global batch in sequences, e.g. "
                                              "--global-batch 1024"};

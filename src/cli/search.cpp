@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <fmt/format.h>
 #include <fstream>
 #include <iostream>
@@ -8,6 +9,7 @@
 #include "common.hpp"
 #include "ridgeline/report/search_view.hpp"
 #include "ridgeline/search/search.hpp"
+#include "ridgeline/spec/plan_fields.hpp"
 
 namespace ridgeline::cli {
 
@@ -28,40 +30,30 @@ struct SearchArgs {
   PlanFlags plan;
 };
 
+/// The searched dimensions --fix can pin, by the plan field that holds each.
 void apply_fix(search::SearchSpec& s, const std::string& text) {
   const auto eq = text.find('=');
   if (eq == std::string::npos) throw UsageError{"--fix", fmt::format("expected key=value such as tp=8, got \"{}\"", text)};
   const std::string key = text.substr(0, eq), value = text.substr(eq + 1);
-  auto as_int = [&](int lo) {
-    try {
-      size_t used = 0;
-      int v = std::stoi(value, &used);
-      if (used != value.size() || v < lo) throw 1;
-      return v;
-    } catch (...) {
-      throw UsageError{"--fix", fmt::format("{}: expected a whole number >= {}, got \"{}\"", key, lo, value)};
-    }
-  };
-  if (key == "tp") s.tp = as_int(1);
-  else if (key == "pp") s.pp = as_int(1);
-  else if (key == "dp") s.dp = as_int(1);
-  else if (key == "cp") s.cp = as_int(1);
-  else if (key == "micro_batch") s.micro_batch = as_int(1);
-  else if (key == "vpp") s.vpp = as_int(1);
-  else if (key == "zero") {
-    s.zero = as_int(0);
-    if (s.zero > 3) throw UsageError{"--fix", fmt::format("zero: expected 0, 1, 2 or 3, got {}", s.zero)};
-  } else if (key == "recompute") {
-    auto r = spec::parse_recompute(value);
-    if (!r) throw UsageError{"--fix", fmt::format("recompute: expected one of {}, got \"{}\"", spec::recompute_choices(), value)};
-    s.recompute = {*r};
-  } else if (key == "precision") {
-    auto p = spec::parse_precision(value);
-    if (!p) throw UsageError{"--fix", fmt::format("precision: expected one of {}, got \"{}\"", spec::precision_choices(), value)};
-    s.precision = {*p};
-  } else {
-    throw UsageError{"--fix", fmt::format("unknown key '{}'; expected tp, pp, dp, cp, micro_batch, vpp, zero, recompute or precision", key)};
-  }
+  static constexpr std::string_view kSearched[] = {"parallel.tp", "parallel.pp", "parallel.dp", "parallel.cp",
+                                                   "micro_batch", "parallel.virtual_stages", "parallel.zero",
+                                                   "recompute", "precision"};
+  const spec::PlanField* f = spec::find_plan_field(key);
+  if (!f || std::find(std::begin(kSearched), std::end(kSearched), f->key) == std::end(kSearched))
+    throw UsageError{"--fix", fmt::format("unknown key '{}'; expected tp, pp, dp, cp, micro_batch, vpp, zero, "
+                                          "recompute or precision", key)};
+  spec::PlanSpec p;  // the value read as the plan reads it, then pinned
+  if (auto e = spec::set_field(*f, p, value); !e.empty()) throw UsageError{"--fix", fmt::format("{}: {}", key, e)};
+  const auto& q = p.parallel;
+  if (f->key == "parallel.tp") s.tp = q.tp;
+  else if (f->key == "parallel.pp") s.pp = q.pp;
+  else if (f->key == "parallel.dp") s.dp = q.dp;
+  else if (f->key == "parallel.cp") s.cp = q.cp;
+  else if (f->key == "micro_batch") s.micro_batch = p.micro_batch;
+  else if (f->key == "parallel.virtual_stages") s.vpp = q.virtual_stages;
+  else if (f->key == "parallel.zero") s.zero = q.zero;
+  else if (f->key == "recompute") s.recompute = {p.recompute};
+  else s.precision = {p.precision};
 }
 
 }  // namespace

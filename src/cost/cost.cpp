@@ -15,7 +15,7 @@ spec::EfficiencySpec default_efficiency(const spec::HardwareSpec& hw) {
   // H200 73%, B200 76% -> 0.72; AMD MI300X bf16 668/1300 = 51%, MI325X 60% -> 0.55.
   e.gemm_frac.fill(0.80);
   e.gemm_frac[static_cast<int>(spec::Peak::kFp8)] = 0.72;
-  if (hw.vendor == "amd") {
+  if (hw.is_amd()) {
     e.gemm_frac.fill(0.55);
     e.gemm_frac[static_cast<int>(spec::Peak::kFp8)] = 0.50;
   }
@@ -29,10 +29,9 @@ spec::EfficiencySpec default_efficiency(const spec::HardwareSpec& hw) {
   // Fused attention forward+backward reaches less of peak than a plain GEMM:
   // FlashAttention-2 trains GPT models at 50-60% of A100 peak (Dao 2023,
   // Table/Fig. "end-to-end training"); on Hopper FA2 lacks wgmma and reaches
-  // ~35-40% while FA3 reaches 60-75% (Shah et al. 2024).
-  const bool hopper_plus = hw.architecture.find("Hopper") != std::string::npos ||
-                           hw.architecture.find("Blackwell") != std::string::npos;
-  e.attention_frac = hopper_plus ? 0.40 : 0.55;
+  // ~35-40% while FA3 reaches 60-75% (Shah et al. 2024); likewise on
+  // Blackwell, whose tcgen05 MMA FA2's mma.sync does not use.
+  e.attention_frac = hw.has_async_mma() ? 0.40 : 0.55;
   // HBM: streaming kernels reach ~90% of the spec bandwidth (gpu-benches and
   // BabelStream rows in published.yaml: A100-80GB triad 1.72 of 2.04 TB/s = 84%,
   // H100/H200 stream ~90%).
@@ -80,10 +79,8 @@ CostParams resolve(const spec::HardwareSpec& hw, bool use_calibration) {
   // FA2 ~2x FA1 on the forward kernel and 1.3-1.7x on fwd+bwd; the published
   // llm-foundry (FA1/Triton) and FlashAttention-2 paper FA1 rows fit 0.6x
   // (attention time 1.28x too fast at 0.75x). FA3 needs Hopper: elsewhere it runs as FA2.
-  const bool hopper = hw.architecture.find("Hopper") != std::string::npos ||
-                      hw.architecture.find("Blackwell") != std::string::npos;
   c.attention_frac = {e.attention_frac, e.attention_frac * 0.6, e.attention_frac,
-                      hopper ? std::min(0.95, e.attention_frac * 1.6) : e.attention_frac};
+                      hw.has_fa3() ? std::min(0.95, e.attention_frac * 1.6) : e.attention_frac};
   for (int i = 0; i < spec::kKernelClassCount; ++i) c.mem_frac[i] = e.hbm_frac * e.class_mem_frac[i];
   c.tile_m = e.gemm_tile_m;
   c.tile_n = e.gemm_tile_n;
@@ -155,7 +152,7 @@ KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_gr
   const double hbm = k.read_bytes + k.write_bytes;
   r.intensity = hbm > 0 ? k.flops / hbm : 0;
   if (k.cls == KernelClass::kCollective || k.cls == KernelClass::kP2p) {
-    r.time_s = collective_time(k.comm_kind, k.comm_bytes, k.comm_group, k.comm_span, c);
+    r.time_s = collective_time(k.comm.kind, k.comm.bytes, k.comm.group, k.comm.span, c);
     r.bound = Bound::kNetwork;
     return r;
   }
@@ -168,7 +165,7 @@ KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_gr
     r.compute_s = waves * (c.tile_m * c.tile_n * (k.gemm.k + c.gemm_k0) * 2.0) / per_sm;
   } else if (k.cls == KernelClass::kAttention) {
     const double peak = c.peak_flop_per_s[pk] > 0 ? c.peak_flop_per_s[pk] : c.vector_flop_per_s;
-    r.compute_s = k.flops / (peak * c.attention_frac[std::min<int>(k.variant, 3)]);
+    r.compute_s = k.flops / (peak * c.attention_frac[std::min<int>(k.attention, 3)]);
   } else {
     r.compute_s = k.flops / c.vector_flop_per_s;
   }

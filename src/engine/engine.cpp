@@ -90,14 +90,14 @@ void accumulate(MicrobatchSummary& s, const graph::Kernel& k, const cost::Kernel
   const double t = kc.time_s * k.count;  // per micro-batch (or per step)
   const bool is_comm = k.cls == spec::KernelClass::kCollective || k.cls == spec::KernelClass::kP2p;
   if (per_step) {
-    s.class_step[static_cast<int>(k.cls)] += t;
-    s.phase_step[static_cast<int>(k.phase)] += t;
+    s.class_step_s[static_cast<int>(k.cls)] += t;
+    s.phase_step_s[static_cast<int>(k.phase)] += t;
   } else {
-    s.class_mb[static_cast<int>(k.cls)] += t;
-    s.phase_mb[static_cast<int>(k.phase)] += t;
+    s.class_s[static_cast<int>(k.cls)] += t;
+    s.phase_s[static_cast<int>(k.phase)] += t;
   }
   if (is_comm) {
-    if (!per_step) (k.has(graph::kOverlapped) ? s.pool_mb : s.comm_mb) += t;
+    if (!per_step) (k.has(graph::kOverlapped) ? s.overlappable_comm_s : s.exposed_comm_s) += t;
     return;
   }
   if (per_step) {
@@ -110,11 +110,11 @@ void accumulate(MicrobatchSummary& s, const graph::Kernel& k, const cost::Kernel
     case spec::Phase::kRecompute: s.t_rec += t; break;
     default: s.t_step_fixed += t; break;
   }
-  if (k.cls == spec::KernelClass::kGemm || k.cls == spec::KernelClass::kAttention) s.window += t;
+  if (k.cls == spec::KernelClass::kGemm || k.cls == spec::KernelClass::kAttention) s.window_s += t;
   const double scale = k.has(graph::kLayer) ? layer_scale : 1.0;
-  if (k.phase == spec::Phase::kRecompute) s.rec_mb += k.model_flops * k.count * scale;
-  else s.model_mb += k.model_flops * k.count * scale;
-  s.hw_mb += k.flops * k.count * scale;
+  if (k.phase == spec::Phase::kRecompute) s.recompute_flop += k.model_flops * k.count * scale;
+  else s.model_flop += k.model_flops * k.count * scale;
+  s.hardware_flop += k.flops * k.count * scale;
 }
 
 void keep(Prediction& out, const graph::Kernel& k, const cost::KernelCost& kc, double mb) {
@@ -137,7 +137,7 @@ void keep(Prediction& out, const graph::Kernel& k, const cost::KernelCost& kc, d
 }  // namespace
 
 void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m,
-                          const spec::PlanSpec& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
+                          const spec::MicrobatchPlan& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
                           Prediction* out, double mb) {
   s = MicrobatchSummary{};
   techniques::build_microbatch(g, m, p, hw);
@@ -170,43 +170,41 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
     const bool is_comm = k.cls == spec::KernelClass::kCollective || k.cls == spec::KernelClass::kP2p;
     if (is_comm && k.has(graph::kPerStep)) {
       (k.has(graph::kOverlapped) ? pool_step : comm_step) += kc.time_s * k.count;
-      s.class_step[static_cast<int>(k.cls)] += kc.time_s * k.count;
-      s.phase_step[static_cast<int>(k.phase)] += kc.time_s * k.count;
+      s.class_step_s[static_cast<int>(k.cls)] += kc.time_s * k.count;
+      s.phase_step_s[static_cast<int>(k.phase)] += kc.time_s * k.count;
     } else {
       accumulate(s, k, kc, layer_scale);
     }
     if (opt.keep_kernels) keep(out, k, kc, mb);
   }
-  for (int i = 0; i < spec::kKernelClassCount; ++i) out.time_by_class[i] = s.class_mb[i] * mb + s.class_step[i];
-  for (int i = 0; i < spec::kPhaseCount; ++i) out.time_by_phase[i] = s.phase_mb[i] * mb + s.phase_step[i];
+  for (int i = 0; i < spec::kKernelClassCount; ++i) out.time_by_class[i] = s.class_s[i] * mb + s.class_step_s[i];
+  for (int i = 0; i < spec::kPhaseCount; ++i) out.time_by_phase[i] = s.phase_s[i] * mb + s.phase_step_s[i];
   // Overlapped per-micro-batch communication (CP ring, ZeRO-3 prefetch, TP
   // overlap) hides behind the micro-batch's GEMM and attention time.
-  const double exposed_mb = s.comm_mb + std::max(0.0, s.pool_mb - s.window);
-  const double t_mb = s.t_fwd + s.t_bwd + s.t_rec + exposed_mb;
+  const double exposed_per_microbatch = s.exposed_comm_s + std::max(0.0, s.overlappable_comm_s - s.window_s);
+  const double t_microbatch = s.t_fwd + s.t_bwd + s.t_rec + exposed_per_microbatch;
   // Pipeline bubble (Narayanan et al. 2021): (p - 1) / (v m) of the ideal time.
   const double pp = std::max(1, par.pp);
   const double v = std::max(1, par.virtual_stages);
-  const double ideal = mb * t_mb;
+  const double ideal = mb * t_microbatch;
   const double bubble_frac = pp > 1 ? (pp - 1) / (v * mb) : 0.0;
   const double bubble = bubble_frac * ideal;
   // DP gradient reduction overlaps the last micro-batch's backward, in the
   // compute time that per-micro-batch communication has not already used;
   // the last bucket (~5% of the gradients) is always exposed.
-  const double dp_window = std::min(s.t_bwd, std::max(0.0, s.window - s.pool_mb));
+  const double dp_window = std::min(s.t_bwd, std::max(0.0, s.window_s - s.overlappable_comm_s));
   const double exposed_dp = pool_step > 0 ? std::max(pool_step - dp_window, 0.05 * pool_step) : 0.0;
   double step = ideal + bubble + s.t_step_fixed + exposed_dp + comm_step;
-  if (p.optimizer.kind == spec::OptimizerKind::kSophia)
-    step += (s.t_fwd + s.t_bwd) / std::max(1, p.optimizer.hessian_interval);  // Hessian estimate, amortised
-  if (p.precision == spec::Precision::kFp16) step /= (1.0 - std::min(0.5, p.skipped_step_rate));
+  step *= techniques::executed_steps_per_step(p);
   const long long gpus = par.gpus();
   auto& st = out.step;
   st = StepResult{};
   st.gpus = gpus;
   st.time_s = step;
   st.micro_batches = mb;
-  st.microbatch_time_s = t_mb;
+  st.microbatch_time_s = t_microbatch;
   st.compute_time_s = mb * (s.t_fwd + s.t_bwd + s.t_rec) + s.t_step_fixed;
-  st.exposed_comm_s = mb * exposed_mb + exposed_dp + comm_step;
+  st.exposed_comm_s = mb * exposed_per_microbatch + exposed_dp + comm_step;
   st.bubble_s = bubble;
   st.bubble_fraction = bubble_frac;
   st.optimizer_s = s.t_step_fixed;
@@ -215,9 +213,9 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   st.tokens_per_s = st.tokens_per_step / step;
   // Whole-job FLOPs: per-GPU shard x TP x CP ranks x DP replicas x micro-batches.
   const double replicas = static_cast<double>(par.tp) * par.cp * par.dp * mb;
-  st.model_flops = s.model_mb * replicas;
-  st.recompute_flops = s.rec_mb * replicas;
-  st.hardware_flops = s.hw_mb * replicas;
+  st.model_flops = s.model_flop * replicas;
+  st.recompute_flops = s.recompute_flop * replicas;
+  st.hardware_flops = s.hardware_flop * replicas;
   const double bf16 = hw.peak(spec::Peak::kBf16);
   spec::Peak used = spec::Peak::kBf16;
   switch (p.precision) {
@@ -257,7 +255,7 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   out.status = out.memory.fits ? Status::kOk : Status::kDoesNotFit;
 }
 
-void evaluate_into(Prediction& out, graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
+void evaluate_into(Prediction& out, Workspace& ws, const spec::ModelSpec& m, const spec::PlanSpec& p,
                    const spec::HardwareSpec& hw, const cost::CostParams& c, const EvalOptions& opt) {
   out.status = Status::kOk;
   out.problem = {};
@@ -269,19 +267,17 @@ void evaluate_into(Prediction& out, graph::Graph& g, const spec::ModelSpec& m, c
     out.problem = std::move(pr);
     return;
   }
-  thread_local MicrobatchSummary s;
-  thread_local graph::Graph sg;
   const double mb = micro_batches(p);
-  summarize_microbatch(s, g, m, p, hw, c, opt.keep_kernels ? &out : nullptr, mb);
-  finish(out, s, sg, m, p, hw, c, opt);
+  summarize_microbatch(ws.summary, ws.microbatch, m, p, hw, c, opt.keep_kernels ? &out : nullptr, mb);
+  finish(out, ws.summary, ws.step, m, p, hw, c, opt);
 }
 
 Prediction evaluate(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw,
                     const EvalOptions& opt) {
-  thread_local graph::Graph g;
+  Workspace ws;
   Prediction out;
   const cost::CostParams c = cost::resolve(hw, opt.use_calibration);
-  evaluate_into(out, g, m, p, hw, c, opt);
+  evaluate_into(out, ws, m, p, hw, c, opt);
   return out;
 }
 

@@ -18,6 +18,7 @@ Kernel backward_gemm(const Kernel& f, std::string_view name, double m, double n,
   b.chain_bytes = 0;
   b.saved_bytes = 0;
   b.saved_core_bytes = 0;
+  b.workspace_bytes = 0;
   return b;
 }
 
@@ -80,6 +81,7 @@ void derive_backward(Graph& g) {
     b.phase = Phase::kBackward;
     b.saved_bytes = 0;
     b.saved_core_bytes = 0;
+    b.workspace_bytes = 0;
     b.chain_bytes = 0;
     b.flops = 2 * f.flops;
     b.model_flops = 2 * f.model_flops;
@@ -130,7 +132,6 @@ void derive_backward(Graph& g) {
     }
     g.kernels.push_back(b);
   }
-  g.backward_derived = true;
 }
 
 GraphTotals totals(const Graph& g) {
@@ -143,7 +144,7 @@ GraphTotals totals(const Graph& g) {
     else
       t.model_flops += k.model_flops * k.count;
     t.hbm_bytes += k.hbm_bytes() * k.count;
-    t.saved_bytes += (k.saved_bytes + k.saved_core_bytes) * k.count;
+    if (k.phase == Phase::kForward) t.saved_bytes += (k.saved_bytes + k.saved_core_bytes) * k.count;
     t.launches += k.launches * k.count;
   }
   return t;

@@ -8,10 +8,11 @@
 #include <cmath>
 
 #include "ridgeline/graph/graph.hpp"
+#include "ridgeline/spec/precision.hpp"
 
 namespace ridgeline::graph {
 
-int seq_len(const spec::ModelSpec& model, const spec::PlanSpec& plan) {
+int seq_len(const spec::ModelSpec& model, const spec::MicrobatchPlan& plan) {
   return plan.seq_len > 0 ? plan.seq_len : model.max_seq_len;
 }
 
@@ -60,7 +61,7 @@ Kernel gemm(std::string_view name, Op op, double m, double n, double kk, double 
 
 }  // namespace
 
-void build_forward(const spec::ModelSpec& M, const spec::PlanSpec& P, Graph& G) {
+void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Graph& G) {
   G.kernels.clear();
   const auto& par = P.parallel;
   const double t = std::max(1, par.tp);
@@ -76,19 +77,14 @@ void build_forward(const spec::ModelSpec& M, const spec::PlanSpec& P, Graph& G) 
   D.d = M.head_dim;
   D.f = M.ffn_hidden / t;
   D.V = M.vocab / t;
-  const bool wide = P.precision == spec::Precision::kFp32 || P.precision == spec::Precision::kTf32;
-  D.e = wide ? 4.0 : 2.0;
-  D.e_w = D.e;
-  const Dtype act = wide ? Dtype::kFp32 : (P.precision == spec::Precision::kFp16 ? Dtype::kFp16 : Dtype::kBf16);
-  const Dtype gemm_dt = P.precision == spec::Precision::kTf32 ? Dtype::kTf32 : act;
+  const spec::PrecisionPolicy pol = spec::precision_policy(P);
+  D.e = pol.activation_bytes;
+  D.e_w = pol.weight_bytes;
+  const Dtype act = pol.activation;
+  const Dtype gemm_dt = pol.linear_gemm;
   G.act_bytes = D.e;
   G.tokens = D.T;
   G.layers = static_cast<int>(std::ceil(static_cast<double>(M.layers) / std::max(1, par.pp)));
-  G.recompute_working_bytes = 0;
-  G.saved_layer_fraction = 1.0;
-  G.checkpoint_bytes_per_layer = 0;
-  G.checkpointed_layers = 0;
-  G.backward_derived = false;
 
   const double L = G.layers;
   const double Tph = D.Tp * D.h;
@@ -313,8 +309,8 @@ void build_forward(const spec::ModelSpec& M, const spec::PlanSpec& P, Graph& G) 
     k.launches = 3;
     k.flops = 6 * logits;
     k.saved_bytes = logits * 4;
+    k.workspace_bytes = logits * 4;  // the fp32 upcast, freed after the loss
     push(k, 1);
-    G.logits_transient_bytes = logits * 4;
   }
 }
 

@@ -112,15 +112,8 @@ std::vector<Fact> answer(const CapacityView& v) {
 Table memory_breakdown(const CapacityView& v) {
   const auto& m = v.answer.memory;
   Table t{{"component", "bytes"}, {}, {false, true}};
-  auto row = [&](const char* label, double b) { t.rows.push_back({label, format_bytes(b)}); };
-  row("weights", m.weights);
-  row("gradients", m.gradients);
-  row("master weights", m.master_weights);
-  row("optimizer state", m.optimizer);
-  row("activations", m.activations);
-  row("buffers", m.buffers);
-  row("workspace", m.workspace);
-  row("fragmentation", m.fragmentation);
+  auto row = [&](std::string_view label, double b) { t.rows.push_back({std::string(label), format_bytes(b)}); };
+  for (const auto& c : memory::kMemoryCategories) row(c.label, m.*c.bytes);
   row("total", m.total);
   t.rows.push_back({"capacity", format_bytes(m.capacity)});
   t.highlight = 8;

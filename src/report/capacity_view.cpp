@@ -1,5 +1,7 @@
 #include "ridgeline/report/capacity_view.hpp"
 
+#include "ridgeline/spec/plan_fields.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
@@ -7,6 +9,7 @@
 #include "ridgeline/cost/cost.hpp"
 #include "ridgeline/memory/memory.hpp"
 #include "ridgeline/report/prediction_view.hpp"
+#include "ridgeline/spec/plan_fields.hpp"
 #include "ridgeline/units/units.hpp"
 
 namespace ridgeline::report {
@@ -224,14 +227,9 @@ double tokens_for_gpu_hours(const engine::Prediction& p, double gpu_hours) {
 }
 
 std::string layout_label(const search::Layout& l) {
-  std::string s = fmt::format("TP{} PP{} DP{}", l.tp, l.pp, l.dp);
-  if (l.cp > 1) s += fmt::format(" CP{}", l.cp);
-  s += fmt::format(" mb{}", l.micro_batch);
-  if (l.vpp > 1) s += fmt::format(" v{}", l.vpp);
-  if (l.zero > 0) s += fmt::format(" ZeRO-{}", l.zero);
-  if (l.sp) s += " +SP";
-  s += fmt::format(" {} {}", spec::to_string(l.recompute), spec::to_string(l.precision));
-  return s;
+  const spec::PlanSpec p = search::plan_for(spec::PlanSpec{}, l, 0);
+  return spec::summary_line(p, spec::SummaryGroup::kLayout) + " " +
+         spec::summary_of(p, {"micro_batch", "recompute", "precision"});
 }
 
 CapacityView make_capacity_view(const CapacityInputs& in) {
@@ -286,7 +284,7 @@ CapacityView make_capacity_view(const CapacityInputs& in) {
   mf.architecture = fmt::format("{}, {}, {}", spec::name(m.activation), spec::name(m.norm), spec::name(m.position));
 
   auto& pf = v.plan;
-  pf.summary = plan_summary(in.plan);
+  pf.summary = spec::plan_summary(in.plan);
   pf.plan = plan_json(in.plan, m);
   pf.gpus = in.plan.parallel.gpus();
   pf.micro_batch = in.plan.micro_batch;
@@ -348,8 +346,7 @@ CapacityView make_capacity_view(const CapacityInputs& in) {
     row.memory_saved_bytes = r.memory_saved;
     row.fits = r.pred.memory.fits;
     const auto& mm = r.pred.memory;
-    row.memory = {mm.weights, mm.gradients, mm.master_weights, mm.optimizer, mm.activations, mm.buffers,
-                  mm.workspace, mm.fragmentation};
+    row.memory = mm;
     if (row.fits && r.pred.status == engine::Status::kOk && (v.best_technique < 0 || row.step_time_s < best_time)) {
       v.best_technique = static_cast<int>(i);
       best_time = row.step_time_s;
@@ -410,13 +407,6 @@ json layout_json(const LayoutRow& r) {
           {"days", num(r.days)},
           {"gpu_hours", num(r.gpu_hours)},
           {"cost_usd", num(r.cost_usd)}};
-}
-
-json segments_json(const MemorySegments& s) {
-  return {{"weights_bytes", num(s.weights)},       {"gradients_bytes", num(s.gradients)},
-          {"master_weights_bytes", num(s.master_weights)}, {"optimizer_bytes", num(s.optimizer)},
-          {"activations_bytes", num(s.activations)}, {"buffers_bytes", num(s.buffers)},
-          {"workspace_bytes", num(s.workspace)},   {"fragmentation_bytes", num(s.fragmentation)}};
 }
 
 }  // namespace
@@ -481,18 +471,11 @@ json capacity_json(const CapacityView& v) {
                  {"bubble_fraction", num(a.bubble_fraction)},
                  {"micro_batches", num(a.micro_batches)},
                  {"flops_convention", a.flops_convention},
-                 {"memory",
-                  {{"weights_bytes", num(m.weights)},
-                   {"gradients_bytes", num(m.gradients)},
-                   {"master_weights_bytes", num(m.master_weights)},
-                   {"optimizer_bytes", num(m.optimizer)},
-                   {"activations_bytes", num(m.activations)},
-                   {"buffers_bytes", num(m.buffers)},
-                   {"workspace_bytes", num(m.workspace)},
-                   {"fragmentation_bytes", num(m.fragmentation)},
-                   {"total_bytes", num(m.total)},
-                   {"capacity_bytes", num(m.capacity)},
-                   {"fits", m.fits}}},
+                 {"memory", [&] {
+                    json mj = memory_json(m);
+                    mj.update({{"total_bytes", num(m.total)}, {"capacity_bytes", num(m.capacity)}, {"fits", m.fits}});
+                    return mj;
+                  }()},
                  {"memory_fraction", num(a.memory_fraction)},
                  {"tokens_per_step", num(a.tokens_per_step)},
                  {"tokens", num(a.tokens)},
@@ -515,7 +498,7 @@ json capacity_json(const CapacityView& v) {
               {"memory_saved_bytes", num(r.memory_saved_bytes)},
               {"fits", r.fits},
               {"best", r.best},
-              {"memory", segments_json(r.memory)}};
+              {"memory", memory_json(r.memory)}};
     for (size_t k = 0; k < r.settings.size() && k < v.vary_keys.size(); ++k) e["settings"][v.vary_keys[k]] = r.settings[k];
     tech["rows"].push_back(std::move(e));
   }

@@ -79,11 +79,7 @@ nlohmann::json compare_json(const std::vector<search::Variation>& vars, const st
     e["fits"] = r.pred.memory.fits;
     e["speedup"] = r.speedup;
     e["memory_saved_bytes"] = r.memory_saved;
-    e["memory"] = {{"weights_bytes", r.pred.memory.weights}, {"gradients_bytes", r.pred.memory.gradients},
-                   {"master_weights_bytes", r.pred.memory.master_weights},
-                   {"optimizer_bytes", r.pred.memory.optimizer}, {"activations_bytes", r.pred.memory.activations},
-                   {"buffers_bytes", r.pred.memory.buffers}, {"workspace_bytes", r.pred.memory.workspace},
-                   {"fragmentation_bytes", r.pred.memory.fragmentation}};
+    e["memory"] = report::memory_json(r.pred.memory);
     j["rows"].push_back(std::move(e));
   }
   return j;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "ridgeline/spec/plan_fields.hpp"
 #include "ridgeline/units/units.hpp"
 
 namespace ridgeline::report {
@@ -23,47 +24,38 @@ std::string pad(std::string s, size_t w, bool right = false) {
 
 }  // namespace
 
-std::string plan_summary(const spec::PlanSpec& p) {
-  const auto& q = p.parallel;
-  std::string s = fmt::format("{}, {} attention, fusion {}, recompute {}, {}", spec::to_string(p.precision),
-                              spec::to_string(p.attention), spec::to_string(p.fusion),
-                              spec::to_string(p.recompute), spec::to_string(p.optimizer.kind));
-  if (p.finetune.mode != spec::FinetuneMode::kFull)
-    s += fmt::format(", {} r={} on {}", spec::to_string(p.finetune.mode), p.finetune.rank,
-                     spec::lora_targets_to_string(p.finetune.targets));
-  s += fmt::format(", TP{} PP{} DP{}", q.tp, q.pp, q.dp);
-  if (q.cp > 1) s += fmt::format(" CP{}", q.cp);
-  if (q.ep > 1) s += fmt::format(" EP{}", q.ep);
-  if (q.sp) s += " +SP";
-  if (q.zero > 0) s += fmt::format(" ZeRO-{}", q.zero);
-  if (q.virtual_stages > 1) s += fmt::format(" v{}", q.virtual_stages);
-  if (p.cuda_graphs) s += ", CUDA graphs";
-  return s;
+json memory_json(const memory::MemoryResult& m) {
+  json j = json::object();
+  for (const auto& c : memory::kMemoryCategories) j[std::string(c.json_key)] = num(m.*c.bytes);
+  return j;
 }
 
 json plan_json(const spec::PlanSpec& p, const spec::ModelSpec& m) {
-  const auto& q = p.parallel;
-  json j;
-  j["micro_batch"] = p.micro_batch;
+  // Every field that applies to this plan, at its YAML path, so the object
+  // reads back as a plan file; then the resolved defaults.
+  json j = json::object();
+  for (const auto& f : spec::plan_fields()) {
+    if (!spec::applies(f, p)) continue;
+    json* at = &j;
+    std::string_view key = f.key;
+    for (auto dot = key.find('.'); dot != std::string_view::npos; dot = key.find('.')) {
+      at = &(*at)[std::string(key.substr(0, dot))];
+      key.remove_prefix(dot + 1);
+    }
+    auto& q = const_cast<spec::PlanSpec&>(p);
+    json& v = (*at)[std::string(key)];
+    switch (f.type) {
+      case spec::FieldType::kInt: v = f.int_ref(q); break;
+      case spec::FieldType::kBool: v = f.bool_ref(q); break;
+      case spec::FieldType::kNumber:
+      case spec::FieldType::kQuantity: v = num(f.num_ref(q)); break;
+      case spec::FieldType::kWord: v = f.word(p); break;
+    }
+  }
   j["global_batch"] = p.effective_global_batch();
   j["seq_len"] = graph::seq_len(m, p);
-  j["precision"] = spec::to_string(p.precision);
-  if (p.precision == spec::Precision::kFp8) {
-    j["fp8_recipe"] = spec::to_string(p.fp8_recipe);
-    j["fp8_scaling"] = spec::to_string(p.fp8_scaling);
-  }
-  j["recompute"] = spec::to_string(p.recompute);
-  j["attention"] = spec::to_string(p.attention);
-  j["fusion"] = spec::to_string(p.fusion);
-  j["cuda_graphs"] = p.cuda_graphs;
-  j["optimizer"] = spec::to_string(p.optimizer.kind);
-  j["finetune"] = spec::to_string(p.finetune.mode);
-  if (p.finetune.mode != spec::FinetuneMode::kFull) {
-    j["lora_rank"] = p.finetune.rank;
-    j["lora_targets"] = spec::lora_targets_to_string(p.finetune.targets);
-  }
-  j["parallel"] = {{"tp", q.tp}, {"pp", q.pp}, {"dp", q.dp}, {"cp", q.cp}, {"ep", q.ep}, {"sp", q.sp},
-                   {"zero", q.zero}, {"virtual_stages", q.virtual_stages}, {"gpus", q.gpus()}};
+  if (p.tokens <= 0) j.erase("tokens");
+  j["parallel"]["gpus"] = p.parallel.gpus();
   return j;
 }
 
@@ -106,19 +98,12 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
                {"optimizer_s", num(s.optimizer_s)},
                {"gpus", s.gpus}};
   const auto& m = pred.memory;
-  j["memory"] = {{"weights_bytes", num(m.weights)},
-                 {"gradients_bytes", num(m.gradients)},
-                 {"master_weights_bytes", num(m.master_weights)},
-                 {"optimizer_bytes", num(m.optimizer)},
-                 {"activations_bytes", num(m.activations)},
-                 {"buffers_bytes", num(m.buffers)},
-                 {"workspace_bytes", num(m.workspace)},
-                 {"fragmentation_bytes", num(m.fragmentation)},
-                 {"total_bytes", num(m.total)},
+  j["memory"] = memory_json(m);
+  j["memory"].update({{"total_bytes", num(m.total)},
                  {"capacity_bytes", num(m.capacity)},
                  {"fits", m.fits},
                  {"activations_per_layer_bytes", num(m.activations_per_layer)},
-                 {"in_flight_microbatches", num(m.in_flight_microbatches)}};
+                 {"in_flight_microbatches", num(m.in_flight_microbatches)}});
   const auto& t = pred.totals;
   j["training"] = {{"tokens", num(t.tokens)},
                    {"tokens_source", t.tokens_default ? "chinchilla_20_per_param" : "plan"},
@@ -167,7 +152,7 @@ std::string prediction_table(const engine::Prediction& pred, const Inputs& in, i
                      pred.calibrated ? " (calibrated)" : "");
     o += fmt::format("plan: micro-batch {}, global batch {}, sequence {}; {}\n", in.plan->micro_batch,
                      in.plan->effective_global_batch(),
-                     graph::seq_len(*in.model, *in.plan), plan_summary(*in.plan));
+                     graph::seq_len(*in.model, *in.plan), spec::plan_summary(*in.plan));
   }
   if (pred.status == engine::Status::kInvalid) {
     o += fmt::format("invalid plan: {}: {}\n", pred.problem.field, pred.problem.message);
@@ -212,18 +197,11 @@ std::string prediction_table(const engine::Prediction& pred, const Inputs& in, i
                      pad(format_percent(k->share), 6, true));
   }
   o += "\nmemory per GPU\n";
-  auto row = [&](const char* label, double v) {
-    o += fmt::format("  {} {}  {}\n", pad(label, 16), pad(format_bytes(v), 11, true),
+  auto row = [&](std::string_view label, double v) {
+    o += fmt::format("  {} {}  {}\n", pad(std::string(label), 16), pad(format_bytes(v), 11, true),
                      pad(format_percent(m.capacity > 0 ? v / m.capacity : 0), 6, true));
   };
-  row("weights", m.weights);
-  row("gradients", m.gradients);
-  row("master weights", m.master_weights);
-  row("optimizer", m.optimizer);
-  row("activations", m.activations);
-  row("buffers", m.buffers);
-  row("workspace", m.workspace);
-  row("fragmentation", m.fragmentation);
+  for (const auto& c : memory::kMemoryCategories) row(c.label, m.*c.bytes);
   row("total", m.total);
   o += fmt::format("  {} {}\n", pad("capacity", 16), pad(format_bytes(m.capacity), 11, true));
   const auto& t = pred.totals;

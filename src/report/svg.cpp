@@ -39,19 +39,11 @@ const char* phase_colour(const std::string& phase) {
   return it == k.end() ? "#777777" : it->second;
 }
 
-struct Segment {
-  const char* name;
-  const char* colour;
-  double MemorySegments::*field;
-};
-const Segment kSegments[] = {{"weights", "#0072B2", &MemorySegments::weights},
-                             {"gradients", "#56B4E9", &MemorySegments::gradients},
-                             {"master weights", "#009E73", &MemorySegments::master_weights},
-                             {"optimizer state", "#E69F00", &MemorySegments::optimizer},
-                             {"activations", "#D55E00", &MemorySegments::activations},
-                             {"buffers", "#CC79A7", &MemorySegments::buffers},
-                             {"workspace", "#8C8C8C", &MemorySegments::workspace},
-                             {"fragmentation", "#C8C8C8", &MemorySegments::fragmentation}};
+/// One colour per memory category, in memory::kMemoryCategories order
+/// (Okabe-Ito palette, then greys for workspace and fragmentation).
+constexpr const char* kSegmentColours[] = {"#0072B2", "#56B4E9", "#009E73", "#E69F00",
+                                           "#D55E00", "#CC79A7", "#8C8C8C", "#C8C8C8"};
+static_assert(std::size(kSegmentColours) == memory::kMemoryCategoryCount);
 
 /// Coordinates: one decimal is plenty at screen scale.
 std::string c(double v) { return fmt::format("{:.1f}", v); }
@@ -332,10 +324,11 @@ std::string memory(const CapacityView& v) {
                            "memory capacity.");
   // Legend.
   double lx = 8;
-  for (const auto& s : kSegments) {
-    o += fmt::format("<rect x=\"{}\" y=\"10\" width=\"12\" height=\"12\" fill=\"{}\"/>\n", c(lx), s.colour);
-    o += text(lx + 16, 21, s.name, "font-size=\"12\"");
-    lx += 16 + text_width(s.name, 12) + 14;
+  for (int i = 0; i < memory::kMemoryCategoryCount; ++i) {
+    const std::string name(memory::kMemoryCategories[i].label);
+    o += fmt::format("<rect x=\"{}\" y=\"10\" width=\"12\" height=\"12\" fill=\"{}\"/>\n", c(lx), kSegmentColours[i]);
+    o += text(lx + 16, 21, name, "font-size=\"12\"");
+    lx += 16 + text_width(name, 12) + 14;
   }
   o += text(label_w, 46, fmt::format("{}", fmt::join(v.vary_keys, " · ")),
             fmt::format("text-anchor=\"end\" font-size=\"11.5\" font-style=\"italic\" fill=\"{}\"", kMuted));
@@ -361,14 +354,16 @@ std::string memory(const CapacityView& v) {
     o += text(label_w, y + bar_h - 3, (r.best ? "★ " : "") + r.label,
               std::string("text-anchor=\"end\" font-size=\"12.5\"") + (r.best ? " font-weight=\"700\"" : ""));
     double acc = 0;
-    for (const auto& s : kSegments) {
-      const double b = r.memory.*(s.field);
+    for (int i = 0; i < memory::kMemoryCategoryCount; ++i) {
+      const std::string name(memory::kMemoryCategories[i].label);
+      const char* colour = kSegmentColours[i];
+      const double b = r.memory.*(memory::kMemoryCategories[i].bytes);
       if (b <= 0) continue;
       const double xa = px(acc), xb = px(acc + b);  // zero width past the end of a clipped bar
       acc += b;
       o += fmt::format("<rect class=\"segment\" data-segment=\"{}\" data-bytes=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" "
                        "height=\"{}\" fill=\"{}\"><title>{}: {}</title></rect>\n",
-                       s.name, d(b), c(xa), c(y), c(xb - xa), c(bar_h), s.colour, e(s.name), format_bytes(b));
+                       name, d(b), c(xa), c(y), c(xb - xa), c(bar_h), colour, e(name), format_bytes(b));
     }
     if (r.peak_memory_bytes > xmax)  // clipped: an arrow marks the bar running off the axis
       o += fmt::format("<path d=\"M {} {} l 8 {} l -8 {} z\" fill=\"{}\"/>\n", c(x0 + pw + 2), c(y), c(bar_h / 2),

@@ -1,8 +1,10 @@
 #include "ridgeline/spec/plan.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <fmt/format.h>
 
+#include "ridgeline/spec/plan_fields.hpp"
 #include "ridgeline/spec/yaml_reader.hpp"
 
 namespace ridgeline::spec {
@@ -44,12 +46,10 @@ constexpr std::pair<std::string_view, FinetuneMode> kFinetune[] = {
     {"full", FinetuneMode::kFull}, {"lora", FinetuneMode::kLora}, {"qlora", FinetuneMode::kQlora}};
 constexpr std::pair<std::string_view, AttentionFlops> kAttnFlops[] = {
     {"causal", AttentionFlops::kCausal}, {"full", AttentionFlops::kFull}};
-constexpr std::pair<std::string_view, Fp8Recipe> kRecipes[] = {{"hybrid", Fp8Recipe::kHybrid},
-                                                              {"e4m3", Fp8Recipe::kE4M3}};
+// One recipe is modelled (techniques/precision.cpp): E4M3 forward, E5M2 gradients.
+constexpr std::pair<std::string_view, Fp8Recipe> kRecipes[] = {{"hybrid", Fp8Recipe::kHybrid}};
 constexpr std::pair<std::string_view, Fp8Scaling> kScalings[] = {{"delayed", Fp8Scaling::kDelayed},
                                                                 {"current", Fp8Scaling::kCurrent}};
-constexpr std::pair<std::string_view, PipelineSchedule> kSchedules[] = {
-    {"1f1b", PipelineSchedule::k1F1B}, {"interleaved", PipelineSchedule::kInterleaved}};
 constexpr std::pair<std::string_view, std::uint8_t> kTargets[] = {
     {"q", kTargetQ}, {"k", kTargetK}, {"v", kTargetV}, {"o", kTargetO},
     {"gate", kTargetGate}, {"up", kTargetUp}, {"down", kTargetDown}};
@@ -64,7 +64,6 @@ std::optional<FinetuneMode> parse_finetune(std::string_view s) { return find_wor
 std::optional<AttentionFlops> parse_attention_flops(std::string_view s) { return find_word(kAttnFlops, s); }
 std::optional<Fp8Recipe> parse_fp8_recipe(std::string_view s) { return find_word(kRecipes, s); }
 std::optional<Fp8Scaling> parse_fp8_scaling(std::string_view s) { return find_word(kScalings, s); }
-std::optional<PipelineSchedule> parse_schedule(std::string_view s) { return find_word(kSchedules, s); }
 
 std::optional<Recompute> parse_recompute(std::string_view s) {
   if (s == "none") return Recompute{RecomputeKind::kNone, 0};
@@ -106,7 +105,6 @@ std::string to_string(Fusion f) { return word_of(kFusion, f); }
 std::string to_string(OptimizerKind o) { return word_of(kOptimizers, o); }
 std::string to_string(FinetuneMode f) { return word_of(kFinetune, f); }
 std::string to_string(AttentionFlops a) { return word_of(kAttnFlops, a); }
-std::string to_string(PipelineSchedule s) { return word_of(kSchedules, s); }
 std::string to_string(Fp8Recipe r) { return word_of(kRecipes, r); }
 std::string to_string(Fp8Scaling s) { return word_of(kScalings, s); }
 std::string to_string(const Recompute& r) {
@@ -135,59 +133,72 @@ std::string attention_choices() { return choices_of(kAttention); }
 std::string fusion_choices() { return choices_of(kFusion); }
 std::string optimizer_choices() { return choices_of(kOptimizers); }
 std::string finetune_choices() { return choices_of(kFinetune); }
+std::string fp8_recipe_choices() { return choices_of(kRecipes); }
+std::string fp8_scaling_choices() { return choices_of(kScalings); }
+std::string attention_flops_choices() { return choices_of(kAttnFlops); }
+std::string lora_target_choices() { return "a comma list of q, k, v, o, gate, up, down, or all, attention"; }
 
 const std::vector<std::string>& setting_keys() {
-  static const std::vector<std::string> keys = {"precision", "recompute", "attention", "fusion", "optimizer",
-                                                "finetune", "lora_rank", "micro_batch", "seq", "tp", "pp", "dp",
-                                                "cp", "ep", "zero", "vpp", "sp", "cuda_graphs"};
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> v;
+    for (const auto& f : plan_fields()) v.emplace_back(f.setting.empty() ? f.key : f.setting);
+    return v;
+  }();
   return keys;
 }
 
 std::string apply_setting(PlanSpec& p, std::string_view key, std::string_view value) {
-  auto as_int = [&](int lo, int hi, int& out) -> std::string {
-    int v = 0;
-    auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-    if (ec != std::errc() || ptr != value.data() + value.size() || v < lo || v > hi)
-      return fmt::format("{}: expected a whole number from {} to {}, got \"{}\"", key, lo, hi, value);
-    out = v;
-    return "";
-  };
-  auto as_bool = [&](bool& out) -> std::string {
-    if (value == "true" || value == "on" || value == "1") out = true;
-    else if (value == "false" || value == "off" || value == "0") out = false;
-    else return fmt::format("{}: expected true or false, got \"{}\"", key, value);
-    return "";
-  };
-  auto word = [&](auto parse, auto& out, const std::string& choices) -> std::string {
-    auto r = parse(value);
-    if (!r) return fmt::format("{}: expected one of {}, got \"{}\"", key, choices, value);
-    out = *r;
-    return "";
-  };
-  if (key == "precision") return word(parse_precision, p.precision, precision_choices());
-  if (key == "recompute") return word(parse_recompute, p.recompute, recompute_choices());
-  if (key == "attention") return word(parse_attention, p.attention, attention_choices());
-  if (key == "fusion") return word(parse_fusion, p.fusion, fusion_choices());
-  if (key == "optimizer") return word(parse_optimizer, p.optimizer.kind, optimizer_choices());
-  if (key == "finetune") return word(parse_finetune, p.finetune.mode, finetune_choices());
-  if (key == "lora_rank") return as_int(1, 65536, p.finetune.rank);
-  if (key == "micro_batch") return as_int(1, 1 << 20, p.micro_batch);
-  if (key == "seq" || key == "seq_len") return as_int(1, 1 << 30, p.seq_len);
-  if (key == "tp") return as_int(1, 4096, p.parallel.tp);
-  if (key == "pp") return as_int(1, 4096, p.parallel.pp);
-  if (key == "dp") return as_int(1, 1 << 20, p.parallel.dp);
-  if (key == "cp") return as_int(1, 4096, p.parallel.cp);
-  if (key == "ep") return as_int(1, 4096, p.parallel.ep);
-  if (key == "zero") return as_int(0, 3, p.parallel.zero);
-  if (key == "vpp" || key == "virtual_stages") {
-    auto e = as_int(1, 1024, p.parallel.virtual_stages);
-    if (e.empty() && p.parallel.virtual_stages > 1) p.parallel.schedule = PipelineSchedule::kInterleaved;
-    return e;
-  }
-  if (key == "sp") return as_bool(p.parallel.sp);
-  if (key == "cuda_graphs") return as_bool(p.cuda_graphs);
-  return fmt::format("unknown setting '{}'{}", key, support::did_you_mean(std::string(key), setting_keys()));
+  const PlanField* f = find_plan_field(key);
+  if (!f) return fmt::format("unknown setting '{}'{}", key, support::did_you_mean(std::string(key), setting_keys()));
+  if (auto e = set_field(*f, p, value); !e.empty()) return fmt::format("{}: {}", key, e);
+  return "";
 }
+
+namespace {
+
+/// Reads every plan field present under `r` (the map at `prefix`, "" at the
+/// top): scalars through set_field, nested maps recursively.
+void read_fields(MapReader& r, std::string_view prefix, PlanSpec& p) {
+  std::vector<std::string> children;  // nested maps under this prefix, in table order
+  for (const auto& f : plan_fields()) {
+    std::string_view rest = f.key;
+    if (!prefix.empty()) {
+      if (!rest.starts_with(prefix) || rest.size() <= prefix.size() || rest[prefix.size()] != '.') continue;
+      rest.remove_prefix(prefix.size() + 1);
+    }
+    const auto dot = rest.find('.');
+    if (dot != std::string_view::npos) {
+      const std::string child(rest.substr(0, dot));
+      if (std::find(children.begin(), children.end(), child) == children.end()) children.push_back(child);
+      continue;
+    }
+    const std::string key(rest);
+    if (!r.has(key)) continue;
+    auto text = r.string(key);
+    if (!text) continue;
+    if (auto e = set_field(f, p, *text); !e.empty()) r.error_at(key, e);
+  }
+  for (const auto& child : children) {
+    const std::string path = prefix.empty() ? child : std::string(prefix) + "." + child;
+    if (r.has(child) && !r.node(child).IsMap()) {
+      // "optimizer: adamw": the parent holds its shorthand field's value.
+      const PlanField* shorthand = nullptr;
+      for (const auto& f : plan_fields())
+        if (f.shorthand && f.key.starts_with(path + ".")) shorthand = &f;
+      if (shorthand) {
+        if (auto text = r.string(child))
+          if (auto e = set_field(*shorthand, p, *text); !e.empty()) r.error_at(child, e);
+        continue;
+      }
+    }
+    if (auto sub = r.map(child)) {
+      read_fields(*sub, path, p);
+      sub->finish();
+    }
+  }
+}
+
+}  // namespace
 
 PlanSpec load_plan(const std::string& path) {
   YAML::Node root = load_yaml_file(path);
@@ -195,64 +206,7 @@ PlanSpec load_plan(const std::string& path) {
   PlanSpec p;
   p.source_file = path;
   MapReader r(root, path, "", d);
-  auto int_field = [&](MapReader& m, const char* key, int& out, long long lo, long long hi) {
-    if (auto v = m.integer(key, false, lo, hi)) out = static_cast<int>(*v);
-  };
-  int_field(r, "micro_batch", p.micro_batch, 1, 1 << 24);
-  int_field(r, "global_batch", p.global_batch, 1, 1 << 30);
-  int_field(r, "seq_len", p.seq_len, 1, 1 << 30);
-  if (auto v = r.word("precision", parse_precision, precision_choices())) p.precision = *v;
-  if (auto v = r.word("recompute", parse_recompute, recompute_choices())) p.recompute = *v;
-  if (auto v = r.word("attention", parse_attention, attention_choices())) p.attention = *v;
-  if (auto v = r.word("fusion", parse_fusion, fusion_choices())) p.fusion = *v;
-  if (auto v = r.boolean("cuda_graphs")) p.cuda_graphs = *v;
-  if (auto v = r.word("attention_flops", parse_attention_flops, "causal, full")) p.attention_flops = *v;
-  if (auto v = r.quantity("tokens", units::Dimension::kCount)) p.tokens = *v;
-  if (auto v = r.number("power_utilization", false, 0.01, 1.0)) p.power_utilization = *v;
-  if (r.has("optimizer") && r.node("optimizer").IsMap()) {
-    auto o = r.map("optimizer");
-    if (auto v = o->word("kind", parse_optimizer, optimizer_choices(), true)) p.optimizer.kind = *v;
-    if (auto v = o->boolean("momentum")) p.optimizer.momentum = *v;
-    if (auto v = o->boolean("first_moment")) p.optimizer.first_moment = *v;
-    if (auto v = o->integer("hessian_interval", false, 1, 1000000)) p.optimizer.hessian_interval = static_cast<int>(*v);
-    o->finish();
-  } else if (auto v = r.word("optimizer", parse_optimizer, optimizer_choices())) {
-    p.optimizer.kind = *v;
-  }
-  if (r.has("finetune") && r.node("finetune").IsMap()) {
-    auto f = r.map("finetune");
-    if (auto v = f->word("mode", parse_finetune, finetune_choices(), true)) p.finetune.mode = *v;
-    if (auto v = f->integer("rank", false, 1, 1 << 16)) p.finetune.rank = static_cast<int>(*v);
-    if (auto v = f->number("alpha", false, 0.0, 1e6)) p.finetune.alpha = *v;
-    if (auto v = f->word("targets", parse_lora_targets, "a comma list of q, k, v, o, gate, up, down, or all"))
-      p.finetune.targets = *v;
-    f->finish();
-  } else if (auto v = r.word("finetune", parse_finetune, finetune_choices())) {
-    p.finetune.mode = *v;
-  }
-  if (auto par = r.map("parallel")) {
-    auto& q = p.parallel;
-    int_field(*par, "dp", q.dp, 1, 1 << 20);
-    int_field(*par, "tp", q.tp, 1, 1 << 12);
-    int_field(*par, "pp", q.pp, 1, 1 << 12);
-    int_field(*par, "cp", q.cp, 1, 1 << 12);
-    int_field(*par, "ep", q.ep, 1, 1 << 12);
-    int_field(*par, "zero", q.zero, 0, 3);
-    int_field(*par, "virtual_stages", q.virtual_stages, 1, 1 << 10);
-    if (auto v = par->boolean("sp")) q.sp = *v;
-    if (auto v = par->boolean("tp_comm_overlap")) q.tp_comm_overlap = *v;
-    if (auto v = par->word("schedule", parse_schedule, "1f1b, interleaved")) q.schedule = *v;
-    par->finish();
-  }
-  if (auto f8 = r.map("fp8")) {
-    if (auto v = f8->word("recipe", parse_fp8_recipe, "hybrid, e4m3")) p.fp8_recipe = *v;
-    if (auto v = f8->word("scaling", parse_fp8_scaling, "delayed, current")) p.fp8_scaling = *v;
-    f8->finish();
-  }
-  if (auto ls = r.map("loss_scaling")) {
-    if (auto v = ls->number("skipped_step_rate", false, 0.0, 0.5)) p.skipped_step_rate = *v;
-    ls->finish();
-  }
+  read_fields(r, "", p);
   r.finish();
   if (!d.has_errors() && p.global_batch > 0 && p.micro_batch > p.global_batch)
     d.error(loc_of(path, root["micro_batch"]), "micro_batch",

@@ -16,7 +16,7 @@ double flash_tile_rows(const spec::HardwareSpec& hw, double head_dim, double ele
   return std::max(16.0, std::min(bc, head_dim));
 }
 
-void apply_attention(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
+void apply_attention(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
                      const spec::HardwareSpec& hw) {
   if (p.attention == spec::AttentionKind::kNaive) return;
   auto& ks = g.kernels;
@@ -46,7 +46,7 @@ void apply_attention(graph::Graph& g, const spec::ModelSpec& m, const spec::Plan
     f.cls = spec::KernelClass::kAttention;
     f.dtype = k.dtype;
     f.flags = graph::kLayer;
-    f.variant = static_cast<std::uint8_t>(p.attention);
+    f.attention = static_cast<std::uint8_t>(p.attention);
     f.count = k.count;
     const double sk = s * std::max(1, p.parallel.cp);  // keys: the whole sequence under CP
     const double full = 4.0 * b * a * s * sk * d;

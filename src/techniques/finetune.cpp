@@ -15,7 +15,7 @@ struct Targets {
   double out = 0;  // summed output width of the targeted sub-matrices
 };
 
-Targets targets_of(const Kernel& k, const spec::ModelSpec& m, const spec::PlanSpec& p) {
+Targets targets_of(const Kernel& k, const spec::ModelSpec& m, const spec::MicrobatchPlan& p) {
   const double t = std::max(1, p.parallel.tp);
   const double q = m.heads / t * m.head_dim, kv = std::max(1.0, m.kv_heads / t) * m.head_dim;
   const double f = m.ffn_hidden / t;
@@ -44,7 +44,7 @@ Targets targets_of(const Kernel& k, const spec::ModelSpec& m, const spec::PlanSp
 /// must flow) but loses its weight-gradient GEMM; its input is saved only
 /// when an adapter reads it. QLoRA (Dettmers et al. 2023) stores W in NF4 with
 /// double-quantized block constants and dequantizes it to bf16 before each use.
-void apply_finetune(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p) {
+void apply_finetune(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p) {
   if (p.finetune.mode == spec::FinetuneMode::kFull) return;
   const bool qlora = p.finetune.mode == spec::FinetuneMode::kQlora;
   const double r = p.finetune.rank;

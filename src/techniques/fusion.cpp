@@ -44,6 +44,7 @@ void merge_into(Kernel& a, const Kernel& b, std::string_view name) {
   a.model_flops += b.model_flops;
   a.saved_bytes += b.saved_bytes;
   a.saved_core_bytes += b.saved_core_bytes;
+  a.workspace_bytes = std::max(a.workspace_bytes, b.workspace_bytes);
   a.flags |= (b.flags & (graph::kAttnCore));
   if (a.cls != spec::KernelClass::kGemm) {
     a.launches = 1;
@@ -55,7 +56,7 @@ void merge_into(Kernel& a, const Kernel& b, std::string_view name) {
 
 }  // namespace
 
-void apply_fusion(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p) {
+void apply_fusion(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p) {
   const Fusion level = p.fusion;
   if (level == Fusion::kEager) return;
   const bool gated = spec::is_gated(m.activation);
@@ -71,12 +72,12 @@ void apply_fusion(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpe
       k.launches = 1;
     }
     if (k.op == Op::kLoss) {
-      const double logits = g.logits_transient_bytes / 4.0;
+      const double logits = k.workspace_bytes / 4.0;
       k.read_bytes = logits * g.act_bytes;
       k.write_bytes = g.tokens * 8;
       k.saved_bytes = logits * g.act_bytes;
       k.launches = 1;
-      g.logits_transient_bytes = 0;
+      k.workspace_bytes = 0;  // no fp32 copy
     }
   }
   size_t out = 0;

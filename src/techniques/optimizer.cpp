@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "ridgeline/spec/precision.hpp"
 #include "ridgeline/techniques/params.hpp"
 #include "ridgeline/techniques/passes.hpp"
 
@@ -37,10 +38,10 @@ StepTraffic traffic(const spec::OptimizerSpec& o, double grad_b, double master_b
 
 void apply_optimizer(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p) {
   const LocalParams lp = local_params(m, p);
-  const bool mixed = p.precision != spec::Precision::kFp32 && p.precision != spec::Precision::kTf32;
-  const double weight_b = mixed ? 2.0 : 4.0;
-  const double grad_b = weight_b;
-  const double master_b = mixed ? 4.0 : 0.0;
+  const spec::PrecisionPolicy pol = spec::precision_policy(p);
+  const double weight_b = pol.weight_bytes;
+  const double grad_b = pol.gradient_bytes;
+  const double master_b = pol.master_bytes;
   const double state_b = optimizer_state_bytes(p.optimizer, lp);
   // ZeRO >= 1 shards the optimizer step over the data-parallel group.
   const double shard = p.parallel.zero >= 1 ? std::max(1, p.parallel.dp * p.parallel.cp) : 1;
@@ -82,6 +83,32 @@ void apply_optimizer(graph::Graph& g, const spec::ModelSpec& m, const spec::Plan
     u.flops = 2 * lp.trainable / shard;
     u.launches = std::max(1.0, lp.tensors / 64.0) + 1;
     g.kernels.push_back(u);
+  }
+}
+
+/// Sophia (Liu et al. 2023) estimates the diagonal Hessian every k steps
+/// with one more forward and backward pass of a micro-batch (Sophia-G: a
+/// sampled-label backward): per step, the micro-batch's forward and backward
+/// compute kernels once more at count / k.
+void apply_hessian_estimate(graph::Graph& g, const spec::MicrobatchPlan& p) {
+  if (p.optimizer.kind != OptimizerKind::kSophia) return;
+  const double every = std::max(1, p.optimizer.hessian_interval);
+  auto& ks = g.kernels;
+  const size_t n = ks.size();
+  for (size_t i = 0; i < n; ++i) {
+    const Kernel& k = ks[i];
+    const bool compute = k.cls != spec::KernelClass::kCollective && k.cls != spec::KernelClass::kP2p;
+    if (!compute || k.has(graph::kPerStep)) continue;
+    if (k.phase != spec::Phase::kForward && k.phase != spec::Phase::kBackward) continue;
+    Kernel h = k;
+    h.name = "sophia_hessian_estimate";
+    h.phase = spec::Phase::kOptimizer;
+    h.flags = static_cast<std::uint16_t>((k.flags & ~graph::kLayer) | graph::kPerStep);
+    h.count = k.count / every;
+    h.saved_bytes = 0;
+    h.saved_core_bytes = 0;
+    h.model_flops = 0;
+    ks.push_back(h);
   }
 }
 

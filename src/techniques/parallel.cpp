@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "ridgeline/spec/precision.hpp"
 #include "ridgeline/techniques/params.hpp"
 #include "ridgeline/techniques/passes.hpp"
 
@@ -17,10 +18,7 @@ Kernel comm(std::string_view name, Collective kind, spec::Phase phase, double by
   k.op = kind == Collective::kP2p ? graph::Op::kP2p : graph::Op::kCollective;
   k.cls = kind == Collective::kP2p ? spec::KernelClass::kP2p : spec::KernelClass::kCollective;
   k.phase = phase;
-  k.comm_kind = kind;
-  k.comm_bytes = bytes;
-  k.comm_group = group;
-  k.comm_span = span;
+  k.comm = {kind, bytes, group, span};
   k.count = count;
   k.flags = flags;
   k.launches = 1;
@@ -42,7 +40,7 @@ Kernel comm(std::string_view name, Collective kind, spec::Phase phase, double by
 ///    backward; ZeRO-1/2: reduce-scatter of gradients + all-gather of updated
 ///    weights; ZeRO-3: weights all-gathered before forward and again before
 ///    backward of every micro-batch (prefetched), gradients reduce-scattered.
-void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
+void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
                     const spec::HardwareSpec& hw) {
   (void)hw;
   const auto& par = p.parallel;
@@ -132,8 +130,8 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
   const double dgroup = groups.dense;  // parameters are replicated across CP ranks too
   if (dgroup > 1 || par.zero > 0) {
     const LocalParams lp = local_params(m, p);
-    const bool mixed = p.precision != spec::Precision::kFp32 && p.precision != spec::Precision::kTf32;
-    const double wb = mixed ? 2.0 : 4.0;
+    const spec::PrecisionPolicy pol = spec::precision_policy(p);
+    const double wb = pol.weight_bytes;  // gradients are reduced and weights gathered at working precision
     const double span = t * dgroup;
     const std::uint16_t step = graph::kPerStep | graph::kOverlapped;
     // Under EP, expert gradients are reduced (and ZeRO-sharded) only among

@@ -2,7 +2,7 @@
 
 namespace ridgeline::techniques {
 
-void build_microbatch(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
+void build_microbatch(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
                       const spec::HardwareSpec& hw) {
   graph::build_forward(m, p, g);
   apply_attention(g, m, p, hw);
@@ -12,6 +12,7 @@ void build_microbatch(graph::Graph& g, const spec::ModelSpec& m, const spec::Pla
   graph::derive_backward(g);
   apply_recompute(g, p);
   apply_parallel(g, m, p, hw);
+  apply_hessian_estimate(g, p);
 }
 
 void append_step_kernels(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p) {

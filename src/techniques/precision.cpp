@@ -14,7 +14,7 @@ using graph::Op;
 /// (LayerNormLinear), an extra amax pass per cast under current scaling, and
 /// once per step an fp8 copy of every weight and its transpose. Linear layers
 /// save their fp8 input (1 byte/element) for the weight gradient.
-void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p) {
+void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p) {
   (void)m;
   if (p.precision != spec::Precision::kFp8) return;
   const bool current = p.fp8_scaling == spec::Fp8Scaling::kCurrent;
@@ -76,6 +76,11 @@ void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::Plan
   w.write_bytes = wp * 2.0;
   w.launches = 2 * 7 * g.layers + 2;
   ks.push_back(w);
+}
+
+double executed_steps_per_step(const spec::PlanSpec& p) {
+  if (p.precision != spec::Precision::kFp16) return 1.0;
+  return 1.0 / (1.0 - std::min(0.5, p.skipped_step_rate));
 }
 
 }  // namespace ridgeline::techniques

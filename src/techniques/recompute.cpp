@@ -28,7 +28,7 @@ int checkpoint_count(const spec::Recompute& r, int layers) {
 /// full / every:K / sqrt (Chen et al. 2016): each segment of K layers keeps
 /// only its input; before its backward the segment's forward runs again and
 /// its K layers' saved tensors are alive at once (the working set).
-void apply_recompute(graph::Graph& g, const spec::PlanSpec& p) {
+void apply_recompute(graph::Graph& g, const spec::MicrobatchPlan& p) {
   const auto kind = p.recompute.kind;
   if (kind == RecomputeKind::kNone) return;
   auto& ks = g.kernels;
@@ -47,33 +47,27 @@ void apply_recompute(graph::Graph& g, const spec::PlanSpec& p) {
     }
     return;
   }
-  double per_layer_saved = 0;
+  // Each layer's forward kernels free their saved tensors; their recompute
+  // copies rebuild them, one segment of K layers alive at a time.
+  const int L = g.layers;
+  const double working = L > 0 ? std::min(segment_layers(p.recompute, L), L) / static_cast<double>(L) : 0.0;
   for (size_t i = 0; i < n; ++i) {
     Kernel& k = ks[i];
     if (k.phase != spec::Phase::kForward || !k.has(graph::kLayer)) continue;
-    per_layer_saved += k.saved_bytes + k.saved_core_bytes;
     Kernel r = k;
     r.phase = spec::Phase::kRecompute;
-    r.saved_bytes = 0;
-    r.saved_core_bytes = 0;
+    r.saved_fraction = working;
     ks.push_back(r);
+    ks[i].saved_fraction = 0;
   }
-  const int L = g.layers;
-  const int seg = segment_layers(p.recompute, L);
-  // The layer input: tokens x hidden at the activation width (sharded under SP,
-  // as the first norm saves it).
-  double input = 0;
+  // The layer input (saved by the first norm, sharded under SP as it saves
+  // it) stays alive for the checkpointed layers only.
   for (size_t i = 0; i < n; ++i)
-    if (ks[i].op == graph::Op::kNorm1 || (ks[i].phase == spec::Phase::kForward && ks[i].has(graph::kLayer) &&
-                                          ks[i].cls == spec::KernelClass::kNorm && input == 0)) {
-      input = ks[i].saved_bytes;
+    if (ks[i].op == graph::Op::kNorm1) {
+      ks[i].saved_fraction = L > 0 ? checkpoint_count(p.recompute, L) / static_cast<double>(L) : 0.0;
+      ks[i].saved_core_bytes = 0;
       break;
     }
-  if (input == 0) input = g.tokens * 1.0 * g.act_bytes;  // unreachable for built graphs
-  g.saved_layer_fraction = 0;
-  g.checkpointed_layers = checkpoint_count(p.recompute, L);
-  g.checkpoint_bytes_per_layer = input;
-  g.recompute_working_bytes = per_layer_saved * std::min(seg, L);
 }
 
 }  // namespace ridgeline::techniques

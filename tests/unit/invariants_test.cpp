@@ -29,6 +29,7 @@
 
 #include "../../fuzz/harness.hpp"
 #include "ridgeline/cost/cost.hpp"
+#include "ridgeline/spec/plan_fields.hpp"
 #include "test_support.hpp"
 
 using namespace ridgeline;
@@ -149,7 +150,7 @@ TEST_CASE("invariants: every shipped GPU x model x technique grid") {
                   if (lay.steps_micro > 0) p.global_batch = lay.steps_micro * p.micro_batch * lay.dp;
                   const auto r = eval(m, p, hw);
                   const std::string where = gpu_id + " " + model_id + " " + lay.name + " mb" +
-                                            std::to_string(p.micro_batch) + " " + report::plan_summary(p);
+                                            std::to_string(p.micro_batch) + " " + spec::plan_summary(p);
                   if (r.status == engine::Status::kInvalid) {
                     ++invalid;
                     continue;

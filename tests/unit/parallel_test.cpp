@@ -21,7 +21,6 @@ spec::PlanSpec plan175(int tp, int pp, int dp, int vpp, int gb) {
   p.parallel.dp = dp;
   p.parallel.sp = tp > 1;
   p.parallel.virtual_stages = vpp;
-  if (vpp > 1) p.parallel.schedule = spec::PipelineSchedule::kInterleaved;
   p.recompute = {spec::RecomputeKind::kSelective, 0};
   return p;
 }
@@ -99,13 +98,13 @@ TEST_CASE("ZeRO under expert parallelism: experts shard over DP x CP / EP ranks,
   for (const auto& k : g.kernels) {
     if (k.name == "dp_expert_grad_reduce_scatter") {
       ++expert;
-      CHECK(k.comm_group == 2);
-      CHECK(k.comm_bytes == doctest::Approx(2 * E / 8));
+      CHECK(k.comm.group == 2);
+      CHECK(k.comm.bytes == doctest::Approx(2 * E / 8));
     }
     if (k.name == "dp_grad_reduce_scatter") {
       ++dense;
-      CHECK(k.comm_group == 16);
-      CHECK(k.comm_bytes == doctest::Approx(2 * D));
+      CHECK(k.comm.group == 16);
+      CHECK(k.comm.bytes == doctest::Approx(2 * D));
     }
   }
   CHECK(expert == 1);
@@ -123,8 +122,8 @@ TEST_CASE("tensor parallelism adds 4 collectives of [s b h] per layer and shards
   double allreduce = 0, qkv_n = 0;
   for (const auto& k : g.kernels) {
     if (k.cls == spec::KernelClass::kCollective && k.has(graph::kLayer)) {
-      CHECK(k.comm_kind == graph::Collective::kAllReduce);
-      CHECK(k.comm_bytes == doctest::Approx(4096.0 * m.hidden * 2));  // [s, h] at 16 bits
+      CHECK(k.comm.kind == graph::Collective::kAllReduce);
+      CHECK(k.comm.bytes == doctest::Approx(4096.0 * m.hidden * 2));  // [s, h] at 16 bits
       allreduce += k.count;
     }
     if (k.op == graph::Op::kQkv && k.phase == spec::Phase::kForward) qkv_n = k.gemm.n;

@@ -97,32 +97,45 @@ struct EvalOptions {
 /// Returns an empty Problem when valid.
 Problem check_plan(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw);
 
-/// Evaluates one configuration. Allocation-light: reuses a per-thread graph.
-Prediction evaluate(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw,
-                    const EvalOptions& opt = {});
-
-/// Same, with costs resolved once by the caller (search loops).
-void evaluate_into(Prediction& out, graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
-                   const spec::HardwareSpec& hw, const cost::CostParams& c, const EvalOptions& opt);
-
 /// One micro-batch's costed graph, summed: everything a step needs that does
-/// not depend on the data-parallel layout (DP degree, ZeRO stage, global
-/// batch). A sweep computes it once per distinct micro-batch graph.
+/// not depend on the data-parallel layout (DP degree, ZeRO stage, virtual
+/// stages, global batch): a function of spec::MicrobatchPlan. A sweep
+/// computes it once per distinct micro-batch plan. Times in seconds and
+/// FLOPs per micro-batch on one GPU unless a name says per step.
 struct MicrobatchSummary {
-  double t_fwd = 0, t_bwd = 0, t_rec = 0;  // kernel time per micro-batch by phase
-  double t_step_fixed = 0;                 // per-step kernels of the graph (fp8 weight casts)
-  double comm_mb = 0, pool_mb = 0;         // exposed / overlappable communication per micro-batch
-  double window = 0;                       // GEMM + attention time that communication can hide behind
-  double model_mb = 0, rec_mb = 0, hw_mb = 0;  // FLOPs of this GPU's shard per micro-batch
-  std::array<double, spec::kKernelClassCount> class_mb{}, class_step{};
-  std::array<double, spec::kPhaseCount> phase_mb{}, phase_step{};
+  double t_fwd = 0, t_bwd = 0, t_rec = 0;  // kernel time by phase
+  double t_step_fixed = 0;                 // per-step kernels of the graph (fp8 weight casts, Hessian estimate)
+  double exposed_comm_s = 0;               // communication nothing hides
+  double overlappable_comm_s = 0;          // communication that hides behind `window_s`
+  double window_s = 0;                     // GEMM + attention time communication can hide behind
+  double model_flop = 0, recompute_flop = 0, hardware_flop = 0;  // of this GPU's shard (all its layers)
+  std::array<double, spec::kKernelClassCount> class_s{}, class_step_s{};
+  std::array<double, spec::kPhaseCount> phase_s{}, phase_step_s{};
   memory::GraphFacts facts;
 };
 
+/// Scratch one evaluation reuses, owned by the caller (one per thread): the
+/// micro-batch graph, the layout-dependent step kernels and the summary.
+/// After the first evaluation of a model, evaluate_into allocates nothing.
+struct Workspace {
+  graph::Graph microbatch;
+  graph::Graph step;
+  MicrobatchSummary summary;
+};
+
+/// Evaluates one configuration (allocates its own workspace: for one-off
+/// predictions; loops use evaluate_into).
+Prediction evaluate(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw,
+                    const EvalOptions& opt = {});
+
+/// Same, into `out` with the caller's workspace and costs resolved once (cost::resolve).
+void evaluate_into(Prediction& out, Workspace& ws, const spec::ModelSpec& m, const spec::PlanSpec& p,
+                   const spec::HardwareSpec& hw, const cost::CostParams& c, const EvalOptions& opt);
+
 /// Builds and costs one micro-batch graph into `s` (and kernel rows into `out`
-/// when `keep_kernels`; `mb` scales their per-step counts).
+/// when `out` is given; `mb` scales their per-step counts).
 void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m,
-                          const spec::PlanSpec& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
+                          const spec::MicrobatchPlan& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
                           Prediction* out, double mb);
 
 /// Completes a prediction from a micro-batch summary: DP/ZeRO collectives and

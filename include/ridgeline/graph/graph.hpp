@@ -49,11 +49,19 @@ enum KernelFlags : std::uint16_t {
   kNoSaveInput = 256,  // GEMM input not saved (frozen weight, no wgrad)
 };
 
-/// Collective operations (comm_kind of communication kernels).
+/// Collective operations.
 enum class Collective : std::uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kP2p };
 
 struct GemmShape {
   double m = 0, n = 0, k = 0, batch = 1;
+};
+
+/// What a communication kernel (collective or p2p) moves, and over whom.
+struct CollectiveSpec {
+  Collective kind = Collective::kAllReduce;
+  double bytes = 0;  // the full buffer S per instance
+  double group = 0;  // ranks in the group
+  double span = 0;   // consecutive ranks the group spans (selects the intra- or inter-node link)
 };
 
 struct Kernel {
@@ -63,8 +71,10 @@ struct Kernel {
   KernelClass cls = KernelClass::kElementwise;
   Dtype dtype = Dtype::kBf16;
   FuseGroup group = FuseGroup::kNone;
+  std::uint8_t attention = 0;  // fused attention kernels: the spec::AttentionKind
   std::uint16_t flags = 0;
-  GemmShape gemm;            // for GEMMs
+  GemmShape gemm;            // GEMMs
+  CollectiveSpec comm;       // collectives and p2p
   double count = 1;          // instances per micro-batch (or per step when kPerStep)
   double flops = 0;          // hardware FLOPs per instance
   double model_flops = 0;    // FLOPs credited to MFU per instance (causal attention halved, ...)
@@ -74,40 +84,31 @@ struct Kernel {
   double sram_bytes = 0;     // bytes through shared memory (fused attention)
   double saved_bytes = 0;    // bytes kept for backward per instance
   double saved_core_bytes = 0;  // of which attention-core internals (s^2 scores...), dropped by selective recompute
+  /// Of the instances' saved tensors, the fraction alive at once: forward
+  /// kernels 1 unless recomputation frees them (0; the layer input keeps
+  /// checkpoints / layers); a recompute-phase kernel holds what it rebuilds
+  /// for segment / layers of its instances (the working set of one segment).
+  double saved_fraction = 1;
+  double workspace_bytes = 0;  // alive only while the kernel runs (an eager loss's fp32 logits)
   double launches = 1;       // kernel launches per instance
   double weight_params = 0;  // weight elements a GEMM multiplies by (for fp8 casts, LoRA, dequant)
-  double comm_bytes = 0;     // collectives/p2p: bytes of the full buffer S per instance
-  double comm_group = 0;     // collectives: ranks in the group
-  double comm_span = 0;      // consecutive ranks the group spans (selects intra/inter-node link)
-  Collective comm_kind = Collective::kAllReduce;
-  std::uint8_t variant = 0;    // fused attention: spec::AttentionKind
 
   bool has(KernelFlags f) const { return (flags & f) != 0; }
   double hbm_bytes() const { return read_bytes + write_bytes; }
 };
 
-/// Graph-level facts the memory model needs beyond per-kernel saved tensors.
+/// One GPU's micro-batch (or step) as kernels, and the shape facts the passes share.
 struct Graph {
   std::vector<Kernel> kernels;
-  int layers = 0;             // decoder layers on this GPU
-  double tokens = 0;          // tokens per micro-batch on this GPU (b * s / cp)
-  double act_bytes = 2;       // bytes per activation element
-  /// Extra activation bytes alive during backward of one layer beyond what is
-  /// saved (recomputed block's working set); set by the recompute pass.
-  double recompute_working_bytes = 0;
-  /// Fraction of layers whose saved tensors are kept (1 without recomputation).
-  double saved_layer_fraction = 1.0;
-  /// Bytes per layer kept when a layer is checkpointed (its input).
-  double checkpoint_bytes_per_layer = 0;
-  double checkpointed_layers = 0;
-  double logits_transient_bytes = 0;  // fp32 logits during loss (buffer, not saved)
-  bool backward_derived = false;
+  int layers = 0;        // decoder layers on this GPU
+  double tokens = 0;     // tokens per micro-batch on this GPU (b * s / cp)
+  double act_bytes = 2;  // bytes per activation element
 };
 
 /// Forward kernels of the eager model for one micro-batch on one GPU.
 /// Uses plan.micro_batch, seq_len, precision (activation width) and parallel
 /// (tp, cp, pp shard shapes; collectives are added by the parallel pass).
-void build_forward(const spec::ModelSpec& model, const spec::PlanSpec& plan, Graph& g);
+void build_forward(const spec::ModelSpec& model, const spec::MicrobatchPlan& plan, Graph& g);
 
 /// Appends backward kernels derived from the forward ones (GEMM: input- and
 /// weight-gradient GEMMs of equal FLOPs; no weight gradient for frozen
@@ -122,6 +123,6 @@ struct GraphTotals {
 GraphTotals totals(const Graph& g);
 
 /// Resolved sequence length (plan's, or the model's max).
-int seq_len(const spec::ModelSpec& model, const spec::PlanSpec& plan);
+int seq_len(const spec::ModelSpec& model, const spec::MicrobatchPlan& plan);
 
 }  // namespace ridgeline::graph

@@ -95,7 +95,7 @@ struct ModelFacts {
 };
 
 struct PlanFacts {
-  std::string summary;  // report::plan_summary
+  std::string summary;  // spec::plan_summary
   nlohmann::json plan;  // report::plan_json
   long long gpus = 1, global_batch = 1;
   int micro_batch = 1, seq_len = 0;
@@ -119,10 +119,8 @@ struct Answer {
   double tokens = 0, steps = 0, days = 0, gpu_hours = 0, cost_usd = 0, energy_kwh = 0;
 };
 
-struct MemorySegments {
-  double weights = 0, gradients = 0, master_weights = 0, optimizer = 0, activations = 0, buffers = 0,
-         workspace = 0, fragmentation = 0;
-};
+/// A technique row's memory: the categories of memory::kMemoryCategories.
+using MemorySegments = memory::MemoryResult;
 
 struct TechniqueRow {
   std::vector<std::string> settings;  // one per CapacityView::vary_keys

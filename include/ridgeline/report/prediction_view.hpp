@@ -18,6 +18,8 @@ struct Inputs {
 
 /// Plan summary as JSON (every technique and parallel degree).
 nlohmann::json plan_json(const spec::PlanSpec& p, const spec::ModelSpec& m);
+/// The memory categories (memory::kMemoryCategories) by their JSON keys.
+nlohmann::json memory_json(const memory::MemoryResult& m);
 
 /// The full prediction document ("ridgeline.prediction/1").
 nlohmann::json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_kernels = -1);
@@ -27,8 +29,5 @@ std::string prediction_table(const engine::Prediction& pred, const Inputs& in, i
 
 /// CSV: one row per kernel (name, phase, class, dtype, count, flops, hbm_bytes, intensity, bound, time_s, share).
 std::string prediction_csv(const engine::Prediction& pred);
-
-/// One-line plan description: "bf16, flash2, fused, recompute none, adamw, tp1 pp1 dp1".
-std::string plan_summary(const spec::PlanSpec& p);
 
 }  // namespace ridgeline::report

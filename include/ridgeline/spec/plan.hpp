@@ -12,7 +12,7 @@
 namespace ridgeline::spec {
 
 enum class Precision : std::uint8_t { kFp32, kTf32, kFp16, kBf16, kFp8 };
-enum class Fp8Recipe : std::uint8_t { kHybrid, kE4M3 };
+enum class Fp8Recipe : std::uint8_t { kHybrid };
 enum class Fp8Scaling : std::uint8_t { kDelayed, kCurrent };
 enum class RecomputeKind : std::uint8_t { kNone, kSelective, kFull, kEvery, kSqrt };
 enum class AttentionKind : std::uint8_t { kNaive, kFlash, kFlash2, kFlash3 };
@@ -20,7 +20,6 @@ enum class Fusion : std::uint8_t { kEager, kFused, kCompiled, kXla };
 enum class OptimizerKind : std::uint8_t { kSgd, kAdam, kAdamW, kAdafactor, kCame, kSophia, kLion, kAdam8bit };
 enum class FinetuneMode : std::uint8_t { kFull, kLora, kQlora };
 enum class AttentionFlops : std::uint8_t { kCausal, kFull };
-enum class PipelineSchedule : std::uint8_t { k1F1B, kInterleaved };
 
 struct Recompute {
   RecomputeKind kind = RecomputeKind::kNone;
@@ -43,7 +42,6 @@ enum LoraTarget : std::uint8_t {
 struct FinetuneSpec {
   FinetuneMode mode = FinetuneMode::kFull;
   int rank = 8;
-  double alpha = 16.0;
   std::uint8_t targets = kTargetQ | kTargetV;
 };
 
@@ -55,8 +53,7 @@ struct ParallelSpec {
   int ep = 1;
   bool sp = false;  // sequence parallelism with TP
   int zero = 0;     // 0..3
-  int virtual_stages = 1;
-  PipelineSchedule schedule = PipelineSchedule::k1F1B;
+  int virtual_stages = 1;  // interleaved 1F1B when > 1 (Narayanan et al. 2021)
   bool tp_comm_overlap = false;
   /// dp x tp x pp x cp in 64 bits (flags can ask for more GPUs than an int holds).
   long long gpus() const {
@@ -91,6 +88,39 @@ struct PlanSpec {
   }
 };
 
+/// The part of a plan one micro-batch's step graph depends on: the per-
+/// micro-batch passes (graph/build.cpp, techniques/) take this type, so they
+/// cannot read the data-parallel layout (DP degree, ZeRO stage, virtual
+/// stages, global batch), and a search may reuse one micro-batch graph across
+/// every layout that shares it. Converts implicitly from a PlanSpec.
+struct MicrobatchPlan {
+  struct Parallel {
+    int tp = 1, pp = 1, cp = 1, ep = 1;
+    bool sp = false, tp_comm_overlap = false;
+  };
+  int micro_batch = 1;
+  int seq_len = 0;
+  Precision precision = Precision::kBf16;
+  Fp8Scaling fp8_scaling = Fp8Scaling::kDelayed;
+  Recompute recompute;
+  AttentionKind attention = AttentionKind::kFlash2;
+  Fusion fusion = Fusion::kFused;
+  bool cuda_graphs = false;  // launch cost of every kernel
+  OptimizerSpec optimizer;  // Sophia's Hessian estimate is a micro-batch's forward and backward
+  FinetuneSpec finetune;
+  AttentionFlops attention_flops = AttentionFlops::kCausal;
+  Parallel parallel;
+
+  MicrobatchPlan() = default;
+  MicrobatchPlan(const PlanSpec& p)  // NOLINT(google-explicit-constructor): a plan is its micro-batch part
+      : micro_batch(p.micro_batch), seq_len(p.seq_len), precision(p.precision), fp8_scaling(p.fp8_scaling),
+        recompute(p.recompute), attention(p.attention), fusion(p.fusion), cuda_graphs(p.cuda_graphs),
+        optimizer(p.optimizer),
+        finetune(p.finetune), attention_flops(p.attention_flops),
+        parallel{p.parallel.tp, p.parallel.pp, p.parallel.cp, p.parallel.ep, p.parallel.sp,
+                 p.parallel.tp_comm_overlap} {}
+};
+
 // One spelling for every value, shared by the YAML loader and the CLI.
 std::optional<Precision> parse_precision(std::string_view s);
 std::optional<Recompute> parse_recompute(std::string_view s);  // none|selective|full|every:K|sqrt
@@ -102,7 +132,6 @@ std::optional<AttentionFlops> parse_attention_flops(std::string_view s);
 std::optional<std::uint8_t> parse_lora_targets(std::string_view s);  // "q,v" or "all"
 std::optional<Fp8Recipe> parse_fp8_recipe(std::string_view s);
 std::optional<Fp8Scaling> parse_fp8_scaling(std::string_view s);
-std::optional<PipelineSchedule> parse_schedule(std::string_view s);
 
 std::string to_string(Precision p);
 std::string to_string(const Recompute& r);
@@ -112,7 +141,6 @@ std::string to_string(OptimizerKind o);
 std::string to_string(FinetuneMode f);
 std::string to_string(AttentionFlops a);
 std::string lora_targets_to_string(std::uint8_t mask);
-std::string to_string(PipelineSchedule s);
 std::string to_string(Fp8Recipe r);
 std::string to_string(Fp8Scaling s);
 
@@ -123,11 +151,15 @@ std::string attention_choices();
 std::string fusion_choices();
 std::string optimizer_choices();
 std::string finetune_choices();
+std::string fp8_recipe_choices();
+std::string fp8_scaling_choices();
+std::string attention_flops_choices();
+std::string lora_target_choices();
 
-/// Sets one plan field from "key=value" text (compare --vary, search --fix).
-/// Keys: precision, recompute, attention, fusion, optimizer, finetune,
-/// lora_rank, micro_batch, seq, tp, pp, dp, cp, ep, zero, vpp, sp, cuda_graphs.
-/// Returns "" on success, else the message ("expected one of ...", "unknown setting ...").
+/// Sets one plan field from "key=value" text (compare --vary, search --fix):
+/// any field of spec/plan_fields.hpp by its setting key (tp, lora_rank, seq,
+/// vpp, ...) or YAML key. Returns "" on success, else the message
+/// ("KEY: expected one of ...", "unknown setting ...").
 std::string apply_setting(PlanSpec& p, std::string_view key, std::string_view value);
 const std::vector<std::string>& setting_keys();
 

@@ -2,7 +2,7 @@
 // the plan, so its effect on FLOPs, bytes, launches and saved tensors flows
 // through the same cost and memory models. Order (techniques::apply_all):
 //   attention -> fusion -> precision -> finetune -> derive_backward ->
-//   recompute -> parallel -> optimizer
+//   recompute -> parallel -> hessian estimate (Sophia); per step: data parallel -> optimizer
 // Each pass is a plain function of the graph and the specs; it can be tested alone.
 #pragma once
 
@@ -18,7 +18,7 @@ namespace ridgeline::techniques {
 /// B_r = min(ceil(M / (4 d e)), d) rows, M = shared memory per SM; K and V are
 /// streamed through SRAM once per query tile (T_r = ceil(s / B_r) times) and
 /// come from HBM once while the K/V of the heads in flight fit in L2.
-void apply_attention(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
+void apply_attention(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
                      const spec::HardwareSpec& hw);
 
 /// Flash tile rows B_r for a head dim and element width on a GPU.
@@ -28,17 +28,22 @@ double flash_tile_rows(const spec::HardwareSpec& hw, double head_dim, double ele
 /// hand-written groups; compiled: every pointwise chain; xla: chains and GEMM
 /// epilogues). A merged chain reads its external inputs once and writes its
 /// final output (and any saved tensors) once: intermediates stay on chip.
-void apply_fusion(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p);
+void apply_fusion(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p);
 
 /// fp8 GEMMs with cast/amax kernels and weight copies; fp16 loss scaling.
-void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p);
+void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p);
+
+/// fp16 dynamic loss scaling (Micikevicius et al. 2018) skips the update of
+/// a step whose gradients overflow: steps executed per step that counts,
+/// 1 / (1 - skipped_step_rate) (1 for every other precision).
+double executed_steps_per_step(const spec::PlanSpec& p);
 
 /// LoRA/QLoRA: frozen base GEMMs (no weight gradient), adapter GEMMs, NF4 dequantization.
-void apply_finetune(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p);
+void apply_finetune(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p);
 
 /// Activation recomputation (after derive_backward): drops saved tensors,
 /// adds recompute-phase copies of forward kernels.
-void apply_recompute(graph::Graph& g, const spec::PlanSpec& p);
+void apply_recompute(graph::Graph& g, const spec::MicrobatchPlan& p);
 
 /// Number of stored layer checkpoints for `every:K` / `sqrt` over L layers.
 int checkpoint_count(const spec::Recompute& r, int layers);
@@ -46,7 +51,7 @@ int checkpoint_count(const spec::Recompute& r, int layers);
 int segment_layers(const spec::Recompute& r, int layers);
 
 /// Tensor/sequence/context/expert parallel collectives (per micro-batch).
-void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
+void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
                     const spec::HardwareSpec& hw);
 
 /// Pipeline p2p, data parallel and ZeRO collectives (gradient reduction per
@@ -57,8 +62,13 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
 /// Optimizer-step kernels (once per step) for the trainable parameters on this GPU.
 void apply_optimizer(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p);
 
+/// Sophia's Hessian estimate every k steps: one more forward and backward of
+/// a micro-batch, amortised as per-step kernels at count / k (runs last in
+/// build_microbatch, over the compute kernels).
+void apply_hessian_estimate(graph::Graph& g, const spec::MicrobatchPlan& p);
+
 /// One micro-batch: build_forward, the per-micro-batch passes, derive_backward.
-void build_microbatch(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
+void build_microbatch(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
                       const spec::HardwareSpec& hw);
 /// The kernels that depend on the data-parallel layout: DP/ZeRO collectives and the optimizer step.
 void append_step_kernels(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p);

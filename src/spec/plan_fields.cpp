@@ -1,0 +1,280 @@
+#include "ridgeline/spec/plan_fields.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+
+namespace ridgeline::spec {
+
+namespace {
+
+/// A word field over an enum member: parse and print through plan.hpp's word tables.
+#define RIDGELINE_WORD(member, parse, print)                                                      \
+  .parse_word = [](PlanSpec& p, std::string_view s) {                                             \
+    auto v = parse(s);                                                                            \
+    if (v) p.member = *v;                                                                         \
+    return v.has_value();                                                                         \
+  },                                                                                              \
+  .word = [](const PlanSpec& p) { return print(p.member); }
+
+bool is_fp8(const PlanSpec& p) { return p.precision == Precision::kFp8; }
+bool is_adapter(const PlanSpec& p) { return p.finetune.mode != FinetuneMode::kFull; }
+
+// GCC 12 warns of members a designated initializer leaves to their defaults,
+// which is what the designators are for here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+// Ranges: beyond these a value is not one training job (and 32-bit products
+// of layout sizes overflow); engine::check_plan checks the combinations.
+const PlanField kFields[] = {
+    {.key = "micro_batch", .flag = "micro-batch", .help = "Micro-batch size per GPU", .type = FieldType::kInt,
+     .lo = 1, .hi = 1 << 24, .int_ref = [](PlanSpec& p) -> int& { return p.micro_batch; }, .summary = "mb{}"},
+    {.key = "global_batch", .flag = "global-batch",
+     .help = "Global batch in sequences (default: micro-batch x DP, one micro-batch per step)",
+     .type = FieldType::kInt, .lo = 1, .hi = 1 << 30,
+     .int_ref = [](PlanSpec& p) -> int& { return p.global_batch; }},
+    {.key = "seq_len", .setting = "seq", .flag = "seq",
+     .help = "Sequence length (default: 8192 capped at the model's maximum)", .type = FieldType::kInt, .lo = 1,
+     .hi = 1 << 30, .int_ref = [](PlanSpec& p) -> int& { return p.seq_len; }},
+    {.key = "precision", .flag = "precision", .help = "Training precision", .type = FieldType::kWord,
+     RIDGELINE_WORD(precision, parse_precision, to_string), .choices = precision_choices,
+     .group = SummaryGroup::kTechnique, .show = Show::kAlways},
+    {.key = "fp8.recipe", .setting = "fp8_recipe", .flag = "fp8-recipe",
+     .help = "fp8 recipe (hybrid: E4M3 forward, E5M2 gradients; the one recipe modelled so far)",
+     .type = FieldType::kWord, RIDGELINE_WORD(fp8_recipe, parse_fp8_recipe, to_string),
+     .choices = fp8_recipe_choices, .applies = is_fp8},
+    {.key = "fp8.scaling", .setting = "fp8_scaling", .flag = "fp8-scaling", .help = "fp8 per-tensor scaling",
+     .type = FieldType::kWord, RIDGELINE_WORD(fp8_scaling, parse_fp8_scaling, to_string),
+     .choices = fp8_scaling_choices, .applies = is_fp8, .group = SummaryGroup::kTechnique,
+     .show = Show::kIfChanged, .summary = "fp8 {} scaling"},
+    {.key = "loss_scaling.skipped_step_rate", .setting = "skipped_step_rate", .flag = "skipped-step-rate",
+     .help = "fp16: fraction of steps skipped on overflow", .type = FieldType::kNumber, .lo = 0, .hi = 0.5,
+     .num_ref = [](PlanSpec& p) -> double& { return p.skipped_step_rate; },
+     .applies = [](const PlanSpec& p) { return p.precision == Precision::kFp16; }},
+    {.key = "attention", .flag = "attention", .help = "Attention kernel", .type = FieldType::kWord,
+     RIDGELINE_WORD(attention, parse_attention, to_string), .choices = attention_choices,
+     .group = SummaryGroup::kTechnique, .show = Show::kAlways, .summary = "{} attention"},
+    {.key = "fusion", .flag = "fusion", .help = "Kernel fusion level", .type = FieldType::kWord,
+     RIDGELINE_WORD(fusion, parse_fusion, to_string), .choices = fusion_choices,
+     .group = SummaryGroup::kTechnique, .show = Show::kAlways, .summary = "fusion {}"},
+    {.key = "recompute", .flag = "recompute", .help = "Activation recomputation", .type = FieldType::kWord,
+     RIDGELINE_WORD(recompute, parse_recompute, to_string), .choices = recompute_choices,
+     .group = SummaryGroup::kTechnique, .show = Show::kAlways, .summary = "recompute {}"},
+    {.key = "optimizer.kind", .setting = "optimizer", .flag = "optimizer", .help = "Optimizer",
+     .type = FieldType::kWord, RIDGELINE_WORD(optimizer.kind, parse_optimizer, to_string),
+     .choices = optimizer_choices, .group = SummaryGroup::kTechnique, .show = Show::kAlways,
+     .shorthand = true},
+    {.key = "optimizer.momentum", .setting = "momentum", .flag = "momentum", .help = "sgd: with momentum",
+     .type = FieldType::kBool, .bool_ref = [](PlanSpec& p) -> bool& { return p.optimizer.momentum; },
+     .applies = [](const PlanSpec& p) { return p.optimizer.kind == OptimizerKind::kSgd; }},
+    {.key = "optimizer.first_moment", .setting = "first_moment", .flag = "first-moment",
+     .help = "adafactor: keep a first moment", .type = FieldType::kBool,
+     .bool_ref = [](PlanSpec& p) -> bool& { return p.optimizer.first_moment; },
+     .applies = [](const PlanSpec& p) { return p.optimizer.kind == OptimizerKind::kAdafactor; }},
+    {.key = "optimizer.hessian_interval", .setting = "hessian_interval", .flag = "hessian-interval",
+     .help = "sophia: Hessian estimate every k steps", .type = FieldType::kInt, .lo = 1, .hi = 1000000,
+     .int_ref = [](PlanSpec& p) -> int& { return p.optimizer.hessian_interval; },
+     .applies = [](const PlanSpec& p) { return p.optimizer.kind == OptimizerKind::kSophia; }},
+    {.key = "finetune.mode", .setting = "finetune", .flag = "finetune", .help = "Fine-tuning mode",
+     .type = FieldType::kWord, RIDGELINE_WORD(finetune.mode, parse_finetune, to_string),
+     .choices = finetune_choices, .group = SummaryGroup::kTechnique, .show = Show::kIfChanged,
+     .shorthand = true},
+    {.key = "finetune.rank", .setting = "lora_rank", .flag = "lora-rank", .help = "LoRA rank r",
+     .type = FieldType::kInt, .lo = 1, .hi = 1 << 16, .int_ref = [](PlanSpec& p) -> int& { return p.finetune.rank; },
+     .applies = is_adapter, .group = SummaryGroup::kTechnique, .show = Show::kAlways, .summary = " r={}"},
+    {.key = "finetune.targets", .setting = "lora_targets", .flag = "lora-targets",
+     .help = "LoRA target matrices", .type = FieldType::kWord,
+     .parse_word = [](PlanSpec& p, std::string_view s) {
+       auto v = parse_lora_targets(s);
+       if (v) p.finetune.targets = *v;
+       return v.has_value();
+     },
+     .word = [](const PlanSpec& p) { return lora_targets_to_string(p.finetune.targets); },
+     .choices = lora_target_choices, .applies = is_adapter, .group = SummaryGroup::kTechnique,
+     .show = Show::kAlways, .summary = " on {}"},
+    {.key = "cuda_graphs", .flag = "cuda-graphs", .help = "Capture the step in CUDA graphs",
+     .type = FieldType::kBool, .bool_ref = [](PlanSpec& p) -> bool& { return p.cuda_graphs; },
+     .group = SummaryGroup::kTechnique, .show = Show::kIfChanged, .summary = "CUDA graphs"},
+    {.key = "parallel.tp", .setting = "tp", .flag = "tp", .help = "Tensor-parallel degree", .type = FieldType::kInt,
+     .lo = 1, .hi = 4096, .int_ref = [](PlanSpec& p) -> int& { return p.parallel.tp; },
+     .group = SummaryGroup::kLayout, .show = Show::kAlways, .summary = "TP{}"},
+    {.key = "parallel.pp", .setting = "pp", .flag = "pp", .help = "Pipeline-parallel degree",
+     .type = FieldType::kInt, .lo = 1, .hi = 4096, .int_ref = [](PlanSpec& p) -> int& { return p.parallel.pp; },
+     .group = SummaryGroup::kLayout, .show = Show::kAlways, .summary = "PP{}"},
+    {.key = "parallel.dp", .setting = "dp", .flag = "dp", .help = "Data-parallel degree", .type = FieldType::kInt,
+     .lo = 1, .hi = 1 << 20, .int_ref = [](PlanSpec& p) -> int& { return p.parallel.dp; },
+     .group = SummaryGroup::kLayout, .show = Show::kAlways, .summary = "DP{}"},
+    {.key = "parallel.cp", .setting = "cp", .flag = "cp", .help = "Context-parallel degree",
+     .type = FieldType::kInt, .lo = 1, .hi = 4096, .int_ref = [](PlanSpec& p) -> int& { return p.parallel.cp; },
+     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "CP{}"},
+    {.key = "parallel.ep", .setting = "ep", .flag = "ep", .help = "Expert-parallel degree (MoE)",
+     .type = FieldType::kInt, .lo = 1, .hi = 4096, .int_ref = [](PlanSpec& p) -> int& { return p.parallel.ep; },
+     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "EP{}"},
+    {.key = "parallel.sp", .setting = "sp", .flag = "sp", .help = "Sequence parallelism (with TP)",
+     .type = FieldType::kBool, .bool_ref = [](PlanSpec& p) -> bool& { return p.parallel.sp; },
+     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "+SP"},
+    {.key = "parallel.zero", .setting = "zero", .flag = "zero", .help = "ZeRO stage", .type = FieldType::kInt,
+     .lo = 0, .hi = 3, .int_ref = [](PlanSpec& p) -> int& { return p.parallel.zero; },
+     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "ZeRO-{}"},
+    {.key = "parallel.virtual_stages", .setting = "vpp", .flag = "vpp",
+     .help = "Virtual pipeline stages per GPU (interleaved 1F1B when > 1)", .type = FieldType::kInt, .lo = 1,
+     .hi = 1024, .int_ref = [](PlanSpec& p) -> int& { return p.parallel.virtual_stages; },
+     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "v{}"},
+    {.key = "parallel.tp_comm_overlap", .setting = "tp_comm_overlap", .flag = "tp-comm-overlap",
+     .help = "Overlap TP communication with GEMMs", .type = FieldType::kBool,
+     .bool_ref = [](PlanSpec& p) -> bool& { return p.parallel.tp_comm_overlap; },
+     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "+TP-overlap"},
+    {.key = "tokens", .flag = "tokens", .help = "Tokens to train on, e.g. 15T (default: 20 per parameter)",
+     .type = FieldType::kQuantity, .dim = units::Dimension::kCount,
+     .num_ref = [](PlanSpec& p) -> double& { return p.tokens; }},
+    {.key = "attention_flops", .flag = "attention-flops",
+     .help = "Attention FLOPs credited to MFU: causal (Megatron, causal half skipped) or full (older papers)",
+     .type = FieldType::kWord, RIDGELINE_WORD(attention_flops, parse_attention_flops, to_string),
+     .choices = attention_flops_choices},
+    {.key = "power_utilization", .flag = "power-utilization",
+     .help = "Average fraction of TDP drawn, for energy", .type = FieldType::kNumber, .lo = 0.01, .hi = 1.0,
+     .num_ref = [](PlanSpec& p) -> double& { return p.power_utilization; }},
+};
+
+#pragma GCC diagnostic pop
+#undef RIDGELINE_WORD
+
+std::string number_text(double v) { return fmt::format("{:g}", v); }
+
+}  // namespace
+
+std::span<const PlanField> plan_fields() { return kFields; }
+
+const PlanField* find_plan_field(std::string_view key) {
+  for (const auto& f : kFields)
+    if (f.key == key || (!f.setting.empty() && f.setting == key)) return &f;
+  // "virtual_stages", "seq" and other last parts of a dotted key.
+  for (const auto& f : kFields) {
+    const auto dot = f.key.rfind('.');
+    if (dot != std::string_view::npos && f.key.substr(dot + 1) == key) return &f;
+  }
+  return nullptr;
+}
+
+std::string set_field(const PlanField& f, PlanSpec& p, std::string_view text) {
+  const std::string s(text);
+  switch (f.type) {
+    case FieldType::kInt: {
+      long long v = 0;
+      size_t used = 0;
+      try {
+        v = std::stoll(s, &used);
+      } catch (...) {
+        used = 0;
+      }
+      if (used == 0 || used != s.size()) return fmt::format("expected a whole number, got \"{}\"", s);
+      if (v < f.lo || v > f.hi)
+        return fmt::format("expected a whole number from {:.0f} to {:.0f}, got {}", f.lo, f.hi, v);
+      f.int_ref(p) = static_cast<int>(v);
+      return "";
+    }
+    case FieldType::kNumber: {
+      double v = 0;
+      size_t used = 0;
+      try {
+        v = std::stod(s, &used);
+      } catch (...) {
+        used = 0;
+      }
+      if (used == 0 || used != s.size() || !std::isfinite(v)) return fmt::format("expected a number, got \"{}\"", s);
+      if (v < f.lo || v > f.hi) return fmt::format("expected a number from {:g} to {:g}, got {}", f.lo, f.hi, s);
+      f.num_ref(p) = v;
+      return "";
+    }
+    case FieldType::kBool:
+      if (s == "true" || s == "yes" || s == "on" || s == "1") f.bool_ref(p) = true;
+      else if (s == "false" || s == "no" || s == "off" || s == "0") f.bool_ref(p) = false;
+      else return fmt::format("expected true or false, got \"{}\"", s);
+      return "";
+    case FieldType::kQuantity: {
+      auto r = units::parse(s, f.dim);
+      if (!r.value) return r.error;
+      if (!(*r.value > 0.0)) return fmt::format("expected {} greater than zero, got \"{}\"", units::describe(f.dim), s);
+      f.num_ref(p) = *r.value;
+      return "";
+    }
+    case FieldType::kWord:
+      if (!f.parse_word(p, s)) return fmt::format("expected one of {}, got \"{}\"", f.choices(), s);
+      return "";
+  }
+  return "";
+}
+
+std::string field_text(const PlanField& f, const PlanSpec& p) {
+  auto& q = const_cast<PlanSpec&>(p);  // the accessors only read here
+  switch (f.type) {
+    case FieldType::kInt: return std::to_string(f.int_ref(q));
+    case FieldType::kNumber: return number_text(f.num_ref(q));
+    case FieldType::kQuantity: return units::format_count(f.num_ref(q));
+    case FieldType::kBool: return f.bool_ref(q) ? "true" : "false";
+    case FieldType::kWord: return f.word(p);
+  }
+  return "";
+}
+
+bool is_default(const PlanField& f, const PlanSpec& p) {
+  static const PlanSpec kDefault;
+  auto& q = const_cast<PlanSpec&>(p);
+  auto& d = const_cast<PlanSpec&>(kDefault);
+  switch (f.type) {
+    case FieldType::kInt: return f.int_ref(q) == f.int_ref(d);
+    case FieldType::kNumber:
+    case FieldType::kQuantity: return f.num_ref(q) == f.num_ref(d);
+    case FieldType::kBool: return f.bool_ref(q) == f.bool_ref(d);
+    case FieldType::kWord: return f.word(p) == f.word(kDefault);
+  }
+  return true;
+}
+
+bool applies(const PlanField& f, const PlanSpec& p) { return f.applies == nullptr || f.applies(p); }
+
+std::string field_summary(const PlanField& f, const PlanSpec& p) {
+  if (f.type == FieldType::kBool) {
+    auto& q = const_cast<PlanSpec&>(p);
+    return f.bool_ref(q) ? std::string(f.summary) : "";
+  }
+  return fmt::format(fmt::runtime(f.summary), field_text(f, p));
+}
+
+std::string summary_text(const PlanField& f, const PlanSpec& p) {
+  if (f.show == Show::kNever || !applies(f, p)) return "";
+  if (f.show == Show::kIfChanged && is_default(f, p)) return "";
+  return field_summary(f, p);
+}
+
+namespace {
+
+/// Appends an item: after `sep`, or directly when it starts with a space.
+void append_item(std::string& out, const std::string& item, std::string_view sep) {
+  if (item.empty()) return;
+  if (!out.empty() && item.front() != ' ') out += sep;
+  out += out.empty() && item.front() == ' ' ? item.substr(1) : item;
+}
+
+}  // namespace
+
+std::string summary_line(const PlanSpec& p, SummaryGroup g) {
+  std::string out;
+  for (const auto& f : kFields)
+    if (f.group == g) append_item(out, summary_text(f, p), g == SummaryGroup::kLayout ? " " : ", ");
+  return out;
+}
+
+std::string plan_summary(const PlanSpec& p) {
+  std::string out = summary_line(p, SummaryGroup::kTechnique);
+  append_item(out, summary_line(p, SummaryGroup::kLayout), ", ");
+  return out;
+}
+
+std::string summary_of(const PlanSpec& p, std::initializer_list<std::string_view> keys, std::string_view sep) {
+  std::string out;
+  for (auto k : keys)
+    if (const PlanField* f = find_plan_field(k)) append_item(out, field_summary(*f, p), sep);
+  return out;
+}
+
+}  // namespace ridgeline::spec

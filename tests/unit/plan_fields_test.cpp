@@ -1,0 +1,139 @@
+// The plan field table (spec/plan_fields.hpp) drives the YAML loader, the CLI
+// flags, --vary/--fix settings, the JSON plan and the summaries, so each
+// source must read the same words into the same PlanSpec member:
+//  - every field's printed text reads back to the same value (set_field is
+//    the inverse of field_text);
+//  - a plan file and the equivalent flags give the same plan;
+//  - the JSON "plan" object of a prediction, written out as YAML, loads back
+//    as the same plan (JSON is YAML);
+//  - a flag not given leaves the plan file's value alone.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "ridgeline/report/prediction_view.hpp"
+#include "ridgeline/spec/plan_fields.hpp"
+#include "test_support.hpp"
+
+using namespace ridgeline;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A plan with every field away from its default.
+spec::PlanSpec unusual_plan() {
+  spec::PlanSpec p;
+  p.micro_batch = 2;
+  p.global_batch = 64;
+  p.seq_len = 2048;
+  p.precision = spec::Precision::kFp8;
+  p.fp8_scaling = spec::Fp8Scaling::kCurrent;
+  p.attention = spec::AttentionKind::kFlash3;
+  p.fusion = spec::Fusion::kCompiled;
+  p.recompute = {spec::RecomputeKind::kEvery, 4};
+  p.cuda_graphs = true;
+  p.optimizer.kind = spec::OptimizerKind::kSgd;
+  p.optimizer.momentum = false;
+  p.finetune.mode = spec::FinetuneMode::kLora;
+  p.finetune.rank = 32;
+  p.finetune.targets = spec::kTargetQ | spec::kTargetK | spec::kTargetUp;
+  p.parallel = {.dp = 4, .tp = 2, .pp = 2, .cp = 1, .ep = 1, .sp = true, .zero = 1, .virtual_stages = 2};
+  p.parallel.tp_comm_overlap = true;
+  p.tokens = 3e11;
+  p.attention_flops = spec::AttentionFlops::kFull;
+  p.power_utilization = 0.7;
+  return p;
+}
+
+void check_same(const spec::PlanSpec& a, const spec::PlanSpec& b) {
+  for (const auto& f : spec::plan_fields()) CHECK_MESSAGE(spec::field_text(f, a) == spec::field_text(f, b), f.key);
+}
+
+fs::path temp_dir() {
+  const fs::path d = fs::temp_directory_path() / ("ridgeline_plan_fields_" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("plan fields: every field's text reads back to the same value") {
+  const spec::PlanSpec p = unusual_plan();
+  for (const auto& f : spec::plan_fields()) {
+    spec::PlanSpec q;
+    CHECK_MESSAGE(spec::set_field(f, q, spec::field_text(f, p)).empty(), f.key);
+    CHECK_MESSAGE(spec::field_text(f, q) == spec::field_text(f, p), f.key);
+    // Every field is reachable by its setting key and by its YAML key.
+    CHECK(spec::find_plan_field(f.key) == &f);
+    if (!f.setting.empty()) CHECK(spec::find_plan_field(f.setting) == &f);
+  }
+}
+
+TEST_CASE("plan fields: range and word errors read as the YAML loader words them") {
+  spec::PlanSpec p;
+  CHECK(spec::apply_setting(p, "tp", "0") == "tp: expected a whole number from 1 to 4096, got 0");
+  CHECK(spec::apply_setting(p, "zero", "4") == "zero: expected a whole number from 0 to 3, got 4");
+  CHECK(spec::apply_setting(p, "precision", "bf17") ==
+        "precision: expected one of fp32, tf32, fp16, bf16, fp8, got \"bf17\"");
+  CHECK(spec::apply_setting(p, "sp", "maybe") == "sp: expected true or false, got \"maybe\"");
+  // Only the hybrid fp8 recipe is modelled: any other is rejected, not ignored.
+  CHECK(spec::apply_setting(p, "fp8_recipe", "e4m3") == "fp8_recipe: expected one of hybrid, got \"e4m3\"");
+  CHECK(spec::apply_setting(p, "tp_degree", "2").starts_with("unknown setting 'tp_degree'"));
+}
+
+TEST_CASE("plan fields: the JSON plan loads back as the same plan, and flags equal the YAML") {
+  const auto m = test::model("llama3_8b");
+  const spec::PlanSpec p = unusual_plan();
+  nlohmann::json j = report::plan_json(p, m);
+  j["parallel"].erase("gpus");  // derived: DP x TP x PP x CP
+  const fs::path file = temp_dir() / "plan.yaml";
+  std::ofstream(file) << j.dump(2);
+  const spec::PlanSpec back = spec::load_plan(file.string());
+  check_same(p, back);
+
+  // The same plan as flags, each field's flag with its text.
+  std::string args = "predict --model llama3_8b --format json";
+  for (const auto& f : spec::plan_fields()) {
+    if (f.flag.empty() || spec::is_default(f, p)) continue;
+    if (f.type == spec::FieldType::kBool)
+      args += " --" + std::string(spec::field_text(f, p) == "true" ? "" : "no-") + std::string(f.flag);
+    else
+      args += " --" + std::string(f.flag) + " '" + spec::field_text(f, p) + "'";
+  }
+  const auto r = test::run_cli(args);
+  INFO(args, "\n", r.err);
+  REQUIRE(r.status <= 1);
+  auto from_flags = nlohmann::json::parse(r.out)["plan"];
+  from_flags["parallel"].erase("gpus");
+  CHECK(from_flags == j);
+}
+
+TEST_CASE("plan fields: a flag not given leaves the plan file's value alone") {
+  // CLI11 assigns false to an absent optional<bool> flag; the plan file's
+  // sp: true and SGD's default momentum must survive that.
+  const fs::path file = temp_dir() / "sp.yaml";
+  std::ofstream(file) << "parallel:\n  tp: 2\n  sp: true\noptimizer: sgd\n";
+  const auto r = test::run_cli("predict --model llama3_8b --format json --plan " + file.string());
+  REQUIRE(r.status <= 1);
+  const auto plan = nlohmann::json::parse(r.out)["plan"];
+  CHECK(plan["parallel"]["sp"] == true);
+  CHECK(plan["optimizer"]["momentum"] == true);
+  const auto off = test::run_cli("predict --model llama3_8b --format json --no-sp --plan " + file.string());
+  REQUIRE(off.status <= 1);
+  CHECK(nlohmann::json::parse(off.out)["plan"]["parallel"]["sp"] == false);
+}
+
+TEST_CASE("plan fields: summaries") {
+  spec::PlanSpec p;
+  CHECK(spec::plan_summary(p) == "bf16, flash2 attention, fusion fused, recompute none, adamw, TP1 PP1 DP1");
+  p.finetune.mode = spec::FinetuneMode::kLora;
+  p.finetune.rank = 16;
+  p.parallel.tp = 8;
+  p.parallel.sp = true;
+  p.parallel.zero = 1;
+  CHECK(spec::plan_summary(p) ==
+        "bf16, flash2 attention, fusion fused, recompute none, adamw, lora r=16 on q,v, TP8 PP1 DP1 +SP ZeRO-1");
+  CHECK(spec::summary_of(p, {"micro_batch", "tp"}) == "mb1 TP8");
+}
