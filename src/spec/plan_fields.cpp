@@ -3,6 +3,8 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "ridgeline/spec/yaml_reader.hpp"
+
 namespace ridgeline::spec {
 
 namespace {
@@ -159,30 +161,18 @@ std::string set_field(const PlanField& f, PlanSpec& p, std::string_view text) {
   const std::string s(text);
   switch (f.type) {
     case FieldType::kInt: {
-      long long v = 0;
-      size_t used = 0;
-      try {
-        v = std::stoll(s, &used);
-      } catch (...) {
-        used = 0;
-      }
-      if (used == 0 || used != s.size()) return fmt::format("expected a whole number, got \"{}\"", s);
-      if (v < f.lo || v > f.hi)
-        return fmt::format("expected a whole number from {:.0f} to {:.0f}, got {}", f.lo, f.hi, v);
-      f.int_ref(p) = static_cast<int>(v);
+      // The YAML reader's parsers: one wording for files, flags and settings.
+      std::string e;
+      auto v = parse_whole_number(s, static_cast<long long>(f.lo), static_cast<long long>(f.hi), e);
+      if (!v) return e;
+      f.int_ref(p) = static_cast<int>(*v);
       return "";
     }
     case FieldType::kNumber: {
-      double v = 0;
-      size_t used = 0;
-      try {
-        v = std::stod(s, &used);
-      } catch (...) {
-        used = 0;
-      }
-      if (used == 0 || used != s.size() || !std::isfinite(v)) return fmt::format("expected a number, got \"{}\"", s);
-      if (v < f.lo || v > f.hi) return fmt::format("expected a number from {:g} to {:g}, got {}", f.lo, f.hi, s);
-      f.num_ref(p) = v;
+      std::string e;
+      auto v = parse_real_number(s, f.lo, f.hi, e);
+      if (!v) return e;
+      f.num_ref(p) = *v;
       return "";
     }
     case FieldType::kBool:

@@ -23,22 +23,21 @@ Skip missing(std::string_view section, std::string_view field) {
   return Skip{fmt::format("missing field {}.{}", section, field)};
 }
 
-namespace {
-
-using spec::PublishedSection;
-using spec::PublishedValue;
-
-/// A whole-number field (the loader checked it is one from 1 to 2^30), or the Skip for its absence.
-OrSkip<int> whole(const PublishedSection& s, const char* section, const char* key) {
+OrSkip<int> whole(const spec::PublishedSection& s, const char* section, const char* key) {
   auto v = s.number(key);
   if (!v) return missing(section, key);
   return static_cast<int>(*v);
 }
 
-int whole_or(const PublishedSection& s, const char* key, int fallback) {
+int whole_or(const spec::PublishedSection& s, const char* key, int fallback) {
   auto v = s.number(key);
   return v ? static_cast<int>(*v) : fallback;
 }
+
+namespace {
+
+using spec::PublishedSection;
+using spec::PublishedValue;
 
 /// The first diagnostic of a spec check, in words.
 std::string first_problem(const support::SpecError& e) {

@@ -30,17 +30,6 @@ struct Context {
   }
 };
 
-OrSkip<int> whole(const PublishedSection& s, const char* section, const char* key) {
-  auto v = s.number(key);
-  if (!v) return missing(section, key);
-  return static_cast<int>(*v);
-}
-
-int whole_or(const PublishedSection& s, const char* key, int fallback) {
-  auto v = s.number(key);
-  return v ? static_cast<int>(*v) : fallback;
-}
-
 /// Positive measured value, or nullopt.
 std::optional<double> measured(const PublishedRow& row, const char* key) {
   auto v = row.measured.number(key);

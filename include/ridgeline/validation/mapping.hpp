@@ -56,6 +56,11 @@ spec::AttentionKind kind_of_version(int v);
 /// "missing field SECTION.FIELD".
 Skip missing(std::string_view section, std::string_view field);
 
+/// A whole-number field (the loader checked it is one from 1 to 2^30), or the
+/// Skip for its absence; whole_or: the fallback for its absence.
+OrSkip<int> whole(const spec::PublishedSection& s, const char* section, const char* key);
+int whole_or(const spec::PublishedSection& s, const char* key, int fallback);
+
 /// Lower-case copy, and a substring test: the free-text readers' tools.
 std::string lower(std::string_view s);
 bool contains(std::string_view hay, std::string_view needle);
