@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "ridgeline/spec/precision.hpp"
 #include "ridgeline/techniques/passes.hpp"
 
 namespace ridgeline::techniques {
@@ -71,8 +72,9 @@ void apply_finetune(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
       dq.cls = spec::KernelClass::kElementwise;
       dq.flags = k.flags & graph::kLayer;
       dq.count = k.count;
-      dq.read_bytes = k.weight_params * k.gemm.batch * (4.127 / 8.0);  // NF4 + double-quantized constants
-      dq.write_bytes = k.weight_params * k.gemm.batch * 2.0;
+      const spec::PrecisionPolicy pol = spec::precision_policy(p);
+      dq.read_bytes = k.weight_params * k.gemm.batch * pol.frozen_weight_bytes;  // NF4 + double-quantized constants
+      dq.write_bytes = k.weight_params * k.gemm.batch * pol.weight_bytes;       // the 16-bit weight the GEMM reads
       dq.flops = 2 * k.weight_params * k.gemm.batch;
       ks.push_back(dq);
     }
