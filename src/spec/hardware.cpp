@@ -29,6 +29,18 @@ static_assert(std::size(kGenerations) == kGenerationCount);
 constexpr std::pair<std::string_view, Vendor> kVendors[] = {
     {"nvidia", Vendor::kNvidia}, {"amd", Vendor::kAmd}, {"host", Vendor::kHost}};
 
+/// A per-event time (a kernel launch, a link or HBM latency): zero or more,
+/// and at most a second. Beyond that the figure is not a GPU's (a launch costs
+/// microseconds) and a step's sum of them leaves the range of a double.
+std::optional<double> event_time(MapReader& r, const std::string& key) {
+  auto v = r.quantity(key, Dimension::kTime, false, true);
+  if (v && *v > 1.0) {
+    r.error_at(key, fmt::format("expected a time of at most 1 s, got {:g} s", *v));
+    return std::nullopt;
+  }
+  return v;
+}
+
 void read_efficiency(MapReader& r, EfficiencySpec& e) {
   if (auto g = r.map("gemm_efficiency")) {
     for (int i = 0; i < kPeakCount; ++i)
@@ -43,13 +55,13 @@ void read_efficiency(MapReader& r, EfficiencySpec& e) {
   }
   if (auto v = r.number("attention_efficiency", false, 0.01, 1.0)) e.attention_frac = *v;
   if (auto v = r.number("hbm_efficiency", false, 0.01, 1.0)) e.hbm_frac = *v;
-  if (auto v = r.quantity("hbm_latency", Dimension::kTime, false, true)) e.hbm_latency_s = *v;
+  if (auto v = event_time(r, "hbm_latency")) e.hbm_latency_s = *v;
   if (auto c = r.map("class_efficiency")) {
     for (int i = 0; i < kKernelClassCount; ++i)
       if (auto v = c->number(std::string(kKernelClassNames[i]), false, 0.01, 2.0)) e.class_mem_frac[i] = *v;
     c->finish();
   }
-  if (auto v = r.quantity("launch_overhead", Dimension::kTime, false, true)) e.launch_overhead_s = *v;
+  if (auto v = event_time(r, "launch_overhead")) e.launch_overhead_s = *v;
   if (auto v = r.number("comm_efficiency", false, 0.01, 1.0)) e.comm_frac = *v;
 }
 
@@ -186,7 +198,7 @@ HardwareSpec load_hardware(const std::string& path) {
     hw.clock_hz = comp->quantity("boost_clock", Dimension::kFrequency).value_or(0);
     hw.smem_per_sm_bytes = comp->quantity("smem_per_sm", Dimension::kBytes).value_or(0);
     hw.sram_bytes_per_s = comp->quantity("sram_bandwidth", Dimension::kByteRate).value_or(0);
-    hw.launch_overhead_s = comp->quantity("launch_overhead", Dimension::kTime, false, true).value_or(0);
+    hw.launch_overhead_s = event_time(*comp, "launch_overhead").value_or(0);
     if (auto peak = comp->map("peak", true)) {
       for (int i = 0; i < kPeakCount; ++i) {
         const std::string key(kPeakNames[i]);
@@ -201,9 +213,9 @@ HardwareSpec load_hardware(const std::string& path) {
     auto& i = hw.interconnect;
     i.gpus_per_node = static_cast<int>(ic->integer("gpus_per_node", false, 1, 1024).value_or(8));
     i.intra_node_bytes_per_s = ic->quantity("intra_node_bandwidth", Dimension::kByteRate).value_or(0);
-    i.intra_node_latency_s = ic->quantity("intra_node_latency", Dimension::kTime, false, true).value_or(0);
+    i.intra_node_latency_s = event_time(*ic, "intra_node_latency").value_or(0);
     i.inter_node_bytes_per_s = ic->quantity("inter_node_bandwidth", Dimension::kByteRate).value_or(0);
-    i.inter_node_latency_s = ic->quantity("inter_node_latency", Dimension::kTime, false, true).value_or(0);
+    i.inter_node_latency_s = event_time(*ic, "inter_node_latency").value_or(0);
     ic->finish();
   }
   if (auto pw = top.map("power")) {
