@@ -4,6 +4,7 @@
 // warm-up call has sized the workspace and prediction).
 #include <benchmark/benchmark.h>
 
+#include "bench_plans.hpp"
 #include "counting_allocator.hpp"
 #include "ridgeline/engine/engine.hpp"
 
@@ -16,25 +17,7 @@ const std::string kRoot = RIDGELINE_SOURCE_DIR;
 void BM_PredictLlama3_70B_H100(benchmark::State& state) {
   const auto hw = spec::load_hardware(kRoot + "/hardware_profiles/h100_sxm.yaml");
   const auto m = spec::load_model(kRoot + "/models/llama3_70b.yaml");
-  spec::PlanSpec p;
-  p.seq_len = 8192;
-  p.micro_batch = 1;
-  p.global_batch = 512;
-  p.parallel.tp = 8;
-  p.parallel.pp = 4;
-  p.parallel.dp = 16;
-  p.parallel.sp = true;
-  p.parallel.zero = 1;
-  p.recompute = {spec::RecomputeKind::kSelective, 0};
-  const bool all_passes = state.range(0) != 0;
-  if (all_passes) {
-    p.precision = spec::Precision::kFp8;
-    p.recompute = {spec::RecomputeKind::kFull, 0};
-    p.fusion = spec::Fusion::kCompiled;
-    p.parallel.cp = 2;
-    p.parallel.dp = 8;
-    p.parallel.virtual_stages = 2;
-  }
+  const spec::PlanSpec p = bench::llama3_70b_plan(state.range(0) != 0);
   const auto c = cost::resolve(hw);
   engine::Workspace ws;
   engine::Prediction out;

@@ -12,8 +12,6 @@
 
 namespace ridgeline::host_bench {
 
-namespace {
-
 std::string utc_now_iso8601() {
   std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -22,8 +20,6 @@ std::string utc_now_iso8601() {
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
 }
-
-}  // namespace
 
 spec::MeasurementSet run_host_microbench(const HostMicrobenchOptions& options) {
   Eigen::setNbThreads(1);

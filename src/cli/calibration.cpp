@@ -1,6 +1,5 @@
 // microbench, calibrate and validate: measurements -> calibration block ->
 // error statistics (docs/calibration.md).
-#include <ctime>
 #include <fmt/format.h>
 #include <fstream>
 #include <iostream>
@@ -19,15 +18,6 @@
 namespace ridgeline::cli {
 
 namespace {
-
-std::string utc_now_iso8601() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -146,7 +136,7 @@ void register_calibrate(CLI::App& app, int& rc) {
       const spec::MeasurementSet set = spec::load_measurements(a->measurements);
       if (auto w = calibrate::check_device(set, hw, a->force)) std::cerr << w->format() << "\n";
       const calibrate::FitResult f = calibrate::fit(set, hw);
-      const std::string date = utc_now_iso8601();
+      const std::string date = host_bench::utc_now_iso8601();
       const std::string text = calibrate::replace_calibration_block(read_text(hw.source_file),
                                                                     calibrate::calibration_block(f, set, date));
       const spec::HardwareSpec back = calibrate::load_hardware_text(text);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #define RIDGELINE_DEFINE_COUNTING_NEW
+#include "../../bench/bench_plans.hpp"
 #include "../../bench/counting_allocator.hpp"
 #include "ridgeline/cost/cost.hpp"
 #include "test_support.hpp"
@@ -25,29 +26,8 @@ using namespace ridgeline;
 
 namespace {
 
-/// The plans of bench/engine_bench.cpp: Llama-3-70B on H100, TP8 PP4 DP16 SP,
-/// ZeRO-1, selective recompute; and the same with fp8, full recompute,
-/// compiled fusion, CP2 and an interleaved schedule (every pass on).
-std::vector<spec::PlanSpec> plans() {
-  spec::PlanSpec p;
-  p.seq_len = 8192;
-  p.micro_batch = 1;
-  p.global_batch = 512;
-  p.parallel.tp = 8;
-  p.parallel.pp = 4;
-  p.parallel.dp = 16;
-  p.parallel.sp = true;
-  p.parallel.zero = 1;
-  p.recompute = {spec::RecomputeKind::kSelective, 0};
-  spec::PlanSpec all = p;
-  all.precision = spec::Precision::kFp8;
-  all.recompute = {spec::RecomputeKind::kFull, 0};
-  all.fusion = spec::Fusion::kCompiled;
-  all.parallel.cp = 2;
-  all.parallel.dp = 8;
-  all.parallel.virtual_stages = 2;
-  return {p, all};
-}
+/// The plans bench/engine_bench.cpp times (bench/bench_plans.hpp).
+std::vector<spec::PlanSpec> plans() { return {bench::llama3_70b_plan(false), bench::llama3_70b_plan(true)}; }
 
 const std::string kWhere =
     "to see where: build with -DRIDGELINE_ALLOC_TRACE (and -rdynamic) for a backtrace of each counted allocation";
