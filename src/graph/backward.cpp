@@ -1,5 +1,6 @@
 // Backward kernels derived from forward ones, and graph totals.
 #include "ridgeline/graph/graph.hpp"
+#include "ridgeline/graph/kernels.hpp"
 
 namespace ridgeline::graph {
 
@@ -95,14 +96,7 @@ void derive_backward(Graph& g) {
         b.flops = f.flops;
         break;
       case Op::kFlashAttn:
-        // FlashAttention backward recomputes the scores: 2.5x forward FLOPs
-        // (FlashAttention benchmark convention); model FLOPs 2x forward.
-        b.flops = 2.5 * f.flops;
-        b.model_flops = 2.0 * f.model_flops;
-        b.read_bytes = f.read_bytes + 2 * f.write_bytes;  // Q,K,V (+ re-reads), O, dO, lse
-        b.write_bytes = f.read_bytes;                      // dQ, dK, dV
-        b.sram_bytes = 2.5 * f.sram_bytes;
-        b.launches = 2;  // preprocess (dO.O row sums) + main kernel
+        b = flash_attention_backward(f);
         break;
       case Op::kDequant:  // dequantize the frozen weight again for the input-gradient GEMM
       case Op::kCast:     // cast the output gradient to fp8 (E5M2 in the hybrid recipe)

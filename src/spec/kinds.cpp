@@ -4,7 +4,7 @@ namespace ridgeline::spec {
 
 namespace {
 constexpr std::array<std::string_view, kDtypeCount> kDtypeNames = {"fp32", "tf32", "fp16", "bf16",
-                                                                   "fp8_e4m3", "fp8_e5m2", "int8", "nf4"};
+                                                                   "fp8_e4m3", "fp8_e5m2", "int8", "nf4", "nvfp4"};
 constexpr std::array<std::string_view, kPhaseCount> kPhaseNames = {"forward", "backward", "recompute", "optimizer",
                                                                    "communication"};
 }  // namespace

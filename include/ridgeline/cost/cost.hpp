@@ -58,6 +58,13 @@ struct KernelCost {
   double compute_s = 0, memory_s = 0, sram_s = 0, launch_s = 0;
   double intensity = 0;  // FLOP per HBM byte
   Bound bound = Bound::kMemory;
+  // How the compute term was formed (GEMMs and fused attention; 0 otherwise):
+  // the chosen output tile (attention: Br x Bc), the K split (1 = none), the
+  // thread blocks and the waves they run in over the SMs, and the fraction of
+  // the sustained dense peak the main loop is costed at, with its basis.
+  double tile_m = 0, tile_n = 0, split_k = 0, blocks = 0, waves = 0;
+  double efficiency = 0;
+  std::string_view basis;
 };
 
 KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_graphs);

@@ -56,6 +56,14 @@ struct GemmShape {
   double m = 0, n = 0, k = 0, batch = 1;
 };
 
+/// A fused attention kernel's problem: `batch` sequences of `q_len` queries
+/// against `kv_len` keys, `heads` query heads sharing `kv_heads` K/V heads
+/// (GQA), head dimension `head_dim`; causal masks keys after the query.
+struct AttentionShape {
+  double batch = 0, heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, head_dim = 0;
+  bool causal = true;
+};
+
 /// What a communication kernel (collective or p2p) moves, and over whom.
 struct CollectiveSpec {
   Collective kind = Collective::kAllReduce;
@@ -74,6 +82,7 @@ struct Kernel {
   std::uint8_t attention = 0;  // fused attention kernels: the spec::AttentionKind
   std::uint16_t flags = 0;
   GemmShape gemm;            // GEMMs
+  AttentionShape attn;       // fused attention (cls kAttention)
   CollectiveSpec comm;       // collectives and p2p
   double count = 1;          // instances per micro-batch (or per step when kPerStep)
   double flops = 0;          // hardware FLOPs per instance

@@ -10,8 +10,11 @@
 namespace ridgeline::spec {
 
 /// Element type of a tensor or the math mode of a kernel.
-enum class Dtype : std::uint8_t { kFp32, kTf32, kFp16, kBf16, kFp8E4M3, kFp8E5M2, kInt8, kNf4 };
-inline constexpr int kDtypeCount = 8;
+/// kFp4: NVFP4 (E2M1 elements, one E4M3 scale per 16 elements, Blackwell's
+/// block-scaled tensor-core format; NVIDIA Blackwell datasheet / PTX ISA
+/// tcgen05.mma kind::mxf4nvf4).
+enum class Dtype : std::uint8_t { kFp32, kTf32, kFp16, kBf16, kFp8E4M3, kFp8E5M2, kInt8, kNf4, kFp4 };
+inline constexpr int kDtypeCount = 9;
 
 /// Bytes per element (NF4 packs two per byte; its block constants are counted by the pass that uses it).
 constexpr double bytes_per_element(Dtype t) {
@@ -20,13 +23,14 @@ constexpr double bytes_per_element(Dtype t) {
     case Dtype::kFp16: case Dtype::kBf16: return 2.0;
     case Dtype::kFp8E4M3: case Dtype::kFp8E5M2: case Dtype::kInt8: return 1.0;
     case Dtype::kNf4: return 0.5;
+    case Dtype::kFp4: return 0.5 + 1.0 / 16.0;  // 4-bit element + one 1-byte scale per 16
   }
   return 4.0;
 }
 
 /// Which dense peak of a GPU a math mode runs at.
-enum class Peak : std::uint8_t { kFp32, kTf32, kFp16, kBf16, kFp8, kInt8 };
-inline constexpr int kPeakCount = 6;
+enum class Peak : std::uint8_t { kFp32, kTf32, kFp16, kBf16, kFp8, kInt8, kFp4 };
+inline constexpr int kPeakCount = 7;
 
 constexpr Peak peak_of(Dtype t) {
   switch (t) {
@@ -37,6 +41,7 @@ constexpr Peak peak_of(Dtype t) {
     case Dtype::kFp8E4M3: case Dtype::kFp8E5M2: return Peak::kFp8;
     case Dtype::kInt8: return Peak::kInt8;
     case Dtype::kNf4: return Peak::kBf16;  // dequantized to 16-bit before the GEMM
+    case Dtype::kFp4: return Peak::kFp4;
   }
   return Peak::kFp32;
 }
@@ -59,7 +64,7 @@ std::optional<Dtype> parse_dtype(std::string_view s);
 std::optional<Peak> parse_peak(std::string_view s);
 std::optional<KernelClass> parse_kernel_class(std::string_view s);
 
-inline constexpr std::array<std::string_view, kPeakCount> kPeakNames = {"fp32", "tf32", "fp16", "bf16", "fp8", "int8"};
+inline constexpr std::array<std::string_view, kPeakCount> kPeakNames = {"fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4"};
 inline constexpr std::array<std::string_view, kKernelClassCount> kKernelClassNames = {
     "gemm", "attention", "elementwise", "reduction", "norm", "softmax", "embedding", "loss", "optimizer", "collective",
     "p2p", "cast"};

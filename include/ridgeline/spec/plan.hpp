@@ -15,7 +15,12 @@ enum class Precision : std::uint8_t { kFp32, kTf32, kFp16, kBf16, kFp8 };
 enum class Fp8Recipe : std::uint8_t { kHybrid };
 enum class Fp8Scaling : std::uint8_t { kDelayed, kCurrent };
 enum class RecomputeKind : std::uint8_t { kNone, kSelective, kFull, kEvery, kSqrt };
-enum class AttentionKind : std::uint8_t { kNaive, kFlash, kFlash2, kFlash3 };
+/// The attention core's implementation: naive (separate QK^T, softmax, PV
+/// kernels with the s x s scores in HBM), FlashAttention 1/2/3 (Dao et al.
+/// 2022, Dao 2023, Shah et al. 2024), cuDNN's fused SDPA (cudnn) and the
+/// Triton fused-attention tutorial kernel (triton).
+enum class AttentionKind : std::uint8_t { kNaive, kFlash, kFlash2, kFlash3, kCudnn, kTriton };
+inline constexpr int kAttentionKindCount = 6;
 enum class Fusion : std::uint8_t { kEager, kFused, kCompiled, kXla };
 enum class OptimizerKind : std::uint8_t { kSgd, kAdam, kAdamW, kAdafactor, kCame, kSophia, kLion, kAdam8bit };
 enum class FinetuneMode : std::uint8_t { kFull, kLora, kQlora };

@@ -21,8 +21,6 @@ namespace ridgeline::techniques {
 void apply_attention(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
                      const spec::HardwareSpec& hw);
 
-/// Flash tile rows B_r for a head dim and element width on a GPU.
-double flash_tile_rows(const spec::HardwareSpec& hw, double head_dim, double elem_bytes);
 
 /// Merges memory-bound kernels per the fusion level (eager: none; fused:
 /// hand-written groups; compiled: every pointwise chain; xla: chains and GEMM

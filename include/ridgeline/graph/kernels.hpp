@@ -1,0 +1,60 @@
+// Kernel builders shared by the step graph and by single-kernel clients (the
+// `ridgeline kernel` command, kernel-level published rows): one place says
+// what a GEMM or a fused attention kernel computes, reads, writes and keeps,
+// so a kernel costed alone is the kernel the step costs.
+// Units: FLOP and bytes per instance.
+#pragma once
+
+#include <string_view>
+
+#include "ridgeline/graph/graph.hpp"
+#include "ridgeline/spec/hardware.hpp"
+
+namespace ridgeline::graph {
+
+/// C (m x n) = A (m x k) B (k x n), `batch` independent products, A and B
+/// `dtype`-wide, C 16-bit when dtype is 8 bits or narrower (as fp8 GEMMs
+/// write bf16) and dtype-wide otherwise. flops = 2 m n k batch.
+Kernel gemm_kernel(double m, double n, double k, double batch, Dtype dtype);
+
+/// Which pass of a fused attention kernel.
+enum class AttentionPass : std::uint8_t { kForward, kBackward };
+
+/// The query-block rows (Br) and key-block columns (Bc) an implementation
+/// tiles attention into, from its launch code:
+///  - flash2 (csrc/flash_attn/src/flash_fwd_launch_template.h, sm80): forward
+///    128 x 128 for head dim <= 64, 128 x 64 up to 128, 64 x 64 above;
+///    backward 128 x 128 up to 64, 64 x 128 above.
+///  - flash3 (hopper/tile_size.h, tile_size_fwd_sm90): forward 192 x 128 for
+///    head dim <= 64, 128 x 128 (causal) or 128 x 176 up to 128, 128 x 80
+///    above; backward 128 x 128 up to 64, 64 x 128 above.
+///  - cudnn, triton: 128 x 128 and 128 x 64 (the Triton tutorial's BLOCK_M,
+///    BLOCK_N); flash (v1): Alg. 1 of Dao et al. 2022 from the SRAM size.
+struct AttentionTile {
+  double br = 128, bc = 128;
+};
+AttentionTile attention_tile(spec::AttentionKind impl, double head_dim, AttentionPass pass, bool causal,
+                             const spec::HardwareSpec& hw);
+
+/// Fraction of the query x key tile grid a kernel executes: 1 without a
+/// mask; causal skips the tiles above the diagonal but runs the diagonal
+/// tiles whole: (n + 1) / (2 n) for n = kv_len / Bc key blocks per query
+/// block when q_len = kv_len (Br = Bc), in general 1/2 + Br / (2 kv_len)
+/// capped at 1.
+double causal_executed_fraction(const AttentionShape& s, const AttentionTile& t);
+
+/// A fused (flash) attention forward kernel: reads Q, K, V, writes O and the
+/// fp32 log-sum-exp; flops = 4 b h q_len kv_len d x the executed fraction;
+/// model flops = the full product (halved for causal when `causal_model_flops`).
+/// Saves Q, K, V and the log-sum-exp for backward.
+Kernel flash_attention_forward(const AttentionShape& s, spec::AttentionKind impl, Dtype dtype,
+                               const spec::HardwareSpec& hw, bool causal_model_flops = true);
+
+/// The backward of a flash_attention_forward kernel: recomputes the scores,
+/// 2.5x the forward FLOPs (5 matmuls of the forward's 2; FlashAttention
+/// benchmark convention), model FLOPs 2x; reads Q, K, V, O, dO and the
+/// log-sum-exp, writes dQ, dK, dV; two launches (the dO.O row-sum
+/// preprocess and the main kernel).
+Kernel flash_attention_backward(const Kernel& fwd);
+
+}  // namespace ridgeline::graph

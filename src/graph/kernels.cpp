@@ -1,0 +1,107 @@
+#include "ridgeline/graph/kernels.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ridgeline::graph {
+
+Kernel gemm_kernel(double m, double n, double k, double batch, Dtype dtype) {
+  Kernel g;
+  g.name = "gemm";
+  g.op = Op::kOther;
+  g.cls = KernelClass::kGemm;
+  g.dtype = dtype;
+  g.gemm = {m, n, k, batch};
+  g.flops = 2.0 * m * n * k * batch;
+  g.model_flops = g.flops;
+  const double e = spec::bytes_per_element(dtype);
+  const double e_out = e <= 1.0 ? 2.0 : e;
+  g.read_bytes = batch * (m * k + k * n) * e;
+  g.write_bytes = batch * m * n * e_out;
+  return g;
+}
+
+AttentionTile attention_tile(spec::AttentionKind impl, double d, AttentionPass pass, bool causal,
+                             const spec::HardwareSpec& hw) {
+  const bool fwd = pass == AttentionPass::kForward;
+  switch (impl) {
+    case spec::AttentionKind::kFlash: {
+      // Dao et al. 2022, Alg. 1: B_c = ceil(M / 4d) elements of SRAM M (16-bit), B_r = min(B_c, d).
+      const double smem = hw.smem_per_sm_bytes > 0 ? hw.smem_per_sm_bytes : 96.0 * 1024.0;
+      const double bc = std::max(16.0, std::ceil(smem / 2.0 / (4.0 * d)));
+      return {std::max(16.0, std::min(bc, d)), bc};
+    }
+    case spec::AttentionKind::kFlash3:
+      if (!fwd) return d <= 64 ? AttentionTile{128, 128} : AttentionTile{64, 128};
+      if (d <= 64) return {192, 128};
+      if (d <= 128) return {128, causal ? 128.0 : 176.0};
+      return {128, 80};
+    case spec::AttentionKind::kCudnn: return {128, 128};
+    case spec::AttentionKind::kTriton: return {128, 64};
+    case spec::AttentionKind::kNaive:
+    case spec::AttentionKind::kFlash2:
+    default:
+      if (!fwd) return d <= 64 ? AttentionTile{128, 128} : AttentionTile{64, 128};
+      if (d <= 64) return {128, 128};
+      if (d <= 128) return {128, 64};
+      return {64, 64};
+  }
+}
+
+double causal_executed_fraction(const AttentionShape& s, const AttentionTile& t) {
+  if (!s.causal || s.kv_len <= 0) return 1.0;
+  return std::min(1.0, 0.5 + 0.5 * std::max(t.br, t.bc) / s.kv_len);
+}
+
+Kernel flash_attention_forward(const AttentionShape& s, spec::AttentionKind impl, Dtype dtype,
+                               const spec::HardwareSpec& hw, bool causal_model_flops) {
+  const double e = spec::bytes_per_element(dtype);
+  const double b = s.batch, a = s.heads, g = std::max(1.0, s.kv_heads), d = s.head_dim;
+  const double sq = s.q_len, sk = s.kv_len;
+  const AttentionTile tile = attention_tile(impl, d, AttentionPass::kForward, s.causal, hw);
+  Kernel f;
+  f.name = "flash_attention";
+  f.op = Op::kFlashAttn;
+  f.cls = KernelClass::kAttention;
+  f.dtype = dtype;
+  f.attention = static_cast<std::uint8_t>(impl);
+  f.attn = s;
+  const double full = 4.0 * b * a * sq * sk * d;
+  f.flops = full * causal_executed_fraction(s, tile);
+  f.model_flops = s.causal && causal_model_flops ? full / 2 : full;
+  const double q = b * sq * a * d * e, kv = b * sk * g * d * e;
+  const double tr = std::ceil(sq / tile.br);  // query blocks: K/V pass through SRAM once per block
+  // K/V of the heads in flight must fit in L2 to be read from HBM once.
+  const double sms = hw.sm_count > 0 ? hw.sm_count : 100;
+  const double heads_in_flight = std::max(1.0, std::ceil(sms / tr));
+  const double working = heads_in_flight * 2.0 * sk * d * e;
+  const double l2 = hw.l2_bytes > 0 ? hw.l2_bytes : 40.0 * 1024 * 1024;
+  const double reread = working <= l2 ? 1.0 : std::min(tr, working / l2);
+  const double lse = b * a * sq * 4.0;
+  f.read_bytes = q + 2 * kv * reread;
+  f.write_bytes = q + lse;
+  f.chain_bytes = q;
+  f.sram_bytes = q + 2 * kv * tr * (s.causal ? 0.5 : 1.0) + q;
+  f.saved_bytes = q + 2 * kv + lse;  // Q, K, V (6 sbh as in the naive core) + log-sum-exp
+  f.saved_core_bytes = 0;            // no s^2 tensors
+  f.launches = 1;
+  return f;
+}
+
+Kernel flash_attention_backward(const Kernel& f) {
+  Kernel b = f;
+  b.phase = Phase::kBackward;
+  b.saved_bytes = 0;
+  b.saved_core_bytes = 0;
+  b.workspace_bytes = 0;
+  b.chain_bytes = 0;
+  b.flops = 2.5 * f.flops;
+  b.model_flops = 2.0 * f.model_flops;
+  b.read_bytes = f.read_bytes + 2 * f.write_bytes;  // Q,K,V (+ re-reads), O, dO, lse
+  b.write_bytes = f.read_bytes;                      // dQ, dK, dV
+  b.sram_bytes = 2.5 * f.sram_bytes;
+  b.launches = 2;
+  return b;
+}
+
+}  // namespace ridgeline::graph
