@@ -54,10 +54,10 @@ spec::EfficiencySpec default_efficiency(const spec::HardwareSpec& hw) {
   return e;
 }
 
-CostParams resolve(const spec::HardwareSpec& hw, bool use_calibration) {
+CostParams resolve(const spec::HardwareSpec& hw, const ResolveOptions& opt) {
   spec::EfficiencySpec e = default_efficiency(hw);
   CostParams c;
-  if (use_calibration && hw.calibration.present) {
+  if (opt.use_calibration && hw.calibration.present) {
     const auto& k = hw.calibration.efficiency;
     for (int i = 0; i < spec::kPeakCount; ++i)
       if (k.gemm_frac[i] > 0) e.gemm_frac[i] = k.gemm_frac[i];

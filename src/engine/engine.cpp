@@ -272,11 +272,19 @@ void evaluate_into(Prediction& out, Workspace& ws, const spec::ModelSpec& m, con
   finish(out, ws.summary, ws.step, m, p, hw, c, opt);
 }
 
+cost::CostParams resolve_for(const spec::HardwareSpec& hw, const spec::PlanSpec& p, const EvalOptions& opt) {
+  cost::ResolveOptions r;
+  r.use_calibration = opt.use_calibration;
+  r.power_limit_w = p.power_limit_w;
+  r.without_group = opt.fit_without_group;
+  return cost::resolve(hw, r);
+}
+
 Prediction evaluate(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw,
                     const EvalOptions& opt) {
   Workspace ws;
   Prediction out;
-  const cost::CostParams c = cost::resolve(hw, opt.use_calibration);
+  const cost::CostParams c = resolve_for(hw, p, opt);
   evaluate_into(out, ws, m, p, hw, c, opt);
   return out;
 }

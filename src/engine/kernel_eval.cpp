@@ -3,7 +3,11 @@
 namespace ridgeline::engine {
 
 cost::KernelCost evaluate_kernel(const graph::Kernel& k, const spec::HardwareSpec& hw, const KernelEvalOptions& opt) {
-  return cost::cost_kernel(k, cost::resolve(hw, opt.use_calibration), opt.cuda_graphs);
+  cost::ResolveOptions r;
+  r.use_calibration = opt.use_calibration;
+  r.power_limit_w = opt.power_limit_w;
+  r.without_group = opt.fit_without_group;
+  return cost::cost_kernel(k, cost::resolve(hw, r), opt.cuda_graphs);
 }
 
 }  // namespace ridgeline::engine

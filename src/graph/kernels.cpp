@@ -104,4 +104,55 @@ Kernel flash_attention_backward(const Kernel& f) {
   return b;
 }
 
+std::vector<Kernel> naive_attention_kernels(const AttentionShape& s, Dtype dtype, AttentionPass pass) {
+  const double e = spec::bytes_per_element(dtype);
+  const double bh = s.batch * s.heads, sq = s.q_len, sk = s.kv_len, d = s.head_dim;
+  const double scores = bh * sq * sk;
+  auto scores_pass = [&](std::string_view name, Op op, double reads, double flops) {
+    Kernel k;
+    k.name = name;
+    k.op = op;
+    k.cls = KernelClass::kSoftmax;
+    k.dtype = dtype;
+    k.read_bytes = reads * scores * e;
+    k.write_bytes = scores * e;
+    k.flops = flops * scores;
+    return k;
+  };
+  std::vector<Kernel> out;
+  if (pass == AttentionPass::kForward) {
+    Kernel qk = gemm_kernel(sq, sk, d, bh, dtype);
+    qk.name = "attn_qk";
+    qk.op = Op::kQk;
+    out.push_back(qk);
+    out.push_back(scores_pass("attn_scale", Op::kScale, 1, 1));
+    if (s.causal) out.push_back(scores_pass("attn_mask", Op::kMask, 1, 1));
+    out.push_back(scores_pass("attn_softmax", Op::kSoftmax, 1, 5));
+    Kernel pv = gemm_kernel(sq, d, sk, bh, dtype);
+    pv.name = "attn_pv";
+    pv.op = Op::kPv;
+    out.push_back(pv);
+  } else {
+    Kernel dv = gemm_kernel(sk, d, sq, bh, dtype);
+    dv.name = "attn_pv_dv";
+    Kernel dp = gemm_kernel(sq, sk, d, bh, dtype);
+    dp.name = "attn_pv_dp";
+    Kernel dq = gemm_kernel(sq, d, sk, bh, dtype);
+    dq.name = "attn_qk_dq";
+    Kernel dk = gemm_kernel(sk, d, sq, bh, dtype);
+    dk.name = "attn_qk_dk";
+    out.push_back(dv);
+    out.push_back(dp);
+    out.push_back(scores_pass("attn_softmax_backward", Op::kSoftmax, 2, 3));
+    out.push_back(scores_pass("attn_scale_backward", Op::kScale, 1, 1));
+    out.push_back(dq);
+    out.push_back(dk);
+  }
+  for (Kernel& k : out) {
+    k.phase = pass == AttentionPass::kForward ? Phase::kForward : Phase::kBackward;
+    k.model_flops = k.cls == KernelClass::kGemm && s.causal ? k.flops / 2 : (k.cls == KernelClass::kGemm ? k.flops : 0);
+  }
+  return out;
+}
+
 }  // namespace ridgeline::graph

@@ -139,7 +139,9 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
                  const spec::HardwareSpec& hw, bool use_calibration) {
   const auto t0 = std::chrono::steady_clock::now();
   const Dims d = dims_for(s, m, hw);
-  const cost::CostParams c = cost::resolve(hw, use_calibration);
+  engine::EvalOptions ro;
+  ro.use_calibration = use_calibration;
+  const cost::CostParams c = engine::resolve_for(hw, base, ro);
   const int gb = s.global_batch > 0 ? s.global_batch : base.global_batch;
   const int seq = graph::seq_len(m, base);
   // Outer index: one micro-batch graph (tp, pp, cp, micro, vpp, recompute, precision);

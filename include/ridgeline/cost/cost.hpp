@@ -47,8 +47,26 @@ struct CostParams {
   bool calibrated = false;
 };
 
+/// How a profile is resolved into cost parameters.
+struct ResolveOptions {
+  bool use_calibration = true;  // the profile's calibration block, when it has one
+  /// Board power limit in watts (nvidia-smi -pl); 0 = the profile's TDP. The
+  /// sustained clock, and with it every tensor and vector peak, follows
+  /// spec::clock_at_power.
+  double power_limit_w = 0;
+  /// Leave-one-group-out: defaults fitted on this published-row group
+  /// (e.g. "mamf", "flashattention3_paper") take their prior (the value
+  /// from the literature, before the fit) instead; empty = all fitted.
+  std::string_view without_group;
+};
+
 /// Resolves a profile (with its calibration block when present and `use_calibration`).
-CostParams resolve(const spec::HardwareSpec& hw, bool use_calibration = true);
+CostParams resolve(const spec::HardwareSpec& hw, const ResolveOptions& opt);
+inline CostParams resolve(const spec::HardwareSpec& hw, bool use_calibration = true) {
+  ResolveOptions o;
+  o.use_calibration = use_calibration;
+  return resolve(hw, o);
+}
 
 enum class Bound : std::uint8_t { kCompute, kMemory, kSram, kLatency, kNetwork };
 std::string_view name(Bound b);

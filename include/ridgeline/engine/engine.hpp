@@ -91,7 +91,13 @@ struct Prediction {
 struct EvalOptions {
   bool keep_kernels = true;
   bool use_calibration = true;
+  /// Leave-one-group-out validation: see cost::ResolveOptions::without_group.
+  std::string_view fit_without_group;
 };
+
+/// The cost parameters a plan runs under on `hw`: the profile (calibrated
+/// when opt.use_calibration) at the plan's power limit.
+cost::CostParams resolve_for(const spec::HardwareSpec& hw, const spec::PlanSpec& p, const EvalOptions& opt);
 
 /// Checks a plan against the model and GPU (divisibility, fp8 support, batch).
 /// Returns an empty Problem when valid.

@@ -15,9 +15,11 @@ namespace ridgeline::engine {
 struct KernelEvalOptions {
   bool use_calibration = true;  // the profile's calibration block, when it has one
   bool cuda_graphs = false;     // launches at the CUDA-graph replay cost
+  double power_limit_w = 0;     // board power limit (W); 0 = the profile's TDP
+  std::string_view fit_without_group;  // see cost::ResolveOptions::without_group
 };
 
-/// One instance of `k` on `hw`: cost::cost_kernel(k, cost::resolve(hw, use_calibration), cuda_graphs).
+/// One instance of `k` on `hw`: cost::cost_kernel(k, cost::resolve(hw, ...), cuda_graphs).
 cost::KernelCost evaluate_kernel(const graph::Kernel& k, const spec::HardwareSpec& hw,
                                  const KernelEvalOptions& opt = {});
 

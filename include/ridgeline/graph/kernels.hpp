@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string_view>
+#include <vector>
 
 #include "ridgeline/graph/graph.hpp"
 #include "ridgeline/spec/hardware.hpp"
@@ -56,5 +57,14 @@ Kernel flash_attention_forward(const AttentionShape& s, spec::AttentionKind impl
 /// log-sum-exp, writes dQ, dK, dV; two launches (the dO.O row-sum
 /// preprocess and the main kernel).
 Kernel flash_attention_backward(const Kernel& fwd);
+
+/// Attention without fusion (PyTorch's eager "standard" attention, as the
+/// graph builds it): the batched GEMM S = Q K^T (b h batches of q_len x
+/// kv_len x d), scale, the causal mask when causal, softmax (each reading and
+/// writing the dtype-wide scores), and O = P V. Backward: dV = P^T dO and
+/// dP = dO V^T, the softmax backward (reads P and dP, writes dS), dQ = dS K
+/// and dK = dS^T Q. The mask does not skip work: a causal naive kernel
+/// executes every score.
+std::vector<Kernel> naive_attention_kernels(const AttentionShape& s, Dtype dtype, AttentionPass pass);
 
 }  // namespace ridgeline::graph

@@ -85,6 +85,9 @@ struct PlanSpec {
   double tokens = 0.0;  // tokens to train on; 0 = 20 per parameter (Chinchilla)
   AttentionFlops attention_flops = AttentionFlops::kCausal;
   double power_utilization = 0.8;  // fraction of TDP drawn on average, for energy
+  /// Board power limit in watts (nvidia-smi -pl); 0 = the profile's TDP.
+  /// Lowers the sustained clock (spec::clock_at_power).
+  double power_limit_w = 0.0;
 
   /// The global batch in sequences: as given, or one micro-batch per DP rank
   /// (64-bit: flags can ask for more than an int holds).
