@@ -14,5 +14,6 @@ void register_calibration(CLI::App& app, int& rc);  // microbench, calibrate, va
 void register_search(CLI::App& app, int& rc);
 void register_report(CLI::App& app, int& rc);
 void register_validate_published(CLI::App& app, int& rc);
+void register_kernel(CLI::App& app, int& rc);  // kernel gemm|attention|elementwise|norm|softmax|cast
 
 }  // namespace ridgeline::cli

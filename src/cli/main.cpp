@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   register_predict(app, rc);
   register_compare(app, rc);
   register_search(app, rc);
+  register_kernel(app, rc);
   register_report(app, rc);
   register_calibration(app, rc);
   register_validate_published(app, rc);

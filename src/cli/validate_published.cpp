@@ -1,9 +1,15 @@
-// ridgeline validate-published [FILE] [--group G] [--format table|json|csv|markdown] [--output F]
+// ridgeline validate-published [FILE] [--group G] [--leave-out G | --leave-one-group-out]
+//                              [--format table|json|csv|markdown] [--output F]
 //
 // Predicts every row of a published-measurements file (shared/validation/
 // published.yaml by default) and prints measured vs predicted per row, then
-// error statistics per group and per category and the reasons rows were
-// skipped. Views only: the numbers come from validation::validate_published.
+// error statistics per group, per subset of a group (GPU profile and
+// precision) and per category and the reasons rows were skipped.
+// --leave-out G predicts with the cost-model defaults fitted on group G at
+// their priors; --leave-one-group-out prints, per group, the in-sample error
+// beside the error with that group's own fits left out. Views only: the
+// numbers come from validation::validate_published and
+// validation::leave_one_group_out.
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
@@ -21,6 +27,7 @@ namespace ridgeline::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using validation::LeaveOneOutReport;
 using validation::PublishedReport;
 using validation::PublishedResult;
 using nlohmann::json;
@@ -30,6 +37,8 @@ struct ValidatePublishedArgs {
   std::string group;
   std::string format = "table";
   std::string output;
+  std::string leave_out;
+  bool leave_one_group_out = false;
   bool show_skipped = false;
   bool no_calibration = false;
 };
@@ -98,8 +107,25 @@ std::string headline(const PublishedReport& r) {
                               r.overall.predicted, r.overall.skipped);
   if (r.overall.predicted > 0)
     s += fmt::format("; median |error| {}, p90 {}", abs_pct(r.overall.median_abs_pct), abs_pct(r.overall.p90_abs_pct));
+  if (!r.fit_without_group.empty())
+    s += fmt::format(" (defaults fitted on group {} at their priors)", r.fit_without_group);
   return s;
 }
+
+/// The subset rows: "group / subset" and its statistics.
+std::vector<std::vector<std::string>> subset_cells(const PublishedReport& r) {
+  std::vector<std::vector<std::string>> t;
+  for (const auto& s : r.by_subset) t.push_back(stats_cells(s.group + " / " + s.subset, s.stats));
+  return t;
+}
+
+constexpr const char* kSubsetNote =
+    "the predicted rows of groups that span several GPU profiles or precisions, split by profile and precision "
+    "(the plan's precision or the kernel's dtype)";
+
+constexpr const char* kLeaveOneOutDefinition =
+    "in-sample: every cost-model default as fitted; left out: the group's rows predicted with every default "
+    "fitted on that group's own rows at its prior (the value from the literature before the fit)";
 
 constexpr const char* kErrorDefinition =
     "error = (predicted - measured) / measured; speed bias = median signed error of the predicted speed "
@@ -135,6 +161,10 @@ std::string render_table(const PublishedReport& r, bool show_skipped) {
                       {false, true, true, true, true, true, true});
   };
   out += stats("By group", "group", r.by_group);
+  if (!r.by_subset.empty())
+    out += fmt::format("\nBy group and subset ({})\n", kSubsetNote) +
+           text_table({"group / subset", "rows", "predicted", "skipped", "median |err|", "p90 |err|", "speed bias"},
+                      subset_cells(r), {false, true, true, true, true, true, true});
   out += stats("By category", "category", r.by_category);
   if (!r.skip_reasons.empty()) {
     std::vector<std::vector<std::string>> t;
@@ -175,6 +205,14 @@ std::string render_json(const PublishedReport& r) {
     s["group"] = g.name;
     j["by_group"].push_back(s);
   }
+  j["fit_without_group"] = r.fit_without_group.empty() ? json(nullptr) : json(r.fit_without_group);
+  j["by_subset"] = json::array();
+  for (const auto& g : r.by_subset) {
+    json s = stats_json(g.stats);
+    s["group"] = g.group;
+    s["subset"] = g.subset;
+    j["by_subset"].push_back(s);
+  }
   j["by_category"] = json::array();
   for (const auto& g : r.by_category) {
     json s = stats_json(g.stats);
@@ -190,6 +228,7 @@ std::string render_json(const PublishedReport& r) {
               {"category", std::string(spec::name(x.category))},
               {"gpu", x.gpu},
               {"profile", x.profile.empty() ? json(nullptr) : json(x.profile)},
+              {"subset", x.subset()},
               {"status", x.predicted ? "predicted" : "skipped"}};
     if (x.predicted) {
       o["comparison"] = comparison_json(x.primary);
@@ -216,7 +255,8 @@ std::string csv_cell(const std::string& s) {
 
 std::string render_csv(const PublishedReport& r) {
   std::string out =
-      "id,group,category,gpu,profile,status,quantity,unit,measured,predicted,error_pct,speed_error_pct,fits,reason\n";
+      "id,group,category,gpu,profile,status,quantity,unit,measured,predicted,error_pct,speed_error_pct,fits,precision,"
+      "reason\n";
   for (const auto& x : r.results) {
     std::vector<std::string> c = {x.id, x.group, std::string(spec::name(x.category)), x.gpu, x.profile,
                                   x.predicted ? "predicted" : "skipped"};
@@ -224,9 +264,9 @@ std::string render_csv(const PublishedReport& r) {
       const auto& p = x.primary;
       c.insert(c.end(), {p.quantity, p.unit, fmt::format("{}", p.measured), fmt::format("{:.6g}", p.predicted),
                          fmt::format("{:.2f}", p.error_pct), fmt::format("{:.2f}", p.speed_error_pct()),
-                         x.fits ? "true" : "false", ""});
+                         x.fits ? "true" : "false", x.precision, ""});
     } else {
-      c.insert(c.end(), {"", "", "", "", "", "", "", x.skip_reason});
+      c.insert(c.end(), {"", "", "", "", "", "", "", "", x.skip_reason});
     }
     for (size_t i = 0; i < c.size(); ++i) {
       if (i) out += ',';
@@ -275,6 +315,12 @@ std::string render_markdown(const PublishedReport& r) {
     return md_table(h, t, right);
   };
   out += "### By group\n\n" + table("group", r.by_group) + "\n";
+  if (!r.by_subset.empty()) {
+    auto h = head;
+    h[0] = "group / subset";
+    out += fmt::format("### By group and subset\n\nThe {}.\n\n", kSubsetNote) + md_table(h, subset_cells(r), right) +
+           "\n";
+  }
   out += "### By category\n\n" + table("category", r.by_category) + "\n";
   if (r.predicted_not_fitting > 0)
     out += fmt::format("Ridgeline's memory model says {} of the predicted runs do not fit, though their sources ran "
@@ -286,6 +332,94 @@ std::string render_markdown(const PublishedReport& r) {
     out += "### Why rows were skipped\n\n" + md_table({"rows", "reason"}, t, {true, false}) + "\n";
   }
   return out;
+}
+
+/// One leave-one-group-out line: rows, predicted, then median |err|, p90 and
+/// speed bias in-sample and left out.
+std::vector<std::string> logo_cells(const std::string& name, const validation::ErrorStats& in,
+                                    const validation::ErrorStats& out) {
+  std::vector<std::string> c = {name, std::to_string(in.rows),
+                                in.predicted == out.predicted
+                                    ? std::to_string(in.predicted)
+                                    : fmt::format("{} ({} left out)", in.predicted, out.predicted)};
+  for (const auto* s : {&in, &out}) {
+    const bool any = s->predicted > 0;
+    c.push_back(any ? abs_pct(s->median_abs_pct) : "-");
+    c.push_back(any ? abs_pct(s->p90_abs_pct) : "-");
+    c.push_back(any ? pct(s->median_speed_pct) : "-");
+  }
+  return c;
+}
+
+std::vector<std::vector<std::string>> logo_rows(const LeaveOneOutReport& r, const std::string& all) {
+  std::vector<std::vector<std::string>> t;
+  for (const auto& g : r.groups) t.push_back(logo_cells(g.group, g.in_sample, g.left_out));
+  t.push_back(logo_cells(all, r.in_sample, r.left_out));
+  return t;
+}
+
+const std::vector<bool> kLogoRight = {false, true, true, true, true, true, true, true, true};
+
+std::string render_logo_table(const LeaveOneOutReport& r) {
+  std::string out = fmt::format("Ridgeline vs published measurements, leave one group out: {}{}\n{}\n{}\n\n", r.file,
+                                r.group_filter.empty() ? "" : fmt::format(" (group {})", r.group_filter),
+                                kLeaveOneOutDefinition, kErrorDefinition);
+  out += text_table({"group", "rows", "predicted", "in-sample median |err|", "p90", "speed bias",
+                     "left-out median |err|", "p90", "speed bias"},
+                    logo_rows(r, "all"), kLogoRight);
+  return out;
+}
+
+std::string render_logo_json(const LeaveOneOutReport& r) {
+  json j;
+  j["file"] = r.file;
+  j["group"] = r.group_filter.empty() ? json(nullptr) : json(r.group_filter);
+  j["definition"] = kLeaveOneOutDefinition;
+  j["error_definition"] = kErrorDefinition;
+  j["groups"] = json::array();
+  for (const auto& g : r.groups)
+    j["groups"].push_back({{"group", g.group}, {"in_sample", stats_json(g.in_sample)}, {"left_out", stats_json(g.left_out)}});
+  j["all"] = {{"in_sample", stats_json(r.in_sample)}, {"left_out", stats_json(r.left_out)}};
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+std::string render_logo_csv(const LeaveOneOutReport& r) {
+  std::string out =
+      "group,rows,predicted,left_out_predicted,in_sample_median_abs_error_pct,in_sample_p90_abs_error_pct,"
+      "in_sample_median_speed_error_pct,left_out_median_abs_error_pct,left_out_p90_abs_error_pct,"
+      "left_out_median_speed_error_pct\n";
+  auto line = [&](const std::string& name, const validation::ErrorStats& in, const validation::ErrorStats& lo) {
+    auto f = [](const validation::ErrorStats& s, double v) { return s.predicted ? fmt::format("{:.2f}", v) : ""; };
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", csv_cell(name), in.rows, in.predicted, lo.predicted,
+                       f(in, in.median_abs_pct), f(in, in.p90_abs_pct), f(in, in.median_speed_pct),
+                       f(lo, lo.median_abs_pct), f(lo, lo.p90_abs_pct), f(lo, lo.median_speed_pct));
+  };
+  for (const auto& g : r.groups) line(g.group, g.in_sample, g.left_out);
+  line("all", r.in_sample, r.left_out);
+  return out;
+}
+
+std::string render_logo_markdown(const LeaveOneOutReport& r) {
+  std::string out = fmt::format(
+      "### Leave one group out\n\n"
+      "Each group's rows predicted twice: in-sample, with every cost-model default as fitted, and left out, with "
+      "the defaults fitted on that group's own rows at their priors (the values from the literature before the "
+      "fit). A group no default was fitted on predicts the same both ways; the gap elsewhere is how much of its "
+      "in-sample accuracy the fit bought. **all** pools every group's rows.\n\n");
+  out += md_table({"group", "rows", "predicted", "in-sample median abs error", "in-sample p90", "in-sample speed bias",
+                   "left-out median abs error", "left-out p90", "left-out speed bias"},
+                  logo_rows(r, "**all**"), kLogoRight);
+  return out + "\n";
+}
+
+/// The named group of `file`, or the usage error for `flag` naming the groups it has.
+void check_group(const spec::PublishedFile& file, const std::string& group, const char* flag) {
+  const auto groups = spec::published_groups(file);
+  if (std::find(groups.begin(), groups.end(), group) != groups.end()) return;
+  std::string known;
+  for (const auto& g : groups) known += (known.empty() ? "" : ", ") + g;
+  throw UsageError{flag, fmt::format("no rows of group '{}'{} (groups: {})", group,
+                                     support::did_you_mean(group, groups), known)};
 }
 
 }  // namespace
@@ -301,6 +435,11 @@ void register_validate_published(CLI::App& app, int& rc) {
   cmd->add_option("--format", args->format, "table | json | csv | markdown (summary tables only)")
       ->capture_default_str();
   cmd->add_option("--output,-o", args->output, "Write to FILE instead of standard output (atomically)");
+  auto* leave_out = cmd->add_option("--leave-out", args->leave_out,
+                                    "Predict with the cost-model defaults fitted on this group's rows at their priors");
+  cmd->add_flag("--leave-one-group-out", args->leave_one_group_out,
+                "Per group: the in-sample error beside the error with that group's own fits left out")
+      ->excludes(leave_out);
   cmd->add_flag("--show-skipped", args->show_skipped, "Table: list every skipped row with its reason");
   cmd->add_flag("--no-calibration", args->no_calibration, "Ignore the profiles' calibration blocks");
   cmd->callback([args, &rc] {
@@ -316,21 +455,24 @@ void register_validate_published(CLI::App& app, int& rc) {
                                    "repository; pass the published-measurements YAML"};
       }
       const spec::PublishedFile file = spec::load_published(path);
-      if (!args->group.empty()) {
-        const auto groups = spec::published_groups(file);
-        if (std::find(groups.begin(), groups.end(), args->group) == groups.end()) {
-          std::string known;
-          for (const auto& g : groups) known += (known.empty() ? "" : ", ") + g;
-          throw UsageError{"--group", fmt::format("no rows of group '{}'{} (groups: {})", args->group,
-                                                  support::did_you_mean(args->group, groups), known)};
-        }
-      }
+      if (!args->group.empty()) check_group(file, args->group, "--group");
+      if (!args->leave_out.empty()) check_group(file, args->leave_out, "--leave-out");
       validation::PublishedOptions opt;
       opt.profiles_dir = (fs::path(data_dir()) / "hardware_profiles").string();
       opt.group = args->group;
       opt.use_calibration = !args->no_calibration;
-      const PublishedReport rep = validation::validate_published(file, opt);
+      opt.fit_without_group = args->leave_out;
       std::string text;
+      if (args->leave_one_group_out) {
+        const LeaveOneOutReport rep = validation::leave_one_group_out(file, opt);
+        if (f == "markdown") text = render_logo_markdown(rep);
+        else if (f == "json") text = render_logo_json(rep);
+        else if (f == "csv") text = render_logo_csv(rep);
+        else text = render_logo_table(rep);
+        write_output(args->output, text);
+        return kExitOk;
+      }
+      const PublishedReport rep = validation::validate_published(file, opt);
       if (f == "markdown") text = render_markdown(rep);
       else if (f == "json") text = render_json(rep);
       else if (f == "csv") text = render_csv(rep);

@@ -2,36 +2,80 @@
 
 #include <algorithm>
 #include <cmath>
+#include <atomic>
+#include <limits>
+
+#include "ridgeline/graph/kernels.hpp"
 
 namespace ridgeline::cost {
 
 using spec::KernelClass;
 
+namespace {
+
+/// A default fitted on one group of published rows: `fitted` unless that
+/// group is left out (leave-one-group-out validation), then `prior` — the
+/// value from the literature before any fit.
+double fit(double fitted, double prior, std::string_view group, const ResolveOptions& opt) {
+  return !opt.without_group.empty() && opt.without_group == group ? prior : fitted;
+}
+
+/// GEMM main-loop efficiency (fraction of the sustained dense peak the
+/// K loop issues MMAs at) per generation, 16-bit and 8-bit.
+/// Fitted on the "mamf" rows (best achievable matmul of each GPU from
+/// mamf-finder's brute-force shape search). A maximum over shapes is a shape
+/// without tile loss: eta = measured / (sustained peak x the best tile's
+/// operand feed (128x256: 1 / (1 + 4 (1/128 + 1/256)) = 0.955) x K / (K + k0)),
+/// the median over a generation's GPUs (values in each line's comment:
+/// measured TFLOP/s -> eta). Priors (used when "mamf" is left out): the
+/// instruction-level issue rates of Luo et al. 2024 (published.yaml luo24_*:
+/// A100 mma.sync 310.6 of 312 TFLOP/s = 0.99; H800 wgmma fp16 729.3 of 756 =
+/// 0.96, fp8 1448.4 of 1513 = 0.96), 0.9 where no such measurement exists.
+struct MainLoop {
+  double bf16, fp8, prior16, prior8;
+};
+MainLoop main_loop(const spec::HardwareSpec& hw) {
+  switch (hw.generation) {
+    // A100 SXM 271.2 -> 0.933, A100 PCIe 252.9 (at 1281 MHz) -> 0.954.
+    case spec::Generation::kAmpere: return {0.94, 0.0, 0.99, 0.0};
+    // No MAMF row: Ampere's value (the same warp-level mma.sync tensor path).
+    case spec::Generation::kAda:
+    case spec::Generation::kRtxBlackwell: return {0.94, 0.94, 0.99, 0.99};
+    // bf16: H100 SXM 794.5 (1755 MHz) -> 0.885, GH200 828.6 -> 0.904;
+    // fp8: H100 1402.6 -> 0.79, H200 1453.4 -> 0.82, GH200 1535 -> 0.83.
+    case spec::Generation::kHopper: return {0.895, 0.82, 0.96, 0.96};
+    // bf16: B200 1745 -> 0.85, B300 1769 -> 0.93, GB200 1822 -> 0.81;
+    // fp8: B200 3432.5 -> 0.87, B300 3353.3 -> 0.81, GB200 3615.6 -> 0.88.
+    case spec::Generation::kBlackwell: return {0.85, 0.865, 0.90, 0.90};
+    case spec::Generation::kHost: return {0.80, 0.80, 0.80, 0.80};
+    // MI355X 1565 -> 0.66.
+    case spec::Generation::kCdna4: return {0.66, 0.66, 0.90, 0.90};
+    // MI300X 668.4 -> 0.54, MI325X 784.9 -> 0.64 (CDNA 2: no row, CDNA 3's value).
+    default: return {0.59, 0.59, 0.90, 0.90};
+  }
+}
+
+}  // namespace
+
 spec::EfficiencySpec default_efficiency(const spec::HardwareSpec& hw) {
   spec::EfficiencySpec e;
-  // GEMM: best achievable matmul ("MAMF", published.yaml group mamf):
-  // bf16 H100 SXM 794.5 of 989 TFLOP/s = 80%, B200 1745/2250 = 78%, A100
-  // 271/312 = 87% -> 0.80 for 16-bit, tf32 and fp32; fp8 H100 1403/1979 = 71%,
-  // H200 73%, B200 76% -> 0.72; AMD MI300X bf16 668/1300 = 51%, MI325X 60% -> 0.55.
-  e.gemm_frac.fill(0.80);
-  e.gemm_frac[static_cast<int>(spec::Peak::kFp8)] = 0.72;
-  if (hw.is_amd()) {
-    e.gemm_frac.fill(0.55);
-    e.gemm_frac[static_cast<int>(spec::Peak::kFp8)] = 0.50;
-  }
-  e.gemm_tile_m = 128;
-  e.gemm_tile_n = 128;
-  // A tile's prologue and epilogue (loading the first K slices, writing and
-  // converting C) cost about as much as K0 = 128 more steps of its main loop:
-  // MAMF's best shapes have K >= 8192 (K0 costs < 2%), while a K = 768 GEMM
-  // (GPT-3 125M) reaches ~14% less.
+  // GEMM main loop per generation (main_loop below: fitted on "mamf"); the
+  // fp8 value also serves int8 and fp4.
+  const MainLoop ml = main_loop(hw);
+  e.gemm_frac.fill(ml.bf16);
+  for (spec::Peak p : {spec::Peak::kFp8, spec::Peak::kInt8, spec::Peak::kFp4})
+    e.gemm_frac[static_cast<int>(p)] = ml.fp8 > 0 ? ml.fp8 : ml.bf16;
+  // Output tile: chosen per GEMM from kGemmTiles (a calibration may fix one).
+  e.gemm_tile_m = 0;
+  e.gemm_tile_n = 0;
+  // A tile's prologue (filling the pipeline) and epilogue (converting and
+  // writing C) cost as much as k0 = 128 K steps at the 16-bit rate. Fitted on
+  // the "deepgemm" rows (M = 4096: K = 512 reaches 751 TFLOP/s, K = 16384
+  // 1426); prior 64 (two 64-deep K slices of a CUTLASS pipeline).
   e.gemm_k0 = 128;
-  // Fused attention forward+backward reaches less of peak than a plain GEMM:
-  // FlashAttention-2 trains GPT models at 50-60% of A100 peak (Dao 2023,
-  // Table/Fig. "end-to-end training"); on Hopper FA2 lacks wgmma and reaches
-  // ~35-40% while FA3 reaches 60-75% (Shah et al. 2024); likewise on
-  // Blackwell, whose tcgen05 MMA FA2's mma.sync does not use.
-  e.attention_frac = hw.has_async_mma() ? 0.40 : 0.55;
+  // Fused attention: per implementation in resolve(); a calibration's
+  // attention_frac replaces every fused kind's MMA efficiency.
+  e.attention_frac = 0;
   // HBM: streaming kernels reach ~90% of the spec bandwidth (gpu-benches and
   // BabelStream rows in published.yaml: A100-80GB triad 1.72 of 2.04 TB/s = 84%,
   // H100/H200 stream ~90%).
@@ -57,6 +101,17 @@ spec::EfficiencySpec default_efficiency(const spec::HardwareSpec& hw) {
 CostParams resolve(const spec::HardwareSpec& hw, const ResolveOptions& opt) {
   spec::EfficiencySpec e = default_efficiency(hw);
   CostParams c;
+  // Sustained clock at the power limit; the peaks are quoted at boost.
+  const double boost = hw.clock_hz > 0 ? hw.clock_hz : 0;
+  const double clock = opt.locked_clock_hz > 0 ? opt.locked_clock_hz : spec::clock_at_power(hw, opt.power_limit_w);
+  c.clock_scale = boost > 0 ? std::clamp(clock / boost, 0.05, 1.0) : 1.0;
+  if (opt.without_group == "mamf") {  // leave-one-group-out: the priors of main_loop
+    const MainLoop ml = main_loop(hw);
+    e.gemm_frac.fill(ml.prior16);
+    for (spec::Peak p : {spec::Peak::kFp8, spec::Peak::kInt8, spec::Peak::kFp4})
+      e.gemm_frac[static_cast<int>(p)] = ml.prior8 > 0 ? ml.prior8 : ml.prior16;
+  }
+  e.gemm_k0 = fit(e.gemm_k0, 64, "deepgemm", opt);
   if (opt.use_calibration && hw.calibration.present) {
     const auto& k = hw.calibration.efficiency;
     for (int i = 0; i < spec::kPeakCount; ++i)
@@ -73,33 +128,88 @@ CostParams resolve(const spec::HardwareSpec& hw, const ResolveOptions& opt) {
     if (k.comm_frac > 0) e.comm_frac = k.comm_frac;
     c.calibrated = true;
   }
-  c.peak_flop_per_s = hw.peak_flop_per_s;
+  for (int i = 0; i < spec::kPeakCount; ++i) c.peak_flop_per_s[i] = hw.peak_flop_per_s[i] * c.clock_scale;
   c.gemm_frac = e.gemm_frac;
-  // naive (unused), flash v1, flash2, flash3. FA1 ~ 0.6x FA2: Dao 2023 reports
-  // FA2 ~2x FA1 on the forward kernel and 1.3-1.7x on fwd+bwd; the published
-  // llm-foundry (FA1/Triton) and FlashAttention-2 paper FA1 rows fit 0.6x
-  // (attention time 1.28x too fast at 0.75x). FA3 needs Hopper: elsewhere it runs as FA2.
-  c.attention_frac = {e.attention_frac, e.attention_frac * 0.6, e.attention_frac,
-                      hw.has_fa3() ? std::min(0.95, e.attention_frac * 1.6) : e.attention_frac};
-  for (int i = 0; i < spec::kKernelClassCount; ++i) c.mem_frac[i] = e.hbm_frac * e.class_mem_frac[i];
-  c.tile_m = e.gemm_tile_m;
-  c.tile_n = e.gemm_tile_n;
+  // A calibrated tile is the one tile; otherwise the best of kGemmTiles.
+  const bool fixed_tile = opt.use_calibration && hw.calibration.present && hw.calibration.efficiency.gemm_tile_m > 0;
+  c.tile_m = fixed_tile ? e.gemm_tile_m : 0;
+  c.tile_n = fixed_tile ? e.gemm_tile_n : 0;
   c.gemm_k0 = std::max(0.0, e.gemm_k0);
+  // Operand feed: a tile loads (tm + tn) rows per K step for 2 tm tn FLOP,
+  // so its MMA issue loses ~lambda (1/tm + 1/tn): lambda = 4 makes 128x256
+  // tiles 4.5% and 64x64 tiles 11% slower than the main loop (assumption:
+  // the 128x128 vs 128x256 spread of CUTLASS's Hopper GEMMs, a few percent).
+  c.gemm_lambda = 4;
+  // Fill and drain of a GEMM kernel (first TMA/cp.async loads, the last
+  // wave's epilogue): fitted on the memory-bound "deepgemm" rows (M = 64,
+  // 15-120 MB of weights: 9.4-44.7 us, a fixed ~3 us above streaming);
+  // prior 1 us, the memory-bound kernels' HBM latency below.
+  c.gemm_latency_s = fit(3.0e-6, 1.0e-6, "deepgemm", opt);
+  c.stream_k = hw.has_async_mma();  // cuBLAS on sm_90 / sm_100 schedules stream-K
+  c.smem_per_sm = hw.smem_per_sm_bytes > 0 ? hw.smem_per_sm_bytes : 96.0 * 1024;
+
+  // Fused attention, fitted on the "flashattention3_paper" rows (H100,
+  // forward and backward, head dims 64 and 128, causal and not, 512 to 16K
+  // tokens; 125 rows), per implementation: MMA efficiency of the main loop
+  // and the softmax work that does not overlap it, in exponentials per score
+  // element (H100: 16 exp per SM per clock against 4096 dense 16-bit FLOP,
+  // so one exponential costs 256 MMA FLOP). Shared: a block's fixed work of
+  // one main-loop iteration and a backward main loop at 0.8 of the
+  // forward's MMA efficiency. Priors (FA3 group left out): the papers'
+  // headline fractions - FlashAttention-2 reaches 50-73% of A100 peak
+  // forward (Dao 2023), FA3 75% of H100 peak (Shah et al. 2024) - as MMA
+  // efficiency with one exponential per score element not overlapped.
+  const bool fa3_out = !opt.without_group.empty() && opt.without_group == "flashattention3_paper";
+  auto att = [&](spec::AttentionKind k, double eta, double soft, double prior_eta, double prior_soft) {
+    c.attention_frac[static_cast<int>(k)] = fa3_out ? prior_eta : eta;
+    c.attention_softmax[static_cast<int>(k)] = fa3_out ? prior_soft : soft;
+  };
+  // FlashAttention-2 issues warp-level mma.sync, which reaches 0.65 of the
+  // wgmma peak on Hopper (Luo et al. 2024: H800 mma.sync fp16 494.4 vs
+  // wgmma 729.3 TFLOP/s); on Ampere/Ada mma.sync is the peak path. FA1 runs
+  // at 0.6x FA2's main loop (Dao 2023: FA2 ~2x FA1 forward).
+  const double sync = hw.has_async_mma() ? 0.65 : 1.0;
+  att(spec::AttentionKind::kFlash2, 0.65 * sync, 0.625, 0.75 * sync, 1.0);
+  att(spec::AttentionKind::kFlash, 0.6 * 0.65 * sync, 0.625, 0.6 * 0.75 * sync, 1.0);
+  // FA3 (wgmma + TMA, softmax overlapped by ping-pong scheduling): Hopper
+  // only (a plan asking for it elsewhere is rejected by engine::check_plan).
+  att(spec::AttentionKind::kFlash3, 0.95, 0.875, 0.85, 1.0);
+  // cuDNN's fused SDPA and Triton's fused attention: wgmma on Hopper.
+  att(spec::AttentionKind::kCudnn, 0.90, 1.25, 0.85, 1.0);
+  att(spec::AttentionKind::kTriton, 0.50, 0.5, 0.75 * sync, 1.0);
+  att(spec::AttentionKind::kNaive, 0, 0, 0, 0);  // naive attention is separate GEMM and softmax kernels
+  if (opt.use_calibration && hw.calibration.present && hw.calibration.efficiency.attention_frac > 0)
+    for (auto k : {spec::AttentionKind::kFlash, spec::AttentionKind::kFlash2, spec::AttentionKind::kFlash3,
+                   spec::AttentionKind::kCudnn, spec::AttentionKind::kTriton})
+      c.attention_frac[static_cast<int>(k)] = e.attention_frac;
+  c.attention_block_iters = fa3_out ? 1.0 : 1.0;
+  c.attention_bwd_frac = fa3_out ? 0.8 : 0.8;
+  // Tensor FLOP per exponential per SM-clock: the 16-bit dense peak per SM
+  // per clock over the 16 special-function results per SM per clock (CUDA C
+  // Programming Guide, arithmetic instruction throughput, cc 8.x-10.x).
+  {
+    const double per_clock = hw.sm_count > 0 && boost > 0 ? hw.peak(spec::Peak::kBf16) / (hw.sm_count * boost) : 4096;
+    c.mma_flop_per_exp = std::max(1.0, per_clock / 16.0);
+  }
+  for (int i = 0; i < spec::kKernelClassCount; ++i) c.mem_frac[i] = e.hbm_frac * e.class_mem_frac[i];
   c.sms = std::max(1, hw.sm_count);
   c.hbm_bytes_per_s = hw.hbm_bytes_per_s;
   c.hbm_latency_s = e.hbm_latency_s;
-  c.sram_bytes_per_s = hw.sram_bytes_per_s;
+  c.l2_bytes = hw.l2_bytes;
+  c.sram_bytes_per_s = hw.sram_bytes_per_s * c.clock_scale;
   c.launch_s = e.launch_overhead_s;
   // CUDA graphs replay queued kernels at ~0.6 us per node (published.yaml
   // launch_rtx5070ti_laptop_chain: 0.58 us per graph node).
   c.graph_launch_s = std::min(c.launch_s, 0.6e-6);
-  c.vector_flop_per_s = std::max(hw.peak(spec::Peak::kFp32), 1e9);
+  c.vector_flop_per_s = std::max(hw.peak(spec::Peak::kFp32) * c.clock_scale, 1e9);
   c.gpus_per_node = std::max(1, hw.interconnect.gpus_per_node);
   c.intra_bytes_per_s = hw.interconnect.intra_node_bytes_per_s > 0 ? hw.interconnect.intra_node_bytes_per_s : 25e9;
   c.intra_latency_s = hw.interconnect.intra_node_latency_s > 0 ? hw.interconnect.intra_node_latency_s : 5e-6;
   c.inter_bytes_per_s = hw.interconnect.inter_node_bytes_per_s > 0 ? hw.interconnect.inter_node_bytes_per_s : 12.5e9;
   c.inter_latency_s = hw.interconnect.inter_node_latency_s > 0 ? hw.interconnect.inter_node_latency_s : 10e-6;
   c.comm_frac = e.comm_frac;
+  static std::atomic<std::uint64_t> next_id{1};
+  c.id = next_id.fetch_add(1, std::memory_order_relaxed);
   return c;
 }
 
@@ -147,6 +257,170 @@ double ridge_point(const CostParams& c, spec::Peak p) {
   return c.peak_flop_per_s[static_cast<int>(p)] / c.hbm_bytes_per_s;
 }
 
+namespace {
+
+/// Output tiles a GEMM may run with (CUTLASS / cuBLAS threadblock shapes).
+constexpr std::array<std::array<double, 2>, 6> kGemmTiles = {
+    {{64, 64}, {64, 128}, {128, 64}, {128, 128}, {128, 256}, {256, 128}}};
+constexpr std::array<double, 7> kSplits = {2, 3, 4, 6, 8, 12, 16};
+
+/// Compute time of a GEMM (see the header) and its extra HBM bytes (split-K
+/// partial sums); fills the tile detail of r.
+double gemm_compute_s(const graph::Kernel& k, const CostParams& c, KernelCost& r, double& extra_bytes) {
+  const int pk = static_cast<int>(spec::peak_of(k.dtype));
+  const double peak = c.peak_flop_per_s[pk] > 0 ? c.peak_flop_per_s[pk] : c.vector_flop_per_s;
+  const double eta = c.gemm_frac[pk] > 0 ? c.gemm_frac[pk] : 1.0;
+  const double per_sm = peak * eta / c.sms;
+  // k0 is in K steps at the 16-bit rate: a narrower type's K steps are faster.
+  const int p16 = static_cast<int>(spec::Peak::kBf16);
+  const double k0 = c.gemm_k0 * (c.peak_flop_per_s[p16] > 0 ? std::max(1.0, peak / c.peak_flop_per_s[p16]) : 1.0);
+  const double m = std::max(1.0, k.gemm.m), n = std::max(1.0, k.gemm.n), kk = std::max(1.0, k.gemm.k);
+  const double batch = std::max(1.0, k.gemm.batch);
+  const double e_in = spec::bytes_per_element(k.dtype);
+  double best = std::numeric_limits<double>::infinity();
+  auto consider = [&](double tm, double tn, double split, double time, double tiles, double waves, double extra) {
+    if (time + extra / (c.hbm_bytes_per_s * c.mem_frac[static_cast<int>(KernelClass::kGemm)]) >= best) return;
+    best = time + extra / (c.hbm_bytes_per_s * c.mem_frac[static_cast<int>(KernelClass::kGemm)]);
+    r.tile_m = tm, r.tile_n = tn, r.split_k = split, r.blocks = tiles, r.waves = waves;
+    extra_bytes = extra;
+  };
+  auto one_tile = [&](double tm, double tn) {
+    const double feed = 1.0 / (1.0 + c.gemm_lambda * (1.0 / tm + 1.0 / tn));
+    const double rate = per_sm * feed;  // FLOP/s per SM in this tile's main loop
+    const double tiles = std::ceil(m / tm) * std::ceil(n / tn) * batch;
+    const double flop_k = 2.0 * tm * tn;  // per K step
+    // Data-parallel: whole waves of tiles.
+    const double waves = std::ceil(tiles / c.sms);
+    consider(tm, tn, 1, waves * flop_k * (kk + k0) / rate, tiles, waves, 0);
+    // Split-K: too few tiles for the SMs; partial sums in fp32 written and read back.
+    if (tiles < c.sms)
+      for (double s : kSplits) {
+        if (kk / s < 128) break;
+        const double w = std::ceil(tiles * s / c.sms);
+        consider(tm, tn, s, w * flop_k * (kk / s + k0) / rate, tiles * s, w, 2.0 * s * m * n * batch * 4.0);
+      }
+    // Stream-K: each SM takes an equal share of all tiles' K steps; a share
+    // spans at most two tiles, so it pays two prologues/epilogues.
+    if (c.stream_k && tiles > c.sms)
+      consider(tm, tn, 0, (tiles * kk / c.sms + 2.0 * k0) * flop_k / rate, tiles, tiles / c.sms, 0);
+  };
+  if (c.tile_m > 0 && c.tile_n > 0) {
+    // A calibrated tile is the measured kernel's: data-parallel waves only.
+    const double tiles = std::ceil(m / c.tile_m) * std::ceil(n / c.tile_n) * batch;
+    const double waves = std::ceil(tiles / c.sms);
+    const double feed = 1.0 / (1.0 + c.gemm_lambda * (1.0 / c.tile_m + 1.0 / c.tile_n));
+    consider(c.tile_m, c.tile_n, 1, waves * 2.0 * c.tile_m * c.tile_n * (kk + k0) / (per_sm * feed), tiles, waves, 0);
+  } else {
+    for (const auto& t : kGemmTiles) {
+      // Two pipeline stages of A and B K-slices (128 bytes deep) must fit shared memory.
+      if (2.0 * (t[0] + t[1]) * 128.0 > c.smem_per_sm) continue;
+      one_tile(t[0], t[1]);
+    }
+    if (!std::isfinite(best)) one_tile(64, 64);
+  }
+  (void)e_in;
+  r.efficiency = eta;
+  r.basis = c.calibrated ? "calibration block (gemm_efficiency)"
+                         : "main-loop efficiency fitted on the published best-matmul (MAMF) rows of this GPU generation";
+  return best - extra_bytes / (c.hbm_bytes_per_s * c.mem_frac[static_cast<int>(KernelClass::kGemm)]) +
+         c.gemm_latency_s;
+}
+
+/// The tile choice depends only on the shape, the dtype and the resolved
+/// parameters, and a step has a few dozen distinct GEMM shapes: a small
+/// per-thread direct-mapped cache (static storage, no allocation) keeps the
+/// search over tiles off the hot path.
+struct GemmCacheEntry {
+  std::uint64_t id = 0;
+  double m = 0, n = 0, k = 0, batch = 0;
+  spec::Dtype dtype = spec::Dtype::kBf16;
+  double compute_s = 0, extra = 0;
+  KernelCost detail;
+};
+double gemm_compute_cached(const graph::Kernel& k, const CostParams& c, KernelCost& r, double& extra) {
+  constexpr std::size_t kSlots = 128;
+  thread_local std::array<GemmCacheEntry, kSlots> cache{};
+  const auto bits = [](double v) { return static_cast<std::uint64_t>(v); };
+  std::uint64_t h = c.id * 0x9E3779B97F4A7C15ull;
+  for (std::uint64_t v : {bits(k.gemm.m), bits(k.gemm.n), bits(k.gemm.k), bits(k.gemm.batch),
+                          static_cast<std::uint64_t>(k.dtype)})
+    h = (h ^ v) * 0x100000001B3ull;
+  GemmCacheEntry& e = cache[(h >> 17) % kSlots];
+  if (e.id == c.id && c.id != 0 && e.m == k.gemm.m && e.n == k.gemm.n && e.k == k.gemm.k &&
+      e.batch == k.gemm.batch && e.dtype == k.dtype) {
+    r.tile_m = e.detail.tile_m, r.tile_n = e.detail.tile_n, r.split_k = e.detail.split_k;
+    r.blocks = e.detail.blocks, r.waves = e.detail.waves, r.efficiency = e.detail.efficiency;
+    r.basis = e.detail.basis;
+    extra = e.extra;
+    return e.compute_s;
+  }
+  const double t = gemm_compute_s(k, c, r, extra);
+  e.id = c.id, e.m = k.gemm.m, e.n = k.gemm.n, e.k = k.gemm.k, e.batch = k.gemm.batch, e.dtype = k.dtype;
+  e.compute_s = t, e.extra = extra, e.detail = r;
+  return t;
+}
+
+/// Compute time of a fused attention kernel (see the header); fills the tile detail of r.
+double attention_compute_s(const graph::Kernel& k, const CostParams& c, KernelCost& r) {
+  const graph::AttentionShape& s = k.attn;
+  const int kind = std::min<int>(k.attention, spec::kAttentionKindCount - 1);
+  const int pk = static_cast<int>(spec::peak_of(k.dtype));
+  const double peak = c.peak_flop_per_s[pk] > 0 ? c.peak_flop_per_s[pk] : c.vector_flop_per_s;
+  const double eta = c.attention_frac[kind] > 0 ? c.attention_frac[kind] : 0.5;
+  if (s.head_dim <= 0 || s.q_len <= 0 || s.kv_len <= 0) {
+    r.efficiency = eta;
+    return k.flops / (peak * eta);
+  }
+  const bool fwd = k.phase != spec::Phase::kBackward;
+  const graph::AttentionTile tile = graph::attention_tile(
+      static_cast<spec::AttentionKind>(kind), s.head_dim,
+      fwd ? graph::AttentionPass::kForward : graph::AttentionPass::kBackward, s.causal, c.smem_per_sm);
+  const double br = tile.br, bc = tile.bc, d = s.head_dim;
+  const double per_sm = peak / c.sms;
+  // Softmax work in MMA FLOP: exponentials per score element x FLOP per exp
+  // (the exp unit's rate does not grow with a narrower MMA type).
+  const int p16 = static_cast<int>(spec::Peak::kBf16);
+  const double narrow = c.peak_flop_per_s[p16] > 0 ? std::max(1.0, peak / c.peak_flop_per_s[p16]) : 1.0;
+  const double soft = c.attention_softmax[kind] * c.mma_flop_per_exp * narrow;
+  double iter_s, blocks, mean_it, max_it;
+  if (fwd) {
+    // Blocks over query tiles; each iterates over key tiles.
+    iter_s = (4.0 * br * bc * d / eta + br * bc * soft) / per_sm;
+    const double nq = std::ceil(s.q_len / br), nk = std::ceil(s.kv_len / bc);
+    blocks = s.batch * s.heads * nq;
+    if (s.causal) {
+      // Query block j (bottom-right aligned) reaches key (j + 1) Br + (kv_len - q_len).
+      const double ratio = br / bc, off = std::max(0.0, s.kv_len - s.q_len) / bc;
+      const double round_up = std::fmod(ratio, 1.0) > 0 ? 0.5 : 0.0;
+      mean_it = std::min(nk, ratio * (nq + 1) / 2 + off + round_up);
+      max_it = std::min(nk, std::ceil(ratio * nq + off));
+    } else {
+      mean_it = max_it = nk;
+    }
+  } else {
+    // Backward: blocks over key tiles (Bc keys), each iterating over query
+    // tiles (Br rows): 5 MMAs of 2 Br Bc d (S, dP recomputed; dV, dK, dQ).
+    iter_s = (10.0 * br * bc * d / (eta * c.attention_bwd_frac) + br * bc * soft) / per_sm;
+    const double nkb = std::ceil(s.kv_len / bc), nqi = std::ceil(s.q_len / br);
+    blocks = s.batch * s.heads * nkb;
+    if (s.causal) {
+      mean_it = std::max(1.0, nqi * (nkb + 1) / (2 * nkb));
+      max_it = nqi;
+    } else {
+      mean_it = max_it = nqi;
+    }
+  }
+  const double n0 = c.attention_block_iters;
+  const double waves = std::ceil(blocks / c.sms);
+  r.tile_m = br, r.tile_n = bc, r.split_k = 1, r.blocks = blocks, r.waves = waves;
+  r.efficiency = eta;
+  r.basis = c.calibrated ? "calibration block (attention_efficiency)"
+                         : "per-implementation MMA efficiency and softmax cost fitted on the FlashAttention-3 paper's H100 kernel rows";
+  return std::max((max_it + n0) * iter_s, waves * (mean_it + n0) * iter_s);
+}
+
+}  // namespace
+
 KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_graphs) {
   KernelCost r;
   const double hbm = k.read_bytes + k.write_bytes;
@@ -156,20 +430,16 @@ KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_gr
     r.bound = Bound::kNetwork;
     return r;
   }
-  const int pk = static_cast<int>(spec::peak_of(k.dtype));
+  double extra = 0;
   if (k.cls == KernelClass::kGemm) {
-    const double peak = c.peak_flop_per_s[pk] > 0 ? c.peak_flop_per_s[pk] : c.vector_flop_per_s;
-    const double per_sm = peak * c.gemm_frac[pk] / c.sms;
-    const double tiles = std::ceil(k.gemm.m / c.tile_m) * std::ceil(k.gemm.n / c.tile_n) * k.gemm.batch;
-    const double waves = std::ceil(tiles / c.sms);
-    r.compute_s = waves * (c.tile_m * c.tile_n * (k.gemm.k + c.gemm_k0) * 2.0) / per_sm;
+    r.compute_s = gemm_compute_cached(k, c, r, extra);
   } else if (k.cls == KernelClass::kAttention) {
-    const double peak = c.peak_flop_per_s[pk] > 0 ? c.peak_flop_per_s[pk] : c.vector_flop_per_s;
-    r.compute_s = k.flops / (peak * c.attention_frac[std::min<int>(k.attention, 3)]);
+    r.compute_s = attention_compute_s(k, c, r);
   } else {
     r.compute_s = k.flops / c.vector_flop_per_s;
   }
-  if (hbm > 0) r.memory_s = hbm / (c.hbm_bytes_per_s * c.mem_frac[static_cast<int>(k.cls)]) + c.hbm_latency_s;
+  if (hbm + extra > 0)
+    r.memory_s = (hbm + extra) / (c.hbm_bytes_per_s * c.mem_frac[static_cast<int>(k.cls)]) + c.hbm_latency_s;
   if (k.sram_bytes > 0 && c.sram_bytes_per_s > 0) r.sram_s = k.sram_bytes / c.sram_bytes_per_s;
   r.launch_s = k.launches * (cuda_graphs ? c.graph_launch_s : c.launch_s);
   const double body = std::max({r.compute_s, r.memory_s, r.sram_s});

@@ -74,8 +74,23 @@ Problem check_plan(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec
                                         p.global_batch, p.micro_batch, q.dp)};
   if (p.precision == spec::Precision::kFp8 && !hw.supports(spec::Peak::kFp8))
     return {"precision", fmt::format("fp8 needs fp8 tensor cores; {} has none", hw.name)};
+  // MXFP8 and NVFP4 GEMMs need tensor cores that apply block scales inside
+  // the MMA (Blackwell's tcgen05 block-scaled MMA); an fp4 peak of 0 is a
+  // profile that does not state one.
+  const bool blackwell = hw.generation == spec::Generation::kBlackwell;
+  if (p.precision == spec::Precision::kFp8 && p.fp8_recipe == spec::Fp8Recipe::kMxfp8 && !blackwell)
+    return {"fp8.recipe", fmt::format("mxfp8 needs Blackwell block-scaled tensor cores; {} is {}", hw.name,
+                                      spec::name(hw.generation))};
+  if (p.precision == spec::Precision::kNvfp4 && !blackwell)
+    return {"precision", fmt::format("nvfp4 needs Blackwell block-scaled tensor cores; {} is {}", hw.name,
+                                     spec::name(hw.generation))};
+  if (p.precision == spec::Precision::kNvfp4 && !hw.supports(spec::Peak::kFp4))
+    return {"precision", fmt::format("nvfp4 needs an fp4 peak; the {} profile gives none", hw.name)};
   if (p.precision == spec::Precision::kTf32 && !hw.supports(spec::Peak::kTf32))
     return {"precision", fmt::format("tf32 is not supported on {}", hw.name)};
+  // FlashAttention-3 is written for Hopper's wgmma and TMA (Shah et al. 2024, Sec. 3).
+  if (p.attention == spec::AttentionKind::kFlash3 && !hw.has_fa3())
+    return {"attention", fmt::format("flash3 needs Hopper (wgmma and TMA); {} is {}", hw.name, spec::name(hw.generation))};
   if (p.finetune.mode != spec::FinetuneMode::kFull && p.finetune.rank > m.hidden)
     return {"finetune.rank", fmt::format("LoRA rank {} exceeds the hidden size {}", p.finetune.rank, m.hidden)};
   return {};
@@ -223,6 +238,7 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
     case spec::Precision::kTf32: used = spec::Peak::kTf32; break;
     case spec::Precision::kFp16: used = spec::Peak::kFp16; break;
     case spec::Precision::kFp8: used = spec::Peak::kFp8; break;
+    case spec::Precision::kNvfp4: used = spec::Peak::kFp4; break;
     default: break;
   }
   const double denom = step * gpus;

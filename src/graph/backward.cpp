@@ -64,6 +64,9 @@ void derive_backward(Graph& g) {
     const Kernel f = g.kernels[i];
     if (f.phase != Phase::kForward) continue;
     if (f.cls == KernelClass::kCollective || f.cls == KernelClass::kP2p || f.has(kPerStep)) continue;
+    // Quantization casts and amax passes: the precision pass emits the
+    // backward ones itself, sized by each linear's output gradient.
+    if (f.op == Op::kCast || f.op == Op::kAmax) continue;
     const double e = g.act_bytes;
     if (f.cls == KernelClass::kGemm) {
       const double M = f.gemm.m, N = f.gemm.n, K = f.gemm.k, B = f.gemm.batch;
@@ -99,8 +102,6 @@ void derive_backward(Graph& g) {
         b = flash_attention_backward(f);
         break;
       case Op::kDequant:  // dequantize the frozen weight again for the input-gradient GEMM
-      case Op::kCast:     // cast the output gradient to fp8 (E5M2 in the hybrid recipe)
-      case Op::kAmax:
         b.flops = f.flops;
         b.read_bytes = f.read_bytes;
         b.write_bytes = f.write_bytes;

@@ -23,11 +23,16 @@ Kernel gemm_kernel(double m, double n, double k, double batch, Dtype dtype) {
 
 AttentionTile attention_tile(spec::AttentionKind impl, double d, AttentionPass pass, bool causal,
                              const spec::HardwareSpec& hw) {
+  return attention_tile(impl, d, pass, causal, hw.smem_per_sm_bytes);
+}
+
+AttentionTile attention_tile(spec::AttentionKind impl, double d, AttentionPass pass, bool causal,
+                             double smem_per_sm_bytes) {
   const bool fwd = pass == AttentionPass::kForward;
   switch (impl) {
     case spec::AttentionKind::kFlash: {
       // Dao et al. 2022, Alg. 1: B_c = ceil(M / 4d) elements of SRAM M (16-bit), B_r = min(B_c, d).
-      const double smem = hw.smem_per_sm_bytes > 0 ? hw.smem_per_sm_bytes : 96.0 * 1024.0;
+      const double smem = smem_per_sm_bytes > 0 ? smem_per_sm_bytes : 96.0 * 1024.0;
       const double bc = std::max(16.0, std::ceil(smem / 2.0 / (4.0 * d)));
       return {std::max(16.0, std::min(bc, d)), bc};
     }

@@ -42,7 +42,10 @@ GraphFacts facts(const graph::Graph& g) {
     } else {
       f.other_saved += s * k.saved_fraction * k.count;
     }
-    if (k.has(graph::kFp8Gemm)) f.fp8_linear_params += k.weight_params * k.gemm.batch * k.count;
+    if (k.has(graph::kFp8Gemm)) {
+      f.fp8_linear_params += k.weight_params * k.gemm.batch * k.count;
+      f.fp8_linears += k.gemm.batch * k.count;
+    }
   }
   f.tokens = g.tokens;
   f.act_bytes = g.act_bytes;
@@ -59,9 +62,10 @@ ModelState model_state(const spec::ModelSpec& m, const spec::PlanSpec& p, double
   // Weights: trainable at working precision, a frozen base at the policy's
   // frozen width (16 bits for LoRA, NF4 for QLoRA).
   double weights = (lp.weights - lp.frozen) * wb + lp.frozen * pol.frozen_weight_bytes;
-  // Transformer Engine keeps an fp8 copy of each linear weight and its
-  // transpose beside the 16-bit weight: +2 bytes per linear parameter.
-  weights += 2.0 * fp8_linear_params;
+  // Transformer Engine keeps a quantized copy of each linear weight and its
+  // transpose beside the 16-bit weight: +2 bytes per linear parameter in fp8
+  // (plus block scales: blockwise 2 x 4/16384, mxfp8 2 x 1/32), 2 x 9/16 in NVFP4.
+  if (pol.fp8_linear) weights += 2.0 * pol.quant.weight_bytes_per_elem * fp8_linear_params;
   const double expert_weights = lp.expert_weights * (lp.expert_trainable > 0 ? wb : pol.frozen_weight_bytes);
   // ZeRO stage s shards what it covers over the data-parallel group: dense
   // bytes over DP x CP ranks, expert bytes over DP x CP / EP.
@@ -103,6 +107,12 @@ MemoryResult estimate(const GraphFacts& g, const spec::ModelSpec& m, const spec:
   const double t = std::max(1, par.tp);
   r.buffers = g.logits_transient + g.tokens * (m.vocab / t) * g.act_bytes;
   if (par.zero >= 3 && dgroup > 1) r.buffers += 2 * (lp.weights / std::max(1.0, lp.layers_local)) * wb;
+  // fp8 scaling state, persistent and small: per quantized linear three
+  // tensors (input, weight, output gradient) of spec::QuantRecipe state each
+  // (delayed: a 1024-entry fp32 amax history plus scale and scale_inv).
+  // Block scales travel with their tensors (saved activations, weight copies).
+  if (const auto pol = spec::precision_policy(p); pol.fp8_linear)
+    r.buffers += 3 * pol.quant.state_bytes_per_tensor * g.fp8_linears;
   const bool distributed = par.gpus() > 1;
   r.workspace = kWorkspaceBytes + (distributed ? kNcclBytes : 0.0);
   r.fragmentation = kFragmentationFrac * (r.activations + r.buffers);

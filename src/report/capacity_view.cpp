@@ -108,9 +108,11 @@ Roofline make_roofline(const CapacityInputs& in) {
   const spec::HardwareSpec& hw = *in.gpu;
   const cost::CostParams c = cost::resolve(hw, in.use_calibration);
   r.hbm_bytes_per_s = hw.hbm_bytes_per_s;
+  // Roofs at the sustained clock the kernels are costed at (the spec-sheet
+  // peaks are quoted at boost).
   for (spec::Peak p : {spec::Peak::kFp32, spec::Peak::kTf32, spec::Peak::kBf16, spec::Peak::kFp8})
     if (hw.supports(p))
-      r.roofs.push_back({std::string(spec::name(p)), hw.peak(p), cost::ridge_point(c, p)});
+      r.roofs.push_back({std::string(spec::name(p)), c.peak_flop_per_s[static_cast<int>(p)], cost::ridge_point(c, p)});
   for (const auto& k : in.prediction.kernels) {
     const bool comm = k.cls == spec::KernelClass::kCollective || k.cls == spec::KernelClass::kP2p;
     if (comm || k.flops <= 0 || k.hbm_bytes <= 0 || k.time_s <= 0 || k.intensity <= 0 || k.count <= 0) {

@@ -47,8 +47,10 @@ json plan_json(const spec::PlanSpec& p, const spec::ModelSpec& m) {
     switch (f.type) {
       case spec::FieldType::kInt: v = f.int_ref(q); break;
       case spec::FieldType::kBool: v = f.bool_ref(q); break;
-      case spec::FieldType::kNumber:
-      case spec::FieldType::kQuantity: v = num(f.num_ref(q)); break;
+      case spec::FieldType::kNumber: v = num(f.num_ref(q)); break;
+      case spec::FieldType::kQuantity:
+        v = f.dim == units::Dimension::kCount ? json(num(f.num_ref(q))) : json(spec::field_text(f, p));
+        break;
       case spec::FieldType::kWord: v = f.word(p); break;
     }
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
 
@@ -15,14 +16,17 @@ namespace {
 
 // One row per generation: the word the profile writes and what the part has
 // (GenerationInfo's comment gives the source of each column).
-//   word         generation              vendor           fp8    wgmma  async  fa3
+//   word             generation                   vendor           fp8    fp4    wgmma  async  fa3
 constexpr GenerationInfo kGenerations[] = {
-    {"ampere", Generation::kAmpere, Vendor::kNvidia, false, false, false, false},
-    {"ada", Generation::kAda, Vendor::kNvidia, true, false, false, false},
-    {"hopper", Generation::kHopper, Vendor::kNvidia, true, true, true, true},
-    {"blackwell", Generation::kBlackwell, Vendor::kNvidia, true, false, true, false},
-    {"cdna3", Generation::kCdna3, Vendor::kAmd, true, false, false, false},
-    {"host", Generation::kHost, Vendor::kHost, false, false, false, false},
+    {"ampere", Generation::kAmpere, Vendor::kNvidia, false, false, false, false, false},
+    {"ada", Generation::kAda, Vendor::kNvidia, true, false, false, false, false},
+    {"hopper", Generation::kHopper, Vendor::kNvidia, true, false, true, true, true},
+    {"blackwell", Generation::kBlackwell, Vendor::kNvidia, true, true, false, true, false},
+    {"rtx_blackwell", Generation::kRtxBlackwell, Vendor::kNvidia, true, true, false, false, false},
+    {"cdna2", Generation::kCdna2, Vendor::kAmd, false, false, false, false, false},
+    {"cdna3", Generation::kCdna3, Vendor::kAmd, true, false, false, false, false},
+    {"cdna4", Generation::kCdna4, Vendor::kAmd, true, true, false, false, false},
+    {"host", Generation::kHost, Vendor::kHost, false, false, false, false, false},
 };
 static_assert(std::size(kGenerations) == kGenerationCount);
 
@@ -168,6 +172,13 @@ std::string normalize_gpu_name(std::string_view s) {
   return out;
 }
 
+double clock_at_power(const HardwareSpec& hw, double power_w) {
+  const double sustained_hz = hw.sustained_clock_hz > 0 ? hw.sustained_clock_hz : hw.clock_hz;
+  if (!(power_w > 0) || !(hw.tdp_w > 0)) return sustained_hz;
+  const double f_hz = sustained_hz * std::cbrt(power_w / hw.tdp_w);
+  return hw.clock_hz > 0 ? std::min(hw.clock_hz, f_hz) : f_hz;
+}
+
 HardwareSpec load_hardware(const std::string& path) {
   YAML::Node root = load_yaml_file(path);
   support::DiagnosticList diags;
@@ -196,6 +207,13 @@ HardwareSpec load_hardware(const std::string& path) {
   if (auto comp = top.map("compute", true)) {
     hw.sm_count = static_cast<int>(comp->integer("sm_count", true, 1, 100000).value_or(0));
     hw.clock_hz = comp->quantity("boost_clock", Dimension::kFrequency).value_or(0);
+    const auto sustained = comp->quantity("sustained_clock", Dimension::kFrequency);
+    if (sustained && !(hw.clock_hz > 0))
+      comp->error_at("sustained_clock", "needs compute.boost_clock, the clock it may not exceed");
+    else if (sustained && *sustained > hw.clock_hz)
+      comp->error_at("sustained_clock", fmt::format("expected at most the boost clock ({:g} MHz), got {:g} MHz",
+                                                    hw.clock_hz / 1e6, *sustained / 1e6));
+    hw.sustained_clock_hz = sustained.value_or(hw.clock_hz);
     hw.smem_per_sm_bytes = comp->quantity("smem_per_sm", Dimension::kBytes).value_or(0);
     hw.sram_bytes_per_s = comp->quantity("sram_bandwidth", Dimension::kByteRate).value_or(0);
     hw.launch_overhead_s = event_time(*comp, "launch_overhead").value_or(0);
@@ -237,18 +255,27 @@ HardwareSpec load_hardware(const std::string& path) {
   top.finish();
 
   // Cross-field checks.
-  // fp8 peak exactly when the generation has fp8 tensor cores.
+  // fp8 (fp4) peak exactly when the generation has fp8 (fp4) tensor cores.
   if (generation && hw.peak(Peak::kBf16) > 0) {
     const YAML::Node peak = root["compute"]["peak"];
-    if (hw.has_fp8() && !hw.supports(Peak::kFp8))
-      diags.error(loc_of(path, peak), "compute.peak.fp8",
-                  fmt::format("missing: {} GPUs have fp8 tensor cores; give the dense fp8 peak",
-                              name(hw.generation)));
-    else if (!hw.has_fp8() && hw.supports(Peak::kFp8))
-      diags.error(loc_of(path, peak["fp8"]), "compute.peak.fp8",
-                  fmt::format("{} GPUs have no fp8 tensor cores (fp8 arrived with ada and hopper); remove it or "
-                              "correct generation",
-                              name(hw.generation)));
+    struct Rule {
+      Peak p;
+      bool has;
+      std::string_view since;  // the generations that brought the format
+    };
+    const Rule rules[] = {{Peak::kFp8, hw.has_fp8(), "ada and hopper"},
+                          {Peak::kFp4, hw.has_fp4(), "blackwell and cdna4"}};
+    for (const Rule& r : rules) {
+      const std::string key(name(r.p));
+      if (r.has && !hw.supports(r.p))
+        diags.error(loc_of(path, peak), "compute.peak." + key,
+                    fmt::format("missing: {} GPUs have {} tensor cores; give the dense {} peak",
+                                name(hw.generation), key, key));
+      else if (!r.has && hw.supports(r.p))
+        diags.error(loc_of(path, peak[key]), "compute.peak." + key,
+                    fmt::format("{} GPUs have no {} tensor cores ({} arrived with {}); remove it or correct generation",
+                                name(hw.generation), key, key, r.since));
+    }
   }
   // An fp8 peak above twice bf16's is a sparsity figure copied by mistake.
   if (hw.peak(Peak::kFp8) > 0 && hw.peak(Peak::kBf16) > 0 && hw.peak(Peak::kFp8) > 2.5 * hw.peak(Peak::kBf16))

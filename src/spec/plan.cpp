@@ -32,7 +32,7 @@ std::string choices_of(const std::pair<std::string_view, E> (&table)[N]) {
 
 constexpr std::pair<std::string_view, Precision> kPrecisions[] = {
     {"fp32", Precision::kFp32}, {"tf32", Precision::kTf32}, {"fp16", Precision::kFp16},
-    {"bf16", Precision::kBf16}, {"fp8", Precision::kFp8}};
+    {"bf16", Precision::kBf16}, {"fp8", Precision::kFp8}, {"nvfp4", Precision::kNvfp4}};
 constexpr std::pair<std::string_view, AttentionKind> kAttention[] = {
     {"naive", AttentionKind::kNaive}, {"flash", AttentionKind::kFlash}, {"flash2", AttentionKind::kFlash2},
     {"flash3", AttentionKind::kFlash3}, {"cudnn", AttentionKind::kCudnn}, {"triton", AttentionKind::kTriton}};
@@ -46,10 +46,11 @@ constexpr std::pair<std::string_view, FinetuneMode> kFinetune[] = {
     {"full", FinetuneMode::kFull}, {"lora", FinetuneMode::kLora}, {"qlora", FinetuneMode::kQlora}};
 constexpr std::pair<std::string_view, AttentionFlops> kAttnFlops[] = {
     {"causal", AttentionFlops::kCausal}, {"full", AttentionFlops::kFull}};
-// One recipe is modelled (techniques/precision.cpp): E4M3 forward, E5M2 gradients.
-constexpr std::pair<std::string_view, Fp8Recipe> kRecipes[] = {{"hybrid", Fp8Recipe::kHybrid}};
-constexpr std::pair<std::string_view, Fp8Scaling> kScalings[] = {{"delayed", Fp8Scaling::kDelayed},
-                                                                {"current", Fp8Scaling::kCurrent}};
+// The fp8 recipes techniques/precision.cpp models (what each costs is there).
+constexpr std::pair<std::string_view, Fp8Recipe> kRecipes[] = {{"delayed", Fp8Recipe::kDelayed},
+                                                              {"tensorwise", Fp8Recipe::kTensorwise},
+                                                              {"blockwise", Fp8Recipe::kBlockwise},
+                                                              {"mxfp8", Fp8Recipe::kMxfp8}};
 constexpr std::pair<std::string_view, std::uint8_t> kTargets[] = {
     {"q", kTargetQ}, {"k", kTargetK}, {"v", kTargetV}, {"o", kTargetO},
     {"gate", kTargetGate}, {"up", kTargetUp}, {"down", kTargetDown}};
@@ -63,7 +64,6 @@ std::optional<OptimizerKind> parse_optimizer(std::string_view s) { return find_w
 std::optional<FinetuneMode> parse_finetune(std::string_view s) { return find_word(kFinetune, s); }
 std::optional<AttentionFlops> parse_attention_flops(std::string_view s) { return find_word(kAttnFlops, s); }
 std::optional<Fp8Recipe> parse_fp8_recipe(std::string_view s) { return find_word(kRecipes, s); }
-std::optional<Fp8Scaling> parse_fp8_scaling(std::string_view s) { return find_word(kScalings, s); }
 
 std::optional<Recompute> parse_recompute(std::string_view s) {
   if (s == "none") return Recompute{RecomputeKind::kNone, 0};
@@ -106,7 +106,6 @@ std::string to_string(OptimizerKind o) { return word_of(kOptimizers, o); }
 std::string to_string(FinetuneMode f) { return word_of(kFinetune, f); }
 std::string to_string(AttentionFlops a) { return word_of(kAttnFlops, a); }
 std::string to_string(Fp8Recipe r) { return word_of(kRecipes, r); }
-std::string to_string(Fp8Scaling s) { return word_of(kScalings, s); }
 std::string to_string(const Recompute& r) {
   switch (r.kind) {
     case RecomputeKind::kNone: return "none";
@@ -134,7 +133,6 @@ std::string fusion_choices() { return choices_of(kFusion); }
 std::string optimizer_choices() { return choices_of(kOptimizers); }
 std::string finetune_choices() { return choices_of(kFinetune); }
 std::string fp8_recipe_choices() { return choices_of(kRecipes); }
-std::string fp8_scaling_choices() { return choices_of(kScalings); }
 std::string attention_flops_choices() { return choices_of(kAttnFlops); }
 std::string lora_target_choices() { return "a comma list of q, k, v, o, gate, up, down, or all, attention"; }
 

@@ -37,17 +37,22 @@ const PlanField kFields[] = {
     {.key = "seq_len", .setting = "seq", .flag = "seq",
      .help = "Sequence length (default: 8192 capped at the model's maximum)", .type = FieldType::kInt, .lo = 1,
      .hi = 1 << 30, .int_ref = [](PlanSpec& p) -> int& { return p.seq_len; }},
-    {.key = "precision", .flag = "precision", .help = "Training precision", .type = FieldType::kWord,
+    {.key = "precision", .flag = "precision",
+     .help = "Training precision (fp8: the decoder layers' linear GEMMs in fp8 by fp8.recipe; nvfp4: in NVFP4, "
+             "E2M1 with an E4M3 scale per 16 elements, Blackwell only; the LM head stays bf16)", .type = FieldType::kWord,
      RIDGELINE_WORD(precision, parse_precision, to_string), .choices = precision_choices,
      .group = SummaryGroup::kTechnique, .show = Show::kAlways},
     {.key = "fp8.recipe", .setting = "fp8_recipe", .flag = "fp8-recipe",
-     .help = "fp8 recipe (hybrid: E4M3 forward, E5M2 gradients; the one recipe modelled so far)",
+     .help = "fp8 scaling recipe (Transformer Engine's): delayed = per-tensor scales from an amax history of "
+             "1024 steps, E4M3 forward and E5M2 gradients (DelayedScaling, HYBRID format); tensorwise = "
+             "per-tensor current scaling, an amax pass over each tensor before its cast (Float8CurrentScaling); "
+             "blockwise = DeepSeek-V3 1x128 activation and 128x128 weight fp32 scales, computed in the cast, "
+             "partial sums promoted every 128 of K (Float8BlockScaling); mxfp8 = OCP MX, an E8M0 scale per 32 "
+             "elements, row- and column-wise quantized copies, Blackwell block-scaled tensor cores only "
+             "(MXFP8BlockScaling)",
      .type = FieldType::kWord, RIDGELINE_WORD(fp8_recipe, parse_fp8_recipe, to_string),
-     .choices = fp8_recipe_choices, .applies = is_fp8},
-    {.key = "fp8.scaling", .setting = "fp8_scaling", .flag = "fp8-scaling", .help = "fp8 per-tensor scaling",
-     .type = FieldType::kWord, RIDGELINE_WORD(fp8_scaling, parse_fp8_scaling, to_string),
-     .choices = fp8_scaling_choices, .applies = is_fp8, .group = SummaryGroup::kTechnique,
-     .show = Show::kIfChanged, .summary = "fp8 {} scaling"},
+     .choices = fp8_recipe_choices, .applies = is_fp8, .group = SummaryGroup::kTechnique,
+     .show = Show::kIfChanged, .summary = " {}"},
     {.key = "loss_scaling.skipped_step_rate", .setting = "skipped_step_rate", .flag = "skipped-step-rate",
      .help = "fp16: fraction of steps skipped on overflow", .type = FieldType::kNumber, .lo = 0, .hi = 0.5,
      .num_ref = [](PlanSpec& p) -> double& { return p.skipped_step_rate; },
@@ -135,6 +140,15 @@ const PlanField kFields[] = {
     {.key = "power_utilization", .flag = "power-utilization",
      .help = "Average fraction of TDP drawn, for energy", .type = FieldType::kNumber, .lo = 0.01, .hi = 1.0,
      .num_ref = [](PlanSpec& p) -> double& { return p.power_utilization; }},
+    // A power such as "500 W" (set_field rejects 0 and below); 0 in PlanSpec
+    // means not given, so the field applies (and prints) only when set.
+    {.key = "power_limit", .flag = "power-limit",
+     .help = "Board power limit (nvidia-smi -pl), e.g. \"500 W\"; lowers the sustained clock; default: the "
+             "profile's TDP",
+     .type = FieldType::kQuantity, .dim = units::Dimension::kPower,
+     .num_ref = [](PlanSpec& p) -> double& { return p.power_limit_w; },
+     .applies = [](const PlanSpec& p) { return p.power_limit_w > 0; }, .group = SummaryGroup::kTechnique,
+     .show = Show::kIfChanged, .summary = "{} power limit"},
 };
 
 #pragma GCC diagnostic pop
@@ -199,7 +213,10 @@ std::string field_text(const PlanField& f, const PlanSpec& p) {
   switch (f.type) {
     case FieldType::kInt: return std::to_string(f.int_ref(q));
     case FieldType::kNumber: return number_text(f.num_ref(q));
-    case FieldType::kQuantity: return units::format_count(f.num_ref(q));
+    case FieldType::kQuantity:
+      // In the unit set_field reads back exactly: watts as given, counts as "15T".
+      if (f.dim == units::Dimension::kPower) return fmt::format("{:g} W", f.num_ref(q));
+      return units::format_count(f.num_ref(q));
     case FieldType::kBool: return f.bool_ref(q) ? "true" : "false";
     case FieldType::kWord: return f.word(p);
   }

@@ -99,7 +99,7 @@ const std::map<std::string, std::vector<std::string>>& whole_fields() {
       {"hardware", {"num_gpus"}},
       {"model", {"layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "seq_len"}},
       {"training", {"global_batch", "micro_batch", "tp", "pp", "dp", "cp", "virtual_pp_interleave", "grad_accum"}},
-      {"kernel", {"M", "N", "K", "batch", "seq_len", "heads", "kv_heads", "head_dim"}},
+      {"kernel", {"M", "N", "K", "batch", "seq_len", "seqlen", "heads", "kv_heads", "head_dim"}},
   };
   return f;
 }
@@ -122,7 +122,7 @@ const std::map<std::string, std::vector<std::string>>& bool_fields() {
   return f;
 }
 
-constexpr const char* kSections[] = {"hardware", "model", "training", "kernel", "measured", "derived"};
+constexpr const char* kSections[] = {"source", "hardware", "model", "training", "kernel", "measured", "derived"};
 
 class RowReader {
  public:
@@ -270,9 +270,7 @@ PublishedFile load_published(const std::string& path) {
     }
     scalar("confidence", false, r.confidence);
     scalar("notes", false, r.notes);
-    if (const YAML::Node s = row["source"]; s.IsDefined() && !s.IsNull() && !s.IsMap())
-      rr.error(s, label, "source: expected a mapping of fields");
-    PublishedSection* secs[] = {&r.hardware, &r.model, &r.training, &r.kernel, &r.measured, &r.derived};
+    PublishedSection* secs[] = {&r.source, &r.hardware, &r.model, &r.training, &r.kernel, &r.measured, &r.derived};
     for (size_t k = 0; k < std::size(kSections); ++k) rr.section(row, kSections[k], label, *secs[k]);
     if (ok) out.rows.push_back(std::move(r));
   }

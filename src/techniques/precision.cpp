@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "ridgeline/spec/precision.hpp"
 #include "ridgeline/techniques/passes.hpp"
 
 namespace ridgeline::techniques {
@@ -7,74 +8,150 @@ namespace ridgeline::techniques {
 using graph::Kernel;
 using graph::Op;
 
-/// fp8 (Transformer Engine style): every linear layer's GEMM runs in fp8
-/// (E4M3 forward; hybrid recipe: E5M2 gradients), attention core and all
-/// non-GEMM ops stay 16-bit. Costs it adds: a cast (with amax) of each GEMM
-/// input that is not produced by a norm that casts in its epilogue
-/// (LayerNormLinear), an extra amax pass per cast under current scaling, and
-/// once per step an fp8 copy of every weight and its transpose. Linear layers
-/// save their fp8 input (1 byte/element) for the weight gradient.
+namespace {
+
+/// The linear layers a recipe quantizes: Transformer Engine's Linear,
+/// LayerNormLinear and GroupedLinear modules of a Megatron-Core decoder layer
+/// (QKV, attention output, MLP up/gate, down; MoE experts). The LM head stays
+/// bf16 (Megatron-Core builds the output layer outside the fp8 autocast),
+/// the router 16-bit, the attention core bf16 (FP8 attention, as in
+/// FlashAttention-3, is a separate choice).
+bool quantized_linear(const Kernel& k) {
+  if (k.cls != spec::KernelClass::kGemm || !k.has(graph::kHasWeight) || k.phase != spec::Phase::kForward)
+    return false;
+  return k.op == Op::kQkv || k.op == Op::kOut || k.op == Op::kUp || k.op == Op::kDown;
+}
+
+/// Kernel names: forward input (X) and backward output-gradient (dY) casts.
+struct CastNames {
+  std::string_view amax, cast_transpose, rowwise, colwise;
+};
+constexpr CastNames kFp8Input{"fp8_amax_input", "fp8_cast_transpose_input", "fp8_quantize_input_rowwise",
+                              "fp8_quantize_input_colwise"};
+constexpr CastNames kFp8Grad{"fp8_amax_grad", "fp8_cast_transpose_grad", "fp8_quantize_grad_rowwise",
+                             "fp8_quantize_grad_colwise"};
+constexpr CastNames kFp4Input{"nvfp4_amax_input", "nvfp4_cast_transpose_input", "nvfp4_quantize_input_rowwise",
+                              "nvfp4_rht_quantize_input_colwise"};
+constexpr CastNames kFp4Grad{"nvfp4_amax_grad", "nvfp4_cast_transpose_grad", "nvfp4_quantize_grad_rowwise",
+                             "nvfp4_rht_quantize_grad_colwise"};
+
+/// The kernels that quantize one 16-bit tensor of `elems` elements into the
+/// row-wise copy (fprop / dgrad operand) and the column-wise copy (wgrad
+/// operand), appended in `phase`:
+///  - current scaling (tensorwise, NVFP4's per-tensor scale): an amax pass,
+///    read e bytes per element, write one fp32;
+///  - one cast_transpose (TE's fused cast + transpose, delayed / tensorwise /
+///    blockwise): read e, write both copies, 2 q bytes per element;
+///  - or, where the column-wise copy has blocks of its own (mxfp8, NVFP4): a
+///    row-wise and a column-wise quantization, each read e, write q; NVFP4's
+///    column-wise one applies the 16x16 random Hadamard transform first.
+void append_casts(std::vector<Kernel>& out, const Kernel& gemm, const spec::QuantRecipe& q, const CastNames& names,
+                  spec::Dtype dtype, spec::Phase phase, double elems, double e) {
+  Kernel c;
+  c.op = Op::kCast;
+  c.cls = spec::KernelClass::kCast;
+  c.phase = phase;
+  c.dtype = dtype;
+  c.flags = gemm.flags & graph::kLayer;
+  c.count = gemm.count;
+  if (q.amax_pass) {
+    Kernel a = c;
+    a.name = names.amax;
+    a.op = Op::kAmax;
+    a.cls = spec::KernelClass::kReduction;
+    a.read_bytes = elems * e;
+    a.write_bytes = 4;
+    a.flops = elems;
+    out.push_back(a);
+  }
+  c.read_bytes = elems * e;
+  if (!q.separate_colwise) {
+    c.name = names.cast_transpose;
+    c.write_bytes = 2 * elems * q.act_bytes_per_elem;
+    c.flops = 2 * elems;
+    out.push_back(c);
+    return;
+  }
+  c.name = names.rowwise;
+  c.write_bytes = elems * q.act_bytes_per_elem;
+  c.flops = 2 * elems;
+  out.push_back(c);
+  c.name = names.colwise;
+  c.flops = (2 + q.hadamard_flop_per_elem) * elems;
+  out.push_back(c);
+}
+
+}  // namespace
+
+/// fp8 and NVFP4 linear layers as Transformer Engine runs them under
+/// Megatron-Core (recipes in spec::quant_recipe). Per quantized linear with
+/// input X (T x K elements), weight W (N x K) and output gradient dY (T x N):
+///  - fprop, dgrad and wgrad GEMMs in the recipe's dtype (derive_backward
+///    copies the forward GEMM's dtype and kFp8Gemm to both backward GEMMs);
+///    fprop reads the quantized X and W;
+///  - forward: X's casts (append_casts), except where a LayerNorm writes the
+///    quantized input itself (QKV and MLP-up after norm1 / norm2, delayed
+///    scaling, fusion not eager: TE LayerNormLinear; its two 1-byte copies
+///    take the place of the 2-byte output, so the norm's bytes stand);
+///  - backward: dY's casts, sized by that layer's output gradient;
+///  - X's column-wise copy is saved for wgrad (q bytes per element, not e);
+///  - once per step, when the weights change: W's quantized copies (row-wise
+///    and transposed), read e per pass (two passes where the column-wise copy
+///    is its own quantization, mxfp8; an amax pass under current scaling).
+/// Not modelled: NVFP4's bf16 last blocks (the paper keeps about 15% of the
+/// linear layers, mostly the final ones, in bf16: the graph's decoder layers
+/// are one kernel each with count = layers) and the amax-history update
+/// (one multi-tensor kernel over 12 KB per linear).
 void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p) {
   (void)m;
-  if (p.precision != spec::Precision::kFp8) return;
-  const bool current = p.fp8_scaling == spec::Fp8Scaling::kCurrent;
-  const bool fused_norm = p.fusion != spec::Fusion::kEager;
+  const spec::PrecisionPolicy pol = spec::precision_policy(p);
+  if (!pol.fp8_linear) return;
+  const spec::QuantRecipe& q = pol.quant;
+  const bool fp4 = q.gemm == spec::Dtype::kFp4;
+  const CastNames& in_names = fp4 ? kFp4Input : kFp8Input;
+  const CastNames& grad_names = fp4 ? kFp4Grad : kFp8Grad;
+  const bool fused_norm = q.norm_fused && p.fusion != spec::Fusion::kEager;
+  const double e = g.act_bytes;
   auto& ks = g.kernels;
   const size_t n = ks.size();
   double weights_per_layer = 0, weights_once = 0;
   for (size_t i = 0; i < n; ++i) {
     Kernel& k = ks[i];
-    if (k.cls != spec::KernelClass::kGemm || !k.has(graph::kHasWeight) || k.phase != spec::Phase::kForward)
-      continue;
-    if (k.op == Op::kRouter) continue;  // router GEMM stays 16-bit
+    if (!quantized_linear(k)) continue;
     const double in_elems = k.gemm.batch * k.gemm.m * k.gemm.k;
+    const double out_elems = k.gemm.batch * k.gemm.m * k.gemm.n;
     const double w_elems = k.gemm.batch * k.gemm.n * k.gemm.k;
     k.flags |= graph::kFp8Gemm;
-    k.dtype = spec::Dtype::kFp8E4M3;
-    k.read_bytes = in_elems * 1.0 + w_elems * 1.0;  // fp8 input and fp8 weight copy
-    if (k.saved_bytes > 0) k.saved_bytes = k.saved_bytes / g.act_bytes;  // fp8 input saved
+    k.dtype = q.gemm;
+    // The input at 1 byte per element: derive_backward takes the weight's
+    // bytes as read_bytes less 1 byte per input element (scales, and NVFP4's
+    // half byte, are within a few percent of a compute-bound GEMM's reads).
+    k.read_bytes = in_elems * 1.0 + w_elems * q.weight_bytes_per_elem;
+    if (k.saved_bytes > 0) k.saved_bytes = k.saved_bytes / e * q.act_bytes_per_elem;  // column-wise X
     (k.has(graph::kLayer) ? weights_per_layer : weights_once) += w_elems;
-    // The input cast: fused into the preceding norm for QKV and up (LayerNormLinear).
-    const bool after_norm = (k.op == Op::kQkv || k.op == Op::kUp || k.op == Op::kLmHead) && fused_norm;
-    if (!after_norm) {
-      Kernel c;
-      c.name = "fp8_cast_input";
-      c.op = Op::kCast;
-      c.cls = spec::KernelClass::kCast;
-      c.dtype = spec::Dtype::kFp8E4M3;
-      c.flags = k.flags & graph::kLayer;
-      c.count = k.count;
-      c.read_bytes = in_elems * g.act_bytes;
-      c.write_bytes = in_elems;
-      c.flops = 2 * in_elems;
-      ks.push_back(c);
-    }
-    if (current) {
-      Kernel a;
-      a.name = "fp8_amax";
-      a.op = Op::kAmax;
-      a.cls = spec::KernelClass::kReduction;
-      a.flags = k.flags & graph::kLayer;
-      a.count = k.count;
-      a.read_bytes = in_elems * g.act_bytes;
-      a.write_bytes = 4;
-      a.flops = in_elems;
-      ks.push_back(a);
-    }
+    const bool after_norm = (k.op == Op::kQkv || k.op == Op::kUp) && fused_norm;
+    // Appended to the graph itself (its capacity is kept across evaluations:
+    // no allocation); a copy, since appending may move the kernels.
+    const Kernel gemm = k;
+    if (!after_norm) append_casts(ks, gemm, q, in_names, q.gemm, spec::Phase::kForward, in_elems, e);
+    append_casts(ks, gemm, q, grad_names, q.grad, spec::Phase::kBackward, out_elems, e);
   }
-  // Once per step: fp8 copies of the weights and their transposes (cached
-  // across micro-batches), plus the amax-history update.
+  // Once per step: the weights' quantized copies (cached across micro-batches).
+  const double wp = weights_per_layer * g.layers + weights_once;
+  const double passes = q.separate_colwise && !fp4 ? 2 : 1;  // NVFP4's 16x16 weight blocks transpose as they are
   Kernel w;
-  w.name = "fp8_weight_cast_transpose";
+  w.name = fp4 ? "nvfp4_weight_cast_transpose" : "fp8_weight_cast_transpose";
   w.op = Op::kCast;
   w.cls = spec::KernelClass::kCast;
+  w.dtype = q.gemm;
   w.phase = spec::Phase::kOptimizer;
   w.flags = graph::kPerStep;
   w.count = 1;
-  const double wp = weights_per_layer * g.layers + weights_once;
-  w.read_bytes = wp * 2.0;
-  w.write_bytes = wp * 2.0;
-  w.launches = 2 * 7 * g.layers + 2;
+  w.read_bytes = wp * e * (passes + (q.amax_pass ? 1 : 0));
+  w.write_bytes = wp * 2 * q.weight_bytes_per_elem;
+  w.flops = wp * 2 * passes;
+  const double linears = 4.0 * g.layers;
+  w.launches = linears * (passes + (q.amax_pass ? 1 : 0));
   ks.push_back(w);
 }
 

@@ -27,7 +27,11 @@ constexpr SourceConvention kConventions[] = {
     {"llm_foundry", spec::AttentionFlops::kFull, false, spec::AttentionKind::kFlash, spec::AttentionKind::kFlash,
      "3 x (2 N s + 4 L h s^2) per sequence",
      "FlashAttention version not stated: flash (v1 class; llm-foundry's 2023 benchmarks ran attn_impl triton "
-     "or flash-attn 1.0.x)"},
+     "or flash-attn 1.0.x)",
+     // The H100 tables (bf16 and fp8) state the same 'attn_impl flash/triton'
+     // as the A100 ones and no flash-attn version: the source's convention
+     // (v1 class) applies to them too.
+     std::nullopt, {}},
 };
 
 constexpr SourceConvention kDefaultConvention = {"", spec::AttentionFlops::kCausal, false,
@@ -35,6 +39,18 @@ constexpr SourceConvention kDefaultConvention = {"", spec::AttentionFlops::kCaus
                                                  "causal attention halved", ""};
 
 }  // namespace
+
+spec::AttentionKind SourceConvention::flash_version_on(spec::Generation g) const {
+  return g == spec::Generation::kHopper && hopper_flash_version ? *hopper_flash_version : flash_version;
+}
+
+std::string_view SourceConvention::flash_note_on(spec::Generation g) const {
+  return g == spec::Generation::kHopper && hopper_flash_version ? hopper_flash_note : flash_note;
+}
+
+double attention_benchmark_flops(double forward_model_flops, bool forward, bool backward) {
+  return forward_model_flops * ((forward ? 1.0 : 0.0) + (backward ? kAttentionBackwardFlopRatio : 0.0));
+}
 
 const std::vector<SourceConvention>& source_conventions() {
   static const std::vector<SourceConvention> all(std::begin(kConventions), std::end(kConventions));

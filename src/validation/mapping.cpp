@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "ridgeline/graph/kernels.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
 #include "ridgeline/support/diagnostics.hpp"
 #include "ridgeline/validation/conventions.hpp"
@@ -18,6 +19,22 @@ std::string lower(std::string_view s) {
 }
 
 bool contains(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
+
+engine::EvalOptions PredictOptions::eval() const {
+  engine::EvalOptions o;
+  o.keep_kernels = false;
+  o.use_calibration = use_calibration;
+  o.fit_without_group = fit_without_group;
+  return o;
+}
+
+engine::KernelEvalOptions PredictOptions::kernel(bool cuda_graphs) const {
+  engine::KernelEvalOptions o;
+  o.use_calibration = use_calibration;
+  o.cuda_graphs = cuda_graphs;
+  o.fit_without_group = fit_without_group;
+  return o;
+}
 
 Skip missing(std::string_view section, std::string_view field) {
   return Skip{fmt::format("missing field {}.{}", section, field)};
@@ -142,7 +159,12 @@ std::optional<spec::Precision> precision_of(const std::string& text, std::vector
     return spec::Precision::kBf16;
   }
   if (auto p = spec::parse_precision(t)) return p;
-  if (contains(t, "fp8")) return spec::Precision::kFp8;
+  if (contains(t, "fp8")) {
+    // Composer's amp_fp8: Transformer Engine's fp8 autocast around the linear layers.
+    notes.push_back("'" + text + "' taken as fp8 linear layers (Transformer Engine; fp8 recipe " +
+                    spec::to_string(spec::PlanSpec{}.fp8_recipe) + ", the plan default)");
+    return spec::Precision::kFp8;
+  }
   if (contains(t, "bf16") || contains(t, "bfloat16")) return spec::Precision::kBf16;
   if (contains(t, "fp16") || contains(t, "float16")) return spec::Precision::kFp16;
   if (contains(t, "tf32")) return spec::Precision::kTf32;
@@ -169,16 +191,16 @@ OrSkip<spec::Recompute> recompute_of(const std::string& text) {
   return Skip{fmt::format("unrecognised training.recompute '{}'", text)};
 }
 
-/// The FlashAttention version a source ran when a row does not say which.
-spec::AttentionKind unstated_flash(const SourceConvention& conv, std::vector<std::string>& notes) {
-  notes.push_back(conv.flash_note.empty() ? std::string("FlashAttention version not stated: flash2")
-                                          : std::string(conv.flash_note));
-  return conv.flash_version;
+/// The FlashAttention version a source ran on GPUs of generation `g` when a row does not say which.
+spec::AttentionKind unstated_flash(const SourceConvention& conv, spec::Generation g, std::vector<std::string>& notes) {
+  const std::string_view note = conv.flash_note_on(g);
+  notes.push_back(note.empty() ? std::string("FlashAttention version not stated: flash2") : std::string(note));
+  return conv.flash_version_on(g);
 }
 
 /// training.attention or training.flash_attention: a spec word (naive, flash,
 /// flash2, flash3), else free text; unstated, the source's default.
-spec::AttentionKind attention_of(const spec::PublishedRow& row, const SourceConvention& conv,
+spec::AttentionKind attention_of(const spec::PublishedRow& row, const SourceConvention& conv, spec::Generation gen,
                                  std::vector<std::string>& notes) {
   const auto& tr = row.training;
   if (tr.has("attention")) {
@@ -189,13 +211,13 @@ spec::AttentionKind attention_of(const spec::PublishedRow& row, const SourceConv
       return spec::AttentionKind::kNaive;
     if (contains(t, "flash")) {
       if (const int v = flash_version_in(t)) return kind_of_version(v);
-      return unstated_flash(conv, notes);
+      return unstated_flash(conv, gen, notes);
     }
   }
   if (const PublishedValue* fa = tr.get("flash_attention")) {
     const std::string t = lower(fa->text);
     if (t.rfind("false", 0) == 0 || t.rfind("no", 0) == 0) return spec::AttentionKind::kNaive;
-    if (t.rfind("true", 0) == 0 || t.rfind("yes", 0) == 0) return unstated_flash(conv, notes);
+    if (t.rfind("true", 0) == 0 || t.rfind("yes", 0) == 0) return unstated_flash(conv, gen, notes);
   }
   if (conv.group.empty()) notes.push_back("attention kernel not stated: flash2");
   return conv.default_attention;
@@ -224,11 +246,8 @@ int zero_of(const PublishedSection& tr, std::vector<std::string>& notes) {
 
 /// The engine's prediction of a plan, or a Skip when the engine rejects it.
 OrSkip<engine::Prediction> run(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw,
-                               bool use_calibration) {
-  engine::EvalOptions o;
-  o.keep_kernels = false;
-  o.use_calibration = use_calibration;
-  engine::Prediction pr = engine::evaluate(m, p, hw, o);
+                               const PredictOptions& opt) {
+  engine::Prediction pr = engine::evaluate(m, p, hw, opt.eval());
   if (pr.status == engine::Status::kInvalid)
     return Skip{fmt::format("plan rejected: {}: {}", pr.problem.field, pr.problem.message)};
   return pr;
@@ -267,7 +286,7 @@ spec::AttentionKind kind_of_version(int v) {
 }
 
 OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec::HardwareSpec& hw,
-                                      bool use_calibration) {
+                                      const PredictOptions& opt) {
   TrainingCase out;
   auto& notes = out.assumptions;
   const SourceConvention& conv = convention_of(row.group);
@@ -286,7 +305,7 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
   auto rec = recompute_of(tr.text("recompute"));
   if (!rec) return rec.skip();
   p.recompute = *rec;
-  p.attention = attention_of(row, conv, notes);
+  p.attention = attention_of(row, conv, hw.generation, notes);
   const std::string impl = lower(tr.text("implementation"));
   p.fusion = (contains(impl, "huggingface") || contains(impl, "eager")) ? spec::Fusion::kEager : spec::Fusion::kFused;
   auto& q = p.parallel;
@@ -348,7 +367,7 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
     for (int b = 1 << 12; b >= 1; b /= 2) {
       if (b > per_rank || (exact && std::fmod(per_rank, b) != 0)) continue;
       trial.micro_batch = b;
-      const auto pr = run(out.model, trial, hw, use_calibration);
+      const auto pr = run(out.model, trial, hw, opt);
       if (!pr) return pr.skip();
       if (pr->memory.fits || b == 1) {
         micro = b;
@@ -382,8 +401,9 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
   return out;
 }
 
-OrSkip<engine::Prediction> predict_case(const TrainingCase& tc, const spec::HardwareSpec& hw, bool use_calibration) {
-  return run(tc.model, tc.plan, hw, use_calibration);
+OrSkip<engine::Prediction> predict_case(const TrainingCase& tc, const spec::HardwareSpec& hw,
+                                        const PredictOptions& opt) {
+  return run(tc.model, tc.plan, hw, opt);
 }
 
 std::string describe(const TrainingCase& tc) {
@@ -392,6 +412,177 @@ std::string describe(const TrainingCase& tc) {
   return fmt::format("L{} h{} a{} s{} | mb {} gb {} | {} | {}", m.layers, m.hidden, m.heads, p.seq_len,
                      p.micro_batch, p.global_batch, spec::summary_of(p, {"precision", "attention", "recompute"}, ", "),
                      spec::summary_line(p, spec::SummaryGroup::kLayout));
+}
+
+}  // namespace ridgeline::validation
+
+namespace ridgeline::validation {
+
+namespace {
+
+/// kernel.dtype as a type the profile has a peak for. A figure stated for
+/// "fp16/bf16" (either, one result) is bf16: the two share a tensor-core peak
+/// and a width.
+OrSkip<spec::Dtype> kernel_dtype(const spec::PublishedRow& row, const spec::HardwareSpec& hw,
+                                 std::vector<std::string>& notes) {
+  const std::string text = row.kernel.text("dtype");
+  if (text.empty()) return missing("kernel", "dtype");
+  std::optional<spec::Dtype> dt = dtype_of(text);
+  if (!dt && contains(text, "/")) {
+    bool sixteen = true;
+    for (size_t at = 0; at <= text.size() && sixteen;) {
+      const size_t cut = std::min(text.find('/', at), text.size());
+      const auto alt = dtype_of(std::string_view(text).substr(at, cut - at));
+      sixteen = alt == spec::Dtype::kFp16 || alt == spec::Dtype::kBf16;
+      at = cut + 1;
+    }
+    if (sixteen) {
+      dt = spec::Dtype::kBf16;
+      notes.push_back(fmt::format("kernel.dtype '{}' taken as bf16 (fp16 and bf16 share one peak and width)", text));
+    }
+  }
+  if (!dt) return Skip{fmt::format("unsupported kernel.dtype '{}'", text)};
+  const spec::Peak pk = spec::peak_of(*dt);
+  if (!hw.supports(pk)) return Skip{fmt::format("profile {} has no {} peak", hw.id, spec::name(pk))};
+  return *dt;
+}
+
+/// The last '_'-separated word of a row id ("..._s512_standard" -> "standard").
+std::string_view last_word(std::string_view id) {
+  const size_t cut = id.rfind('_');
+  return cut == std::string_view::npos ? id : id.substr(cut + 1);
+}
+
+}  // namespace
+
+std::optional<spec::AttentionKind> attention_impl_of(std::string_view text) {
+  const std::string t = lower(text);
+  if (auto a = spec::parse_attention(t); a && *a != spec::AttentionKind::kFlash) return a;
+  if (contains(t, "standard") || contains(t, "naive") || contains(t, "eager") || contains(t, "pytorch"))
+    return spec::AttentionKind::kNaive;
+  if (contains(t, "cudnn")) return spec::AttentionKind::kCudnn;
+  if (contains(t, "triton")) return spec::AttentionKind::kTriton;
+  if (const int v = flash_version_in(t)) return kind_of_version(v);
+  return std::nullopt;
+}
+
+OrSkip<KernelCase> map_gemm_row(const spec::PublishedRow& row, const spec::HardwareSpec& hw) {
+  const auto& kr = row.kernel;
+  double mnk[3];
+  constexpr const char* kKeys[] = {"M", "N", "K"};
+  for (int i = 0; i < 3; ++i) {
+    auto v = whole(kr, "kernel", kKeys[i]);
+    if (!v) return v.skip();
+    mnk[i] = *v;
+  }
+  const double batch = whole_or(kr, "batch", 1);
+  KernelCase kc;
+  const auto dt = kernel_dtype(row, hw, kc.assumptions);
+  if (!dt) return dt.skip();
+  kc.dtype = *dt;
+  kc.kernels.push_back(graph::gemm_kernel(mnk[0], mnk[1], mnk[2], batch, *dt));
+  kc.convention_flops = kc.kernels.front().flops;  // 2 M N K batch
+  kc.config = fmt::format("{} GEMM M={} N={} K={}{}", spec::name(*dt), mnk[0], mnk[1], mnk[2],
+                          batch > 1 ? fmt::format(" x{}", batch) : "");
+  return kc;
+}
+
+OrSkip<KernelCase> map_attention_row(const spec::PublishedRow& row, const spec::HardwareSpec& hw) {
+  const auto& kr = row.kernel;
+  KernelCase kc;
+  auto& notes = kc.assumptions;
+  const int b = whole_or(kr, "batch", 1);
+  auto s = whole(kr, "kernel", kr.has("seqlen") ? "seqlen" : "seq_len");
+  if (!s) return s.skip();
+  auto a = whole(kr, "kernel", "heads");
+  if (!a) return a.skip();
+  auto d = whole(kr, "kernel", "head_dim");
+  if (!d) return d.skip();
+  const int g = whole_or(kr, "kv_heads", *a);
+  if (g > *a || *a % g != 0) return Skip{fmt::format("kernel.kv_heads {} do not divide kernel.heads {}", g, *a)};
+  if (static_cast<double>(*a) * *d > (1 << 24) || static_cast<double>(b) * *s > 1e12)
+    return Skip{"attention shape out of range"};
+  bool causal = true;
+  if (kr.has("causal")) causal = spec::parse_published_bool(kr.text("causal")).value_or(true);
+  else notes.push_back("kernel.causal not stated: causal");
+
+  // The implementation: stated, else named in the op text, else the id's last word.
+  std::optional<spec::AttentionKind> impl;
+  for (const char* key : {"impl", "implementation"}) {
+    if (impl || !kr.has(key)) continue;
+    impl = attention_impl_of(kr.text(key));
+    if (!impl) return Skip{fmt::format("unrecognised kernel.{} '{}'", key, kr.text(key))};
+  }
+  if (!impl) impl = attention_impl_of(kr.text("op"));
+  if (!impl) {
+    impl = attention_impl_of(last_word(row.id));
+    if (impl) notes.push_back(fmt::format("kernel.impl not stated: {}, as the row's id names it", spec::to_string(*impl)));
+  }
+  if (!impl) {
+    if (contains(lower(row.source.text("location")), "ablation"))
+      return Skip{"ablated variant of an attention kernel (an ablation study's row): not a shipped implementation"};
+    impl = spec::AttentionKind::kFlash2;
+    notes.push_back("attention implementation not stated: flash2");
+  }
+  kc.impl = *impl;
+
+  spec::Dtype dt = spec::Dtype::kBf16;
+  if (kr.has("dtype")) {
+    const auto stated = kernel_dtype(row, hw, notes);
+    if (!stated) return stated.skip();
+    dt = *stated;
+  } else {
+    notes.push_back("kernel.dtype not stated: bf16");
+  }
+  if (dt != spec::Dtype::kBf16 && dt != spec::Dtype::kFp16)
+    return Skip{fmt::format("attention in {}: the attention kernels are modelled in 16-bit", spec::name(dt))};
+  kc.dtype = dt;
+
+  // The pass: kernel.direction, else the op text ("attention forward"), else both.
+  if (kr.has("direction")) {
+    const std::string dir = lower(kr.text("direction"));
+    if (dir != "fwd" && dir != "bwd" && dir != "fwd_bwd")
+      return Skip{fmt::format("unsupported kernel.direction '{}' (fwd, bwd or fwd_bwd)", kr.text("direction"))};
+    kc.forward = dir != "bwd";
+    kc.backward = dir != "fwd";
+  } else {
+    const std::string op = lower(kr.text("op"));
+    kc.forward = contains(op, "forward") || contains(op, "fwd");
+    kc.backward = contains(op, "backward") || contains(op, "bwd");
+    if (!kc.forward && !kc.backward) {
+      kc.forward = kc.backward = true;
+      notes.push_back("attention pass not stated: forward and backward");
+    }
+  }
+
+  auto& sh = kc.shape;
+  sh.batch = b;
+  sh.heads = *a;
+  sh.kv_heads = g;
+  sh.q_len = sh.kv_len = *s;
+  sh.head_dim = *d;
+  sh.causal = causal;
+  double forward_model_flops = 0;
+  if (kc.impl == spec::AttentionKind::kNaive) {
+    for (const auto& k : graph::naive_attention_kernels(sh, dt, graph::AttentionPass::kForward)) {
+      forward_model_flops += k.model_flops;
+      if (kc.forward) kc.kernels.push_back(k);
+    }
+    if (kc.backward)
+      for (const auto& k : graph::naive_attention_kernels(sh, dt, graph::AttentionPass::kBackward))
+        kc.kernels.push_back(k);
+  } else {
+    const graph::Kernel f = graph::flash_attention_forward(sh, kc.impl, dt, hw, /*causal_model_flops=*/true);
+    forward_model_flops = f.model_flops;
+    if (kc.forward) kc.kernels.push_back(f);
+    if (kc.backward) kc.kernels.push_back(graph::flash_attention_backward(f));
+  }
+  kc.convention_flops = attention_benchmark_flops(forward_model_flops, kc.forward, kc.backward);
+  kc.config = fmt::format("{} attention {} {} b={} s={} heads={}{} d={} {}", spec::to_string(kc.impl),
+                          kc.forward && kc.backward ? "fwd+bwd" : kc.forward ? "fwd" : "bwd",
+                          causal ? "causal" : "non-causal", b, *s, *a, g != *a ? fmt::format(" kv_heads={}", g) : "",
+                          *d, spec::name(dt));
+  return kc;
 }
 
 }  // namespace ridgeline::validation

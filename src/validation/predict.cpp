@@ -1,5 +1,6 @@
 #include "ridgeline/validation/predict.hpp"
 
+#include <cstdlib>
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
@@ -23,12 +24,28 @@ using spec::PublishedSection;
 
 struct Context {
   const spec::HardwareSpec& hw;
-  bool use_calibration;
+  const PredictOptions& opt;
+  double locked_clock_hz = 0;  // the clock a source fixed for its benchmarks; 0 = the profile's sustained clock
 
   cost::KernelCost cost(const graph::Kernel& k, bool cuda_graphs = false) const {
-    return engine::evaluate_kernel(k, hw, {use_calibration, cuda_graphs});
+    engine::KernelEvalOptions o = opt.kernel(cuda_graphs);
+    o.locked_clock_hz = locked_clock_hz;
+    return engine::evaluate_kernel(k, hw, o);
   }
 };
+
+/// A clock the row says its benchmarks ran at ("... GPU clock fixed at 1830
+/// MHz ..." in hardware.clock_note), in hertz; 0 when it states none.
+double locked_clock_of(const PublishedRow& row) {
+  const std::string note = row.hardware.text("clock_note");
+  const auto at = note.find("fixed at ");
+  if (at == std::string::npos) return 0;
+  const char* p = note.c_str() + at + 9;
+  char* end = nullptr;
+  const double mhz = std::strtod(p, &end);
+  if (end == p || mhz <= 0 || std::string_view(end).find("MHz") > 2) return 0;
+  return mhz * 1e6;
+}
 
 /// Positive measured value, or nullopt.
 std::optional<double> measured(const PublishedRow& row, const char* key) {
@@ -49,12 +66,13 @@ OrSkip<RowPrediction> predict_end_to_end(const PublishedRow& row, const Context&
   const SourceConvention& conv = convention_of(row.group);
   if (row.measured.text("status") == "OOM" && row.measured.fields.size() == 1)
     return Skip{"measured only an out-of-memory failure: no time to compare"};
-  auto tc = map_training_row(row, cx.hw, cx.use_calibration);
+  auto tc = map_training_row(row, cx.hw, cx.opt);
   if (!tc) return tc.skip();
-  const auto pr = predict_case(*tc, cx.hw, cx.use_calibration);
+  const auto pr = predict_case(*tc, cx.hw, cx.opt);
   if (!pr) return pr.skip();
   RowPrediction r;
   r.config = describe(*tc);
+  r.precision = spec::to_string(tc->plan.precision);
   r.assumptions = std::move(tc->assumptions);
   r.assumptions.push_back(fmt::format("FLOP convention: {}", conv.basis));
   r.fits = pr->memory.fits;
@@ -64,9 +82,13 @@ OrSkip<RowPrediction> predict_end_to_end(const PublishedRow& row, const Context&
   const auto& st = pr->step;
   const double gpus = st.gpus;
   const double flops = st.model_flops + (conv.tflops_count_recompute ? st.recompute_flops : 0.0);
-  // MFU against the peak the source divided by (A100: 312 TFLOP/s), else the profile's bf16 peak.
-  const double peak =
-      row.hardware.number("peak_tflops_used_by_source").value_or(cx.hw.peak(spec::Peak::kBf16) / 1e12) * 1e12;
+  // MFU against the peak the source divided by (A100: 312 TFLOP/s), else
+  // against the profile's dense peak of the precision the run used, the
+  // engine's mfu_dtype (Composer's GPU_AVAILABLE_FLOPS[gpu][precision]: an
+  // fp8 run against the fp8 peak).
+  const auto stated_peak = row.hardware.number("peak_tflops_used_by_source");
+  const double mfu = stated_peak ? st.model_flops / (st.time_s * gpus * *stated_peak * 1e12) : st.mfu_dtype;
+  const double hfu = st.model_flops > 0 ? mfu * (st.model_flops + st.recompute_flops) / st.model_flops : 0.0;
   std::vector<Comparison> found;
   if (auto v = measured(row, "iteration_time_s"))
     found.push_back(compare("iteration_time_s", "s", *v, st.time_s, false));
@@ -77,10 +99,8 @@ OrSkip<RowPrediction> predict_end_to_end(const PublishedRow& row, const Context&
   for (const char* k : {"model_tflops_per_gpu", "tflops"})
     if (auto v = measured(row, k)) found.push_back(compare(k, "TFLOP/s", *v, flops / st.time_s / gpus / 1e12, true));
   if (auto v = measured(row, "mfu"))
-    found.push_back(compare("mfu", "fraction", *v, st.model_flops / (st.time_s * gpus * peak), true));
-  if (auto v = measured(row, "hfu"))
-    found.push_back(
-        compare("hfu", "fraction", *v, (st.model_flops + st.recompute_flops) / (st.time_s * gpus * peak), true));
+    found.push_back(compare("mfu", "fraction", *v, mfu, true));
+  if (auto v = measured(row, "hfu")) found.push_back(compare("hfu", "fraction", *v, hfu, true));
   return choose(std::move(r), std::move(found),
                 "expected iteration_time_s, tokens_per_s_total/_per_gpu, model_tflops_per_gpu, mfu or hfu");
 }
@@ -91,7 +111,7 @@ OrSkip<RowPrediction> predict_end_to_end(const PublishedRow& row, const Context&
 /// and divided by the layers; overlapped communication hides behind the
 /// layer's GEMMs as in the engine.
 OrSkip<RowPrediction> predict_layer_time(const PublishedRow& row, const Context& cx) {
-  auto tc = map_training_row(row, cx.hw, cx.use_calibration);
+  auto tc = map_training_row(row, cx.hw, cx.opt);
   if (!tc) return tc.skip();
   if (engine::Problem pr = engine::check_plan(tc->model, tc->plan, cx.hw); !pr.field.empty())
     return Skip{fmt::format("plan rejected: {}: {}", pr.field, pr.message)};
@@ -105,6 +125,7 @@ OrSkip<RowPrediction> predict_layer_time(const PublishedRow& row, const Context&
   }
   RowPrediction r;
   r.config = describe(*tc);
+  r.precision = spec::to_string(tc->plan.precision);
   r.assumptions = std::move(tc->assumptions);
   std::vector<Comparison> found;
   if (auto v = measured(row, "fwd_plus_bwd_ms"))
@@ -114,135 +135,54 @@ OrSkip<RowPrediction> predict_layer_time(const PublishedRow& row, const Context&
   return choose(std::move(r), std::move(found), "expected fwd_plus_bwd_ms, forward_ms or backward_ms");
 }
 
-/// kernel.dtype as a type the profile has a peak for.
-OrSkip<spec::Dtype> kernel_dtype(const PublishedRow& row, const spec::HardwareSpec& hw) {
-  const std::string text = row.kernel.text("dtype");
-  if (text.empty()) return missing("kernel", "dtype");
-  auto dt = dtype_of(text);
-  if (!dt) return Skip{fmt::format("unsupported kernel.dtype '{}'", text)};
-  const spec::Peak pk = spec::peak_of(*dt);
-  if (!hw.supports(pk)) return Skip{fmt::format("profile {} has no {} peak", hw.id, spec::name(pk))};
-  return *dt;
+/// The kernels of a mapped GEMM or attention row, each costed by
+/// engine::evaluate_kernel, times summed.
+double kernel_case_time(const KernelCase& kc, const Context& cx) {
+  double t = 0;
+  for (const auto& k : kc.kernels) t += cx.cost(k).time_s * k.count;
+  return t;
 }
 
-/// Best achievable GEMM throughput of one shape (MAMF): a cuBLAS GEMM of the
-/// row's M x N x K as one kernel (tile and wave quantization, launch
-/// overhead). fp8 GEMMs write bf16 (torch._scaled_mm's output).
+/// A GEMM row (MAMF's best achievable throughput, DeepGEMM's fp8 GEMMs):
+/// graph::gemm_kernel of the row's shape, TFLOP/s = 2 M N K / time; the
+/// bandwidth a source prints beside it = the kernel's HBM bytes / time.
 OrSkip<RowPrediction> predict_gemm(const PublishedRow& row, const Context& cx) {
-  const auto& kr = row.kernel;
-  double mnk[3];
-  for (int i = 0; i < 3; ++i) {
-    const char* key = i == 0 ? "M" : i == 1 ? "N" : "K";
-    auto v = whole(kr, "kernel", key);
-    if (!v) return v.skip();
-    mnk[i] = *v;
-  }
-  const double M = mnk[0], N = mnk[1], K = mnk[2];
-  const double batch = whole_or(kr, "batch", 1);
-  const auto dt = kernel_dtype(row, cx.hw);
-  if (!dt) return dt.skip();
-  const double in_b = spec::bytes_per_element(*dt);
-  const double out_b = in_b < 2 ? 2.0 : in_b;
-  graph::Kernel k;
-  k.name = "gemm";
-  k.op = graph::Op::kOther;
-  k.cls = spec::KernelClass::kGemm;
-  k.dtype = *dt;
-  k.gemm = {M, N, K, batch};
-  k.flops = 2.0 * M * N * K * batch;
-  k.model_flops = k.flops;
-  k.read_bytes = batch * (M * K + K * N) * in_b;
-  k.write_bytes = batch * M * N * out_b;
-  const cost::KernelCost kc = cx.cost(k);
+  auto kc = map_gemm_row(row, cx.hw);
+  if (!kc) return kc.skip();
+  const double t = kernel_case_time(*kc, cx);
+  const graph::Kernel& k = kc->kernels.front();
   RowPrediction r;
-  r.config = fmt::format("{} GEMM M={} N={} K={}{}", spec::name(*dt), M, N, K,
-                         batch > 1 ? fmt::format(" x{}", batch) : "");
+  r.config = std::move(kc->config);
+  r.assumptions = std::move(kc->assumptions);
+  r.precision = std::string(spec::name(kc->dtype));
   std::vector<Comparison> found;
   for (const char* key : {"tflops", "tflops_or_tops"})
-    if (auto v = measured(row, key)) found.push_back(compare(key, "TFLOP/s", *v, k.flops / kc.time_s / 1e12, true));
+    if (auto v = measured(row, key))
+      found.push_back(compare(key, "TFLOP/s", *v, kc->convention_flops / t / 1e12, true));
+  if (auto v = measured(row, "memory_bandwidth_gb_s"))
+    found.push_back(compare("memory_bandwidth_gb_s", "GB/s", *v, (k.read_bytes + k.write_bytes) / t / 1e9, true));
   return choose(std::move(r), std::move(found), "expected tflops");
 }
 
-/// FlashAttention kernel throughput in the FlashAttention benchmarks'
-/// convention (forward 4 b s^2 a d, halved when causal; backward 2.5x): the
-/// attention pass's fused kernel of a one-layer model with the row's shape.
+/// An attention kernel row (the FlashAttention-3 paper's figures, the
+/// FlashAttention benchmarks): the row's kernels from graph/kernels.hpp,
+/// TFLOP/s in the FlashAttention benchmarks' convention (forward 4 b s^2 h d,
+/// halved when causal; backward 2.5x) over the predicted time; a measured
+/// time is compared as a time.
 OrSkip<RowPrediction> predict_attention(const PublishedRow& row, const Context& cx) {
-  const auto& kr = row.kernel;
+  auto kc = map_attention_row(row, cx.hw);
+  if (!kc) return kc.skip();
+  const double t = kernel_case_time(*kc, cx);
   RowPrediction r;
-  const int b = whole_or(kr, "batch", 1);
-  int sad[3];
-  for (int i = 0; i < 3; ++i) {
-    const char* key = i == 0 ? "seq_len" : i == 1 ? "heads" : "head_dim";
-    auto v = whole(kr, "kernel", key);
-    if (!v) return v.skip();
-    sad[i] = *v;
-  }
-  const int s = sad[0], a = sad[1], d = sad[2];
-  const int g = whole_or(kr, "kv_heads", a);
-  const bool causal = kr.has("causal") ? spec::parse_published_bool(kr.text("causal")).value_or(true) : true;
-  if (!causal) return Skip{"non-causal attention: the attention pass models causal decoder attention only"};
-  if (static_cast<double>(a) * d > (1 << 24) || static_cast<double>(b) * s > 1e12)
-    return Skip{"attention shape out of range"};
-  const std::string op = lower(kr.text("op") + " " + kr.text("implementation"));
-  spec::AttentionKind kind = spec::AttentionKind::kFlash2;
-  if (contains(op, "flash") || contains(op, "fa")) {
-    if (const int v = flash_version_in(op)) kind = kind_of_version(v);
-    else r.assumptions.push_back("FlashAttention version not stated: flash2");
-  } else if (op != " ") {
-    return Skip{"attention kernel other than FlashAttention: not modelled as one kernel"};
-  }
-  spec::Dtype dt = spec::Dtype::kBf16;
-  if (kr.has("dtype")) {
-    const auto stated = kernel_dtype(row, cx.hw);
-    if (!stated) return stated.skip();
-    dt = *stated;
-  }
-  if (dt != spec::Dtype::kBf16 && dt != spec::Dtype::kFp16)
-    return Skip{fmt::format("attention in {}: the attention pass models 16-bit attention", spec::name(dt))};
-  std::string dir = lower(kr.text("direction"));
-  if (dir.empty()) dir = "fwd_bwd";
-  if (dir != "fwd" && dir != "bwd" && dir != "fwd_bwd")
-    return Skip{fmt::format("unsupported kernel.direction '{}' (fwd, bwd or fwd_bwd)", kr.text("direction"))};
-  spec::ModelSpec m;
-  m.id = row.id;
-  m.layers = 1;
-  m.heads = a;
-  m.kv_heads = g;
-  m.head_dim = d;
-  m.hidden = a * d;
-  m.ffn_hidden = 4 * a * d;
-  m.vocab = 128;
-  m.max_seq_len = s;
-  m.bias = false;
-  spec::PlanSpec p;
-  p.micro_batch = b;
-  p.seq_len = s;
-  p.attention = kind;
-  p.precision = dt == spec::Dtype::kFp16 ? spec::Precision::kFp16 : spec::Precision::kBf16;
-  try {
-    spec::validate_model(m, row.id);  // the spec's check; its SpecError is this row's skip reason
-  } catch (const support::SpecError& e) {
-    return Skip{fmt::format("attention shape rejected: {}",
-                            e.diagnostics().empty() ? e.what() : e.diagnostics()[0].message)};
-  }
-  if (engine::Problem pr = engine::check_plan(m, p, cx.hw); !pr.field.empty())
-    return Skip{fmt::format("attention shape rejected: {}: {}", pr.field, pr.message)};
-  graph::Graph gr;
-  techniques::build_step(gr, m, p, cx.hw);
-  double t_f = 0, t_b = 0;
-  for (const auto& k : gr.kernels) {
-    if (k.op != graph::Op::kFlashAttn) continue;
-    const double t = cx.cost(k).time_s * k.count;
-    (k.phase == spec::Phase::kForward ? t_f : t_b) += t;
-  }
-  const double fwd_flops = 4.0 * b * static_cast<double>(s) * s * a * d * 0.5;
-  double flops = 0, t = 0;
-  if (dir != "bwd") flops += fwd_flops, t += t_f;
-  if (dir != "fwd") flops += 2.5 * fwd_flops, t += t_b;
-  r.config = fmt::format("{} {} causal b={} s={} heads={} d={}", spec::to_string(kind), dir, b, s, a, d);
+  r.config = std::move(kc->config);
+  r.assumptions = std::move(kc->assumptions);
+  r.assumptions.push_back("FLOP convention: 4 b s^2 h d forward, halved when causal, 2.5x for backward");
+  r.precision = std::string(spec::name(kc->dtype));
   std::vector<Comparison> found;
-  if (auto v = measured(row, "tflops")) found.push_back(compare("tflops", "TFLOP/s", *v, flops / t / 1e12, true));
-  return choose(std::move(r), std::move(found), "expected tflops");
+  if (auto v = measured(row, "tflops"))
+    found.push_back(compare("tflops", "TFLOP/s", *v, kc->convention_flops / t / 1e12, true));
+  if (auto v = measured(row, "time_ms")) found.push_back(compare("time_ms", "ms", *v, t * 1e3, false));
+  return choose(std::move(r), std::move(found), "expected tflops or time_ms");
 }
 
 /// Bytes a streaming benchmark moves per run: three arrays of 2^25 doubles
@@ -323,7 +263,7 @@ OrSkip<RowPrediction> predict_launch(const PublishedRow& row, const Context& cx)
 std::optional<Skip> out_of_scope(const PublishedRow& row) {
   switch (row.category) {
     case PublishedCategory::kClockObservation:
-      return Skip{"clock observation: not a prediction target (profiles assume the boost clock)"};
+      return Skip{"clock observation: not a prediction target (the profiles carry it as compute.sustained_clock, with its source)"};
     case PublishedCategory::kTensorCoreInstruction:
       return Skip{
           "tensor-core instruction microbenchmark (mma/wgmma issue rate): below the kernel level Ridgeline models"};
@@ -348,8 +288,8 @@ std::optional<Skip> out_of_scope(const PublishedRow& row) {
   }
 }
 
-OrSkip<RowPrediction> predict_row(const PublishedRow& row, const spec::HardwareSpec& hw, bool use_calibration) {
-  const Context cx{hw, use_calibration};
+OrSkip<RowPrediction> predict_row(const PublishedRow& row, const spec::HardwareSpec& hw, const PredictOptions& opt) {
+  const Context cx{hw, opt, locked_clock_of(row)};
   switch (row.category) {
     case PublishedCategory::kEndToEndTraining: return predict_end_to_end(row, cx);
     case PublishedCategory::kLayerTime: return predict_layer_time(row, cx);

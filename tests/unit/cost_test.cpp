@@ -1,6 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "ridgeline/cost/cost.hpp"
+#include "ridgeline/graph/kernels.hpp"
 #include "test_support.hpp"
 
 using namespace ridgeline;
@@ -36,44 +39,144 @@ TEST_CASE("cost: an 8192^3 bf16 GEMM is compute-bound and a LayerNorm memory-bou
   const auto g = cost::cost_kernel(gemm(8192, 8192, 8192, spec::Dtype::kBf16), c, false);
   CHECK(g.bound == cost::Bound::kCompute);
   // Intensity 2 n^3 / (3 n^2 * 2 bytes) = n / 3 = 2731 FLOP/B, far above the
-  // ridge point 989.4e12 / 3.35e12 = 295 FLOP/B (spec sheet).
+  // ridge point: 989.4 TFLOP/s at the 1755 MHz sustained clock (of 1830 boost)
+  // over 3.35 TB/s = 283 FLOP/B (spec sheet, profile).
   CHECK(g.intensity == doctest::Approx(8192.0 / 3));
-  CHECK(cost::ridge_point(c, spec::Peak::kBf16) == doctest::Approx(989.4 / 3.35));
-  // 8192 is a multiple of the 128-tile: no quantization loss; time = FLOP / (peak x 0.80) + launch.
-  CHECK(g.compute_s == doctest::Approx(2 * 8192.0 * 8192 * 8192 / (989.4e12 * 0.80)).epsilon(0.02));
+  CHECK(cost::ridge_point(c, spec::Peak::kBf16) == doctest::Approx(989.4 * 1755.0 / 1830.0 / 3.35));
+  // MAMF's measured best on H100 SXM (published.yaml mamf_bf16_H100-SXM):
+  // 794.5 TFLOP/s. A large square GEMM must land within 3% of it.
+  const double tflops = 2 * 8192.0 * 8192 * 8192 / g.time_s / 1e12;
+  CHECK(tflops == doctest::Approx(794.5).epsilon(0.03));
   const auto ln = cost::cost_kernel(layernorm(8192, 4096), c, false);
   CHECK(ln.bound == cost::Bound::kMemory);
   CHECK(ln.intensity == doctest::Approx(8.0 / 4));  // 8 FLOP per 4 bytes moved
 }
 
-TEST_CASE("cost: fp8 doubles a compute-bound GEMM's speed on H100; fp32 runs at the non-tensor peak") {
-  const auto c = cost::resolve(test::gpu("h100_sxm"));
-  const double bf16 = cost::cost_kernel(gemm(8192, 8192, 8192, spec::Dtype::kBf16), c, false).compute_s;
-  const double fp8 = cost::cost_kernel(gemm(8192, 8192, 8192, spec::Dtype::kFp8E4M3), c, false).compute_s;
-  const double fp32 = cost::cost_kernel(gemm(8192, 8192, 8192, spec::Dtype::kFp32), c, false).compute_s;
-  // Uncalibrated defaults: the peak ratio (whitepaper Table 1: 1978.9 / 989.4 = 2.0)
-  // times the achievable fractions measured by MAMF (fp8 0.72, bf16 0.80): 1.8x.
-  CHECK(bf16 / fp8 == doctest::Approx(1978.9 / 989.4 * 0.72 / 0.80));
-  // At equal efficiency (a calibration that measured both alike) exactly the spec-sheet ratio, 2x.
-  auto hw = test::gpu("h100_sxm");
+TEST_CASE("cost: tiles and waves of a stated shape on A100 (108 SMs, no stream-K)") {
+  const auto hw = test::gpu("a100_sxm_80gb");
+  const auto c = cost::resolve(hw);
+  // M = 1024, N = 27648 = 256 x 108, K = 4096. 128 x 256 tiles: 8 x 108 = 864
+  // tiles = 8 full waves, no quantization loss; 128 x 128: 1728 tiles = 16
+  // waves at a lower operand-feed factor; so 128 x 256 (256 x 128 ties: 4 x
+  // 216 = 864; the first listed wins).
+  const auto g = cost::cost_kernel(gemm(1024, 27648, 4096, spec::Dtype::kBf16), c, false);
+  CHECK(g.tile_m == 128);
+  CHECK(g.tile_n == 256);
+  CHECK(g.blocks == 864);
+  CHECK(g.waves == 8);
+  CHECK(g.split_k == 1);
+  // 8 waves x 2 tm tn (K + k0) FLOP at the per-SM rate 312e12 / 108 x the
+  // main-loop efficiency x 1 / (1 + 4 (1/128 + 1/256)), + the fill latency.
+  const double rate = 312e12 / 108 * c.gemm_frac[static_cast<int>(spec::Peak::kBf16)] / (1 + 4.0 * (1.0 / 128 + 1.0 / 256));
+  CHECK(g.compute_s == doctest::Approx(8 * 2.0 * 128 * 256 * (4096 + c.gemm_k0) / rate + c.gemm_latency_s));
+}
+
+TEST_CASE("cost: wave quantization — one tile more than a full wave costs a second wave") {
+  // A calibrated profile runs one fixed tile (128 x 128), in data-parallel
+  // waves: 108 tiles fill the A100's 108 SMs once; 109 need a second wave.
+  auto hw = test::gpu("a100_sxm_80gb");
   hw.calibration.present = true;
-  hw.calibration.efficiency.gemm_frac[static_cast<int>(spec::Peak::kFp8)] = 0.8;
-  hw.calibration.efficiency.gemm_frac[static_cast<int>(spec::Peak::kBf16)] = 0.8;
-  const auto cal = cost::resolve(hw);
-  CHECK(cost::cost_kernel(gemm(8192, 8192, 8192, spec::Dtype::kBf16), cal, false).compute_s /
-            cost::cost_kernel(gemm(8192, 8192, 8192, spec::Dtype::kFp8E4M3), cal, false).compute_s ==
-        doctest::Approx(1978.9 / 989.4));
-  CHECK(fp32 / bf16 == doctest::Approx(989.4 / 66.9));    // fp32 66.9 TFLOP/s non-tensor
+  hw.calibration.efficiency.gemm_tile_m = hw.calibration.efficiency.gemm_tile_n = 128;
+  const auto c = cost::resolve(hw);
+  const auto full = cost::cost_kernel(gemm(128 * 108, 128, 4096, spec::Dtype::kBf16), c, false);
+  const auto spill = cost::cost_kernel(gemm(128 * 109, 128, 4096, spec::Dtype::kBf16), c, false);
+  CHECK(full.waves == 1);
+  CHECK(spill.waves == 2);
+  CHECK(spill.compute_s - c.gemm_latency_s == doctest::Approx(2 * (full.compute_s - c.gemm_latency_s)));
+}
+
+TEST_CASE("cost: split-K for a skinny GEMM, stream-K past a wave on Hopper") {
+  // M = N = 128, K = 65536 on A100: one 128 x 128 tile would run on 1 of 108
+  // SMs; splitting K 16 ways runs 64 64x64-or-larger pieces at once.
+  const auto a100 = cost::resolve(test::gpu("a100_sxm_80gb"));
+  const auto skinny = cost::cost_kernel(gemm(128, 128, 65536, spec::Dtype::kBf16), a100, false);
+  CHECK(skinny.split_k > 1);
+  // Without the split: 1 wave of one 128 x 128 tile over the whole K.
+  const double rate = 312e12 / 108 * a100.gemm_frac[static_cast<int>(spec::Peak::kBf16)] / (1 + 4.0 * (2.0 / 128));
+  CHECK(skinny.compute_s < 2.0 * 128 * 128 * 65536 / rate / 4);
+  // H100 (stream-K): 8192^3 in 128 x 256 tiles is 64 x 32 = 2048 tiles on
+  // 132 SMs: 15.52 waves cost 15.52, not 16.
+  const auto h100 = cost::resolve(test::gpu("h100_sxm"));
+  const auto g = cost::cost_kernel(gemm(8192, 8192, 8192, spec::Dtype::kBf16), h100, false);
+  CHECK(g.split_k == 0);  // 0 marks stream-K
+  CHECK(g.tile_m * g.tile_n == 128 * 256);
+  CHECK(g.waves == doctest::Approx(2048.0 / 132));
+}
+
+TEST_CASE("cost: a GEMV-like fp8 GEMM is memory-bound") {
+  // M = 64, N = 7168, K = 16384 fp8 (a DeepGEMM row): 117 MB of weights for
+  // 15 GFLOP, intensity ~128 FLOP/B, below H100's fp8 ridge ~570 FLOP/B.
+  const auto c = cost::resolve(test::gpu("h100_sxm"));
+  const auto g = cost::cost_kernel(gemm(64, 7168, 16384, spec::Dtype::kFp8E4M3), c, false);
+  CHECK(g.bound == cost::Bound::kMemory);
+  CHECK(g.intensity == doctest::Approx(2.0 * 64 * 7168 * 16384 / ((64.0 * 16384 + 16384.0 * 7168) + 64.0 * 7168)));
+}
+
+TEST_CASE("cost: fp8 speeds a compute-bound GEMM by its peak ratio x its main-loop efficiencies; fp32 at the non-tensor peak") {
+  const auto c = cost::resolve(test::gpu("h100_sxm"));
+  const auto bf16 = cost::cost_kernel(gemm(8192, 8192, 8192, spec::Dtype::kBf16), c, false);
+  const auto fp8 = cost::cost_kernel(gemm(8192, 8192, 8192, spec::Dtype::kFp8E4M3), c, false);
+  const double fp32 = cost::cost_kernel(gemm(8192, 8192, 8192, spec::Dtype::kFp32), c, false).compute_s;
+  const int b = static_cast<int>(spec::Peak::kBf16), f = static_cast<int>(spec::Peak::kFp8);
+  // Peak ratio 1978.9 / 989.4 = 2.0 (whitepaper Table 1) x eta8 / eta16; the
+  // K tail (k0 = 128 16-bit steps = 256 fp8 steps of 8192) costs fp8 1.5% more.
+  const double tail = (8192.0 + c.gemm_k0) / (8192.0 + 2 * c.gemm_k0);
+  CHECK((bf16.compute_s - c.gemm_latency_s) / (fp8.compute_s - c.gemm_latency_s) ==
+        doctest::Approx(1978.9 / 989.4 * c.gemm_frac[f] / c.gemm_frac[b] * tail).epsilon(0.01));
+  CHECK(fp32 > bf16.compute_s * 10);  // 66.9 TFLOP/s non-tensor against 989.4 tensor
   CHECK(spec::bytes_per_element(spec::Dtype::kFp8E4M3) == 1);
   CHECK(spec::bytes_per_element(spec::Dtype::kBf16) == 2);
   CHECK(spec::bytes_per_element(spec::Dtype::kFp32) == 4);
 }
 
-TEST_CASE("cost: wave quantization — one tile more than a full wave costs a second wave") {
-  const auto c = cost::resolve(test::gpu("h100_sxm"));  // 132 SMs, 128 x 128 tiles
-  const double full = cost::cost_kernel(gemm(128 * 132, 128, 4096, spec::Dtype::kBf16), c, false).compute_s;
-  const double spill = cost::cost_kernel(gemm(128 * 133, 128, 4096, spec::Dtype::kBf16), c, false).compute_s;
-  CHECK(spill == doctest::Approx(2 * full));
+TEST_CASE("cost: a power limit lowers the sustained clock and with it a compute-bound kernel's speed") {
+  const auto hw = test::gpu("h100_sxm");
+  cost::ResolveOptions at500;
+  at500.power_limit_w = 500;
+  const auto tdp = cost::resolve(hw), low = cost::resolve(hw, at500);
+  // f(500 W) = 1755 MHz x (500 / 700)^(1/3) = 1755 x 0.89390 = 1568.8 MHz.
+  CHECK(low.clock_scale * 1830 == doctest::Approx(1755 * std::cbrt(500.0 / 700.0)));
+  const auto k = gemm(8192, 8192, 8192, spec::Dtype::kBf16);
+  const double t_tdp = cost::cost_kernel(k, tdp, false).compute_s - tdp.gemm_latency_s;
+  const double t_low = cost::cost_kernel(k, low, false).compute_s - low.gemm_latency_s;
+  CHECK(t_low / t_tdp == doctest::Approx(1 / std::cbrt(500.0 / 700.0)));
+}
+
+TEST_CASE("cost: attention as a tiled kernel - blocks, waves, causal half, backward") {
+  const auto hw = test::gpu("h100_sxm");
+  const auto c = cost::resolve(hw);
+  graph::AttentionShape s;
+  s.batch = 4, s.heads = 16, s.kv_heads = 16, s.q_len = 8192, s.kv_len = 8192, s.head_dim = 128;
+  s.causal = false;
+  const auto fa3 = graph::flash_attention_forward(s, spec::AttentionKind::kFlash3, spec::Dtype::kBf16, hw);
+  const auto r = cost::cost_kernel(fa3, c, false);
+  // FA3 forward, head dim 128, not causal: 128 x 176 tiles; blocks = 4 x 16 x
+  // ceil(8192 / 128) = 4096, waves = ceil(4096 / 132) = 32.
+  CHECK(r.tile_m == 128);
+  CHECK(r.tile_n == 176);
+  CHECK(r.blocks == 4096);
+  CHECK(r.waves == 32);
+  // Causal: model FLOPs exactly half; executed FLOPs half plus the diagonal
+  // blocks run whole: x (1/2 + 128 / (2 x 8192)) (FA3 causal tiles 128 x 128).
+  s.causal = true;
+  const auto causal = graph::flash_attention_forward(s, spec::AttentionKind::kFlash3, spec::Dtype::kBf16, hw);
+  CHECK(fa3.model_flops == doctest::Approx(2 * causal.model_flops));
+  CHECK(causal.flops == doctest::Approx(fa3.flops * (0.5 + 128.0 / (2 * 8192))));
+  const auto rc = cost::cost_kernel(causal, c, false);
+  CHECK(rc.compute_s < r.compute_s);
+  CHECK(rc.compute_s > 0.5 * r.compute_s);  // the diagonal and the imbalance cost more than half
+  // Backward: 2.5x the forward FLOPs; its MMAs run at 0.8 of the forward's
+  // efficiency but its softmax share is smaller (one exp per 10 Br Bc d MMA
+  // FLOP, not 4), so per FLOP it is within 25% of the forward (the paper's
+  // H100 rows: FA3 d128 at 16K, forward 648 and backward 561 TFLOP/s).
+  const auto bwd = graph::flash_attention_backward(fa3);
+  CHECK(bwd.flops == doctest::Approx(2.5 * fa3.flops));
+  const auto rb = cost::cost_kernel(bwd, c, false);
+  CHECK(rb.compute_s > 2.0 * r.compute_s);
+  CHECK(rb.compute_s < 3.2 * r.compute_s);
+  // FA2 on Hopper issues mma.sync (0.65 of wgmma, Luo et al. 2024): slower than FA3.
+  const auto fa2 = graph::flash_attention_forward(s, spec::AttentionKind::kFlash2, spec::Dtype::kBf16, hw);
+  CHECK(cost::cost_kernel(fa2, c, false).compute_s > 1.3 * rc.compute_s);
 }
 
 TEST_CASE("cost: time never rises when bandwidth or peak rise") {

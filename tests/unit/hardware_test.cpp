@@ -2,8 +2,13 @@
 // their exact-text diagnostics, and the capabilities each shipped profile
 // derives from its generation, checked against the vendors' documents:
 //   - fp8 tensor cores: Ada whitepaper (4th-gen tensor cores, FP8), H100
-//     whitepaper (Transformer Engine), B200 datasheet, AMD CDNA 3 whitepaper
-//     (MI300X FP8); the A100 whitepaper lists fp16, bf16, tf32, int8 only.
+//     whitepaper (Transformer Engine), B200 datasheet, RTX Blackwell
+//     whitepaper (RTX 5090 FP8), AMD CDNA 3 whitepaper (MI300X FP8), MI355X
+//     product page (OCP-FP8); the A100 whitepaper lists fp16, bf16, tf32, int8
+//     only, and the ROCm Compute Profiler lists no FP8 GEMM on CDNA 2 (MI250X).
+//   - fp4 tensor cores: NVIDIA Blackwell datasheet (NVFP4, B200/GB200),
+//     Blackwell Ultra datasheet (B300/GB300), RTX Blackwell whitepaper (RTX
+//     5090 FP4), MI355X product page (MXFP4); none before them.
 //   - wgmma: PTX ISA, wgmma.mma_async requires sm_90a (Hopper); Blackwell
 //     (sm_100a) issues tcgen05.mma instead.
 //   - FlashAttention-3: Shah et al. 2024, Sec. 3, built on Hopper's wgmma and TMA.
@@ -19,6 +24,7 @@
 #include "ridgeline/cost/cost.hpp"
 #include "ridgeline/engine/kernel_eval.hpp"
 #include "ridgeline/spec/hardware.hpp"
+#include "ridgeline/spec/hardware_yaml.hpp"
 #include "ridgeline/support/diagnostics.hpp"
 #include "test_support.hpp"
 
@@ -67,7 +73,8 @@ TEST_CASE("hardware: the loader reads generation and aliases") {
   const auto h100 = test::gpu("h100_sxm");
   CHECK(h100.generation == spec::Generation::kHopper);
   CHECK(h100.vendor == "nvidia");
-  CHECK(h100.aliases == std::vector<std::string>{"H100-SXM5-80GB", "H100-SXM-80GB", "H100-SXM5", "H100-SXM", "H100"});
+  CHECK(h100.aliases ==
+        std::vector<std::string>{"H100-SXM5-80GB", "H100-SXM-80GB", "H100-SXM5", "H100-SXM", "H100", "H100-80GB"});
   const auto mi300x = test::gpu("mi300x");
   CHECK(mi300x.generation == spec::Generation::kCdna3);
   CHECK(mi300x.vendor == "amd");
@@ -78,7 +85,7 @@ TEST_CASE("hardware: the loader reads generation and aliases") {
 }
 
 TEST_CASE("hardware: one word table drives generation parse, print and choices") {
-  CHECK(spec::generation_choices() == "ampere, ada, hopper, blackwell, cdna3, host");
+  CHECK(spec::generation_choices() == "ampere, ada, hopper, blackwell, rtx_blackwell, cdna2, cdna3, cdna4, host");
   for (int i = 0; i < spec::kGenerationCount; ++i) {
     const auto g = static_cast<spec::Generation>(i);
     CAPTURE(spec::name(g));
@@ -95,8 +102,8 @@ TEST_CASE("hardware: generation and alias diagnostics (exact text)") {
   std::string f;
   auto got = load_errors("bad_generation", edited(h100, "generation: hopper", "generation: volta"), &f);
   REQUIRE(got.size() == 1);
-  CHECK(got[0] == f + ":6:13: error: generation: expected one of ampere, ada, hopper, blackwell, cdna3, host, "
-                      "got \"volta\"");
+  CHECK(got[0] == f + ":6:13: error: generation: expected one of ampere, ada, hopper, blackwell, rtx_blackwell, "
+                      "cdna2, cdna3, cdna4, host, got \"volta\"");
 
   got = load_errors("no_generation", edited(h100, "generation: hopper\n", ""), &f);
   REQUIRE(got.size() == 1);
@@ -114,22 +121,77 @@ TEST_CASE("hardware: generation and alias diagnostics (exact text)") {
 
   got = load_errors("fp8_on_ampere", edited(h100, "generation: hopper", "generation: ampere"), &f);
   REQUIRE(got.size() == 1);
-  CHECK(got[0] == f + ":24:10: error: compute.peak.fp8: ampere GPUs have no fp8 tensor cores (fp8 arrived with "
+  CHECK(got[0] == f + ":26:10: error: compute.peak.fp8: ampere GPUs have no fp8 tensor cores (fp8 arrived with "
                       "ada and hopper); remove it or correct generation");
 
   got = load_errors("no_fp8_on_hopper", edited(h100, "    fp8: 1978.9 TFLOP/s\n", ""), &f);
   REQUIRE(got.size() == 1);
-  CHECK(got[0] == f + ":20:5: error: compute.peak.fp8: missing: hopper GPUs have fp8 tensor cores; give the dense "
+  CHECK(got[0] == f + ":22:5: error: compute.peak.fp8: missing: hopper GPUs have fp8 tensor cores; give the dense "
                       "fp8 peak");
 
   got = load_errors("same_alias", edited(h100, "H100-SXM5, H100-SXM,", "H100-SXM5, h100 sxm5,"), &f);
   REQUIRE(got.size() == 1);
-  CHECK(got[0] == f + ":9:53: error: aliases[3]: 'h100 sxm5' is the same name as aliases[2] ('H100-SXM5') once "
+  CHECK(got[0] == f + ":10:53: error: aliases[3]: 'h100 sxm5' is the same name as aliases[2] ('H100-SXM5') once "
                       "normalised");
 
   got = load_errors("alias_not_a_name", edited(h100, "H100-SXM5, H100-SXM,", "H100-SXM5, [x],"), &f);
   REQUIRE(got.size() == 1);
-  CHECK(got[0] == f + ":9:53: error: aliases[3]: expected a GPU name as sources print it, such as \"H100-SXM5-80GB\"");
+  CHECK(got[0] == f + ":10:53: error: aliases[3]: expected a GPU name as sources print it, such as \"H100-SXM5-80GB\"");
+}
+
+TEST_CASE("hardware: fp4 peak and sustained clock diagnostics (exact text)") {
+  const std::string h100 = shipped_text("h100_sxm");
+  std::string f;
+  // An fp4 peak on a generation without fp4 tensor cores, at the value.
+  auto got = load_errors("fp4_on_hopper",
+                         edited(h100, "    int8: 1978.9 TOP/s\n", "    int8: 1978.9 TOP/s\n    fp4: 3957.8 TFLOP/s\n"), &f);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0] == f + ":28:10: error: compute.peak.fp4: hopper GPUs have no fp4 tensor cores (fp4 arrived with "
+                      "blackwell and cdna4); remove it or correct generation");
+  // A generation with fp4 tensor cores and no fp4 peak, at the peak map (its first key, line 21 of b200.yaml).
+  got = load_errors("no_fp4_on_blackwell", edited(shipped_text("b200"), "    fp4: 9000 TFLOP/s\n", ""), &f);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0] == f + ":21:5: error: compute.peak.fp4: missing: blackwell GPUs have fp4 tensor cores; give the "
+                      "dense fp4 peak");
+  // A sustained clock above boost (1.9 GHz > 1.83 GHz), at the value.
+  got = load_errors("sustained_above_boost",
+                    edited(h100, "sustained_clock: 1.755 GHz", "sustained_clock: 1.9 GHz"), &f);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0] == f + ":18:20: error: compute.sustained_clock: expected at most the boost clock (1830 MHz), got "
+                      "1900 MHz");
+  got = load_errors("sustained_zero", edited(h100, "sustained_clock: 1.755 GHz", "sustained_clock: 0 GHz"), &f);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0] == f + ":18:20: error: compute.sustained_clock: expected a frequency greater than zero, got \"0 GHz\"");
+  got = load_errors("sustained_without_boost", edited(h100, "  boost_clock: 1.83 GHz\n", ""), &f);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0] == f + ":17:20: error: compute.sustained_clock: needs compute.boost_clock, the clock it may not "
+                      "exceed");
+  // Equal to boost is allowed.
+  CHECK(load_errors("sustained_at_boost", edited(h100, "sustained_clock: 1.755 GHz", "sustained_clock: 1.83 GHz"))
+            .empty());
+}
+
+TEST_CASE("hardware: the sustained clock is read, defaults to boost and is written back") {
+  // H100 SXM5: 1830 MHz boost, 1755 MHz sustained (1830 x 794.5/828.6 = 1754.7, MAMF).
+  const auto h100 = test::gpu("h100_sxm");
+  CHECK(h100.clock_hz == 1.83e9);
+  CHECK(h100.sustained_clock_hz == 1.755e9);
+  // Left out: the boost clock.
+  const fs::path f = fs::temp_directory_path() / ("ridgeline_hw_no_sustained_" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(f) << edited(shipped_text("h100_sxm"), "  sustained_clock: 1.755 GHz\n", "");
+  CHECK(spec::load_hardware(f.string()).sustained_clock_hz == 1.83e9);
+  fs::remove(f);
+  // to_yaml writes it in the profile's own spelling, after the boost clock.
+  CHECK(spec::to_yaml(h100).find("\n  boost_clock: 1.83 GHz\n  sustained_clock: 1.755 GHz\n") != std::string::npos);
+  // Every shipped profile: 0 < sustained <= boost.
+  for (const auto& e : fs::directory_iterator(fs::path(RIDGELINE_SOURCE_DIR) / "hardware_profiles")) {
+    if (e.path().extension() != ".yaml") continue;
+    const auto hw = spec::load_hardware(e.path().string());
+    CAPTURE(hw.id);
+    CHECK(hw.sustained_clock_hz > 0);
+    CHECK(hw.sustained_clock_hz <= hw.clock_hz);
+    CHECK(hw.sources.count("compute.sustained_clock") == 1);
+  }
 }
 
 TEST_CASE("hardware: GPU names normalise as sources print them") {
@@ -145,23 +207,39 @@ TEST_CASE("hardware: each shipped profile's capabilities match its spec sheet") 
   struct Expect {
     const char* id;
     spec::Generation generation;
-    bool amd, fp8, wgmma, async_mma, fa3;
+    bool amd, fp8, fp4, wgmma, async_mma, fa3;
   };
   using G = spec::Generation;
   const Expect expect[] = {
-      //  id               generation     amd    fp8    wgmma  async  fa3
-      {"a100_pcie_80gb", G::kAmpere, false, false, false, false, false},
-      {"a100_sxm_40gb", G::kAmpere, false, false, false, false, false},
-      {"a100_sxm_80gb", G::kAmpere, false, false, false, false, false},
-      {"b200", G::kBlackwell, false, true, false, true, false},
-      {"h100_nvl", G::kHopper, false, true, true, true, true},
-      {"h100_pcie", G::kHopper, false, true, true, true, true},
-      {"h100_sxm", G::kHopper, false, true, true, true, true},
-      {"h200", G::kHopper, false, true, true, true, true},
-      {"l4", G::kAda, false, true, false, false, false},
-      {"l40s", G::kAda, false, true, false, false, false},
-      {"mi300x", G::kCdna3, true, true, false, false, false},
-      {"rtx_4090", G::kAda, false, true, false, false, false},
+      //  id               generation        amd    fp8    fp4    wgmma  async  fa3
+      {"a10", G::kAmpere, false, false, false, false, false, false},
+      {"a10g", G::kAmpere, false, false, false, false, false, false},
+      {"a100_pcie_40gb", G::kAmpere, false, false, false, false, false, false},
+      {"a100_pcie_80gb", G::kAmpere, false, false, false, false, false, false},
+      {"a100_sxm_40gb", G::kAmpere, false, false, false, false, false, false},
+      {"a100_sxm_80gb", G::kAmpere, false, false, false, false, false, false},
+      {"b200", G::kBlackwell, false, true, true, false, true, false},
+      {"b300", G::kBlackwell, false, true, true, false, true, false},
+      {"gb200", G::kBlackwell, false, true, true, false, true, false},
+      {"gb300", G::kBlackwell, false, true, true, false, true, false},
+      {"gh200_144gb", G::kHopper, false, true, false, true, true, true},
+      {"gh200_96gb", G::kHopper, false, true, false, true, true, true},
+      {"h100_nvl", G::kHopper, false, true, false, true, true, true},
+      {"h100_pcie", G::kHopper, false, true, false, true, true, true},
+      {"h100_sxm", G::kHopper, false, true, false, true, true, true},
+      {"h200", G::kHopper, false, true, false, true, true, true},
+      {"h800_pcie", G::kHopper, false, true, false, true, true, true},
+      {"h800_sxm", G::kHopper, false, true, false, true, true, true},
+      {"l4", G::kAda, false, true, false, false, false, false},
+      {"l40", G::kAda, false, true, false, false, false, false},
+      {"l40s", G::kAda, false, true, false, false, false, false},
+      {"mi250x", G::kCdna2, true, false, false, false, false, false},
+      {"mi300x", G::kCdna3, true, true, false, false, false, false},
+      {"mi325x", G::kCdna3, true, true, false, false, false, false},
+      {"mi355x", G::kCdna4, true, true, true, false, false, false},
+      {"rtx_4090", G::kAda, false, true, false, false, false, false},
+      {"rtx_5090", G::kRtxBlackwell, false, true, true, false, false, false},
+      {"rtx_6000_ada", G::kAda, false, true, false, false, false, false},
   };
   size_t shipped = 0;
   for (const auto& e : fs::directory_iterator(fs::path(RIDGELINE_SOURCE_DIR) / "hardware_profiles"))
@@ -174,6 +252,8 @@ TEST_CASE("hardware: each shipped profile's capabilities match its spec sheet") 
     CHECK(hw.is_amd() == x.amd);
     CHECK(hw.has_fp8() == x.fp8);
     CHECK(hw.supports(spec::Peak::kFp8) == x.fp8);  // the loader keeps the two in step
+    CHECK(hw.has_fp4() == x.fp4);
+    CHECK(hw.supports(spec::Peak::kFp4) == x.fp4);
     CHECK(hw.has_wgmma() == x.wgmma);
     CHECK(hw.has_async_mma() == x.async_mma);
     CHECK(hw.has_fa3() == x.fa3);
@@ -182,20 +262,21 @@ TEST_CASE("hardware: each shipped profile's capabilities match its spec sheet") 
 
 TEST_CASE("hardware: the cost model reads capabilities, not names") {
   const int fa2 = static_cast<int>(spec::AttentionKind::kFlash2), fa3 = static_cast<int>(spec::AttentionKind::kFlash3);
-  // Hopper: FA2 without wgmma at 0.40 of peak, FA3 at 1.6x that (Shah et al. 2024).
+  // Hopper: FA2 issues mma.sync, 0.65 of the wgmma peak (Luo et al. 2024:
+  // 494.4 vs 729.3 TFLOP/s on H800), so its main loop's 0.65 becomes
+  // 0.65 x 0.65 = 0.4225; FA3 (wgmma) at 0.95.
   const auto h100 = cost::resolve(test::gpu("h100_sxm"), false);
-  CHECK(h100.attention_frac[fa2] == doctest::Approx(0.40));
-  CHECK(h100.attention_frac[fa3] == doctest::Approx(0.64));
-  // Blackwell: FA2's mma.sync is as far from tcgen05's peak, and FA3 does not run: FA2's rate.
+  CHECK(h100.attention_frac[fa2] == doctest::Approx(0.65 * 0.65));
+  CHECK(h100.attention_frac[fa3] == doctest::Approx(0.95));
+  // Blackwell: asynchronous MMA (tcgen05) too, so FA2 pays the same mma.sync factor.
   const auto b200 = cost::resolve(test::gpu("b200"), false);
-  CHECK(b200.attention_frac[fa2] == doctest::Approx(0.40));
-  CHECK(b200.attention_frac[fa3] == doctest::Approx(0.40));
-  // Ampere: 0.55 for both.
+  CHECK(b200.attention_frac[fa2] == doctest::Approx(0.65 * 0.65));
+  // Ampere: mma.sync is the peak path: FA2's main loop at 0.65.
   const auto a100 = cost::resolve(test::gpu("a100_sxm_80gb"), false);
-  CHECK(a100.attention_frac[fa3] == doctest::Approx(0.55));
-  // AMD: the MI300X GEMM default (MAMF 668 of 1300 TFLOP/s).
+  CHECK(a100.attention_frac[fa2] == doctest::Approx(0.65));
+  // AMD CDNA 3: the MI300X / MI325X MAMF fit (668.4 and 784.9 TFLOP/s -> 0.54 and 0.64, median 0.59).
   const auto mi = cost::resolve(test::gpu("mi300x"), false);
-  CHECK(mi.gemm_frac[static_cast<int>(spec::Peak::kBf16)] == doctest::Approx(0.55));
+  CHECK(mi.gemm_frac[static_cast<int>(spec::Peak::kBf16)] == doctest::Approx(0.59));
   // A renamed profile costs the same: the name and architecture text are for readers.
   auto renamed = test::gpu("h100_sxm");
   renamed.name = "AMD Blackwell";

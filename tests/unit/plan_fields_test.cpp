@@ -29,7 +29,8 @@ spec::PlanSpec unusual_plan() {
   p.global_batch = 64;
   p.seq_len = 2048;
   p.precision = spec::Precision::kFp8;
-  p.fp8_scaling = spec::Fp8Scaling::kCurrent;
+  p.fp8_recipe = spec::Fp8Recipe::kTensorwise;
+  p.power_limit_w = 500;
   p.attention = spec::AttentionKind::kFlash3;
   p.fusion = spec::Fusion::kCompiled;
   p.recompute = {spec::RecomputeKind::kEvery, 4};
@@ -76,10 +77,11 @@ TEST_CASE("plan fields: range and word errors read as the YAML loader words them
   CHECK(spec::apply_setting(p, "tp", "0") == "tp: expected a whole number from 1 to 4096, got 0");
   CHECK(spec::apply_setting(p, "zero", "4") == "zero: expected a whole number from 0 to 3, got 4");
   CHECK(spec::apply_setting(p, "precision", "bf17") ==
-        "precision: expected one of fp32, tf32, fp16, bf16, fp8, got \"bf17\"");
+        "precision: expected one of fp32, tf32, fp16, bf16, fp8, nvfp4, got \"bf17\"");
   CHECK(spec::apply_setting(p, "sp", "maybe") == "sp: expected true or false, got \"maybe\"");
-  // Only the hybrid fp8 recipe is modelled: any other is rejected, not ignored.
-  CHECK(spec::apply_setting(p, "fp8_recipe", "e4m3") == "fp8_recipe: expected one of hybrid, got \"e4m3\"");
+  // Only the modelled fp8 recipes are accepted: any other is rejected, not ignored.
+  CHECK(spec::apply_setting(p, "fp8_recipe", "hybrid") ==
+        "fp8_recipe: expected one of delayed, tensorwise, blockwise, mxfp8, got \"hybrid\"");
   CHECK(spec::apply_setting(p, "tp_degree", "2").starts_with("unknown setting 'tp_degree'"));
 }
 

@@ -1,19 +1,32 @@
-// Cost model: the roofline time of one kernel and the alpha-beta time of one
-// collective, on one GPU profile. Units: seconds, FLOP, bytes.
+// Cost model: the time of one kernel and the alpha-beta time of one
+// collective, on one GPU profile at its sustained clock. Units: seconds,
+// FLOP, bytes.
 //
-//   t = max(flop / (peak[dtype] * eff_compute),
-//           hbm_bytes / (hbm_bw * eff_mem(class)) + hbm_latency,
-//           sram_bytes / sram_bw)
-//       + launches * launch_overhead
+//   t = max(compute, hbm_bytes / (hbm_bw * eff_mem(class)) + hbm_latency,
+//           sram_bytes / sram_bw) + launches * launch_overhead
 //
-// GEMM compute time includes tile and wave quantization: tiles =
-// ceil(M/tm) ceil(N/tn) batch, waves = ceil(tiles / SMs), and each wave costs
-// tm tn K 2 FLOP per SM at the achievable per-SM rate. A kernel is labelled by
-// its dominant term (compute, memory, sram, latency); arithmetic intensity is
-// FLOP per HBM byte, and the ridge point is peak / bandwidth.
+// compute, by class:
+//  - GEMM: the best of the output tiles that fit the SM's shared memory
+//    (64x64 .. 256x128), each as data-parallel waves over the SMs, split-K
+//    when too few tiles fill the SMs, or stream-K (Hopper and later); a tile
+//    costs 2 tm tn (K + k0) FLOP at the per-SM sustained peak x main-loop
+//    efficiency x 1 / (1 + lambda (1/tm + 1/tn)); plus the kernel's fill and
+//    drain latency. Split-K adds its fp32 partial sums to the HBM bytes.
+//  - Fused attention: blocks = batch x heads x ceil(q_len / Br) in waves
+//    over the SMs; a block runs its key tiles (all of them, or up to the
+//    diagonal when causal) plus a fixed prologue/epilogue; a key tile costs
+//    its MMAs (4 Br Bc d forward, 10 Br Bc d backward) at the
+//    implementation's MMA efficiency plus its non-overlapped softmax work
+//    (exponentials at the special-function rate).
+//  - Anything else: FLOPs at the non-tensor (fp32) rate.
+// A kernel is labelled by its dominant term (compute, memory, sram,
+// latency); arithmetic intensity is FLOP per HBM byte, and the ridge point is
+// peak / bandwidth. Every default and its basis: default_efficiency and
+// resolve in cost.cpp, and docs/accuracy.md.
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <string_view>
 
 #include "ridgeline/graph/graph.hpp"
@@ -27,14 +40,36 @@ spec::EfficiencySpec default_efficiency(const spec::HardwareSpec& hw);
 
 /// Everything the per-kernel cost needs, resolved once per GPU.
 struct CostParams {
+  /// Dense peaks at the sustained clock (spec::clock_at_power at the power
+  /// limit) — the spec-sheet peaks are quoted at the boost clock.
   std::array<double, spec::kPeakCount> peak_flop_per_s{};
+  double clock_scale = 1;  // sustained clock / boost clock
+  // GEMM (see gemm_cost in cost.cpp).
+  /// Main-loop efficiency per Peak: the fraction of the sustained peak a
+  /// tile's K loop issues MMAs at, before tile, wave and K-tail effects.
   std::array<double, spec::kPeakCount> gemm_frac{};
-  std::array<double, 4> attention_frac{};  // per spec::AttentionKind
+  double tile_m = 0, tile_n = 0;  // > 0: one fixed output tile (calibrated); 0: the best of kGemmTiles
+  double gemm_k0 = 0;       // a tile's prologue + epilogue, in K steps at the 16-bit rate
+  double gemm_lambda = 0;   // per-tile operand-feed overhead, in tile rows: efficiency 1 / (1 + lambda (1/tm + 1/tn))
+  double gemm_latency_s = 0;  // a GEMM kernel's pipeline fill and drain
+  bool stream_k = false;    // the library splits work across SMs without wave quantization (Hopper and later)
+  double smem_per_sm = 0;   // bytes; which tiles fit (two pipeline stages)
+  // Fused attention, per spec::AttentionKind (see attention_cost).
+  /// MMA efficiency of the implementation's main loop (mma.sync on a GPU with
+  /// asynchronous MMA included), as a fraction of the sustained peak.
+  std::array<double, spec::kAttentionKindCount> attention_frac{};
+  /// Non-MMA work per score element that does not overlap the MMAs (exp,
+  /// rescaling, masking), in exponentials.
+  std::array<double, spec::kAttentionKindCount> attention_softmax{};
+  double mma_flop_per_exp = 256;   // per SM per clock: tensor FLOP / special-function (exp) results
+  double attention_block_iters = 1;  // a block's prologue + epilogue, in main-loop iterations
+  double attention_bwd_frac = 0.8;   // backward main-loop MMA efficiency relative to forward
+  // Memory-bound kernels.
   std::array<double, spec::kKernelClassCount> mem_frac{};  // hbm_frac x class multiplier
-  double tile_m = 128, tile_n = 128, gemm_k0 = 0;
   double sms = 1;
   double hbm_bytes_per_s = 1;
   double hbm_latency_s = 0;
+  double l2_bytes = 0;
   double sram_bytes_per_s = 0;
   double launch_s = 0;
   double graph_launch_s = 0;  // per kernel under CUDA graphs
@@ -45,6 +80,9 @@ struct CostParams {
   double inter_bytes_per_s = 0, inter_latency_s = 0;
   double comm_frac = 0.8;
   bool calibrated = false;
+  /// Identifies this resolution for the per-shape GEMM cache (a new value
+  /// every resolve(); a copy shares it, as it shares every parameter).
+  std::uint64_t id = 0;
 };
 
 /// How a profile is resolved into cost parameters.
@@ -54,6 +92,9 @@ struct ResolveOptions {
   /// sustained clock, and with it every tensor and vector peak, follows
   /// spec::clock_at_power.
   double power_limit_w = 0;
+  /// A locked graphics clock in hertz (nvidia-smi -lgc, as benchmark papers
+  /// fix it): replaces the sustained clock; 0 = not locked.
+  double locked_clock_hz = 0;
   /// Leave-one-group-out: defaults fitted on this published-row group
   /// (e.g. "mamf", "flashattention3_paper") take their prior (the value
   /// from the literature, before the fit) instead; empty = all fitted.

@@ -16,6 +16,7 @@ struct KernelEvalOptions {
   bool use_calibration = true;  // the profile's calibration block, when it has one
   bool cuda_graphs = false;     // launches at the CUDA-graph replay cost
   double power_limit_w = 0;     // board power limit (W); 0 = the profile's TDP
+  double locked_clock_hz = 0;   // a locked clock (nvidia-smi -lgc); 0 = the sustained clock
   std::string_view fit_without_group;  // see cost::ResolveOptions::without_group
 };
 

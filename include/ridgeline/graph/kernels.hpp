@@ -36,6 +36,9 @@ struct AttentionTile {
 };
 AttentionTile attention_tile(spec::AttentionKind impl, double head_dim, AttentionPass pass, bool causal,
                              const spec::HardwareSpec& hw);
+/// The same, from the SM's shared memory in bytes (what FA1's tiles depend on).
+AttentionTile attention_tile(spec::AttentionKind impl, double head_dim, AttentionPass pass, bool causal,
+                             double smem_per_sm_bytes);
 
 /// Fraction of the query x key tile grid a kernel executes: 1 without a
 /// mask; causal skips the tiles above the diagonal but runs the diagonal

@@ -3,7 +3,7 @@
 //
 //   weights + gradients + master weights + optimizer state   (by dtype, ZeRO stage)
 // + activations = in_flight * (saved tensors per micro-batch) + recompute working set
-// + buffers (fp32 logits, logit gradients, ZeRO-3 gathered layers)
+// + buffers (fp32 logits, logit gradients, ZeRO-3 gathered layers, fp8 scaling state)
 // + workspace (CUDA context, cuBLAS/NCCL workspaces)
 // + fragmentation allowance (kFragmentationFrac of activations and buffers)
 //
@@ -67,7 +67,8 @@ struct GraphFacts {
   double layer_saved = 0;   // saved bytes of one decoder layer per micro-batch (before recomputation frees them)
   double layer_alive = 0;   // of which alive until backward (Kernel::saved_fraction)
   double other_saved = 0;   // saved bytes outside the layers (embedding, head, loss)
-  double fp8_linear_params = 0;  // linear-layer weights that get fp8 copies
+  double fp8_linear_params = 0;  // linear-layer weights that get fp8 (or NVFP4) copies
+  double fp8_linears = 0;        // quantized linear layers (an expert counts once), 3 scaled tensors each
   double recompute_working = 0;  // one recomputed segment's saved tensors
   double logits_transient = 0;   // the largest forward workspace (an eager loss's fp32 logits)
   double tokens = 0, act_bytes = 2, layers = 0;
@@ -78,8 +79,9 @@ GraphFacts facts(const graph::Graph& g);
 /// optimizer state, each by the plan's precision policy (spec/precision.hpp)
 /// and sharded by its ZeRO stage (Rajbhandari et al. 2020: stage 1 shards the
 /// optimizer state and masters, 2 also the gradients, 3 also the weights).
-/// `fp8_linear_params` adds the fp8 weight copies the step graph keeps (0
-/// without fp8); with 0 the total is a lower bound on every plan's peak memory,
+/// `fp8_linear_params` adds the quantized weight copies the step graph keeps
+/// (row-wise and transposed, spec::QuantRecipe::weight_bytes_per_elem each
+/// with their block scales; 0 without fp8); with 0 the total is a lower bound on every plan's peak memory,
 /// which is what the search prunes with.
 struct ModelState {
   double weights = 0, gradients = 0, master_weights = 0, optimizer = 0;

@@ -73,20 +73,35 @@ struct InterconnectSpec {
 enum class Vendor : std::uint8_t { kNvidia, kAmd, kHost };
 
 /// A GPU generation (the profile's `generation:`). kHost is the host backend's
-/// "GPU" (one CPU core, host_validation/): no tensor cores.
-enum class Generation : std::uint8_t { kAmpere, kAda, kHopper, kBlackwell, kCdna3, kHost };
-inline constexpr int kGenerationCount = 6;
+/// "GPU" (one CPU core, host_validation/): no tensor cores. kBlackwell is the
+/// data-center part (sm_100/sm_103: B200, B300, GB200, GB300); kRtxBlackwell
+/// the GeForce/RTX part (sm_120: RTX 5090), which has no tcgen05.
+enum class Generation : std::uint8_t {
+  kAmpere, kAda, kHopper, kBlackwell, kRtxBlackwell, kCdna2, kCdna3, kCdna4, kHost
+};
+inline constexpr int kGenerationCount = 9;
 
 /// What a generation has, each from its vendor's architecture documents:
 ///  - fp8 tensor cores: Ada (Ada whitepaper, 4th-gen tensor cores), Hopper
-///    (H100 whitepaper, Transformer Engine), Blackwell (B200 datasheet), CDNA 3
-///    (MI300 ISA / CDNA 3 whitepaper); not Ampere (A100 whitepaper: fp16, bf16,
-///    tf32, int8 only).
+///    (H100 whitepaper, Transformer Engine), Blackwell (B200 datasheet), RTX
+///    Blackwell (RTX Blackwell whitepaper, RTX 5090 FP8 419 TFLOP/s), CDNA 3
+///    (MI300 ISA / CDNA 3 whitepaper), CDNA 4 (AMD ROCm Compute Profiler
+///    data-type table: FP8/BF8 GEMM on CDNA3 and CDNA4); not Ampere (A100
+///    whitepaper: fp16, bf16, tf32, int8 only), not CDNA 2 (same ROCm table:
+///    no FP8 GEMM on CDNA2; MI250X product page lists no FP8).
+///  - fp4 tensor cores (a dense FP4 peak, Peak::kFp4): Blackwell (NVIDIA
+///    Blackwell datasheet: NVFP4, sparse | dense per GPU), RTX Blackwell (RTX
+///    Blackwell whitepaper: FP4 1,676 dense on RTX 5090), CDNA 4 (MI355X
+///    product page: MXFP4 10.1 PFLOP/s); no earlier generation has an FP4
+///    tensor path (Hopper and CDNA 3 stop at fp8: H100 whitepaper, MI325X page).
 ///  - wgmma: warpgroup-level asynchronous MMA with TMA loads, sm_90a only (PTX
 ///    ISA, wgmma.mma_async); Blackwell replaces it with tcgen05.mma (sm_100a).
 ///  - async MMA: tensor cores fed by an asynchronous, block-wide MMA (Hopper's
 ///    wgmma, Blackwell's tcgen05); a kernel built on warp-level mma.sync
-///    (FlashAttention-2) reaches a smaller fraction of their peak.
+///    (FlashAttention-2) reaches a smaller fraction of their peak. RTX
+///    Blackwell (sm_120) has neither wgmma nor tcgen05 or tensor memory
+///    (CUTLASS Blackwell documentation, supported-GPU table): its tensor cores
+///    are fed by warp-level mma.sync, as Ampere's and Ada's.
 ///  - FlashAttention-3: written for wgmma and TMA on Hopper (Shah et al. 2024,
 ///    Sec. 3); on any other GPU the same plan runs FlashAttention-2.
 struct GenerationInfo {
@@ -94,6 +109,7 @@ struct GenerationInfo {
   Generation generation;
   Vendor vendor;
   bool fp8_tensor_cores;
+  bool fp4_tensor_cores;
   bool wgmma;
   bool async_mma;
   bool flash_attention_3;
@@ -103,7 +119,8 @@ struct GenerationInfo {
 const GenerationInfo& generation_info(Generation g);
 std::optional<Generation> parse_generation(std::string_view s);
 std::string_view name(Generation g);
-/// "ampere, ada, hopper, blackwell, cdna3, host", for "expected one of" messages.
+/// "ampere, ada, hopper, blackwell, rtx_blackwell, cdna2, cdna3, cdna4, host",
+/// for "expected one of" messages.
 std::string generation_choices();
 
 std::optional<Vendor> parse_vendor(std::string_view s);
@@ -134,7 +151,11 @@ struct HardwareSpec {
   double hbm_bytes_per_s = 0.0;
   double l2_bytes = 0.0;
   int sm_count = 0;
-  double clock_hz = 0.0;
+  double clock_hz = 0.0;  // boost clock, the one the dense peaks are quoted at
+  /// The clock tensor-core work sustains under load at the profile's TDP
+  /// (`compute.sustained_clock`; the boost clock when the profile gives none).
+  /// 0 < sustained_clock_hz <= clock_hz.
+  double sustained_clock_hz = 0.0;
   double smem_per_sm_bytes = 0.0;
   double sram_bytes_per_s = 0.0;  // aggregate over all SMs
   /// Dense peak per Peak (FLOP/s); 0 = not supported (e.g. fp8 on A100).
@@ -155,16 +176,29 @@ struct HardwareSpec {
   const GenerationInfo& generation_facts() const { return generation_info(generation); }
   bool is_amd() const { return generation_facts().vendor == Vendor::kAmd; }
   bool has_fp8() const { return generation_facts().fp8_tensor_cores; }
+  bool has_fp4() const { return generation_facts().fp4_tensor_cores; }
   bool has_wgmma() const { return generation_facts().wgmma; }
   bool has_async_mma() const { return generation_facts().async_mma; }
   bool has_fa3() const { return generation_facts().flash_attention_3; }
 };
 
+/// The clock tensor-core work sustains at a board power of `power_w` watts:
+///   f(P) = min(f_boost, f_sustained * (P / P_tdp)^(1/3))
+/// Dynamic power is P ~ C * f * V^2, and within the DVFS range the voltage
+/// the clock needs rises about linearly with the clock (V ~ f), so P ~ f^3
+/// and f ~ P^(1/3). The reference point is the profile's TDP, at which the
+/// sustained clock is observed; no power lifts the clock above boost.
+/// power_w <= 0 (no limit given), or a profile without a TDP: the sustained
+/// clock. A spec built in code without a sustained clock uses clock_hz.
+double clock_at_power(const HardwareSpec& hw, double power_w);
+
 /// Loads and validates a profile; throws support::SpecError with every problem
 /// found. `generation` is required; `vendor`, when given, must be the
 /// generation's (and is the generation's when left out); an fp8 peak is given
-/// exactly when the generation has fp8 tensor cores; two aliases of one
-/// profile may not normalise to the same name.
+/// exactly when the generation has fp8 tensor cores, and an fp4 peak exactly
+/// when it has fp4 tensor cores; `compute.sustained_clock`, when given, is at
+/// most `compute.boost_clock` (and is the boost clock when left out); two
+/// aliases of one profile may not normalise to the same name.
 HardwareSpec load_hardware(const std::string& path);
 
 }  // namespace ridgeline::spec

@@ -11,9 +11,14 @@
 
 namespace ridgeline::spec {
 
-enum class Precision : std::uint8_t { kFp32, kTf32, kFp16, kBf16, kFp8 };
-enum class Fp8Recipe : std::uint8_t { kHybrid };
-enum class Fp8Scaling : std::uint8_t { kDelayed, kCurrent };
+/// kNvfp4: linear layers in NVFP4 (Blackwell; techniques/precision.cpp).
+enum class Precision : std::uint8_t { kFp32, kTf32, kFp16, kBf16, kFp8, kNvfp4 };
+/// How fp8 linear layers are scaled, after Transformer Engine's recipes:
+/// delayed (DelayedScaling: per-tensor scales from an amax history),
+/// tensorwise (Float8CurrentScaling: per-tensor scales from the tensor's own
+/// amax), blockwise (Float8BlockScaling: DeepSeek-V3 1x128 / 128x128 scales)
+/// and mxfp8 (MXFP8BlockScaling: OCP MX, an E8M0 scale per 32 elements).
+enum class Fp8Recipe : std::uint8_t { kDelayed, kTensorwise, kBlockwise, kMxfp8 };
 enum class RecomputeKind : std::uint8_t { kNone, kSelective, kFull, kEvery, kSqrt };
 /// The attention core's implementation: naive (separate QK^T, softmax, PV
 /// kernels with the s x s scores in HBM), FlashAttention 1/2/3 (Dao et al.
@@ -72,8 +77,7 @@ struct PlanSpec {
   int global_batch = 0;  // 0 = micro_batch * dp (one micro-batch per step)
   int seq_len = 0;       // 0 = model's max_seq_len
   Precision precision = Precision::kBf16;
-  Fp8Recipe fp8_recipe = Fp8Recipe::kHybrid;
-  Fp8Scaling fp8_scaling = Fp8Scaling::kDelayed;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
   double skipped_step_rate = 0.001;  // fp16: fraction of steps skipped on overflow
   Recompute recompute;
   AttentionKind attention = AttentionKind::kFlash2;
@@ -109,7 +113,7 @@ struct MicrobatchPlan {
   int micro_batch = 1;
   int seq_len = 0;
   Precision precision = Precision::kBf16;
-  Fp8Scaling fp8_scaling = Fp8Scaling::kDelayed;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
   Recompute recompute;
   AttentionKind attention = AttentionKind::kFlash2;
   Fusion fusion = Fusion::kFused;
@@ -121,7 +125,7 @@ struct MicrobatchPlan {
 
   MicrobatchPlan() = default;
   MicrobatchPlan(const PlanSpec& p)  // NOLINT(google-explicit-constructor): a plan is its micro-batch part
-      : micro_batch(p.micro_batch), seq_len(p.seq_len), precision(p.precision), fp8_scaling(p.fp8_scaling),
+      : micro_batch(p.micro_batch), seq_len(p.seq_len), precision(p.precision), fp8_recipe(p.fp8_recipe),
         recompute(p.recompute), attention(p.attention), fusion(p.fusion), cuda_graphs(p.cuda_graphs),
         optimizer(p.optimizer),
         finetune(p.finetune), attention_flops(p.attention_flops),
@@ -139,7 +143,6 @@ std::optional<FinetuneMode> parse_finetune(std::string_view s);
 std::optional<AttentionFlops> parse_attention_flops(std::string_view s);
 std::optional<std::uint8_t> parse_lora_targets(std::string_view s);  // "q,v" or "all"
 std::optional<Fp8Recipe> parse_fp8_recipe(std::string_view s);
-std::optional<Fp8Scaling> parse_fp8_scaling(std::string_view s);
 
 std::string to_string(Precision p);
 std::string to_string(const Recompute& r);
@@ -150,7 +153,6 @@ std::string to_string(FinetuneMode f);
 std::string to_string(AttentionFlops a);
 std::string lora_targets_to_string(std::uint8_t mask);
 std::string to_string(Fp8Recipe r);
-std::string to_string(Fp8Scaling s);
 
 /// The accepted words, for "expected one of ..." messages.
 std::string precision_choices();
@@ -160,7 +162,6 @@ std::string fusion_choices();
 std::string optimizer_choices();
 std::string finetune_choices();
 std::string fp8_recipe_choices();
-std::string fp8_scaling_choices();
 std::string attention_flops_choices();
 std::string lora_target_choices();
 

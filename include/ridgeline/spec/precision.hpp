@@ -15,13 +15,33 @@ namespace ridgeline::spec {
 /// (Dettmers et al. 2023, Sec. 3).
 inline constexpr double kNf4BytesPerWeight = 4.127 / 8.0;
 
+/// Delayed scaling's amax history per fp8 tensor (Transformer Engine
+/// DelayedScaling, amax_history_len = 1024).
+inline constexpr double kAmaxHistoryLen = 1024;
+
+/// How a low-precision linear layer quantizes its tensors: what each cast
+/// costs (techniques/precision.cpp) and what scale state it keeps (memory/).
+/// Per element bytes include the block scales.
+struct QuantRecipe {
+  Dtype gemm = Dtype::kFp8E4M3;       // the linear GEMMs' dtype (fprop, dgrad, wgrad)
+  Dtype grad = Dtype::kFp8E4M3;       // the output gradient's element type (E5M2 under HYBRID)
+  bool amax_pass = false;             // a per-tensor amax must be reduced before the cast (current scaling)
+  bool norm_fused = false;            // the LayerNorm before QKV / MLP-up can write the quantized input
+  bool separate_colwise = false;      // the column-wise copy is its own quantization of the 16-bit tensor
+  double hadamard_flop_per_elem = 0;  // random Hadamard transform before the column-wise (wgrad) quantization
+  double act_bytes_per_elem = 1;      // a quantized activation or gradient element, with its scales
+  double weight_bytes_per_elem = 1;   // a quantized weight element, with its scales
+  double state_bytes_per_tensor = 0;  // persistent scaling state per quantized tensor (3 per linear)
+};
+
 struct PrecisionPolicy {
   /// 16-bit activations and weights with fp32 masters (Micikevicius et al.
   /// 2018), as opposed to fp32 / tf32 training, where everything is 4 bytes.
   bool mixed = true;
   Dtype activation = Dtype::kBf16;  // activations between kernels, attention core
   Dtype linear_gemm = Dtype::kBf16; // linear-layer GEMMs before the fp8 pass
-  bool fp8_linear = false;          // linear-layer forward GEMMs run in fp8 (techniques/precision.cpp)
+  bool fp8_linear = false;          // linear-layer GEMMs run in fp8 or NVFP4 (techniques/precision.cpp)
+  QuantRecipe quant;                // how, when fp8_linear
   double activation_bytes = 2;
   double weight_bytes = 2;          // trainable weights and gathered copies
   double frozen_weight_bytes = 2;   // a frozen base (LoRA: as trained; QLoRA: NF4)
@@ -29,9 +49,65 @@ struct PrecisionPolicy {
   double master_bytes = 4;          // fp32 master copy per trainable parameter; 0 without one
 };
 
+/// The quantization of a plan's fp8 recipe or NVFP4:
+///  - delayed (TE DelayedScaling, HYBRID): the scale comes from the amax
+///    history, so a cast is one pass and a LayerNorm can write its output in
+///    fp8 (TE LayerNormLinear); state per tensor: 1024 fp32 amaxes plus scale
+///    and scale_inv, (1024 + 2) x 4 bytes;
+///  - tensorwise (TE Float8CurrentScaling, HYBRID): the tensor's amax is
+///    reduced first, so each cast is preceded by an amax pass and cannot be
+///    fused into the norm; state: amax, scale, scale_inv, 12 bytes;
+///  - blockwise (TE Float8BlockScaling, E4M3; DeepSeek-AI 2024, DeepSeek-V3
+///    Sec. 3.3): scales computed in the cast, fp32 per 1x128 activation block
+///    (1 + 4/128 bytes per element) and per 128x128 weight block
+///    (1 + 4/16384);
+///  - mxfp8 (TE MXFP8BlockScaling, E4M3; OCP MX spec v1.0): an E8M0 scale per
+///    32 elements (1 + 1/32 bytes), along rows for one copy and along columns
+///    for the other, so the wgrad copy is its own quantization of the 16-bit
+///    tensor (a transposed row-wise copy has the wrong blocks);
+///  - nvfp4 (TE NVFP4BlockScaling; NVIDIA 2025, "Pretraining Large Language
+///    Models with NVFP4"): E2M1 with an E4M3 scale per 16 elements
+///    (0.5 + 1/16 bytes) and a per-tensor fp32 scale from the tensor's amax
+///    (an amax pass), 16x16 blocks for weights, a 16x16 random Hadamard
+///    transform before the wgrad operands' quantization (16 multiply-adds
+///    per element), stochastic rounding of gradients (no extra pass).
+inline QuantRecipe quant_recipe(const MicrobatchPlan& p) {
+  QuantRecipe q;
+  if (p.precision == Precision::kNvfp4) {
+    q.gemm = q.grad = Dtype::kFp4;
+    q.amax_pass = true;
+    q.separate_colwise = true;
+    q.hadamard_flop_per_elem = 2.0 * 16;
+    q.act_bytes_per_elem = q.weight_bytes_per_elem = bytes_per_element(Dtype::kFp4);
+    q.state_bytes_per_tensor = 4;
+    return q;
+  }
+  switch (p.fp8_recipe) {
+    case Fp8Recipe::kDelayed:
+      q.grad = Dtype::kFp8E5M2;
+      q.norm_fused = true;
+      q.state_bytes_per_tensor = (kAmaxHistoryLen + 2) * 4;
+      break;
+    case Fp8Recipe::kTensorwise:
+      q.grad = Dtype::kFp8E5M2;
+      q.amax_pass = true;
+      q.state_bytes_per_tensor = 3 * 4;
+      break;
+    case Fp8Recipe::kBlockwise:
+      q.act_bytes_per_elem = 1 + 4.0 / 128;
+      q.weight_bytes_per_elem = 1 + 4.0 / (128 * 128);
+      break;
+    case Fp8Recipe::kMxfp8:
+      q.separate_colwise = true;
+      q.act_bytes_per_elem = q.weight_bytes_per_elem = 1 + 1.0 / 32;
+      break;
+  }
+  return q;
+}
+
 /// The policy of a plan:
 ///  - fp32 / tf32: 4-byte activations, weights and gradients, no masters;
-///  - fp16 / bf16 / fp8: 2-byte activations, weights and gradients, fp32
+///  - fp16 / bf16 / fp8 / nvfp4: 2-byte activations, weights and gradients, fp32
 ///    masters (fp8 GEMM inputs are cast by the precision pass; Transformer
 ///    Engine keeps the 16-bit weights and activations, Micikevicius et al. 2022);
 ///  - QLoRA: frozen base in NF4, adapters in bf16 without fp32 copies
@@ -41,7 +117,8 @@ inline PrecisionPolicy precision_policy(const MicrobatchPlan& p) {
   r.mixed = p.precision != Precision::kFp32 && p.precision != Precision::kTf32;
   r.activation = !r.mixed ? Dtype::kFp32 : (p.precision == Precision::kFp16 ? Dtype::kFp16 : Dtype::kBf16);
   r.linear_gemm = p.precision == Precision::kTf32 ? Dtype::kTf32 : r.activation;
-  r.fp8_linear = p.precision == Precision::kFp8;
+  r.fp8_linear = p.precision == Precision::kFp8 || p.precision == Precision::kNvfp4;
+  if (r.fp8_linear) r.quant = quant_recipe(p);
   r.activation_bytes = r.mixed ? 2.0 : 4.0;
   r.weight_bytes = r.activation_bytes;
   r.gradient_bytes = r.weight_bytes;

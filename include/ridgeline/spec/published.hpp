@@ -58,8 +58,8 @@ struct PublishedValue {
   support::SourceLoc loc;
 };
 
-/// The scalar fields of one section of a row (hardware, model, training,
-/// kernel, measured, derived); nested maps and sequences are not kept.
+/// The scalar fields of one section of a row (source, hardware, model,
+/// training, kernel, measured, derived); nested maps and sequences are not kept.
 struct PublishedSection {
   std::map<std::string, PublishedValue> fields;
 
@@ -78,7 +78,7 @@ struct PublishedRow {
   std::string confidence;
   std::string notes;
   support::SourceLoc loc;
-  PublishedSection hardware, model, training, kernel, measured, derived;
+  PublishedSection source, hardware, model, training, kernel, measured, derived;
 };
 
 struct PublishedFile {

@@ -1,7 +1,9 @@
-// Mapping an end-to-end or per-layer published row onto Ridgeline's specs:
-// the row's free text (architecture, precision, recomputation, attention
-// kernel, FSDP strategy) interpreted, everything the row leaves unstated
-// assumed in words. Words a spec parser knows (spec::parse_precision,
+// Mapping a published row onto Ridgeline's specs: an end-to-end or per-layer
+// row onto a model and plan, a GEMM or attention row onto the kernels
+// graph/kernels.hpp builds for its shape (the kernels `ridgeline kernel`
+// costs). The row's free text (architecture, precision, recomputation,
+// attention kernel, FSDP strategy) is interpreted, everything the row leaves
+// unstated assumed in words. Words a spec parser knows (spec::parse_precision,
 // parse_recompute, parse_attention, parse_dtype) are read by it; only the
 // genuinely free-text readings ("amp_bf16", "full activation checkpointing",
 // "FlashAttention (v1 era)") are interpreted here.
@@ -13,6 +15,8 @@
 #include <vector>
 
 #include "ridgeline/engine/engine.hpp"
+#include "ridgeline/engine/kernel_eval.hpp"
+#include "ridgeline/graph/graph.hpp"
 #include "ridgeline/spec/hardware.hpp"
 #include "ridgeline/spec/model.hpp"
 #include "ridgeline/spec/plan.hpp"
@@ -20,6 +24,18 @@
 #include "ridgeline/validation/skip.hpp"
 
 namespace ridgeline::validation {
+
+/// How rows are predicted: with the profiles' calibration blocks or not, and
+/// the published group whose fitted cost-model defaults take their priors
+/// (leave-one-group-out; see cost::ResolveOptions::without_group). The
+/// string the view refers to must outlive every prediction made with it.
+struct PredictOptions {
+  bool use_calibration = true;
+  std::string_view fit_without_group;
+
+  engine::EvalOptions eval() const;
+  engine::KernelEvalOptions kernel(bool cuda_graphs = false) const;
+};
 
 /// The model and training plan an end-to-end or per-layer row describes.
 struct TrainingCase {
@@ -36,10 +52,51 @@ struct TrainingCase {
 /// power of two that divides the per-GPU batch and fits (the engine's memory
 /// model on `hw`). A row that cannot be mapped gives its Skip.
 OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec::HardwareSpec& hw,
-                                      bool use_calibration = true);
+                                      const PredictOptions& opt = {});
 
 /// The engine's prediction of a mapped case, or the engine's rejection of its plan as a Skip.
-OrSkip<engine::Prediction> predict_case(const TrainingCase& tc, const spec::HardwareSpec& hw, bool use_calibration);
+OrSkip<engine::Prediction> predict_case(const TrainingCase& tc, const spec::HardwareSpec& hw,
+                                        const PredictOptions& opt = {});
+
+/// A GEMM or attention row as the kernels it runs, each built by
+/// graph/kernels.hpp and costed alone by engine::evaluate_kernel; the
+/// predicted time is the sum of theirs. `convention_flops` is what the source
+/// divides its measured time by to print TFLOP/s.
+struct KernelCase {
+  std::vector<graph::Kernel> kernels;
+  double convention_flops = 0;
+  spec::Dtype dtype = spec::Dtype::kBf16;
+  std::string config;                    // the mapped kernel, in words
+  std::vector<std::string> assumptions;  // what the row did not state
+  // Attention rows: the problem, the implementation and the passes timed.
+  graph::AttentionShape shape;
+  spec::AttentionKind impl = spec::AttentionKind::kFlash2;
+  bool forward = false, backward = false;
+};
+
+/// kernel.M, N, K (and batch, default 1) in kernel.dtype:
+/// graph::gemm_kernel(M, N, K, batch, dtype); convention FLOPs 2 M N K batch
+/// (MAMF, DeepGEMM and every GEMM benchmark count a multiply-add as two).
+OrSkip<KernelCase> map_gemm_row(const spec::PublishedRow& row, const spec::HardwareSpec& hw);
+
+/// kernel.batch, seqlen (or seq_len), heads, kv_heads (default heads),
+/// head_dim, causal (default true) and the implementation: kernel.impl (or
+/// implementation, or the op text, or the last word of the row's id)
+/// through attention_impl_of. Naive ("standard") attention is
+/// graph::naive_attention_kernels, every other implementation
+/// graph::flash_attention_forward / _backward. The pass: kernel.direction
+/// (fwd, bwd, fwd_bwd), else the op text ("attention forward"), else both.
+/// "fp16/bf16" is bf16 (one peak). Convention FLOPs:
+/// attention_benchmark_flops of the forward kernels' model FLOPs. A row of
+/// an ablated variant (its source's location says "ablation") that names no
+/// implementation is skipped: no shipped kernel is that variant.
+OrSkip<KernelCase> map_attention_row(const spec::PublishedRow& row, const spec::HardwareSpec& hw);
+
+/// An attention implementation as sources name it: the spec's words (naive,
+/// flash, flash2, flash3, cudnn, triton), "standard" / "eager" / "pytorch" as
+/// naive, a FlashAttention with its version ("flashattention2", "FA3",
+/// "flash_attn 2"); nullopt when the text names none.
+std::optional<spec::AttentionKind> attention_impl_of(std::string_view text);
 
 /// "L24 h2048 a16 s2048 | mb 8 gb 512 | bf16, flash2 attention, recompute none | TP1 PP1 DP8 ZeRO-1".
 std::string describe(const TrainingCase& tc);

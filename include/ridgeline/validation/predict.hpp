@@ -1,9 +1,10 @@
 // Predicting one published row through the engine, compared like with like:
 // end-to-end rows with engine::evaluate of the mapped model and plan;
-// per-layer and attention rows with the engine's step graph of a one-layer
-// model, each kernel costed by engine::evaluate_kernel; GEMM, streaming,
-// shared-memory and launch rows as one graph::Kernel costed by
-// engine::evaluate_kernel. A row Ridgeline cannot predict gives its Skip.
+// per-layer rows with the engine's step graph of the mapped model, each
+// kernel costed by engine::evaluate_kernel; GEMM and attention rows as the
+// kernels graph/kernels.hpp builds for their shape (mapping.hpp's
+// KernelCase), and streaming, shared-memory and launch rows as one
+// graph::Kernel, each costed by engine::evaluate_kernel. A row Ridgeline cannot predict gives its Skip.
 #pragma once
 
 #include <optional>
@@ -12,6 +13,7 @@
 
 #include "ridgeline/spec/hardware.hpp"
 #include "ridgeline/spec/published.hpp"
+#include "ridgeline/validation/mapping.hpp"
 #include "ridgeline/validation/skip.hpp"
 #include "ridgeline/validation/stats.hpp"
 
@@ -23,6 +25,7 @@ struct RowPrediction {
   std::string config;                    // the mapped configuration, in words
   std::vector<std::string> assumptions;  // what Ridgeline had to assume
   bool fits = true;                      // end-to-end: the memory model agrees the run fits
+  std::string precision;                 // the plan's precision or the kernel's dtype ("bf16", "fp8"); "" when none
 };
 
 /// Why a row's quantity is outside the model, before looking at its GPU
@@ -30,6 +33,7 @@ struct RowPrediction {
 std::optional<Skip> out_of_scope(const spec::PublishedRow& row);
 
 /// Predicts a row of any category on `hw`.
-OrSkip<RowPrediction> predict_row(const spec::PublishedRow& row, const spec::HardwareSpec& hw, bool use_calibration);
+OrSkip<RowPrediction> predict_row(const spec::PublishedRow& row, const spec::HardwareSpec& hw,
+                                  const PredictOptions& opt = {});
 
 }  // namespace ridgeline::validation

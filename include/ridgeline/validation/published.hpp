@@ -2,8 +2,11 @@
 // (spec::load_published) mapped onto Ridgeline's specs, predicted through
 // the engine (validation/predict.hpp) on the profile its GPU name is an alias
 // of (validation/profiles.hpp), compared like with like, and summarized per
-// group and per category. A row Ridgeline cannot predict is skipped with its
-// reason; it never aborts the run.
+// group, per subset of a group (GPU profile and precision: llm-foundry's H100
+// bf16 and fp8 tables apart) and per category; and leave-one-group-out, each
+// group predicted with the cost-model defaults fitted on its own rows at
+// their priors. A row Ridgeline cannot predict is skipped with its reason; it
+// never aborts the run.
 //
 // Units: every comparison keeps the unit the source prints; errors are
 // signed percentages, (predicted - measured) / measured x 100 (stats.hpp).
@@ -32,6 +35,17 @@ struct PublishedResult {
   std::string config;                 // the mapped configuration, in words
   std::vector<std::string> assumptions;  // what Ridgeline had to assume
   bool fits = true;  // end-to-end: the memory model agrees the run fits
+  std::string precision;  // the plan's precision or the kernel's dtype, when mapped
+  /// The row's subset of its group: "PROFILE PRECISION" ("h100_sxm fp8"),
+  /// the GPU name when no profile claims it, without precision when unmapped.
+  std::string subset() const;
+};
+
+/// The statistics of one subset of a group.
+struct SubsetStats {
+  std::string group;
+  std::string subset;
+  ErrorStats stats;
 };
 
 struct PublishedReport {
@@ -39,7 +53,11 @@ struct PublishedReport {
   std::string group_filter;
   std::vector<PublishedResult> results;  // file order
   ErrorStats overall;
+  std::string fit_without_group;  // the group whose fits took their priors ("" = none)
   std::vector<NamedStats> by_group;     // order of first appearance
+  /// Groups whose predicted rows fall into more than one subset, each subset
+  /// (of predicted rows only) in order of first appearance.
+  std::vector<SubsetStats> by_subset;
   std::vector<NamedStats> by_category;  // schema order, categories present only
   std::vector<std::pair<std::string, int>> skip_reasons;  // most frequent first
   int predicted_not_fitting = 0;  // predicted end-to-end rows the memory model says would not fit
@@ -49,6 +67,9 @@ struct PublishedOptions {
   std::string profiles_dir = "hardware_profiles";
   std::string group;  // only rows of this group ("" = all)
   bool use_calibration = true;
+  /// Predict with the cost-model defaults fitted on this group's rows at
+  /// their priors (engine::EvalOptions::fit_without_group); "" = every fit.
+  std::string fit_without_group;
 };
 
 /// Predicts every row (of the group, when one is given) on `profiles` and summarizes.
@@ -60,5 +81,28 @@ PublishedReport validate_published(const spec::PublishedFile& file, const Profil
 PublishedReport validate_published(const spec::PublishedFile& file, const PublishedOptions& opt = {});
 
 ErrorStats summarize(const std::vector<const PublishedResult*>& rows);
+
+/// One group, predicted with every fit (in-sample) and with the fits made on
+/// its own rows at their priors (left out).
+struct LeaveOneOutGroup {
+  std::string group;
+  ErrorStats in_sample;
+  ErrorStats left_out;
+};
+
+struct LeaveOneOutReport {
+  std::string file;
+  std::string group_filter;
+  std::vector<LeaveOneOutGroup> groups;  // groups with predicted rows, order of first appearance
+  ErrorStats in_sample;                  // every group's rows, pooled
+  ErrorStats left_out;                   // every row predicted without its own group's fits, pooled
+};
+
+/// Leave-one-group-out: for every group (of opt.group, when one is given)
+/// with predicted rows, its rows predicted once with every fit and once with
+/// fit_without_group = that group. opt.fit_without_group is ignored.
+LeaveOneOutReport leave_one_group_out(const spec::PublishedFile& file, const ProfileSet& profiles,
+                                      const PublishedOptions& opt = {});
+LeaveOneOutReport leave_one_group_out(const spec::PublishedFile& file, const PublishedOptions& opt = {});
 
 }  // namespace ridgeline::validation

@@ -1,0 +1,234 @@
+// fp8 and NVFP4 linear layers as Transformer Engine runs them
+// (techniques/precision.cpp, spec::quant_recipe), and the power-limit plan
+// field. Expected values are hand computations over GPT-3 Medium
+// (models/gpt3_350m.yaml: hidden h = 1024, FFN f = 4096, 16 heads of 64, GeLU,
+// 24 layers) at micro-batch 1, sequence 2048: T = 2048 tokens, TP 1.
+// Per decoder layer, the four linears' input X and output gradient dY:
+//   QKV   X = T h = 2,097,152   dY = T 3h = 6,291,456
+//   out   X = T h = 2,097,152   dY = T h  = 2,097,152
+//   up    X = T h = 2,097,152   dY = T f  = 8,388,608
+//   down  X = T f = 8,388,608   dY = T h  = 2,097,152
+// so all four X: 14,680,064 elements, all four dY: 18,874,368.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "ridgeline/engine/engine.hpp"
+#include "ridgeline/memory/memory.hpp"
+#include "ridgeline/spec/plan_fields.hpp"
+#include "ridgeline/support/diagnostics.hpp"
+#include "ridgeline/techniques/passes.hpp"
+#include "test_support.hpp"
+
+using namespace ridgeline;
+namespace fs = std::filesystem;
+using graph::Op;
+
+namespace {
+
+spec::PlanSpec fp8_plan(spec::Fp8Recipe r) {
+  spec::PlanSpec p;
+  p.micro_batch = 1;
+  p.seq_len = 2048;
+  p.precision = spec::Precision::kFp8;
+  p.fp8_recipe = r;
+  p.fusion = spec::Fusion::kFused;
+  return p;
+}
+
+graph::Graph step_graph(const spec::PlanSpec& p) {
+  graph::Graph g;
+  techniques::build_step(g, test::model("gpt3_350m"), p, test::gpu("h100_sxm"));
+  return g;
+}
+
+/// A decoder layer's cast and amax kernels of one phase whose name starts with `prefix`.
+struct Casts {
+  int kernels = 0;
+  double bytes = 0;
+};
+Casts layer_casts(const graph::Graph& g, spec::Phase phase, std::string_view prefix) {
+  Casts c;
+  for (const auto& k : g.kernels)
+    if (k.has(graph::kLayer) && k.phase == phase && (k.op == Op::kCast || k.op == Op::kAmax) &&
+        k.name.starts_with(prefix)) {
+      ++c.kernels;
+      c.bytes += k.hbm_bytes();
+    }
+  return c;
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const fs::path dir = fs::temp_directory_path() / ("ridgeline_fp8_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path p = dir / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+std::vector<std::string> plan_errors(const std::string& path) {
+  std::vector<std::string> out;
+  try {
+    spec::load_plan(path);
+  } catch (const support::SpecError& e) {
+    for (const auto& d : e.diagnostics()) out.push_back(d.format());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("fp8: the LM head stays bf16 forward and backward; every layer linear runs fprop, dgrad, wgrad in fp8") {
+  const graph::Graph g = step_graph(fp8_plan(spec::Fp8Recipe::kDelayed));
+  int head = 0;
+  for (const auto& k : g.kernels)
+    if (k.op == Op::kLmHead && k.cls == spec::KernelClass::kGemm) {
+      ++head;
+      CHECK(k.dtype == spec::Dtype::kBf16);
+      CHECK_FALSE(k.has(graph::kFp8Gemm));
+    }
+  CHECK(head == 3);  // fprop, dgrad, wgrad
+  for (Op op : {Op::kQkv, Op::kOut, Op::kUp, Op::kDown}) {
+    int n = 0;
+    for (const auto& k : g.kernels)
+      if (k.op == op && k.cls == spec::KernelClass::kGemm) {
+        ++n;
+        CHECK(k.dtype == spec::Dtype::kFp8E4M3);
+        CHECK(k.has(graph::kFp8Gemm));
+      }
+    CHECK_MESSAGE(n == 3, static_cast<int>(op));
+  }
+}
+
+TEST_CASE("fp8: cast kernels per layer, delayed vs tensorwise") {
+  // Delayed, fusion fused: QKV's and up's inputs are written in fp8 by the
+  // LayerNorm (TE LayerNormLinear), so the forward casts out's and down's
+  // inputs: 2 cast_transpose kernels reading 2 and writing 1 + 1 bytes per
+  // element: 4 x (2,097,152 + 8,388,608) = 41,943,040 bytes. Backward: one
+  // cast_transpose (E5M2) per output gradient, 4 x 18,874,368 = 75,497,472.
+  const graph::Graph d = step_graph(fp8_plan(spec::Fp8Recipe::kDelayed));
+  Casts f = layer_casts(d, spec::Phase::kForward, "fp8_");
+  CHECK(f.kernels == 2);
+  CHECK(f.bytes == doctest::Approx(41'943'040));
+  Casts b = layer_casts(d, spec::Phase::kBackward, "fp8_");
+  CHECK(b.kernels == 4);
+  CHECK(b.bytes == doctest::Approx(75'497'472));
+  for (const auto& k : d.kernels)
+    if (k.phase == spec::Phase::kBackward && k.op == Op::kCast && k.has(graph::kLayer))
+      CHECK(k.dtype == spec::Dtype::kFp8E5M2);
+
+  // Tensorwise: no cast can be fused (the scale needs the whole tensor's
+  // amax first), and each cast follows an amax pass reading 2 bytes per
+  // element and writing one fp32. Forward: 4 amax + 4 cast_transpose,
+  // 2 x 14,680,064 + 4 x 4 + 4 x 14,680,064 = 88,080,400 bytes; backward:
+  // 2 x 18,874,368 + 16 + 4 x 18,874,368 = 113,246,224.
+  const graph::Graph t = step_graph(fp8_plan(spec::Fp8Recipe::kTensorwise));
+  f = layer_casts(t, spec::Phase::kForward, "fp8_");
+  CHECK(f.kernels == 8);
+  CHECK(f.bytes == doctest::Approx(88'080'400));
+  b = layer_casts(t, spec::Phase::kBackward, "fp8_");
+  CHECK(b.kernels == 8);
+  CHECK(b.bytes == doctest::Approx(113'246'224));
+
+  // Eager fusion: delayed scaling casts all four inputs in kernels of their own.
+  spec::PlanSpec eager = fp8_plan(spec::Fp8Recipe::kDelayed);
+  eager.fusion = spec::Fusion::kEager;
+  f = layer_casts(step_graph(eager), spec::Phase::kForward, "fp8_");
+  CHECK(f.kernels == 4);
+  CHECK(f.bytes == doctest::Approx(4.0 * 14'680'064));
+}
+
+TEST_CASE("fp8: mxfp8 quantizes row-wise and column-wise copies in kernels of their own") {
+  // Each tensor: two quantizations, each reading 2 bytes and writing
+  // 1 + 1/32 bytes per element. Forward, four inputs: 2 x 3.03125 x
+  // 14,680,064 = 88,997,888 bytes in 8 kernels.
+  const graph::Graph g = step_graph(fp8_plan(spec::Fp8Recipe::kMxfp8));
+  const Casts f = layer_casts(g, spec::Phase::kForward, "fp8_");
+  CHECK(f.kernels == 8);
+  CHECK(f.bytes == doctest::Approx(88'997'888));
+}
+
+TEST_CASE("fp8: the scaling state is counted in the buffers") {
+  // Delayed: 3 tensors per linear, each a 1024-entry fp32 amax history plus
+  // scale and scale_inv: 3 x 1026 x 4 = 12,312 bytes; 24 layers x 4 linears:
+  // 96 x 12,312 = 1,181,952 bytes over bf16's buffers (the LM head's logits
+  // buffers are bf16 in both).
+  const auto m = test::model("gpt3_350m");
+  const auto hw = test::gpu("h100_sxm");
+  spec::PlanSpec bf16 = fp8_plan(spec::Fp8Recipe::kDelayed);
+  bf16.precision = spec::Precision::kBf16;
+  const auto mem = [&](const spec::PlanSpec& p) { return memory::estimate(step_graph(p), m, p, hw, 1); };
+  CHECK(mem(fp8_plan(spec::Fp8Recipe::kDelayed)).buffers - mem(bf16).buffers == doctest::Approx(1'181'952));
+  // Blockwise: scales travel with their tensors; the weight copies (row-wise
+  // and transposed) carry an fp32 scale per 128 x 128 block: 2 x (1 + 4/16384)
+  // bytes per linear parameter, against delayed's 2.
+  const double linear_params = 24.0 * (3 + 1 + 4 + 4) * 1024 * 1024;
+  CHECK(mem(fp8_plan(spec::Fp8Recipe::kBlockwise)).weights - mem(fp8_plan(spec::Fp8Recipe::kDelayed)).weights ==
+        doctest::Approx(linear_params * 2 * 4.0 / 16384));
+}
+
+TEST_CASE("fp8: mxfp8 and nvfp4 need Blackwell") {
+  const auto m = test::model("llama3_8b");
+  const auto h100 = test::gpu("h100_sxm");
+  spec::PlanSpec p;
+  p.precision = spec::Precision::kFp8;
+  p.fp8_recipe = spec::Fp8Recipe::kMxfp8;
+  engine::Problem e = engine::check_plan(m, p, h100);
+  CHECK(e.field == "fp8.recipe");
+  CHECK(e.message == "mxfp8 needs Blackwell block-scaled tensor cores; NVIDIA H100 SXM5 80GB is hopper");
+  CHECK(engine::check_plan(m, p, test::gpu("b200")).field.empty());
+  p.fp8_recipe = spec::Fp8Recipe::kBlockwise;
+  CHECK(engine::check_plan(m, p, h100).field.empty());
+  p.precision = spec::Precision::kNvfp4;
+  e = engine::check_plan(m, p, h100);
+  CHECK(e.field == "precision");
+  CHECK(e.message == "nvfp4 needs Blackwell block-scaled tensor cores; NVIDIA H100 SXM5 80GB is hopper");
+  const auto r = test::run_cli("predict --gpu h100_sxm --model llama3_8b --precision fp8 --fp8-recipe mxfp8");
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: fp8.recipe (--fp8-recipe): mxfp8 needs Blackwell block-scaled tensor cores; NVIDIA H100 "
+                 "SXM5 80GB is hopper\n");
+}
+
+TEST_CASE("nvfp4: linear GEMMs in fp4, the LM head in bf16, Hadamard-transformed column-wise copies") {
+  spec::PlanSpec p = fp8_plan(spec::Fp8Recipe::kDelayed);
+  p.precision = spec::Precision::kNvfp4;
+  const graph::Graph g = step_graph(p);
+  for (const auto& k : g.kernels) {
+    if (k.cls != spec::KernelClass::kGemm) continue;
+    if (k.op == Op::kLmHead) CHECK(k.dtype == spec::Dtype::kBf16);
+    if (k.op == Op::kQkv || k.op == Op::kDown) CHECK(k.dtype == spec::Dtype::kFp4);
+  }
+  // Forward, four inputs: amax (read 2, write 4 bytes), row-wise and
+  // column-wise quantization (each read 2, write 9/16 bytes per element):
+  // 14,680,064 x (2 + 2 x 2.5625) + 16 = 104,595,472 bytes in 12 kernels; the
+  // column-wise ones add a 16x16 Hadamard transform, 32 FLOP per element.
+  const Casts f = layer_casts(g, spec::Phase::kForward, "nvfp4_");
+  CHECK(f.kernels == 12);
+  CHECK(f.bytes == doctest::Approx(104'595'472));
+  for (const auto& k : g.kernels)
+    if (k.name == "nvfp4_rht_quantize_input_colwise" && k.phase == spec::Phase::kForward)
+      CHECK(k.flops == doctest::Approx(34 * k.read_bytes / 2));
+}
+
+TEST_CASE("power limit: a plan field in watts, greater than zero, shown only when set") {
+  const auto ok = write_temp("power.yaml", "power_limit: 500 W\n");
+  const spec::PlanSpec p = spec::load_plan(ok);
+  CHECK(p.power_limit_w == 500);
+  CHECK(spec::plan_summary(p) ==
+        "bf16, flash2 attention, fusion fused, recompute none, adamw, 500 W power limit, TP1 PP1 DP1");
+  CHECK(spec::plan_summary(spec::PlanSpec{}).find("power") == std::string::npos);
+  const auto zero = write_temp("power0.yaml", "power_limit: 0 W\n");
+  CHECK(plan_errors(zero) ==
+        std::vector<std::string>{zero + ":1:14: error: power_limit: expected a power greater than zero, got \"0 W\""});
+  const auto neg = write_temp("power_neg.yaml", "precision: bf16\npower_limit: -300 W\n");
+  CHECK(plan_errors(neg) == std::vector<std::string>{
+                                neg + ":2:14: error: power_limit: expected a power greater than zero, got \"-300 W\""});
+  const auto bare = write_temp("power_bare.yaml", "power_limit: 500\n");
+  CHECK(plan_errors(bare) ==
+        std::vector<std::string>{bare + ":1:14: error: power_limit: expected a power such as \"700 W\", got \"500\""});
+  spec::PlanSpec q;
+  CHECK(spec::apply_setting(q, "power_limit", "450 W").empty());
+  CHECK(q.power_limit_w == 450);
+}

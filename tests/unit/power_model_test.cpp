@@ -1,0 +1,70 @@
+// The power model: the clock tensor-core work sustains at a board power,
+//   f(P) = min(f_boost, f_sustained * (P / P_tdp)^(1/3)),
+// from dynamic power P ~ f V^2 with V ~ f in the DVFS range (so P ~ f^3),
+// referenced to the profile's TDP, where the sustained clock is observed.
+// Expected values are hand calculations from the shipped profiles' figures.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "ridgeline/spec/hardware.hpp"
+#include "test_support.hpp"
+
+using namespace ridgeline;
+
+TEST_CASE("power model: at the TDP, and with no power given, the sustained clock") {
+  const auto h100 = test::gpu("h100_sxm");  // 700 W TDP, 1755 MHz sustained, 1830 MHz boost
+  CHECK(spec::clock_at_power(h100, 700.0) == doctest::Approx(1.755e9));
+  CHECK(spec::clock_at_power(h100, 0.0) == 1.755e9);
+  CHECK(spec::clock_at_power(h100, -1.0) == 1.755e9);
+  // A profile without a TDP: the sustained clock at any power.
+  auto no_tdp = h100;
+  no_tdp.tdp_w = 0.0;
+  CHECK(spec::clock_at_power(no_tdp, 500.0) == 1.755e9);
+  // A spec built in code without a sustained clock: the boost clock stands in.
+  auto no_sustained = h100;
+  no_sustained.sustained_clock_hz = 0.0;
+  CHECK(spec::clock_at_power(no_sustained, 700.0) == doctest::Approx(1.83e9));
+}
+
+TEST_CASE("power model: below the TDP the clock falls as the cube root of power") {
+  const auto h100 = test::gpu("h100_sxm");
+  // 500 W on H100 SXM5: (500/700)^(1/3) = 0.714286^(1/3) = 0.893904, and
+  // 1755 MHz x 0.893904 = 1568.80 MHz.
+  CHECK(spec::clock_at_power(h100, 500.0) == doctest::Approx(1568.80e6).epsilon(1e-5));
+  // 350 W, half the TDP: 0.5^(1/3) = 0.793701; 1755 x 0.793701 = 1392.94 MHz.
+  CHECK(spec::clock_at_power(h100, 350.0) == doctest::Approx(1392.94e6).epsilon(1e-5));
+  // A100 SXM4 (400 W, 1410 MHz) at the PCIe card's 300 W: (0.75)^(1/3) =
+  // 0.908560; 1410 x 0.908560 = 1281.07 MHz, the a100_pcie_80gb profile's 1.281 GHz.
+  const auto a100 = test::gpu("a100_sxm_80gb");
+  CHECK(spec::clock_at_power(a100, 300.0) == doctest::Approx(1281.07e6).epsilon(1e-5));
+  CHECK(test::gpu("a100_pcie_80gb").sustained_clock_hz == doctest::Approx(1281.07e6).epsilon(1e-3));
+}
+
+TEST_CASE("power model: above the TDP the clock is capped at boost") {
+  const auto h100 = test::gpu("h100_sxm");
+  // 800 W: 1755 x (800/700)^(1/3) = 1755 x 1.045516 = 1834.88 MHz > 1830: boost.
+  CHECK(spec::clock_at_power(h100, 800.0) == 1.83e9);
+  CHECK(spec::clock_at_power(h100, 1e6) == 1.83e9);
+  // 750 W: 1755 x (750/700)^(1/3) = 1755 x 1.023264 = 1795.83 MHz, still under boost.
+  CHECK(spec::clock_at_power(h100, 750.0) == doctest::Approx(1795.83e6).epsilon(1e-5));
+  // A part sustaining its boost clock at TDP (A100 SXM4, 1410 MHz) gains nothing above it.
+  CHECK(spec::clock_at_power(test::gpu("a100_sxm_40gb"), 500.0) == 1.41e9);
+}
+
+TEST_CASE("power model: the clock never falls as power rises, on every shipped profile") {
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(RIDGELINE_SOURCE_DIR) /
+                                                           "hardware_profiles")) {
+    if (e.path().extension() != ".yaml") continue;
+    const auto hw = spec::load_hardware(e.path().string());
+    CAPTURE(hw.id);
+    REQUIRE(hw.tdp_w > 0);
+    double last = 0.0;
+    for (double p = 10.0; p <= 3.0 * hw.tdp_w; p += 10.0) {
+      const double f = spec::clock_at_power(hw, p);
+      CHECK(f >= last);
+      CHECK(f <= hw.clock_hz);
+      last = f;
+    }
+  }
+}

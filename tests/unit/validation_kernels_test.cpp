@@ -1,0 +1,316 @@
+// Kernel-level published rows (the FlashAttention-3 paper's attention
+// figures, DeepGEMM's fp8 GEMMs, MAMF) mapped onto the kernel builders of
+// graph/kernels.hpp and costed by engine::evaluate_kernel, the path the
+// `ridgeline kernel` command takes; llm-foundry's H100 rows mapped onto a
+// plan; and leave-one-group-out. The rows are written here field by field as
+// published.yaml states them; expected FLOPs are hand calculations from the
+// sources' formulas (FlashAttention benchmarks: 4 b s^2 h d forward, halved
+// when causal, 2.5x for backward; GEMMs: 2 M N K).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+
+#include "ridgeline/engine/kernel_eval.hpp"
+#include "ridgeline/graph/kernels.hpp"
+#include "ridgeline/spec/published.hpp"
+#include "ridgeline/validation/mapping.hpp"
+#include "ridgeline/validation/predict.hpp"
+#include "ridgeline/validation/published.hpp"
+#include "test_support.hpp"
+
+using namespace ridgeline;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A section as the loader reads it: each value's text, and its number when the text is one.
+spec::PublishedSection section(std::initializer_list<std::pair<const char*, std::string>> fields) {
+  spec::PublishedSection s;
+  for (const auto& [k, v] : fields) {
+    spec::PublishedValue pv;
+    pv.text = v;
+    try {
+      size_t used = 0;
+      const double x = std::stod(v, &used);
+      if (used == v.size()) pv.number = x;
+    } catch (const std::exception&) {
+    }
+    s.fields.emplace(k, std::move(pv));
+  }
+  return s;
+}
+
+/// fa3_fig5_fp16_fwd_d64_causal_s4k_flashattention3: Figure 5, head dim 64,
+/// causal, seqlen 4096, batch 16384 / 4096 = 4, heads 2048 / 64 = 32.
+spec::PublishedRow fa3_causal_forward() {
+  spec::PublishedRow r;
+  r.id = "fa3_fig5_fp16_fwd_d64_causal_s4k_flashattention3";
+  r.group = "flashattention3_paper";
+  r.category = spec::PublishedCategory::kAttentionKernel;
+  r.hardware = section({{"gpu", "H100-SXM5-80GB"}, {"num_gpus", "1"}});
+  r.kernel = section({{"op", "attention forward"},
+                      {"batch", "4"},
+                      {"seqlen", "4096"},
+                      {"heads", "32"},
+                      {"head_dim", "64"},
+                      {"causal", "true"},
+                      {"dtype", "fp16/bf16"},
+                      {"impl", "flashattention3"}});
+  r.measured = section({{"tflops", "473"}});
+  return r;
+}
+
+/// The Table 2 ablation rows: no kernel.impl, fp16, 4 x 8448, 16 heads of 128.
+spec::PublishedRow fa3_ablation(const std::string& id) {
+  spec::PublishedRow r;
+  r.id = id;
+  r.group = "flashattention3_paper";
+  r.category = spec::PublishedCategory::kAttentionKernel;
+  r.source = section({{"location", "Table 2 (pipelining ablation), Sec. 4.2"}});
+  r.hardware = section({{"gpu", "H100-SXM5-80GB"}, {"num_gpus", "1"}});
+  r.kernel = section({{"op", "attention forward"},
+                      {"batch", "4"},
+                      {"seqlen", "8448"},
+                      {"heads", "16"},
+                      {"head_dim", "128"},
+                      {"causal", "false"},
+                      {"dtype", "fp16"}});
+  r.measured = section({{"time_ms", "3.538"}, {"tflops", "661"}});
+  return r;
+}
+
+const validation::PublishedResult* find(const validation::PublishedReport& r, const std::string& id) {
+  for (const auto& x : r.results)
+    if (x.id == id) return &x;
+  return nullptr;
+}
+
+validation::PublishedOptions options() {
+  validation::PublishedOptions o;
+  o.profiles_dir = std::string(RIDGELINE_SOURCE_DIR) + "/hardware_profiles";
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("validation kernels: a FlashAttention-3 forward row maps to its shape, implementation and pass") {
+  const auto hw = test::gpu("h100_sxm");
+  const auto kc = validation::map_attention_row(fa3_causal_forward(), hw);
+  REQUIRE(kc);
+  CHECK(kc->shape.batch == 4);
+  CHECK(kc->shape.heads == 32);
+  CHECK(kc->shape.kv_heads == 32);  // the figure's attention is multi-head: kv heads = heads
+  CHECK(kc->shape.q_len == 4096);
+  CHECK(kc->shape.kv_len == 4096);
+  CHECK(kc->shape.head_dim == 64);
+  CHECK(kc->shape.causal);
+  CHECK(kc->impl == spec::AttentionKind::kFlash3);
+  CHECK(kc->forward);
+  CHECK_FALSE(kc->backward);
+  CHECK(kc->dtype == spec::Dtype::kBf16);  // "fp16/bf16": one peak, one width
+  REQUIRE(kc->kernels.size() == 1);
+  CHECK(kc->kernels[0].op == graph::Op::kFlashAttn);
+  CHECK(kc->kernels[0].phase == spec::Phase::kForward);
+  // Causal forward: 4 b s^2 h d / 2 = 2 x 4 x 4096^2 x 32 x 64 = 274,877,906,944 FLOP.
+  CHECK(kc->convention_flops == 274877906944.0);
+}
+
+TEST_CASE("validation kernels: an attention row is predicted as its builders' kernels costed alone") {
+  const auto hw = test::gpu("h100_sxm");
+  const auto row = fa3_causal_forward();
+  const auto pr = validation::predict_row(row, hw);
+  REQUIRE(pr);
+  CHECK(pr->primary.quantity == "tflops");
+  graph::AttentionShape s;
+  s.batch = 4;
+  s.heads = s.kv_heads = 32;
+  s.q_len = s.kv_len = 4096;
+  s.head_dim = 64;
+  s.causal = true;
+  const graph::Kernel k = graph::flash_attention_forward(s, spec::AttentionKind::kFlash3, spec::Dtype::kBf16, hw);
+  const double t = engine::evaluate_kernel(k, hw).time_s;
+  CHECK(pr->primary.predicted == doctest::Approx(274877906944.0 / t / 1e12).epsilon(1e-12));
+  CHECK(pr->primary.measured == 473);
+}
+
+TEST_CASE("validation kernels: backward and standard attention rows in the benchmarks' FLOP convention") {
+  const auto hw = test::gpu("h100_sxm");
+  // fa3_fig6_fp16_bwd_d64_noncausal_s16k_flashattention2: 2.5 x 4 x 1 x 16384^2 x 32 x 64
+  // = 5,497,558,138,880 FLOP (the row's derived.flops).
+  auto bwd = fa3_causal_forward();
+  bwd.id = "fa3_fig6_fp16_bwd_d64_noncausal_s16k_flashattention2";
+  bwd.kernel = section({{"op", "attention backward"}, {"batch", "1"}, {"seqlen", "16384"}, {"heads", "32"},
+                        {"head_dim", "64"}, {"causal", "false"}, {"dtype", "fp16/bf16"}, {"impl", "flashattention2"}});
+  auto kc = validation::map_attention_row(bwd, hw);
+  REQUIRE(kc);
+  CHECK(kc->impl == spec::AttentionKind::kFlash2);
+  CHECK_FALSE(kc->forward);
+  CHECK(kc->backward);
+  REQUIRE(kc->kernels.size() == 1);
+  CHECK(kc->kernels[0].phase == spec::Phase::kBackward);
+  CHECK(kc->convention_flops == 5497558138880.0);
+
+  // fa3_fig5_fp16_fwd_d64_causal_s512_standard: PyTorch's attention as separate
+  // kernels (QK^T, scale, mask, softmax, PV); 4 x 32 x 512^2 x 32 x 64 / 2
+  // = 34,359,738,368 FLOP (the row's derived.flops).
+  auto naive = fa3_causal_forward();
+  naive.kernel = section({{"op", "attention forward"}, {"batch", "32"}, {"seqlen", "512"}, {"heads", "32"},
+                          {"head_dim", "64"}, {"causal", "true"}, {"dtype", "fp16/bf16"}, {"impl", "standard"}});
+  kc = validation::map_attention_row(naive, hw);
+  REQUIRE(kc);
+  CHECK(kc->impl == spec::AttentionKind::kNaive);
+  CHECK(kc->kernels.size() == 5);
+  CHECK(kc->convention_flops == 34359738368.0);
+
+  for (const auto& [word, kind] : {std::pair{"cudnn", spec::AttentionKind::kCudnn},
+                                   std::pair{"triton", spec::AttentionKind::kTriton},
+                                   std::pair{"flashattention3", spec::AttentionKind::kFlash3}}) {
+    CAPTURE(word);
+    CHECK(validation::attention_impl_of(word) == kind);
+  }
+  CHECK_FALSE(validation::attention_impl_of("specialization"));
+}
+
+TEST_CASE("validation kernels: the ablation rows of FlashAttention-3's Table 2") {
+  const auto hw = test::gpu("h100_sxm");
+  // The unablated row is FlashAttention-3 itself, as its id says.
+  const auto fa3 = validation::map_attention_row(fa3_ablation("fa3_t2_ablation_flashattention3"), hw);
+  REQUIRE(fa3);
+  CHECK(fa3->impl == spec::AttentionKind::kFlash3);
+  CHECK(fa3->dtype == spec::Dtype::kFp16);
+  CHECK(std::find(fa3->assumptions.begin(), fa3->assumptions.end(),
+                  "kernel.impl not stated: flash3, as the row's id names it") != fa3->assumptions.end());
+  // Non-causal forward: 4 x 4 x 8448^2 x 16 x 128 = 2,338,609,692,672 FLOP (the row's derived.flops).
+  CHECK(fa3->convention_flops == 2338609692672.0);
+  // Its time is compared too.
+  const auto pr = validation::predict_row(fa3_ablation("fa3_t2_ablation_flashattention3"), hw);
+  REQUIRE(pr);
+  REQUIRE(pr->secondary.size() == 1);
+  CHECK(pr->secondary[0].quantity == "time_ms");
+  CHECK_FALSE(pr->secondary[0].higher_is_faster);
+
+  for (const char* id : {"fa3_t2_ablation_no_gemm_softmax_pipelining_with_warp_specialization",
+                         "fa3_t2_ablation_gemm_softmax_pipelining_no_warp_specialization"}) {
+    CAPTURE(id);
+    const auto kc = validation::map_attention_row(fa3_ablation(id), hw);
+    CHECK_FALSE(kc);
+    CHECK(kc.reason() ==
+          "ablated variant of an attention kernel (an ablation study's row): not a shipped implementation");
+  }
+}
+
+TEST_CASE("validation kernels: a DeepGEMM row is graph::gemm_kernel in fp8, 2 M N K FLOP") {
+  const auto hw = test::gpu("h100_sxm");  // the H800 is an H100 die; any fp8 profile maps the row
+  spec::PublishedRow r;
+  r.id = "deepgemm_fp8_dense_M64_N2112_K7168";
+  r.group = "deepgemm";
+  r.category = spec::PublishedCategory::kGemmKernel;
+  r.kernel = section({{"M", "64"}, {"N", "2112"}, {"K", "7168"}, {"dtype", "fp8_e4m3"}});
+  r.measured = section({{"tflops", "206"}, {"memory_bandwidth_gb_s", "1688"}});
+  const auto kc = validation::map_gemm_row(r, hw);
+  REQUIRE(kc);
+  REQUIRE(kc->kernels.size() == 1);
+  const graph::Kernel& k = kc->kernels[0];
+  CHECK(k.cls == spec::KernelClass::kGemm);
+  CHECK(k.dtype == spec::Dtype::kFp8E4M3);
+  // 2 x 64 x 2112 x 7168 = 1,937,768,448 FLOP.
+  CHECK(kc->convention_flops == 1937768448.0);
+  // Bytes: fp8 A (64 x 7168) and B (7168 x 2112), bf16 C (64 x 2112).
+  CHECK(k.read_bytes + k.write_bytes == 64.0 * 7168 + 7168.0 * 2112 + 2.0 * 64 * 2112);
+  const auto pr = validation::predict_row(r, hw);
+  REQUIRE(pr);
+  const double t = engine::evaluate_kernel(graph::gemm_kernel(64, 2112, 7168, 1, spec::Dtype::kFp8E4M3), hw).time_s;
+  CHECK(pr->primary.predicted == doctest::Approx(1937768448.0 / t / 1e12).epsilon(1e-12));
+  REQUIRE(pr->secondary.size() == 1);
+  CHECK(pr->secondary[0].quantity == "memory_bandwidth_gb_s");
+}
+
+TEST_CASE("validation kernels: llm-foundry's H100 rows: FSDP as ZeRO-3, amp_fp8 as fp8, the source's FlashAttention-1 class") {
+  const auto hw = test::gpu("h100_sxm");
+  // llmfoundry_h100_80gb_fp8_1b_s512_g8_mb56, as published.yaml states it.
+  spec::PublishedRow r;
+  r.id = "llmfoundry_h100_80gb_fp8_1b_s512_g8_mb56";
+  r.group = "llm_foundry";
+  r.category = spec::PublishedCategory::kEndToEndTraining;
+  r.hardware = section({{"gpu", "H100-80GB (SXM, MosaicML platform)"}, {"num_gpus", "8"}});
+  r.model = section({{"architecture", "MPT (LayerNorm, GeLU MLP expansion 4, no bias)"}, {"name", "MPT-1b"},
+                     {"layers", "24"}, {"hidden", "2048"}, {"heads", "16"}, {"kv_heads", "16"},
+                     {"ffn_hidden", "8192"}, {"vocab", "50368"}, {"seq_len", "512"}});
+  r.training = section({{"dp_type", "FSDP FULL_SHARD"}, {"flash_attention", "yes (attn_impl flash/triton per yaml)"},
+                        {"global_batch", "1792"}, {"grad_accum", "4"}, {"micro_batch", "56"}, {"pp", "1"},
+                        {"tp", "1"}, {"precision", "amp_fp8"}, {"recompute", "none"}});
+  auto tc = validation::map_training_row(r, hw);
+  REQUIRE(tc);
+  CHECK(tc->plan.precision == spec::Precision::kFp8);
+  CHECK(tc->plan.parallel.zero == 3);
+  CHECK(tc->plan.parallel.dp == 8);
+  // The row says 'attn_impl flash/triton' as the A100 tables do, and no
+  // flash-attn version: the source's convention, a v1-class kernel.
+  CHECK(tc->plan.attention == spec::AttentionKind::kFlash);
+  CHECK(tc->plan.recompute.kind == spec::RecomputeKind::kNone);
+  CHECK(tc->plan.micro_batch == 56);
+  CHECK(tc->plan.global_batch == 1792);
+
+  // The bf16 table with activation checkpointing; on an A100 the same kernel.
+  r.training = section({{"dp_type", "FSDP FULL_SHARD"}, {"flash_attention", "yes (attn_impl flash/triton per yaml)"},
+                        {"global_batch", "512"}, {"micro_batch", "8"}, {"precision", "amp_bf16"},
+                        {"recompute", "full activation checkpointing"}});
+  tc = validation::map_training_row(r, hw);
+  REQUIRE(tc);
+  CHECK(tc->plan.precision == spec::Precision::kBf16);
+  CHECK(tc->plan.recompute.kind == spec::RecomputeKind::kFull);
+  tc = validation::map_training_row(r, test::gpu("a100_sxm_80gb"));
+  REQUIRE(tc);
+  CHECK(tc->plan.attention == spec::AttentionKind::kFlash);
+}
+
+TEST_CASE("validation kernels: leave-one-group-out has one line per group with predicted rows") {
+  const std::string fixture = "tests/data/published/skipped_rows.yaml";
+  const auto rep = validation::leave_one_group_out(spec::load_published(fixture), options());
+  REQUIRE(rep.groups.size() == 1);
+  CHECK(rep.groups[0].group == "fixture");
+  CHECK(rep.groups[0].in_sample.rows == 6);
+  CHECK(rep.groups[0].in_sample.predicted == 3);
+  CHECK(rep.groups[0].left_out.predicted == 3);
+  CHECK(rep.in_sample.predicted == 3);
+
+  auto r = test::run_cli("validate-published " + fixture + " --leave-one-group-out --format csv");
+  REQUIRE(r.status == 0);
+  CHECK(r.out.rfind("group,rows,predicted,left_out_predicted,", 0) == 0);
+  CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 3);  // header, fixture, all
+  r = test::run_cli("validate-published " + fixture + " --leave-out fixtur");
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: --leave-out: no rows of group 'fixtur'; did you mean 'fixture'? (groups: fixture)\n");
+  r = test::run_cli("validate-published " + fixture + " --leave-out fixture --format json");
+  REQUIRE(r.status == 0);
+  CHECK(nlohmann::json::parse(r.out)["fit_without_group"] == "fixture");
+
+  const std::string shared = "../shared/validation/published.yaml";
+  if (!fs::exists(shared)) {
+    MESSAGE("skipped: " << shared << " not found beside the repository");
+    return;
+  }
+  const auto file = spec::load_published(shared);
+  const auto in = validation::validate_published(file, options());
+  const auto logo = validation::leave_one_group_out(file, options());
+  size_t with_rows = 0;
+  for (const auto& g : in.by_group) with_rows += g.stats.predicted > 0;
+  CHECK(logo.groups.size() == with_rows);
+  for (const auto& g : logo.groups) {
+    CAPTURE(g.group);
+    CHECK(g.in_sample.predicted > 0);
+    CHECK(std::count_if(logo.groups.begin(), logo.groups.end(), [&](const auto& o) { return o.group == g.group; }) ==
+          1);
+  }
+  // Every kernel-level FlashAttention-3 row but the two ablated variants is predicted.
+  for (const auto& x : in.results) {
+    if (x.group != "flashattention3_paper" || x.predicted) continue;
+    CAPTURE(x.id);
+    CHECK(x.skip_reason.rfind("ablated variant", 0) == 0);
+  }
+}
