@@ -182,8 +182,16 @@ CostParams resolve(const spec::HardwareSpec& hw, const ResolveOptions& opt) {
     for (auto k : {spec::AttentionKind::kFlash, spec::AttentionKind::kFlash2, spec::AttentionKind::kFlash3,
                    spec::AttentionKind::kCudnn, spec::AttentionKind::kTriton})
       c.attention_frac[static_cast<int>(k)] = e.attention_frac;
-  c.attention_block_iters = fa3_out ? 1.0 : 1.0;
-  c.attention_bwd_frac = fa3_out ? 0.8 : 0.8;
+  c.attention_block_iters = 1.0;
+  // Backward MMA efficiency relative to the forward's: 0.8 for the
+  // mma.sync kernels (FA2 rows: d64 291, d128 322 TFLOP/s backward); 0.7 for
+  // the wgmma ones, whose backward cannot hide its softmax and dQ
+  // accumulation as their forward does (FA3 474 / 561, cuDNN 433 / 516).
+  // Prior (FA3 group left out): 0.8 for all.
+  c.attention_bwd_frac.fill(0.8);
+  if (!fa3_out)
+    for (auto k : {spec::AttentionKind::kFlash3, spec::AttentionKind::kCudnn})
+      c.attention_bwd_frac[static_cast<int>(k)] = 0.7;
   // Tensor FLOP per exponential per SM-clock: the 16-bit dense peak per SM
   // per clock over the 16 special-function results per SM per clock (CUDA C
   // Programming Guide, arithmetic instruction throughput, cc 8.x-10.x).
@@ -400,7 +408,7 @@ double attention_compute_s(const graph::Kernel& k, const CostParams& c, KernelCo
   } else {
     // Backward: blocks over key tiles (Bc keys), each iterating over query
     // tiles (Br rows): 5 MMAs of 2 Br Bc d (S, dP recomputed; dV, dK, dQ).
-    iter_s = (10.0 * br * bc * d / (eta * c.attention_bwd_frac) + br * bc * soft) / per_sm;
+    iter_s = (10.0 * br * bc * d / (eta * c.attention_bwd_frac[kind]) + br * bc * soft) / per_sm;
     const double nkb = std::ceil(s.kv_len / bc), nqi = std::ceil(s.q_len / br);
     blocks = s.batch * s.heads * nkb;
     if (s.causal) {

@@ -63,7 +63,8 @@ struct CostParams {
   std::array<double, spec::kAttentionKindCount> attention_softmax{};
   double mma_flop_per_exp = 256;   // per SM per clock: tensor FLOP / special-function (exp) results
   double attention_block_iters = 1;  // a block's prologue + epilogue, in main-loop iterations
-  double attention_bwd_frac = 0.8;   // backward main-loop MMA efficiency relative to forward
+  /// Backward main-loop MMA efficiency relative to the forward's, per spec::AttentionKind.
+  std::array<double, spec::kAttentionKindCount> attention_bwd_frac{};
   // Memory-bound kernels.
   std::array<double, spec::kKernelClassCount> mem_frac{};  // hbm_frac x class multiplier
   double sms = 1;
