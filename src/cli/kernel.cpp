@@ -45,6 +45,7 @@ struct KernelRecord {
   std::string bound;
   std::string detail_kernel;
   double tile_m = 0, tile_n = 0, split_k = 0, blocks = 0, waves = 0, efficiency = 0;
+  std::string schedule;  // GEMMs: data-parallel, split-K or stream-K
   std::string basis;
   bool calibrated = false, cuda_graphs = false;
   double power_limit_w = 0;
@@ -100,6 +101,7 @@ const Field kFields[] = {
     {"detail_kernel", "detail of", Unit::kText, true, &R::detail_kernel},
     {"tile_m", "  tile M (Br)", Unit::kCount, true, &R::tile_m},
     {"tile_n", "  tile N (Bc)", Unit::kCount, true, &R::tile_n},
+    {"schedule", "  schedule", Unit::kText, true, &R::schedule},
     {"split_k", "  split-K", Unit::kCount, true, &R::split_k},
     {"blocks", "  blocks", Unit::kCount, true, &R::blocks},
     {"waves", "  waves", Unit::kCount, true, &R::waves},
@@ -262,6 +264,7 @@ KernelRecord cost_sequence(const std::vector<graph::Kernel>& kernels, const spec
                            const Options& o, KernelRecord r) {
   cost::KernelCost longest;
   std::string_view longest_name;
+  spec::KernelClass longest_cls = spec::KernelClass::kElementwise;
   for (const graph::Kernel& k : kernels) {
     const cost::KernelCost c = engine::evaluate_kernel(k, hw, o.eval);
     r.kernels += 1;
@@ -276,7 +279,7 @@ KernelRecord cost_sequence(const std::vector<graph::Kernel>& kernels, const spec
     r.memory_s += c.memory_s;
     r.sram_s += c.sram_s;
     r.launch_s += c.launch_s;
-    if (longest_name.empty() || c.time_s > longest.time_s) longest = c, longest_name = k.name;
+    if (longest_name.empty() || c.time_s > longest.time_s) longest = c, longest_name = k.name, longest_cls = k.cls;
   }
   r.hbm_bytes = r.read_bytes + r.write_bytes;
   r.intensity = r.hbm_bytes > 0 ? r.flops / r.hbm_bytes : 0;
@@ -290,6 +293,9 @@ KernelRecord cost_sequence(const std::vector<graph::Kernel>& kernels, const spec
   r.tile_m = longest.tile_m;
   r.tile_n = longest.tile_n;
   r.split_k = longest.split_k;
+  // cost::KernelCost marks stream-K with split_k 0 on a GEMM that has waves.
+  if (longest_cls == spec::KernelClass::kGemm && longest.waves > 0)
+    r.schedule = longest.split_k == 0 ? "stream-K" : longest.split_k > 1 ? "split-K" : "data-parallel";
   r.blocks = longest.blocks;
   r.waves = longest.waves;
   r.efficiency = longest.efficiency;

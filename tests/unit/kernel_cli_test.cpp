@@ -33,7 +33,7 @@ const char* const kDocumentedKeys[] = {
     "schema", "kernel", "class", "gpu", "shape", "dtype", "impl", "pass", "kernels", "launches", "time_s", "bound",
     "compute_s", "memory_s", "sram_s", "launch_s", "flops", "model_flops", "flop_per_s", "model_flop_per_s",
     "read_bytes", "write_bytes", "hbm_bytes", "sram_bytes", "bytes_per_s", "intensity", "peak", "peak_flop_per_s",
-    "hbm_bytes_per_s", "ridge_point", "detail_kernel", "tile_m", "tile_n", "split_k", "blocks", "waves",
+    "hbm_bytes_per_s", "ridge_point", "detail_kernel", "tile_m", "tile_n", "schedule", "split_k", "blocks", "waves",
     "efficiency", "basis", "calibrated", "cuda_graphs", "power_limit_w"};
 
 }  // namespace
@@ -98,6 +98,10 @@ TEST_CASE("kernel cli: an 8192^3 bf16 GEMM's FLOPs and bytes by hand, compute-bo
   CHECK(j["dtype"] == "bf16");
   CHECK(j["peak"] == "bf16");
   CHECK(j["shape"] == "m=8192 n=8192 k=8192 batch=1");
+  // 128 x 256 tiles: 64 x 32 = 2048 tiles on 132 SMs, 15.5 waves under stream-K.
+  CHECK(j["schedule"] == "stream-K");
+  CHECK(num(j, "blocks") == 2048);
+  CHECK(num(j, "waves") == doctest::Approx(2048.0 / 132));
   CHECK(j["impl"].is_null());
   CHECK(j["kernels"] == 1);
 }
