@@ -370,7 +370,10 @@ double gemm_compute_cached(const graph::Kernel& k, const CostParams& c, KernelCo
 
 /// Compute time of a fused attention kernel (see the header); fills the tile detail of r.
 double attention_compute_s(const graph::Kernel& k, const CostParams& c, KernelCost& r) {
-  const graph::AttentionShape& s = k.attn;
+  graph::AttentionShape s;  // from the kernel's four shape numbers (graph.hpp)
+  s.q_len = k.gemm.m, s.kv_len = k.gemm.n, s.head_dim = k.gemm.k;
+  s.batch = k.gemm.batch, s.heads = 1, s.kv_heads = 1;
+  s.causal = k.has(graph::kCausal);
   const int kind = std::min<int>(k.attention, spec::kAttentionKindCount - 1);
   const int pk = static_cast<int>(spec::peak_of(k.dtype));
   const double peak = c.peak_flop_per_s[pk] > 0 ? c.peak_flop_per_s[pk] : c.vector_flop_per_s;

@@ -70,7 +70,8 @@ Kernel flash_attention_forward(const AttentionShape& s, spec::AttentionKind impl
   f.cls = KernelClass::kAttention;
   f.dtype = dtype;
   f.attention = static_cast<std::uint8_t>(impl);
-  f.attn = s;
+  f.gemm = {s.q_len, s.kv_len, s.head_dim, s.batch * s.heads};
+  if (s.causal) f.flags |= kCausal;
   const double full = 4.0 * b * a * sq * sk * d;
   f.flops = full * causal_executed_fraction(s, tile);
   f.model_flops = s.causal && causal_model_flops ? full / 2 : full;

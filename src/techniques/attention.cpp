@@ -38,7 +38,7 @@ void apply_attention(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
     shape.causal = true;  // decoder-only training
     Kernel f = graph::flash_attention_forward(shape, p.attention, k.dtype, hw,
                                               p.attention_flops == spec::AttentionFlops::kCausal);
-    f.flags = graph::kLayer;
+    f.flags |= graph::kLayer;
     f.count = k.count;
     // Under CP the kernel streams every rank's K/V chunk, but keeps only its
     // own for backward: Q, K, V of the local tokens + the log-sum-exp.

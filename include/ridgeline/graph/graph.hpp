@@ -47,6 +47,7 @@ enum KernelFlags : std::uint16_t {
   kOverlapped = 64,    // communication that overlaps with compute
   kFp8Gemm = 128,      // GEMM executed in fp8
   kNoSaveInput = 256,  // GEMM input not saved (frozen weight, no wgrad)
+  kCausal = 512,       // fused attention with a causal mask
 };
 
 /// Collective operations.
@@ -81,8 +82,11 @@ struct Kernel {
   FuseGroup group = FuseGroup::kNone;
   std::uint8_t attention = 0;  // fused attention kernels: the spec::AttentionKind
   std::uint16_t flags = 0;
-  GemmShape gemm;            // GEMMs
-  AttentionShape attn;       // fused attention (cls kAttention)
+  /// GEMMs: the product's shape. Fused attention (cls kAttention): {q_len,
+  /// kv_len, head_dim, batch x heads}, causal in kCausal (the cost model's
+  /// tiles and waves need no more; kept in these four numbers so a kernel
+  /// stays small to copy).
+  GemmShape gemm;
   CollectiveSpec comm;       // collectives and p2p
   double count = 1;          // instances per micro-batch (or per step when kPerStep)
   double flops = 0;          // hardware FLOPs per instance
