@@ -4,6 +4,18 @@
 
 namespace ridgeline::graph {
 
+Kernel backward_copy(const Kernel& f) {
+  Kernel b = f;
+  b.phase = Phase::kBackward;
+  b.saved_bytes = 0;
+  b.saved_core_bytes = 0;
+  b.workspace_bytes = 0;
+  b.chain_bytes = 0;
+  b.flops = 2 * f.flops;
+  b.model_flops = 2 * f.model_flops;
+  return b;
+}
+
 namespace {
 
 Kernel backward_gemm(const Kernel& f, std::string_view name, double m, double n, double k, double read,
@@ -81,14 +93,7 @@ void derive_backward(Graph& g) {
             backward_gemm(f, wgrad_name(f.op), N, K, M, B * M * N * e + B * M * K * in_b, w_bytes));
       continue;
     }
-    Kernel b = f;
-    b.phase = Phase::kBackward;
-    b.saved_bytes = 0;
-    b.saved_core_bytes = 0;
-    b.workspace_bytes = 0;
-    b.chain_bytes = 0;
-    b.flops = 2 * f.flops;
-    b.model_flops = 2 * f.model_flops;
+    Kernel b = backward_copy(f);
     switch (f.op) {
       case Op::kResidual1:
       case Op::kResidual2:

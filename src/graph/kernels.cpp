@@ -95,14 +95,8 @@ Kernel flash_attention_forward(const AttentionShape& s, spec::AttentionKind impl
 }
 
 Kernel flash_attention_backward(const Kernel& f) {
-  Kernel b = f;
-  b.phase = Phase::kBackward;
-  b.saved_bytes = 0;
-  b.saved_core_bytes = 0;
-  b.workspace_bytes = 0;
-  b.chain_bytes = 0;
-  b.flops = 2.5 * f.flops;
-  b.model_flops = 2.0 * f.model_flops;
+  Kernel b = backward_copy(f);
+  b.flops = 2.5 * f.flops;  // model FLOPs stay 2x
   b.read_bytes = f.read_bytes + 2 * f.write_bytes;  // Q,K,V (+ re-reads), O, dO, lse
   b.write_bytes = f.read_bytes;                      // dQ, dK, dV
   b.sram_bytes = 2.5 * f.sram_bytes;

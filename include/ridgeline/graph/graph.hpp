@@ -110,6 +110,11 @@ struct Kernel {
   double hbm_bytes() const { return read_bytes + write_bytes; }
 };
 
+/// The backward of a forward kernel before its op's own rule: the same
+/// kernel in the backward phase, keeping nothing (no saved, workspace or
+/// chained bytes), at twice the forward's FLOPs and model FLOPs.
+Kernel backward_copy(const Kernel& f);
+
 /// One GPU's micro-batch (or step) as kernels, and the shape facts the passes share.
 struct Graph {
   std::vector<Kernel> kernels;
