@@ -284,7 +284,6 @@ double gemm_compute_s(const graph::Kernel& k, const CostParams& c, KernelCost& r
   const double k0 = c.gemm_k0 * (c.peak_flop_per_s[p16] > 0 ? std::max(1.0, peak / c.peak_flop_per_s[p16]) : 1.0);
   const double m = std::max(1.0, k.gemm.m), n = std::max(1.0, k.gemm.n), kk = std::max(1.0, k.gemm.k);
   const double batch = std::max(1.0, k.gemm.batch);
-  const double e_in = spec::bytes_per_element(k.dtype);
   double best = std::numeric_limits<double>::infinity();
   auto consider = [&](double tm, double tn, double split, double time, double tiles, double waves, double extra) {
     if (time + extra / (c.hbm_bytes_per_s * c.mem_frac[static_cast<int>(KernelClass::kGemm)]) >= best) return;
@@ -326,7 +325,6 @@ double gemm_compute_s(const graph::Kernel& k, const CostParams& c, KernelCost& r
     }
     if (!std::isfinite(best)) one_tile(64, 64);
   }
-  (void)e_in;
   r.efficiency = eta;
   r.basis = c.calibrated ? "calibration block (gemm_efficiency)"
                          : "main-loop efficiency fitted on the published best-matmul (MAMF) rows of this GPU generation";
