@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Regenerates docs/accuracy.md: Ridgeline's predictions checked against the
 # published measurements in ../shared/validation/published.yaml (per group,
-# per subset of a group, per category, why rows were skipped, and each group
-# with the defaults fitted on its own rows left out). The README includes the file under
+# per subset of a group, per category, the end-to-end rows per training
+# framework and per GPU generation, why rows were skipped; then each group
+# with the defaults fitted on its own rows left out, and the end-to-end rows
+# per framework and per generation with their groups' fits left out beside
+# the in-sample figures). The README includes the file under
 # "How accurate is it?"; review the diff like any golden output.
 #
 #   scripts/accuracy_table.sh [PUBLISHED_YAML]

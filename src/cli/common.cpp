@@ -7,6 +7,7 @@
 #include <iostream>
 #include <unistd.h>
 
+#include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
 #include "ridgeline/units/units.hpp"
 
@@ -14,11 +15,7 @@ namespace ridgeline::cli {
 
 namespace fs = std::filesystem;
 
-std::string data_dir() {
-  if (const char* d = std::getenv("RIDGELINE_DATA_DIR"); d && *d) return d;
-  if (fs::exists("hardware_profiles") && fs::exists("models")) return ".";
-  return RIDGELINE_SOURCE_DIR;
-}
+std::string data_dir() { return spec::data_dir(); }
 
 std::vector<std::string> list_names(const std::string& subdir) {
   std::vector<std::string> names;

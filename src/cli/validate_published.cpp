@@ -4,18 +4,22 @@
 // Predicts every row of a published-measurements file (shared/validation/
 // published.yaml by default) and prints measured vs predicted per row, then
 // error statistics per group, per subset of a group (GPU profile and
-// precision) and per category and the reasons rows were skipped.
+// precision), per category, per training framework and per GPU generation
+// (end-to-end rows) and the reasons rows were skipped.
 // --leave-out G predicts with the cost-model defaults fitted on group G at
 // their priors; --leave-one-group-out prints, per group, the in-sample error
-// beside the error with that group's own fits left out. Views only: the
+// beside the error with that group's own fits left out, and the same per
+// framework and per GPU generation. Views only: the
 // numbers come from validation::validate_published and
 // validation::leave_one_group_out.
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "commands.hpp"
 #include "common.hpp"
@@ -123,6 +127,12 @@ constexpr const char* kSubsetNote =
     "the predicted rows of groups that span several GPU profiles or precisions, split by profile and precision "
     "(the plan's precision or the kernel's dtype)";
 
+constexpr const char* kFrameworkNote =
+    "the end-to-end rows by the training framework their source ran, a profile in frameworks/; each row's "
+    "assumptions say which and why; kernel-level rows run under none";
+
+constexpr const char* kGenerationNote = "the end-to-end rows by the GPU generation of their hardware profile";
+
 constexpr const char* kLeaveOneOutDefinition =
     "in-sample: every cost-model default as fitted; left out: the group's rows predicted with every default "
     "fitted on that group's own rows at its prior (the value from the literature before the fit)";
@@ -140,11 +150,11 @@ std::string render_table(const PublishedReport& r, bool show_skipped) {
     if (!x.predicted) continue;
     const auto& c = x.primary;
     any_unfit |= !x.fits;
-    rows.push_back({x.id, x.group, x.profile, c.quantity, value(c.measured, c.unit), value(c.predicted, c.unit),
-                    pct(c.error_pct) + (x.fits ? "" : " *")});
+    rows.push_back({x.id, x.group, x.profile, x.framework.empty() ? "-" : x.framework, c.quantity,
+                    value(c.measured, c.unit), value(c.predicted, c.unit), pct(c.error_pct) + (x.fits ? "" : " *")});
   }
-  out += text_table({"id", "group", "profile", "quantity", "measured", "predicted", "error"}, rows,
-                    {false, false, false, false, true, true, true});
+  out += text_table({"id", "group", "profile", "framework", "quantity", "measured", "predicted", "error"}, rows,
+                    {false, false, false, false, false, true, true, true});
   if (any_unfit) out += "* Ridgeline's memory model says this run does not fit, though the source ran it\n";
   if (show_skipped) {
     std::vector<std::vector<std::string>> sk;
@@ -152,20 +162,26 @@ std::string render_table(const PublishedReport& r, bool show_skipped) {
       if (!x.predicted) sk.push_back({x.id, x.group, x.skip_reason});
     out += "\nSkipped rows\n" + text_table({"id", "group", "reason"}, sk, {false, false, false});
   }
-  auto stats = [&](const char* title, const char* col, const std::vector<validation::NamedStats>& v) {
+  auto stats = [&](const std::string& title, const char* col, const std::vector<validation::NamedStats>& v,
+                   const validation::ErrorStats& all) {
     std::vector<std::vector<std::string>> t;
     for (const auto& g : v) t.push_back(stats_cells(g.name, g.stats));
-    t.push_back(stats_cells("all", r.overall));
+    t.push_back(stats_cells("all", all));
     return fmt::format("\n{}\n", title) +
            text_table({col, "rows", "predicted", "skipped", "median |err|", "p90 |err|", "speed bias"}, t,
                       {false, true, true, true, true, true, true});
   };
-  out += stats("By group", "group", r.by_group);
+  out += stats("By group", "group", r.by_group, r.overall);
   if (!r.by_subset.empty())
     out += fmt::format("\nBy group and subset ({})\n", kSubsetNote) +
            text_table({"group / subset", "rows", "predicted", "skipped", "median |err|", "p90 |err|", "speed bias"},
                       subset_cells(r), {false, true, true, true, true, true, true});
-  out += stats("By category", "category", r.by_category);
+  out += stats("By category", "category", r.by_category, r.overall);
+  if (!r.by_framework.empty()) {
+    out += stats(fmt::format("By framework ({})", kFrameworkNote), "framework", r.by_framework, r.end_to_end);
+    out += stats(fmt::format("By GPU generation ({})", kGenerationNote), "generation", r.by_generation,
+                 r.end_to_end);
+  }
   if (!r.skip_reasons.empty()) {
     std::vector<std::vector<std::string>> t;
     for (const auto& [reason, n] : r.skip_reasons) t.push_back({std::to_string(n), reason});
@@ -192,6 +208,17 @@ json stats_json(const validation::ErrorStats& s) {
           {"median_speed_error_pct", s.predicted ? num(s.median_speed_pct) : json(nullptr)}};
 }
 
+/// Named statistics as a JSON array, each object's name under `key`.
+json named_json(const std::vector<validation::NamedStats>& v, const char* key) {
+  json a = json::array();
+  for (const auto& g : v) {
+    json s = stats_json(g.stats);
+    s[key] = g.name;
+    a.push_back(std::move(s));
+  }
+  return a;
+}
+
 std::string render_json(const PublishedReport& r) {
   json j;
   j["file"] = r.file;
@@ -199,12 +226,7 @@ std::string render_json(const PublishedReport& r) {
   j["error_definition"] = kErrorDefinition;
   j["summary"] = stats_json(r.overall);
   j["summary"]["predicted_not_fitting"] = r.predicted_not_fitting;
-  j["by_group"] = json::array();
-  for (const auto& g : r.by_group) {
-    json s = stats_json(g.stats);
-    s["group"] = g.name;
-    j["by_group"].push_back(s);
-  }
+  j["by_group"] = named_json(r.by_group, "group");
   j["fit_without_group"] = r.fit_without_group.empty() ? json(nullptr) : json(r.fit_without_group);
   j["by_subset"] = json::array();
   for (const auto& g : r.by_subset) {
@@ -213,12 +235,10 @@ std::string render_json(const PublishedReport& r) {
     s["subset"] = g.subset;
     j["by_subset"].push_back(s);
   }
-  j["by_category"] = json::array();
-  for (const auto& g : r.by_category) {
-    json s = stats_json(g.stats);
-    s["category"] = g.name;
-    j["by_category"].push_back(s);
-  }
+  j["by_category"] = named_json(r.by_category, "category");
+  j["end_to_end"] = stats_json(r.end_to_end);
+  j["by_framework"] = named_json(r.by_framework, "framework");
+  j["by_generation"] = named_json(r.by_generation, "generation");
   j["skip_reasons"] = json::array();
   for (const auto& [reason, n] : r.skip_reasons) j["skip_reasons"].push_back({{"reason", reason}, {"rows", n}});
   j["rows"] = json::array();
@@ -228,6 +248,8 @@ std::string render_json(const PublishedReport& r) {
               {"category", std::string(spec::name(x.category))},
               {"gpu", x.gpu},
               {"profile", x.profile.empty() ? json(nullptr) : json(x.profile)},
+              {"generation", x.generation.empty() ? json(nullptr) : json(x.generation)},
+              {"framework", x.framework.empty() ? json(nullptr) : json(x.framework)},
               {"subset", x.subset()},
               {"status", x.predicted ? "predicted" : "skipped"}};
     if (x.predicted) {
@@ -256,7 +278,7 @@ std::string csv_cell(const std::string& s) {
 std::string render_csv(const PublishedReport& r) {
   std::string out =
       "id,group,category,gpu,profile,status,quantity,unit,measured,predicted,error_pct,speed_error_pct,fits,precision,"
-      "reason\n";
+      "framework,generation,reason\n";
   for (const auto& x : r.results) {
     std::vector<std::string> c = {x.id, x.group, std::string(spec::name(x.category)), x.gpu, x.profile,
                                   x.predicted ? "predicted" : "skipped"};
@@ -264,9 +286,9 @@ std::string render_csv(const PublishedReport& r) {
       const auto& p = x.primary;
       c.insert(c.end(), {p.quantity, p.unit, fmt::format("{}", p.measured), fmt::format("{:.6g}", p.predicted),
                          fmt::format("{:.2f}", p.error_pct), fmt::format("{:.2f}", p.speed_error_pct()),
-                         x.fits ? "true" : "false", x.precision, ""});
+                         x.fits ? "true" : "false", x.precision, x.framework, x.generation, ""});
     } else {
-      c.insert(c.end(), {"", "", "", "", "", "", "", "", x.skip_reason});
+      c.insert(c.end(), {"", "", "", "", "", "", "", "", x.framework, x.generation, x.skip_reason});
     }
     for (size_t i = 0; i < c.size(); ++i) {
       if (i) out += ',';
@@ -292,6 +314,12 @@ std::string md_table(const std::vector<std::string>& head, const std::vector<std
   return out;
 }
 
+/// A note as a sentence: its first letter capitalized.
+std::string sentence(std::string s) {
+  if (!s.empty()) s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
+  return s;
+}
+
 std::string render_markdown(const PublishedReport& r) {
   std::string out = fmt::format(
       "Ridgeline's predictions checked against published measurements (`{}`): {}.\n\n"
@@ -305,23 +333,28 @@ std::string render_markdown(const PublishedReport& r) {
   const std::vector<std::string> head = {"", "rows", "predicted", "skipped", "median abs error", "p90 abs error",
                                          "speed bias"};
   const std::vector<bool> right = {false, true, true, true, true, true, true};
-  auto table = [&](const char* col, const std::vector<validation::NamedStats>& v) {
+  auto table = [&](const char* col, const std::vector<validation::NamedStats>& v, const validation::ErrorStats& all) {
     std::vector<std::vector<std::string>> t;
     for (const auto& g : v) t.push_back(stats_cells(g.name, g.stats));
-    auto all = stats_cells("**all**", r.overall);
-    t.push_back(all);
+    t.push_back(stats_cells("**all**", all));
     auto h = head;
     h[0] = col;
     return md_table(h, t, right);
   };
-  out += "### By group\n\n" + table("group", r.by_group) + "\n";
+  out += "### By group\n\n" + table("group", r.by_group, r.overall) + "\n";
   if (!r.by_subset.empty()) {
     auto h = head;
     h[0] = "group / subset";
-    out += fmt::format("### By group and subset\n\nThe {}.\n\n", kSubsetNote) + md_table(h, subset_cells(r), right) +
-           "\n";
+    out += fmt::format("### By group and subset\n\n{}.\n\n", sentence(kSubsetNote)) +
+           md_table(h, subset_cells(r), right) + "\n";
   }
-  out += "### By category\n\n" + table("category", r.by_category) + "\n";
+  out += "### By category\n\n" + table("category", r.by_category, r.overall) + "\n";
+  if (!r.by_framework.empty()) {
+    out += fmt::format("### By framework\n\n{}.\n\n", sentence(kFrameworkNote)) +
+           table("framework", r.by_framework, r.end_to_end) + "\n";
+    out += fmt::format("### By GPU generation\n\n{}.\n\n", sentence(kGenerationNote)) +
+           table("generation", r.by_generation, r.end_to_end) + "\n";
+  }
   if (r.predicted_not_fitting > 0)
     out += fmt::format("Ridgeline's memory model says {} of the predicted runs do not fit, though their sources ran "
                        "them (`fits: false` in `--format json`).\n\n",
@@ -351,11 +384,28 @@ std::vector<std::string> logo_cells(const std::string& name, const validation::E
   return c;
 }
 
-std::vector<std::vector<std::string>> logo_rows(const LeaveOneOutReport& r, const std::string& all) {
+std::vector<std::vector<std::string>> logo_rows(const std::vector<validation::LeaveOneOutGroup>& lines,
+                                                const validation::LeaveOneOutGroup& total, const std::string& all) {
   std::vector<std::vector<std::string>> t;
-  for (const auto& g : r.groups) t.push_back(logo_cells(g.group, g.in_sample, g.left_out));
-  t.push_back(logo_cells(all, r.in_sample, r.left_out));
+  for (const auto& g : lines) t.push_back(logo_cells(g.group, g.in_sample, g.left_out));
+  t.push_back(logo_cells(all, total.in_sample, total.left_out));
   return t;
+}
+
+/// Every row pooled, as the "all" line of the per-group table.
+validation::LeaveOneOutGroup logo_all(const LeaveOneOutReport& r) { return {"all", r.in_sample, r.left_out}; }
+
+/// The leave-one-group-out tables: per group (every row), then per framework
+/// and per GPU generation (end-to-end rows), each with its "all" line; a
+/// table as `render(first column, title, note, rows)` draws it (the first
+/// table has no title).
+template <class Render>
+std::string logo_tables(const LeaveOneOutReport& r, const std::string& all, Render render) {
+  std::string out = render("group", "", "", logo_rows(r.groups, logo_all(r), all));
+  if (r.by_framework.empty()) return out;
+  out += render("framework", "By framework", kFrameworkNote, logo_rows(r.by_framework, r.end_to_end, all));
+  out += render("generation", "By GPU generation", kGenerationNote, logo_rows(r.by_generation, r.end_to_end, all));
+  return out;
 }
 
 const std::vector<bool> kLogoRight = {false, true, true, true, true, true, true, true, true};
@@ -364,10 +414,13 @@ std::string render_logo_table(const LeaveOneOutReport& r) {
   std::string out = fmt::format("Ridgeline vs published measurements, leave one group out: {}{}\n{}\n{}\n\n", r.file,
                                 r.group_filter.empty() ? "" : fmt::format(" (group {})", r.group_filter),
                                 kLeaveOneOutDefinition, kErrorDefinition);
-  out += text_table({"group", "rows", "predicted", "in-sample median |err|", "p90", "speed bias",
-                     "left-out median |err|", "p90", "speed bias"},
-                    logo_rows(r, "all"), kLogoRight);
-  return out;
+  return out + logo_tables(r, "all", [](const char* col, std::string_view title, std::string_view note,
+                                       const auto& rows) {
+           return (title.empty() ? std::string() : fmt::format("\n{} ({})\n", title, note)) +
+                  text_table({col, "rows", "predicted", "in-sample median |err|", "p90", "speed bias",
+                              "left-out median |err|", "p90", "speed bias"},
+                             rows, kLogoRight);
+         });
 }
 
 std::string render_logo_json(const LeaveOneOutReport& r) {
@@ -376,10 +429,23 @@ std::string render_logo_json(const LeaveOneOutReport& r) {
   j["group"] = r.group_filter.empty() ? json(nullptr) : json(r.group_filter);
   j["definition"] = kLeaveOneOutDefinition;
   j["error_definition"] = kErrorDefinition;
-  j["groups"] = json::array();
-  for (const auto& g : r.groups)
-    j["groups"].push_back({{"group", g.group}, {"in_sample", stats_json(g.in_sample)}, {"left_out", stats_json(g.left_out)}});
-  j["all"] = {{"in_sample", stats_json(r.in_sample)}, {"left_out", stats_json(r.left_out)}};
+  auto both = [](const validation::LeaveOneOutGroup& g) {
+    return json{{"in_sample", stats_json(g.in_sample)}, {"left_out", stats_json(g.left_out)}};
+  };
+  auto lines = [&](const std::vector<validation::LeaveOneOutGroup>& v, const char* key) {
+    json a = json::array();
+    for (const auto& g : v) {
+      json o = both(g);
+      o[key] = g.group;
+      a.push_back(std::move(o));
+    }
+    return a;
+  };
+  j["groups"] = lines(r.groups, "group");
+  j["all"] = both(logo_all(r));
+  j["end_to_end"] = both(r.end_to_end);
+  j["by_framework"] = lines(r.by_framework, "framework");
+  j["by_generation"] = lines(r.by_generation, "generation");
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
@@ -405,11 +471,19 @@ std::string render_logo_markdown(const LeaveOneOutReport& r) {
       "Each group's rows predicted twice: in-sample, with every cost-model default as fitted, and left out, with "
       "the defaults fitted on that group's own rows at their priors (the values from the literature before the "
       "fit). A group no default was fitted on predicts the same both ways; the gap elsewhere is how much of its "
-      "in-sample accuracy the fit bought. **all** pools every group's rows.\n\n");
-  out += md_table({"group", "rows", "predicted", "in-sample median abs error", "in-sample p90", "in-sample speed bias",
-                   "left-out median abs error", "left-out p90", "left-out speed bias"},
-                  logo_rows(r, "**all**"), kLogoRight);
-  return out + "\n";
+      "in-sample accuracy the fit bought. **all** pools every group's rows; in the tables by framework and by GPU "
+      "generation, every group's end-to-end rows.\n\n");
+  return out + logo_tables(r, "**all**", [](const char* col, std::string_view title, std::string_view note,
+                                           const auto& rows) {
+           const std::string head =
+               title.empty() ? "" : fmt::format("#### {}\n\n{}.\n\n", title, sentence(std::string(note)));
+           return head +
+                  md_table({col, "rows", "predicted", "in-sample median abs error", "in-sample p90",
+                            "in-sample speed bias", "left-out median abs error", "left-out p90",
+                            "left-out speed bias"},
+                           rows, kLogoRight) +
+                  "\n";
+         });
 }
 
 /// The named group of `file`, or the usage error for `flag` naming the groups it has.

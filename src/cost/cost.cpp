@@ -93,9 +93,31 @@ spec::EfficiencySpec default_efficiency(const spec::HardwareSpec& hw) {
   // Launch: back-to-back queued kernels cost ~2.4-2.6 us each (gpu-benches
   // small-kernel fits, A100 2555 ns, H200 2433 ns); the profile's figure wins.
   e.launch_overhead_s = hw.launch_overhead_s > 0 ? hw.launch_overhead_s : 2.5e-6;
-  // NCCL reaches ~80% of link bandwidth as bus bandwidth on large messages.
+  // NCCL's Simple protocol reaches ~80% of link bandwidth as bus bandwidth
+  // on large messages (nccl-tests#212, S. Jeaugey: H100's 450 GB/s line rate
+  // less ~20% protocol overhead gives ~370 GB/s; NCCL's tuning caps A100's
+  // at 235 of 300 GB/s).
   e.comm_frac = 0.80;
   return e;
+}
+
+double training_clock_fraction(const ResolveOptions& opt) {
+  // Per end-to-end group: 1 / (1 + its median speed error) at fraction 1,
+  // refined once at the fitted value (validate-published, 2026-12-01).
+  struct Group {
+    std::string_view name;
+    double fraction;
+  };
+  static constexpr Group kGroups[] = {{"korthikanti2022", 0.886},
+                                      {"flashattention2_paper", 0.813},
+                                      {"flashattention_repo", 0.926},
+                                      {"llm_foundry", 0.798}};
+  std::array<double, std::size(kGroups)> f{};
+  std::size_t n = 0;
+  for (const Group& g : kGroups)
+    if (g.name != opt.without_group) f[n++] = g.fraction;
+  std::sort(f.begin(), f.begin() + n);
+  return n % 2 ? f[n / 2] : 0.5 * (f[n / 2 - 1] + f[n / 2]);
 }
 
 CostParams resolve(const spec::HardwareSpec& hw, const ResolveOptions& opt) {
@@ -105,6 +127,7 @@ CostParams resolve(const spec::HardwareSpec& hw, const ResolveOptions& opt) {
   const double boost = hw.clock_hz > 0 ? hw.clock_hz : 0;
   const double clock = opt.locked_clock_hz > 0 ? opt.locked_clock_hz : spec::clock_at_power(hw, opt.power_limit_w);
   c.clock_scale = boost > 0 ? std::clamp(clock / boost, 0.05, 1.0) : 1.0;
+  if (opt.training_run && opt.locked_clock_hz <= 0) c.clock_scale *= training_clock_fraction(opt);
   if (opt.without_group == "mamf") {  // leave-one-group-out: the priors of main_loop
     const MainLoop ml = main_loop(hw);
     e.gemm_frac.fill(ml.prior16);
@@ -216,6 +239,26 @@ CostParams resolve(const spec::HardwareSpec& hw, const ResolveOptions& opt) {
   c.inter_bytes_per_s = hw.interconnect.inter_node_bytes_per_s > 0 ? hw.interconnect.inter_node_bytes_per_s : 12.5e9;
   c.inter_latency_s = hw.interconnect.inter_node_latency_s > 0 ? hw.interconnect.inter_node_latency_s : 10e-6;
   c.comm_frac = e.comm_frac;
+  // Through the NICs NCCL sustains ~95% of line rate (nccl#689, S. Jeaugey:
+  // a DGX A100's 8 x 200 Gb/s reach 190 of 200 GB/s).
+  c.net_frac = 0.95;
+  // NVLS bus efficiency relative to the ring's (NCCL src/graph/tuning.cc
+  // nvlsEfficiency: Hopper 0.85, Blackwell 0.74). With the NVLS all-reduce's
+  // (n+1)/n S per GPU it gives 8 x H100 a bus bandwidth of 450 x 0.8 x 0.85
+  // x 14/9 = 476 GB/s (nccl-tests#212: "a peak busBw of ~480GB/s"; H800:
+  // 200 x 0.8 x 0.85 x 14/9 = 212 against 215 measured, nccl#1374).
+  c.nvls_frac = !hw.interconnect.nvls ? 0.0 : hw.generation == spec::Generation::kBlackwell ? 0.74 : 0.85;
+  // Channels, one thread block (one SM) each: NCCL launches 2 per NVLink to
+  // saturate it (nccl#1703, an NCCL maintainer), NVLink 3/4 lanes being 25 GB/s a
+  // direction, at most 32 (MAXCHANNELS): A100 300 GB/s -> 24, H800 200 ->
+  // 16 (its logs: "16 coll channels", nccl#892), H100 / B200 -> 32; PCIe
+  // 25 GB/s -> 2 (nccl#689: "a PCI system ... should just launch 2 SMs").
+  // NVLS needs no more than 16 for peak bandwidth (NCCL source comment,
+  // nccl#1041). A profile's comm_channels wins (RCCL runs more on MI300).
+  c.comm_channels = hw.interconnect.comm_channels > 0
+                        ? hw.interconnect.comm_channels
+                        : std::clamp(std::round(2.0 * c.intra_bytes_per_s / 25e9), 2.0, 32.0);
+  c.nvls_channels = 16;
   static std::atomic<std::uint64_t> next_id{1};
   c.id = next_id.fetch_add(1, std::memory_order_relaxed);
   return c;
@@ -244,21 +287,176 @@ double collective_bytes_per_gpu(graph::Collective kind, double bytes, double n) 
   return bytes;
 }
 
-double collective_time(graph::Collective kind, double bytes, double n, double span, const CostParams& c) {
-  if (n <= 1 && kind != graph::Collective::kP2p) return 0;
-  const bool intra = span <= c.gpus_per_node;
-  const double bw = (intra ? c.intra_bytes_per_s : c.inter_bytes_per_s) * c.comm_frac;
-  const double alpha = intra ? c.intra_latency_s : c.inter_latency_s;
-  const double moved = collective_bytes_per_gpu(kind, bytes, n);
-  switch (kind) {
-    case graph::Collective::kAllReduce: {
-      const double ring = 2 * (n - 1) * alpha + moved / bw;
-      const double tree = 2 * std::ceil(std::log2(n)) * alpha + 2 * bytes / bw;
-      return std::min(ring, tree);
-    }
-    case graph::Collective::kP2p: return alpha + moved / bw;
-    default: return (n - 1) * alpha + moved / bw;
+std::string_view name(CommAlgorithm a) {
+  switch (a) {
+    case CommAlgorithm::kRing: return "ring";
+    case CommAlgorithm::kTree: return "tree";
+    case CommAlgorithm::kNvls: return "nvls";
+    case CommAlgorithm::kNvlsTree: return "nvls_tree";
   }
+  return "ring";
+}
+
+std::string_view name(CommProtocol p) {
+  switch (p) {
+    case CommProtocol::kLL: return "LL";
+    case CommProtocol::kLL128: return "LL128";
+    case CommProtocol::kSimple: return "Simple";
+  }
+  return "Simple";
+}
+
+namespace {
+
+/// NCCL's protocols relative to Simple (NCCL 2.18-2.19 src/graph/tuning.cc;
+/// the line formats in src/device/prims_ll.h and prims_ll128.h):
+///  - bus bandwidth: LL stores 8 data bytes with 8 flag bytes per 16-byte
+///    line and polls them, costed at 1/4 of Simple's (ring all-reduce and
+///    any inter-node ring); LL128 carries 120 data bytes per 128: 0.92;
+///  - one step's latency, as a share of Simple's: hwLat NVLink ring
+///    {0.6, 1.9, 3.4} us, network {2.7, 4.0, 14.0} us;
+///  - a call's base latency (launch, setup): baseLat ring {6.6, 14.0, 8.4} us.
+struct Protocol {
+  CommProtocol id;
+  double bw_frac, step_link, step_net, base_s;
+};
+constexpr Protocol kProtocols[] = {
+    {CommProtocol::kLL, 0.25, 0.6 / 3.4, 2.7 / 14.0, 6.6e-6},
+    {CommProtocol::kLL128, 0.92, 1.9 / 3.4, 4.0 / 14.0, 14.0e-6},
+    {CommProtocol::kSimple, 1.0, 1.0, 1.0, 8.4e-6},
+};
+/// NVLS: the multimem reduction's round trip through NVSwitch, one latency
+/// per call (tuning.cc hwLat NVLink NVLS: 23 us in NCCL 2.19, 25 us later;
+/// base 0).
+constexpr double kNvlsLatency_s = 25e-6;
+/// NCCL's tree all-reduce reaches 0.92 of the ring's per-channel bandwidth
+/// (tuning.cc: busBw = min(busBw * .92, ...)).
+constexpr double kTreeFrac = 0.92;
+/// NCCL gives a channel work only while the message keeps each of its 512
+/// threads busy with 64 bytes (Simple): 32 KiB per channel (enqueue.cc,
+/// channels dropped while bytes < channels x threads x threshold).
+constexpr double kBytesPerChannel = 32.0 * 1024;
+
+/// One way to run a collective: fixed latency, steps over the link and the
+/// network (in Simple-protocol steps), and the bytes through each GPU's link
+/// and each NIC share, at the algorithm's share of the links' rates.
+struct Candidate {
+  CommAlgorithm algorithm = CommAlgorithm::kRing;
+  bool base = true;        // pays the protocol's base latency (NVLS does not)
+  bool simple_only = false;
+  bool ll128 = true;       // p2p and all-to-all run LL or Simple only
+  double fixed_s = 0;
+  double link_steps = 0, net_steps = 0;
+  double link_bytes = 0, link_frac = 1;
+  double net_bytes = 0, net_frac = 1;
+  double channels = 0;
+};
+
+}  // namespace
+
+CollectiveCost collective_cost(graph::Collective kind, double bytes, double n, double span, const CostParams& c) {
+  using graph::Collective;
+  CollectiveCost out;
+  if (n <= 1 && kind != Collective::kP2p) return out;
+  if (kind == Collective::kP2p) n = 2;
+  // Ranks per node g and nodes N: consecutive ranks fill a node; a group
+  // with stride s = span / n holds G / s ranks of each node it touches.
+  const double G = c.gpus_per_node;
+  double g = n, N = 1;
+  if (span > G) {
+    const double stride = std::max(1.0, span / n);
+    g = std::clamp(std::floor(G / stride), 1.0, n);
+    N = std::ceil(n / g);
+  }
+  const double S = bytes;
+  const double moved = collective_bytes_per_gpu(kind, S, n);
+  // Of a ring's bytes: across nodes each channel's ring leaves a node from
+  // one of its g GPUs, so 1/g goes through the NIC and (g-1)/g over the link.
+  const double link_share = N > 1 ? (g - 1) / g : 1.0, nic_share = N > 1 ? 1 / g : 0.0;
+  // Ring and tree channels: the profile's inside a node; across nodes two
+  // per NIC in use (NCCL, nccl#689: a DGX's 8 NICs run 16 channels).
+  const double ring_channels = N > 1 ? std::min(c.comm_channels, 2 * g) : c.comm_channels;
+  std::array<Candidate, 3> cand;
+  int count = 0;
+  auto add = [&]() -> Candidate& { return cand[count++] = Candidate{}; };
+  switch (kind) {
+    case Collective::kAllReduce:
+    case Collective::kAllGather:
+    case Collective::kReduceScatter: {
+      const double steps = kind == Collective::kAllReduce ? 2 * (n - 1) : n - 1;
+      const double net_steps = kind == Collective::kAllReduce ? 2 * (N - 1) : N - 1;
+      Candidate& ring = add();
+      ring.link_steps = steps - net_steps, ring.net_steps = net_steps;
+      ring.link_bytes = moved * link_share, ring.net_bytes = moved * nic_share;
+      ring.channels = ring_channels;
+      if (kind == Collective::kAllReduce && N > 1) {
+        Candidate& tree = add();
+        tree.algorithm = CommAlgorithm::kTree;
+        tree.link_steps = 2 * (g - 1), tree.net_steps = 2 * std::ceil(std::log2(N));
+        tree.link_bytes = 2 * S * link_share, tree.net_bytes = 2 * S / g;
+        tree.link_frac = tree.net_frac = kTreeFrac;
+        tree.channels = ring_channels;
+      }
+      if (c.nvls_frac > 0 && g > 1 && (N == 1 || kind == Collective::kAllReduce)) {
+        Candidate& nv = add();
+        nv.algorithm = N == 1 ? CommAlgorithm::kNvls : CommAlgorithm::kNvlsTree;
+        nv.base = false, nv.simple_only = true, nv.fixed_s = kNvlsLatency_s;
+        // Reduce-scatter: NVSwitch reads every GPU's whole buffer; all-gather:
+        // it writes every GPU's; all-reduce: both halves, S/g each way more.
+        nv.link_bytes = kind == Collective::kAllReduce ? (g + 1) / g * S : S;
+        nv.link_frac = c.nvls_frac;
+        if (N > 1) {  // NVLSTree: each GPU heads a 1/g slice of an inter-node tree
+          nv.net_steps = 2 * std::ceil(std::log2(N));
+          nv.net_bytes = 2 * S / g, nv.net_frac = kTreeFrac;
+        }
+        nv.channels = c.nvls_channels;
+      }
+      break;
+    }
+    case Collective::kAllToAll: {
+      Candidate& a = add();
+      a.ll128 = false;
+      a.link_steps = g - 1, a.net_steps = n - g;
+      a.link_bytes = (g - 1) / n * S, a.net_bytes = (n - g) / n * S;
+      a.channels = ring_channels;
+      break;
+    }
+    case Collective::kP2p: {
+      Candidate& a = add();
+      a.ll128 = false;
+      (N > 1 ? a.net_steps : a.link_steps) = 1;
+      (N > 1 ? a.net_bytes : a.link_bytes) = S;
+      a.channels = ring_channels;
+      break;
+    }
+  }
+  const double link_bw = c.intra_bytes_per_s * c.comm_frac, net_bw = c.inter_bytes_per_s * c.net_frac;
+  out.time_s = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < count; ++i) {
+    const Candidate& a = cand[i];
+    for (const Protocol& p : kProtocols) {
+      if ((a.simple_only && p.id != CommProtocol::kSimple) || (!a.ll128 && p.id == CommProtocol::kLL128)) continue;
+      const double latency = (a.base ? p.base_s : 0) + a.fixed_s + a.link_steps * c.intra_latency_s * p.step_link +
+                             a.net_steps * c.inter_latency_s * p.step_net;
+      const double link_s = a.link_bytes > 0 ? a.link_bytes / (link_bw * a.link_frac * p.bw_frac) : 0;
+      const double net_s = a.net_bytes > 0 ? a.net_bytes / (net_bw * a.net_frac * p.bw_frac) : 0;
+      const double t = latency + std::max(link_s, net_s);
+      if (t < out.time_s) {
+        out.time_s = t;
+        out.algorithm = a.algorithm;
+        out.protocol = p.id;
+        out.channels = a.channels;
+      }
+    }
+  }
+  out.channels = std::clamp(std::ceil(S / kBytesPerChannel), 1.0, std::max(1.0, out.channels));
+  out.sm_fraction = std::min(1.0, out.channels / c.sms);
+  return out;
+}
+
+double collective_bus_bytes_per_s(graph::Collective kind, double bytes, double n, double span, const CostParams& c) {
+  const double t = collective_time(kind, bytes, n, span, c);
+  return t > 0 ? collective_bytes_per_gpu(kind, bytes, n) / t : 0;
 }
 
 double ridge_point(const CostParams& c, spec::Peak p) {
@@ -366,6 +564,29 @@ double gemm_compute_cached(const graph::Kernel& k, const CostParams& c, KernelCo
   return t;
 }
 
+/// collective_cost through a per-thread cache, as the GEMM cache: a search
+/// costs the same few collectives of a layout again and again.
+CollectiveCost collective_cost_cached(graph::Collective kind, double bytes, double n, double span,
+                                      const CostParams& c) {
+  struct Entry {
+    std::uint64_t id = 0;
+    graph::Collective kind{};
+    double bytes = 0, n = 0, span = 0;
+    CollectiveCost cost;
+  };
+  constexpr std::size_t kSlots = 64;
+  thread_local std::array<Entry, kSlots> cache{};
+  std::uint64_t h = c.id * 0x9E3779B97F4A7C15ull;
+  for (std::uint64_t v : {static_cast<std::uint64_t>(bytes), static_cast<std::uint64_t>(n),
+                          static_cast<std::uint64_t>(span), static_cast<std::uint64_t>(kind)})
+    h = (h ^ v) * 0x100000001B3ull;
+  Entry& e = cache[(h >> 17) % kSlots];
+  if (e.id == c.id && c.id != 0 && e.kind == kind && e.bytes == bytes && e.n == n && e.span == span) return e.cost;
+  const CollectiveCost cc = collective_cost(kind, bytes, n, span, c);
+  e.id = c.id, e.kind = kind, e.bytes = bytes, e.n = n, e.span = span, e.cost = cc;
+  return cc;
+}
+
 /// Compute time of a fused attention kernel (see the header); fills the tile detail of r.
 double attention_compute_s(const graph::Kernel& k, const CostParams& c, KernelCost& r) {
   graph::AttentionShape s;  // from the kernel's four shape numbers (graph.hpp)
@@ -435,7 +656,16 @@ KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_gr
   const double hbm = k.read_bytes + k.write_bytes;
   r.intensity = hbm > 0 ? k.flops / hbm : 0;
   if (k.cls == KernelClass::kCollective || k.cls == KernelClass::kP2p) {
-    r.time_s = collective_time(k.comm.kind, k.comm.bytes, k.comm.group, k.comm.span, c);
+    // How NCCL would run it, as static text (algorithm x protocol).
+    static constexpr std::string_view kBasis[4][3] = {
+        {"NCCL ring, LL protocol", "NCCL ring, LL128 protocol", "NCCL ring, Simple protocol"},
+        {"NCCL tree, LL protocol", "NCCL tree, LL128 protocol", "NCCL tree, Simple protocol"},
+        {"NCCL NVLS", "NCCL NVLS", "NCCL NVLS"},
+        {"NCCL NVLSTree", "NCCL NVLSTree", "NCCL NVLSTree"}};
+    const CollectiveCost cc = collective_cost_cached(k.comm.kind, k.comm.bytes, k.comm.group, k.comm.span, c);
+    r.time_s = cc.time_s;
+    r.sm_fraction = cc.sm_fraction;
+    r.basis = kBasis[static_cast<int>(cc.algorithm)][static_cast<int>(cc.protocol)];
     r.bound = Bound::kNetwork;
     return r;
   }

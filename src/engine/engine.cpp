@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "ridgeline/spec/framework.hpp"
 #include "ridgeline/techniques/params.hpp"
 #include "ridgeline/techniques/passes.hpp"
 
@@ -22,6 +23,38 @@ double micro_batches(const spec::PlanSpec& p) {
   const double per_step = static_cast<double>(p.micro_batch) * std::max(1, p.parallel.dp);
   if (p.global_batch <= 0) return 1;
   return std::max(1.0, std::floor(p.global_batch / per_step));
+}
+
+Problem check_framework(const spec::PlanSpec& p) {
+  const spec::FrameworkSpec& fw = spec::framework(p.framework);
+  const auto& q = p.parallel;
+  // DeepSpeed's PipelineEngine: "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism".
+  if (fw.refuses_zero2_with_pp && q.pp > 1 && q.zero >= 2)
+    return {"parallel.zero", fmt::format("{} refuses ZeRO-{} with pipeline parallelism (PP {}): ZeRO-2 and ZeRO-3 "
+                                         "are incompatible with pipeline parallelism; use ZeRO-1",
+                                         fw.id, q.zero, q.pp)};
+  // Megatron's interleaved 1F1B: the micro-batches must divide into PP groups.
+  if (fw.interleave_needs_divisible_microbatches && q.virtual_stages > 1) {
+    const double mb = micro_batches(p);
+    if (std::fmod(mb, q.pp) != 0)
+      return {"parallel.virtual_stages",
+              fmt::format("{} refuses the interleaved schedule with {:.0f} micro-batches: the number of "
+                          "micro-batches must be a multiple of PP {}", fw.id, mb, q.pp)};
+  }
+  // The recompute policies the framework offers, under its names (every:K
+  // stands for any K). The message is built only for a refused plan.
+  if (!fw.recompute.empty()) {
+    bool ok = false;
+    for (const spec::RecomputeKind k : fw.recompute_kinds) ok = ok || k == p.recompute.kind;
+    if (!ok) {
+      std::string offered;
+      for (const auto& r : fw.recompute)
+        offered += (offered.empty() ? "" : ", ") + r.name + (r.name == r.maps_to ? "" : " (" + r.maps_to + ")");
+      return {"recompute", fmt::format("{} offers recompute {}; {} is not one of them", fw.id, offered,
+                                       spec::to_string(p.recompute))};
+    }
+  }
+  return {};
 }
 
 Problem check_plan(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw) {
@@ -93,6 +126,13 @@ Problem check_plan(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec
     return {"attention", fmt::format("flash3 needs Hopper (wgmma and TMA); {} is {}", hw.name, spec::name(hw.generation))};
   if (p.finetune.mode != spec::FinetuneMode::kFull && p.finetune.rank > m.hidden)
     return {"finetune.rank", fmt::format("LoRA rank {} exceeds the hidden size {}", p.finetune.rank, m.hidden)};
+  if (Problem f = check_framework(p); !f.field.empty()) return f;
+  // QLoRA's NF4 base is dequantized to bf16 before every GEMM (bitsandbytes):
+  // no fp8 GEMM inputs without a permanent fp8 copy of the base weights.
+  if (p.finetune.mode == spec::FinetuneMode::kQlora &&
+      (p.precision == spec::Precision::kFp8 || p.precision == spec::Precision::kNvfp4))
+    return {"precision", fmt::format("qlora with {} is not supported: the NF4 base weights are dequantized to "
+                                     "bf16 for every GEMM", spec::to_string(p.precision))};
   return {};
 }
 
@@ -112,7 +152,14 @@ void accumulate(MicrobatchSummary& s, const graph::Kernel& k, const cost::Kernel
     s.phase_s[static_cast<int>(k.phase)] += t;
   }
   if (is_comm) {
-    if (!per_step) (k.has(graph::kOverlapped) ? s.overlappable_comm_s : s.exposed_comm_s) += t;
+    if (!per_step) {
+      if (k.has(graph::kOverlapped)) {
+        s.overlappable_comm_s += t;
+        s.overlappable_comm_sm_s += kc.sm_fraction * t;
+      } else {
+        s.exposed_comm_s += t;
+      }
+    }
     return;
   }
   if (per_step) {
@@ -158,11 +205,20 @@ void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::Mod
   techniques::build_microbatch(g, m, p, hw);
   const double layer_scale = static_cast<double>(m.layers) / std::max(1, g.layers);
   if (out) out->kernels.reserve(g.kernels.size() + 8);
+  double launches = 0;
   for (const auto& k : g.kernels) {
     const cost::KernelCost kc = cost::cost_kernel(k, c, p.cuda_graphs);
     accumulate(s, k, kc, layer_scale);
     if (out) keep(*out, k, kc, mb);
+    if (!k.has(graph::kPerStep)) launches += k.launches * k.count;
   }
+  // The host dispatches every launched op (Python, autograd, framework
+  // hooks); it runs ahead of the GPU, so a micro-batch takes at least its
+  // dispatch time. CUDA graphs replay the step without the host.
+  const spec::FrameworkSpec& fw = spec::framework(p.framework);
+  const double dispatch = p.cuda_graphs ? 0.0 : p.fusion == spec::Fusion::kCompiled ? fw.dispatch_compiled_s
+                                                                                      : fw.dispatch_s;
+  s.host_s = launches * dispatch;
   s.facts = memory::facts(g);
 }
 
@@ -179,12 +235,13 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   techniques::append_step_kernels(sg, m, p);
   MicrobatchSummary s = sum;
   const double layer_scale = static_cast<double>(m.layers) / std::max(1.0, sum.facts.layers);
-  double pool_step = 0, comm_step = 0;
+  double pool_step = 0, comm_step = 0, pool_sm_step = 0;
   for (const auto& k : sg.kernels) {
     const cost::KernelCost kc = cost::cost_kernel(k, c, p.cuda_graphs);
     const bool is_comm = k.cls == spec::KernelClass::kCollective || k.cls == spec::KernelClass::kP2p;
     if (is_comm && k.has(graph::kPerStep)) {
       (k.has(graph::kOverlapped) ? pool_step : comm_step) += kc.time_s * k.count;
+      if (k.has(graph::kOverlapped)) pool_sm_step += kc.sm_fraction * kc.time_s * k.count;
       s.class_step_s[static_cast<int>(k.cls)] += kc.time_s * k.count;
       s.phase_step_s[static_cast<int>(k.phase)] += kc.time_s * k.count;
     } else {
@@ -196,8 +253,12 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   for (int i = 0; i < spec::kPhaseCount; ++i) out.time_by_phase[i] = s.phase_s[i] * mb + s.phase_step_s[i];
   // Overlapped per-micro-batch communication (CP ring, ZeRO-3 prefetch, TP
   // overlap) hides behind the micro-batch's GEMM and attention time.
-  const double exposed_per_microbatch = s.exposed_comm_s + std::max(0.0, s.overlappable_comm_s - s.window_s);
-  const double t_microbatch = s.t_fwd + s.t_bwd + s.t_rec + exposed_per_microbatch;
+  // Overlap costs SMs (cost::KernelCost::sm_fraction): compute of length C
+  // beside a collective of length T holding a fraction f of the SMs takes
+  // max(T, C + f T), so the collective adds max(T - C, f T).
+  const double exposed_per_microbatch =
+      s.exposed_comm_s + std::max(s.overlappable_comm_s - s.window_s, s.overlappable_comm_sm_s);
+  const double t_microbatch = std::max(s.t_fwd + s.t_bwd + s.t_rec + exposed_per_microbatch, s.host_s);
   // Pipeline bubble (Narayanan et al. 2021): (p - 1) / (v m) of the ideal time.
   const double pp = std::max(1, par.pp);
   const double v = std::max(1, par.virtual_stages);
@@ -208,7 +269,8 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   // compute time that per-micro-batch communication has not already used;
   // the last bucket (~5% of the gradients) is always exposed.
   const double dp_window = std::min(s.t_bwd, std::max(0.0, s.window_s - s.overlappable_comm_s));
-  const double exposed_dp = pool_step > 0 ? std::max(pool_step - dp_window, 0.05 * pool_step) : 0.0;
+  const double exposed_dp =
+      pool_step > 0 ? std::max({pool_step - dp_window, 0.05 * pool_step, pool_sm_step}) : 0.0;
   double step = ideal + bubble + s.t_step_fixed + exposed_dp + comm_step;
   step *= techniques::executed_steps_per_step(p);
   const long long gpus = par.gpus();
@@ -222,6 +284,10 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   st.exposed_comm_s = mb * exposed_per_microbatch + exposed_dp + comm_step;
   st.bubble_s = bubble;
   st.bubble_fraction = bubble_frac;
+  st.host_s = mb * s.host_s;
+  st.host_bound = s.host_s > s.t_fwd + s.t_bwd + s.t_rec + exposed_per_microbatch;
+  st.comm_slowdown_s = mb * std::max(0.0, s.overlappable_comm_sm_s - std::max(0.0, s.overlappable_comm_s - s.window_s)) +
+                       std::max(0.0, exposed_dp - std::max(pool_step - dp_window, 0.05 * pool_step));
   st.optimizer_s = s.t_step_fixed;
   const int seq = graph::seq_len(m, p);
   st.tokens_per_step = static_cast<double>(p.micro_batch) * seq * mb * par.dp;
@@ -293,6 +359,7 @@ cost::CostParams resolve_for(const spec::HardwareSpec& hw, const spec::PlanSpec&
   r.use_calibration = opt.use_calibration;
   r.power_limit_w = p.power_limit_w;
   r.without_group = opt.fit_without_group;
+  r.training_run = true;  // a plan is a training run, not a kernel benchmark
   return cost::resolve(hw, r);
 }
 

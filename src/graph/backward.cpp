@@ -112,7 +112,17 @@ void derive_backward(Graph& g) {
         b.write_bytes = f.write_bytes;
         break;
       case Op::kLoss:
-        // Reads the saved probabilities, writes the logits' gradient.
+        if (f.workspace_bytes > 0) {
+          // Eager fp32 chain (autocast): nll_loss backward writes the fp32
+          // gradient of the log-probabilities, log_softmax backward reads it
+          // and the saved output and writes the fp32 logit gradient, and the
+          // upcast's backward casts that to the 16-bit logits.
+          b.read_bytes = 3 * f.saved_bytes;
+          b.write_bytes = 2 * f.saved_bytes + f.saved_bytes / 4.0 * e;
+          b.launches = 3;
+          break;
+        }
+        // Fused: reads the saved probabilities, writes the logits' gradient.
         b.read_bytes = f.saved_bytes;
         b.write_bytes = f.saved_bytes / 4.0 * e;
         b.launches = 2;

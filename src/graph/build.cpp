@@ -121,29 +121,49 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
     k.dtype = act;
     k.group = grp;
     k.flags = kLayer | kPointwise;
+    const double rows = D.Tp;  // SP: the norm runs on the local tokens
     if (M.norm == spec::Norm::kLayerNorm) {
-      // PyTorch's native_layer_norm is one kernel even in eager mode.
+      // PyTorch's native_layer_norm is one kernel even in eager mode; its
+      // autograd node saves the input and the fp32 mean and rstd per row
+      // (as Apex's and Transformer Engine's fused LayerNorms do): 2 sbh
+      // (Korthikanti) + 8 bytes per row.
       k.read_bytes = Tph * D.e + 2 * D.h * D.e;
-      k.write_bytes = Tph * D.e + 2 * D.T * 4;  // output + fp32 mean and rstd
+      k.write_bytes = Tph * D.e + 2 * rows * 4;
       k.flops = 8 * Tph;
-    } else {
-      // Eager RMSNorm (Hugging Face): x.float(), pow(2), mean, x*rsqrt, .to(dtype), *weight:
-      // six kernels, reads 2e+16 and writes 2e+12 bytes per element (e = activation width).
+      k.saved_bytes = Tph * D.e + 2 * rows * 4;
+    } else if (P.fusion == spec::Fusion::kEager) {
+      // Eager RMSNorm (Hugging Face LlamaRMSNorm): x.float(), pow(2), mean,
+      // x * rsqrt, .to(dtype), * weight: six kernels, reads 2e+16 and writes
+      // 2e+12 bytes per element (e = activation width). Autograd saves the
+      // fp32 x (pow and mul share it), the fp32 rsqrt per row and the
+      // normalized x in the input dtype (weight * x saves x for the weight's
+      // gradient): 4 + e bytes per element, 4 per row.
       k.read_bytes = Tph * (2 * D.e + 16);
       k.write_bytes = Tph * (2 * D.e + 12);
       k.launches = 6;
       k.flops = 5 * Tph;
+      k.saved_bytes = Tph * (4 + D.e) + rows * 4;
+    } else {
+      // One fused kernel (Apex FusedRMSNorm, Transformer Engine; what
+      // torch.compile makes of the eager chain): reads x and the weight,
+      // writes y and the fp32 rstd per row, and saves x and the rstd.
+      k.read_bytes = Tph * D.e + D.h * D.e;
+      k.write_bytes = Tph * D.e + rows * 4;
+      k.flops = 5 * Tph;
+      k.saved_bytes = Tph * D.e + rows * 4;
     }
     k.chain_bytes = Tph * D.e;
-    k.saved_bytes = Tph * D.e;  // LayerNorm input: 2 sbh (Korthikanti)
     return push(k, L);
   };
 
   norm("norm1", Op::kNorm1, FuseGroup::kNorm1);
   // QKV projection: N = (a + 2g) d. Saves its input: 2 sbh (SP: sharded, /t).
+  // With more TP ranks than KV heads each rank computes one whole KV head
+  // (g = 1, replicated); the model FLOPs credit its share, 2 g_model / t heads.
   {
     const double n = (D.a + 2 * D.g) * D.d;
     Kernel k = gemm("qkv_proj", Op::kQkv, D.T, n, D.h, 1, D, gemm_dt, true);
+    k.model_flops = 2.0 * D.T * D.h * (D.a + 2.0 * M.kv_heads / t) * D.d;
     k.saved_bytes = Tph * D.e;
     push(k, L);
     if (bias)
@@ -224,7 +244,20 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
   {
     const bool gated = spec::is_gated(M.activation);
     const double experts = M.is_moe() ? M.moe.experts : 1;
-    const double routed = M.is_moe() ? D.T * M.moe.top_k : D.T;  // token-expert pairs
+    // MoE: this GPU's tokens make T k token-expert pairs; under EP it holds
+    // E / ep experts and, on average, as many pairs arrive for them. An
+    // expert takes at most capacity_factor x its even share (GShard, Switch:
+    // the rest are dropped; 0 = dropless), so `routed` counts the pairs kept.
+    const double cf = P.moe.capacity_factor;
+    const double kept = M.is_moe() && cf > 0 ? std::min(1.0, cf) : 1.0;
+    const double routed = M.is_moe() ? D.T * M.moe.top_k * kept : D.T;  // token-expert pairs
+    const double local_experts = M.is_moe() ? experts / std::max(1, par.ep) : 1;
+    // The busiest expert sets the expert GEMMs' time: each local expert's
+    // GEMM has the busiest one's rows, the even share x imbalance, capped at
+    // the capacity; model FLOPs credit the pairs kept.
+    const double even = M.is_moe() ? D.T * M.moe.top_k / local_experts : D.T;
+    const double imbalance = std::max(1.0, P.moe.imbalance);
+    const double busiest = M.is_moe() ? even * (cf > 0 ? std::min(imbalance, cf) : imbalance) : D.T;
     const double n_up = gated ? 2 * D.f : D.f;
     if (M.is_moe()) {
       Kernel r = gemm("moe_router", Op::kRouter, D.T, experts, D.h, 1, D, gemm_dt, true);
@@ -237,11 +270,11 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
       disp.launches = 3;  // top-k, sort/permute indices, gather
       push(disp, L);
     }
-    // Up (and gate) projection: saves its input 2 sbh; for MoE each expert
-    // GEMM sees routed/experts tokens (batch = experts).
+    // Up (and gate) projection: saves its input 2 sbh; for MoE each local
+    // expert's GEMM sees the busiest expert's tokens (batch = local experts).
     {
-      const double m = routed / experts;
-      Kernel k = gemm("mlp_up_proj", Op::kUp, m, n_up, D.h, experts, D, gemm_dt, true);
+      Kernel k = gemm("mlp_up_proj", Op::kUp, busiest, n_up, D.h, local_experts, D, gemm_dt, true);
+      if (M.is_moe()) k.model_flops = 2.0 * routed * n_up * D.h;
       k.saved_bytes = (M.is_moe() ? routed * D.h : Tph) * D.e;
       push(k, L);
       if (bias)
@@ -265,8 +298,8 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
       }
     }
     {
-      const double m = routed / experts;
-      Kernel k = gemm("mlp_down_proj", Op::kDown, m, D.h, D.f, experts, D, gemm_dt, true);
+      Kernel k = gemm("mlp_down_proj", Op::kDown, busiest, D.h, D.f, local_experts, D, gemm_dt, true);
+      if (M.is_moe()) k.model_flops = 2.0 * routed * D.h * D.f;
       k.saved_bytes = routed * D.f * D.e;  // down-projection input: 8 sbh for f = 4h (/t)
       push(k, L);
     }

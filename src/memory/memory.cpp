@@ -2,19 +2,22 @@
 
 #include <algorithm>
 
+#include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/precision.hpp"
 #include "ridgeline/techniques/params.hpp"
 
 namespace ridgeline::memory {
 
-double in_flight_microbatches(const spec::PlanSpec& p, double m) {
+using techniques::PipelineStage;
+
+double in_flight_microbatches(const spec::PlanSpec& p, double m, PipelineStage stage) {
   const double pp = std::max(1, p.parallel.pp);
   if (pp <= 1) return 1;
-  // 1F1B: the first stage holds p micro-batches (Narayanan et al. 2021);
-  // interleaved: p (1 + (p - 1) / (p v)) (Korthikanti et al. 2022, Sec. 4.2.3).
-  double n = pp;
-  if (p.parallel.virtual_stages > 1)
-    n = pp * (1 + (pp - 1) / (pp * p.parallel.virtual_stages));
+  const double v = std::max(1, p.parallel.virtual_stages);
+  // 1F1B warms stage i up with p - i - 1 forwards; Megatron's interleaved
+  // schedule with 2 (p - i - 1) + (v - 1) p chunk forwards; each then holds one more.
+  const double first = v > 1 ? pp + (pp - 1) / v : pp;
+  const double n = stage == PipelineStage::kLast ? ((v - 1) * pp + 1) / v : first;
   return std::min(n, std::max(1.0, m));
 }
 
@@ -40,7 +43,9 @@ GraphFacts facts(const graph::Graph& g) {
       f.layer_saved += s;
       f.layer_alive += s * k.saved_fraction;
     } else {
-      f.other_saved += s * k.saved_fraction * k.count;
+      // Outside the layers: the embedding is the first stage's, the rest
+      // (final norm, LM head, loss) the last stage's.
+      (k.op == graph::Op::kEmbed ? f.first_saved : f.last_saved) += s * k.saved_fraction * k.count;
     }
     if (k.has(graph::kFp8Gemm)) {
       f.fp8_linear_params += k.weight_params * k.gemm.batch * k.count;
@@ -53,15 +58,22 @@ GraphFacts facts(const graph::Graph& g) {
   return f;
 }
 
-ModelState model_state(const spec::ModelSpec& m, const spec::PlanSpec& p, double fp8_linear_params) {
+ModelState model_state(const spec::ModelSpec& m, const spec::PlanSpec& p, double fp8_linear_params,
+                       PipelineStage stage) {
   ModelState r;
-  const auto lp = techniques::local_params(m, p);
+  const auto lp = techniques::local_params(m, p, stage);
   const auto groups = techniques::data_parallel_groups(p);
   const spec::PrecisionPolicy pol = spec::precision_policy(p);
   const double wb = pol.weight_bytes;
-  // Weights: trainable at working precision, a frozen base at the policy's
-  // frozen width (16 bits for LoRA, NF4 for QLoRA).
-  double weights = (lp.weights - lp.frozen) * wb + lp.frozen * pol.frozen_weight_bytes;
+  // Weights: trainable at working precision; a frozen base by the policy's
+  // widths: its decoder linear weights (16 bits for LoRA, NF4 for QLoRA),
+  // its norms (fp32 under QLoRA) and the rest (embedding, LM head, biases,
+  // router: 16 bits).
+  const double frozen_linear = lp.frozen > 0 ? lp.linear_weights : 0.0;
+  const double frozen_norms = lp.frozen > 0 ? lp.norm_weights : 0.0;
+  double weights = (lp.weights - lp.frozen) * wb + frozen_linear * pol.frozen_weight_bytes +
+                   frozen_norms * pol.frozen_norm_bytes +
+                   (lp.frozen - frozen_linear - frozen_norms) * pol.frozen_other_bytes;
   // Transformer Engine keeps a quantized copy of each linear weight and its
   // transpose beside the 16-bit weight: +2 bytes per linear parameter in fp8
   // (plus block scales: blockwise 2 x 4/16384, mxfp8 2 x 1/32), 2 x 9/16 in NVFP4.
@@ -69,53 +81,103 @@ ModelState model_state(const spec::ModelSpec& m, const spec::PlanSpec& p, double
   const double expert_weights = lp.expert_weights * (lp.expert_trainable > 0 ? wb : pol.frozen_weight_bytes);
   // ZeRO stage s shards what it covers over the data-parallel group: dense
   // bytes over DP x CP ranks, expert bytes over DP x CP / EP.
-  auto shard = [&](int stage, double bytes, double expert_bytes) {
-    if (p.parallel.zero < stage) return bytes;
+  auto shard = [&](int stage_covered, double bytes, double expert_bytes) {
+    if (p.parallel.zero < stage_covered) return bytes;
     return (bytes - expert_bytes) / groups.dense + expert_bytes / groups.expert;
   };
   r.weights = shard(3, weights, expert_weights);
   r.gradients = shard(2, lp.trainable * pol.gradient_bytes, lp.expert_trainable * pol.gradient_bytes);
   r.master_weights = shard(1, lp.trainable * pol.master_bytes, lp.expert_trainable * pol.master_bytes);
-  const double opt_b = techniques::optimizer_state_bytes(p.optimizer, lp);
+  const double opt_b = techniques::optimizer_state_bytes(p.optimizer, lp, pol.state_elem_bytes);
   r.optimizer = shard(1, lp.trainable * opt_b, lp.expert_trainable * opt_b);
   return r;
 }
 
+namespace {
+
+/// One end stage's footprint (without PP the only stage, holding both ends).
+/// `fixed_buffers`: the buffers every stage holds; `reserve`: the
+/// framework's allocator reserve.
+StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const spec::PlanSpec& p, double mb,
+                         PipelineStage stage, double fixed_buffers, double reserve) {
+  const bool only = std::max(1, p.parallel.pp) == 1;
+  const bool first = only || stage == PipelineStage::kFirst;
+  const bool last = only || stage == PipelineStage::kLast;
+  StageMemory s;
+  const ModelState ms = model_state(m, p, g.fp8_linear_params, stage);
+  s.weights = ms.weights;
+  s.gradients = ms.gradients;
+  s.master_weights = ms.master_weights;
+  s.optimizer = ms.optimizer;
+  // Layers: the stage's micro-batches in flight; the embedding's saved
+  // tensors go with the first stage's micro-batches; the head's (one
+  // micro-batch: its backward follows its forward) with the last's.
+  s.in_flight_microbatches = in_flight_microbatches(p, mb, stage);
+  s.activations = s.in_flight_microbatches * (g.layers * g.layer_alive + (first ? g.first_saved : 0.0)) +
+                  (last ? g.last_saved : 0.0) + g.recompute_working;
+  // The last stage's logits: an eager loss's fp32 copy and the logits'
+  // gradient (T x V / t at the activation width).
+  const double t = std::max(1, p.parallel.tp);
+  s.buffers = fixed_buffers + (last ? g.logits_transient + g.tokens * (m.vocab / t) * g.act_bytes : 0.0);
+  // ZeRO-3's gathered weights of two layers (current + prefetched).
+  const auto lp = techniques::local_params(m, p, stage);
+  const double dgroup = techniques::data_parallel_groups(p).dense;
+  if (p.parallel.zero >= 3 && dgroup > 1)
+    s.buffers += 2 * (lp.weights / std::max(1.0, lp.layers_local)) * spec::precision_policy(p).weight_bytes;
+  s.allocated = s.weights + s.gradients + s.master_weights + s.optimizer + s.activations + s.buffers;
+  const double workspace = kWorkspaceBytes + (p.parallel.gpus() > 1 ? kNcclBytes : 0.0);
+  s.total = s.allocated * (1 + reserve) + workspace;
+  return s;
+}
+
+}  // namespace
+
 MemoryResult estimate(const GraphFacts& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
                       const spec::HardwareSpec& hw, double micro_batches) {
   MemoryResult r;
-  const auto lp = techniques::local_params(m, p);
   const auto& par = p.parallel;
-  const double dgroup = techniques::data_parallel_groups(p).dense;
-  const double wb = spec::precision_policy(p).weight_bytes;
-  const ModelState ms = model_state(m, p, g.fp8_linear_params);
-  r.weights = ms.weights;
-  r.gradients = ms.gradients;
-  r.master_weights = ms.master_weights;
-  r.optimizer = ms.optimizer;
-
-  // Activations.
-  r.activations_per_layer = g.layer_saved;
-  const double per_mb = g.other_saved + g.layers * g.layer_alive;
-  r.activations_per_microbatch = per_mb;
-  r.in_flight_microbatches = in_flight_microbatches(p, micro_batches);
-  r.recompute_working = g.recompute_working;
-  r.activations = r.in_flight_microbatches * per_mb + g.recompute_working;
-
-  // Buffers: fp32 logits of an unfused loss, the logits' gradient, ZeRO-3's
-  // gathered weights of two layers (current + prefetched).
   const double t = std::max(1, par.tp);
-  r.buffers = g.logits_transient + g.tokens * (m.vocab / t) * g.act_bytes;
-  if (par.zero >= 3 && dgroup > 1) r.buffers += 2 * (lp.weights / std::max(1.0, lp.layers_local)) * wb;
+  // Buffers every stage holds.
+  double fixed = 0;
   // fp8 scaling state, persistent and small: per quantized linear three
   // tensors (input, weight, output gradient) of spec::QuantRecipe state each
   // (delayed: a 1024-entry fp32 amax history plus scale and scale_inv).
   // Block scales travel with their tensors (saved activations, weight copies).
   if (const auto pol = spec::precision_policy(p); pol.fp8_linear)
-    r.buffers += 3 * pol.quant.state_bytes_per_tensor * g.fp8_linears;
-  const bool distributed = par.gpus() > 1;
-  r.workspace = kWorkspaceBytes + (distributed ? kNcclBytes : 0.0);
-  r.fragmentation = kFragmentationFrac * (r.activations + r.buffers);
+    fixed += 3 * pol.quant.state_bytes_per_tensor * g.fp8_linears;
+  // Context parallelism (ring attention, Transformer Engine's p2p
+  // cp_comm_type): while a rank computes on one K/V chunk it receives the
+  // next, two buffers of its local K and V (2 x 2 T g d e).
+  if (par.cp > 1) {
+    const double g_local = std::max(1.0, m.kv_heads / t);
+    r.cp_kv_buffers = 2 * 2 * g.tokens * g_local * m.head_dim * g.act_bytes;
+    fixed += r.cp_kv_buffers;
+  }
+  r.allocator_reserve = spec::framework(p.framework).allocator_reserve;
+  const bool pipelined = std::max(1, par.pp) > 1;
+  r.first_stage = stage_memory(g, m, p, micro_batches, PipelineStage::kFirst, fixed, r.allocator_reserve);
+  r.last_stage = pipelined
+                     ? stage_memory(g, m, p, micro_batches, PipelineStage::kLast, fixed, r.allocator_reserve)
+                     : r.first_stage;
+  const bool last_peaks = pipelined && r.last_stage.total > r.first_stage.total;
+  const StageMemory& s = last_peaks ? r.last_stage : r.first_stage;
+  r.peak_stage = !pipelined ? "only" : last_peaks ? "last" : "first";
+  r.weights = s.weights;
+  r.gradients = s.gradients;
+  r.master_weights = s.master_weights;
+  r.optimizer = s.optimizer;
+  r.activations = s.activations;
+  r.buffers = s.buffers;
+  r.allocated = s.allocated;
+  r.fragmentation = s.allocated * r.allocator_reserve;
+  r.reserved = r.allocated + r.fragmentation;
+  r.workspace = kWorkspaceBytes + (par.gpus() > 1 ? kNcclBytes : 0.0);
+
+  r.activations_per_layer = g.layer_saved;
+  r.in_flight_microbatches = s.in_flight_microbatches;
+  r.activations_per_microbatch = g.layers * g.layer_alive + (!pipelined || !last_peaks ? g.first_saved : 0.0) +
+                                 (!pipelined || last_peaks ? g.last_saved : 0.0);
+  r.recompute_working = g.recompute_working;
   r.total = 0;
   for (const auto& c : kMemoryCategories) r.total += r.*c.bytes;
   r.capacity = hw.memory_bytes;

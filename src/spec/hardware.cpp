@@ -69,6 +69,35 @@ void read_efficiency(MapReader& r, EfficiencySpec& e) {
   if (auto v = r.number("comm_efficiency", false, 0.01, 1.0)) e.comm_frac = *v;
 }
 
+/// The fabric fields of `interconnect:` (InterconnectSpec says what each
+/// means) and their agreement with each other and with inter_node_bandwidth.
+void read_fabric(MapReader& r, InterconnectSpec& i) {
+  i.nvswitch = r.boolean("nvswitch").value_or(false);
+  i.nvls = r.boolean("nvls").value_or(false);
+  i.nics_per_node = static_cast<int>(r.integer("nics_per_node", false, 1, 1024).value_or(0));
+  i.nic_bytes_per_s = r.quantity("nic_bandwidth", Dimension::kByteRate).value_or(0);
+  i.rail_optimized = r.boolean("rail_optimized").value_or(false);
+  i.comm_channels = static_cast<int>(r.integer("comm_channels", false, 1, 1024).value_or(0));
+  if (i.nvls && !i.nvswitch) r.error_at("nvls", "NVLink SHARP runs in NVSwitch; set nvswitch: true or remove nvls");
+  if ((i.nics_per_node > 0) != (i.nic_bytes_per_s > 0)) {
+    const bool count = i.nics_per_node > 0;
+    r.error_at(count ? "nics_per_node" : "nic_bandwidth",
+               count ? "needs interconnect.nic_bandwidth, one NIC's bandwidth" : "needs interconnect.nics_per_node");
+  }
+  if (i.rail_optimized && i.nics_per_node < i.gpus_per_node)
+    r.error_at("rail_optimized", fmt::format("a rail-optimized node has a NIC per GPU; nics_per_node is {} for {} GPUs",
+                                             i.nics_per_node, i.gpus_per_node));
+  if (i.nics_per_node > 0 && i.nic_bytes_per_s > 0) {
+    const double share = i.nic_bytes_per_s * std::min(i.nics_per_node, i.gpus_per_node) / i.gpus_per_node;
+    if (!(i.inter_node_bytes_per_s > 0)) i.inter_node_bytes_per_s = share;  // left out: the NICs' share
+    else if (std::fabs(share - i.inter_node_bytes_per_s) > 1e-6 * share)
+      r.error_at("inter_node_bandwidth",
+                 fmt::format("{:g} GB/s per GPU, but nic_bandwidth x min(nics_per_node, gpus_per_node) / "
+                             "gpus_per_node is {:g} GB/s; make them agree",
+                             i.inter_node_bytes_per_s / 1e9, share / 1e9));
+  }
+}
+
 void read_calibration(MapReader& r, CalibrationSpec& c) {
   c.present = true;
   c.measurements = r.string("measurements").value_or("");
@@ -234,6 +263,7 @@ HardwareSpec load_hardware(const std::string& path) {
     i.intra_node_latency_s = event_time(*ic, "intra_node_latency").value_or(0);
     i.inter_node_bytes_per_s = ic->quantity("inter_node_bandwidth", Dimension::kByteRate).value_or(0);
     i.inter_node_latency_s = event_time(*ic, "inter_node_latency").value_or(0);
+    read_fabric(*ic, i);
     ic->finish();
   }
   if (auto pw = top.map("power")) {

@@ -241,6 +241,13 @@ std::string to_yaml(const HardwareSpec& hw, const YamlStyle& style) {
     y += fmt::format("  inter_node_bandwidth: {}\n", q(ic.inter_node_bytes_per_s, Dimension::kByteRate));
   if (ic.inter_node_latency_s > 0)
     y += fmt::format("  inter_node_latency: {}\n", q(ic.inter_node_latency_s, Dimension::kTime));
+  // The fabric: only what the profile states (false and 0 are "not stated").
+  if (ic.nvswitch) y += "  nvswitch: true\n";
+  if (ic.nvls) y += "  nvls: true\n";
+  if (ic.nics_per_node > 0) y += fmt::format("  nics_per_node: {}\n", ic.nics_per_node);
+  if (ic.nic_bytes_per_s > 0) y += fmt::format("  nic_bandwidth: {}\n", q(ic.nic_bytes_per_s, Dimension::kByteRate));
+  if (ic.rail_optimized) y += "  rail_optimized: true\n";
+  if (ic.comm_channels > 0) y += fmt::format("  comm_channels: {}\n", ic.comm_channels);
   if (hw.tdp_w > 0) y += fmt::format("power:\n  tdp: {}\n", q(hw.tdp_w, Dimension::kPower));
   if (hw.price_per_gpu_hour_usd > 0)
     y += fmt::format("price_per_gpu_hour: {}\n", q(hw.price_per_gpu_hour_usd, Dimension::kPricePerHour));

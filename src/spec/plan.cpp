@@ -54,6 +54,10 @@ constexpr std::pair<std::string_view, Fp8Recipe> kRecipes[] = {{"delayed", Fp8Re
 constexpr std::pair<std::string_view, std::uint8_t> kTargets[] = {
     {"q", kTargetQ}, {"k", kTargetK}, {"v", kTargetV}, {"o", kTargetO},
     {"gate", kTargetGate}, {"up", kTargetUp}, {"down", kTargetDown}};
+constexpr std::pair<std::string_view, MasterWeights> kMasterWeights[] = {{"fp32", MasterWeights::kFp32},
+                                                                        {"none", MasterWeights::kNone}};
+constexpr std::pair<std::string_view, MainGrads> kMainGrads[] = {{"working", MainGrads::kWorking},
+                                                                {"fp32", MainGrads::kFp32}};
 
 }  // namespace
 
@@ -64,6 +68,8 @@ std::optional<OptimizerKind> parse_optimizer(std::string_view s) { return find_w
 std::optional<FinetuneMode> parse_finetune(std::string_view s) { return find_word(kFinetune, s); }
 std::optional<AttentionFlops> parse_attention_flops(std::string_view s) { return find_word(kAttnFlops, s); }
 std::optional<Fp8Recipe> parse_fp8_recipe(std::string_view s) { return find_word(kRecipes, s); }
+std::optional<MasterWeights> parse_master_weights(std::string_view s) { return find_word(kMasterWeights, s); }
+std::optional<MainGrads> parse_main_grads(std::string_view s) { return find_word(kMainGrads, s); }
 
 std::optional<Recompute> parse_recompute(std::string_view s) {
   if (s == "none") return Recompute{RecomputeKind::kNone, 0};
@@ -106,6 +112,8 @@ std::string to_string(OptimizerKind o) { return word_of(kOptimizers, o); }
 std::string to_string(FinetuneMode f) { return word_of(kFinetune, f); }
 std::string to_string(AttentionFlops a) { return word_of(kAttnFlops, a); }
 std::string to_string(Fp8Recipe r) { return word_of(kRecipes, r); }
+std::string to_string(MasterWeights w) { return word_of(kMasterWeights, w); }
+std::string to_string(MainGrads g) { return word_of(kMainGrads, g); }
 std::string to_string(const Recompute& r) {
   switch (r.kind) {
     case RecomputeKind::kNone: return "none";
@@ -135,6 +143,8 @@ std::string finetune_choices() { return choices_of(kFinetune); }
 std::string fp8_recipe_choices() { return choices_of(kRecipes); }
 std::string attention_flops_choices() { return choices_of(kAttnFlops); }
 std::string lora_target_choices() { return "a comma list of q, k, v, o, gate, up, down, or all, attention"; }
+std::string master_weights_choices() { return choices_of(kMasterWeights); }
+std::string main_grads_choices() { return choices_of(kMainGrads); }
 
 const std::vector<std::string>& setting_keys() {
   static const std::vector<std::string> keys = [] {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/yaml_reader.hpp"
 
 namespace ridgeline::spec {
@@ -20,6 +21,7 @@ namespace {
 
 bool is_fp8(const PlanSpec& p) { return p.precision == Precision::kFp8; }
 bool is_adapter(const PlanSpec& p) { return p.finetune.mode != FinetuneMode::kFull; }
+bool is_mixed(const PlanSpec& p) { return p.precision != Precision::kFp32 && p.precision != Precision::kTf32; }
 
 // GCC 12 warns of members a designated initializer leaves to their defaults,
 // which is what the designators are for here.
@@ -37,6 +39,22 @@ const PlanField kFields[] = {
     {.key = "seq_len", .setting = "seq", .flag = "seq",
      .help = "Sequence length (default: 8192 capped at the model's maximum)", .type = FieldType::kInt, .lo = 1,
      .hi = 1 << 30, .int_ref = [](PlanSpec& p) -> int& { return p.seq_len; }},
+    {.key = "framework", .flag = "framework",
+     .help = "Training framework (frameworks/NAME.yaml): its fused kernels, default attention, host dispatch "
+             "cost, how parameters and gradients are gathered and reduced, allocator reserve, recompute "
+             "policies and refused combinations",
+     .type = FieldType::kWord,
+     .parse_word = [](PlanSpec& p, std::string_view s) {
+       auto v = find_framework(s);
+       if (!v) return false;
+       p.framework = *v;
+       const FrameworkSpec& f = spec::framework(*v);
+       if (!p.attention_given) p.attention = f.attention;
+       if (!p.fusion_given) p.fusion = f.fusion;
+       return true;
+     },
+     .word = [](const PlanSpec& p) { return spec::framework(p.framework).id; }, .choices = framework_choices,
+     .group = SummaryGroup::kTechnique, .show = Show::kIfChanged, .summary = "{}"},
     {.key = "precision", .flag = "precision",
      .help = "Training precision (fp8: the decoder layers' linear GEMMs in fp8 by fp8.recipe; nvfp4: in NVFP4, "
              "E2M1 with an E4M3 scale per 16 elements, Blackwell only; the LM head stays bf16)", .type = FieldType::kWord,
@@ -57,14 +75,35 @@ const PlanField kFields[] = {
      .help = "fp16: fraction of steps skipped on overflow", .type = FieldType::kNumber, .lo = 0, .hi = 0.5,
      .num_ref = [](PlanSpec& p) -> double& { return p.skipped_step_rate; },
      .applies = [](const PlanSpec& p) { return p.precision == Precision::kFp16; }},
-    {.key = "attention", .flag = "attention", .help = "Attention kernel", .type = FieldType::kWord,
-     RIDGELINE_WORD(attention, parse_attention, to_string), .choices = attention_choices,
+    {.key = "attention", .flag = "attention", .help = "Attention kernel (default: the framework's)",
+     .type = FieldType::kWord,
+     .parse_word = [](PlanSpec& p, std::string_view s) {
+       auto v = parse_attention(s);
+       if (v) p.attention = *v, p.attention_given = true;
+       return v.has_value();
+     },
+     .word = [](const PlanSpec& p) { return to_string(p.attention); }, .choices = attention_choices,
      .group = SummaryGroup::kTechnique, .show = Show::kAlways, .summary = "{} attention"},
-    {.key = "fusion", .flag = "fusion", .help = "Kernel fusion level", .type = FieldType::kWord,
-     RIDGELINE_WORD(fusion, parse_fusion, to_string), .choices = fusion_choices,
+    {.key = "fusion", .flag = "fusion", .help = "Kernel fusion level (default: the framework's)",
+     .type = FieldType::kWord,
+     .parse_word = [](PlanSpec& p, std::string_view s) {
+       auto v = parse_fusion(s);
+       if (v) p.fusion = *v, p.fusion_given = true;
+       return v.has_value();
+     },
+     .word = [](const PlanSpec& p) { return to_string(p.fusion); }, .choices = fusion_choices,
      .group = SummaryGroup::kTechnique, .show = Show::kAlways, .summary = "fusion {}"},
-    {.key = "recompute", .flag = "recompute", .help = "Activation recomputation", .type = FieldType::kWord,
-     RIDGELINE_WORD(recompute, parse_recompute, to_string), .choices = recompute_choices,
+    {.key = "recompute", .flag = "recompute",
+     .help = "Activation recomputation (also the framework's own names: activation_checkpointing, "
+             "gradient_checkpointing, selective_op, selective_layer:K, uniform:K)",
+     .type = FieldType::kWord,
+     .parse_word = [](PlanSpec& p, std::string_view s) {
+       auto v = parse_recompute(s);
+       if (!v) v = framework_recompute(spec::framework(p.framework), s);
+       if (v) p.recompute = *v;
+       return v.has_value();
+     },
+     .word = [](const PlanSpec& p) { return to_string(p.recompute); }, .choices = recompute_choices,
      .group = SummaryGroup::kTechnique, .show = Show::kAlways, .summary = "recompute {}"},
     {.key = "optimizer.kind", .setting = "optimizer", .flag = "optimizer", .help = "Optimizer",
      .type = FieldType::kWord, RIDGELINE_WORD(optimizer.kind, parse_optimizer, to_string),
@@ -149,6 +188,31 @@ const PlanField kFields[] = {
      .num_ref = [](PlanSpec& p) -> double& { return p.power_limit_w; },
      .applies = [](const PlanSpec& p) { return p.power_limit_w > 0; }, .group = SummaryGroup::kTechnique,
      .show = Show::kIfChanged, .summary = "{} power limit"},
+    {.key = "master_weights", .flag = "master-weights",
+     .help = "fp32 = an fp32 master copy of the trained weights (mixed precision); none = pure 16-bit "
+             "training: the optimizer updates the 16-bit weights and keeps its full-size states (Adam's "
+             "moments, momentum, Sophia's Hessian) in their dtype, as torch.optim does",
+     .type = FieldType::kWord, RIDGELINE_WORD(master_weights, parse_master_weights, to_string),
+     .choices = master_weights_choices, .applies = is_mixed, .group = SummaryGroup::kTechnique,
+     .show = Show::kIfChanged, .summary = "{} master weights"},
+    {.key = "main_grads", .flag = "main-grads",
+     .help = "Gradient accumulation and reduction: working = at the working precision; fp32 = fp32 main "
+             "gradients (Megatron-LM's accumulate_allreduce_grads_in_fp32: 18 bytes per parameter with Adam)",
+     .type = FieldType::kWord, RIDGELINE_WORD(main_grads, parse_main_grads, to_string),
+     .choices = main_grads_choices, .applies = is_mixed, .group = SummaryGroup::kTechnique,
+     .show = Show::kIfChanged, .summary = "{} main grads"},
+    {.key = "moe.capacity_factor", .setting = "capacity_factor", .flag = "moe-capacity-factor",
+     .help = "MoE: tokens an expert takes per step, x its even share top_k x tokens / experts; tokens beyond "
+             "are dropped (0 = dropless)",
+     .type = FieldType::kNumber, .lo = 0, .hi = 1024,
+     .num_ref = [](PlanSpec& p) -> double& { return p.moe.capacity_factor; }, .group = SummaryGroup::kTechnique,
+     .show = Show::kIfChanged, .summary = "capacity factor {}"},
+    {.key = "moe.imbalance", .setting = "moe_imbalance", .flag = "moe-imbalance",
+     .help = "MoE: the busiest expert's tokens / the even share (1 = perfectly balanced); it sets the expert "
+             "GEMMs' time",
+     .type = FieldType::kNumber, .lo = 1, .hi = 1024,
+     .num_ref = [](PlanSpec& p) -> double& { return p.moe.imbalance; }, .group = SummaryGroup::kTechnique,
+     .show = Show::kIfChanged, .summary = "expert imbalance {}"},
 };
 
 #pragma GCC diagnostic pop

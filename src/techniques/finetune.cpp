@@ -45,6 +45,13 @@ Targets targets_of(const Kernel& k, const spec::ModelSpec& m, const spec::Microb
 /// must flow) but loses its weight-gradient GEMM; its input is saved only
 /// when an adapter reads it. QLoRA (Dettmers et al. 2023) stores W in NF4 with
 /// double-quantized block constants and dequantizes it to bf16 before each use.
+/// Saved tensors that change with a frozen base:
+///  - the attention output O is one tensor that the output projection saves
+///    (its input) and a fused attention kernel keeps for its backward; when
+///    the projection no longer saves it (no adapter, no weight gradient) the
+///    flash kernel still does (its backward reads O and the log-sum-exp);
+///  - eager RMSNorm's weight * x saves x for the weight's gradient only: with
+///    the norm frozen, the fp32 x and rsqrt remain (graph/build.cpp).
 void apply_finetune(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p) {
   if (p.finetune.mode == spec::FinetuneMode::kFull) return;
   const bool qlora = p.finetune.mode == spec::FinetuneMode::kQlora;
@@ -52,18 +59,28 @@ void apply_finetune(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
   const double e = g.act_bytes;
   auto& ks = g.kernels;
   const size_t n = ks.size();
+  size_t flash = n;
+  for (size_t i = 0; i < n; ++i)
+    if (ks[i].phase == spec::Phase::kForward && ks[i].op == Op::kFlashAttn) flash = i;
+  const bool eager_rms = m.norm == spec::Norm::kRmsNorm && p.fusion == spec::Fusion::kEager;
   for (size_t i = 0; i < n; ++i) {
-    Kernel& k = ks[i];
-    if (k.phase != spec::Phase::kForward) continue;
-    if (k.op == Op::kEmbed) continue;
-    if (k.cls != spec::KernelClass::kGemm || !k.has(graph::kHasWeight)) continue;
-    k.flags |= graph::kFrozen;
+    if (ks[i].phase != spec::Phase::kForward) continue;
+    if (eager_rms && ks[i].cls == spec::KernelClass::kNorm) ks[i].saved_bytes -= ks[i].chain_bytes;
+    if (ks[i].op == Op::kEmbed) continue;
+    if (ks[i].cls != spec::KernelClass::kGemm || !ks[i].has(graph::kHasWeight)) continue;
+    ks[i].flags |= graph::kFrozen;
+    const Kernel k = ks[i];  // a copy: appending below may move the kernels
     const Targets tg = targets_of(k, m, p);
     const double T = k.gemm.m * k.gemm.batch;
     const double d_in = k.gemm.k;
+    // The 16-bit O: held by the projection (as its input) unless fp8 made
+    // that a quantized copy, in which case the precision pass gave it to the
+    // flash kernel already.
+    const bool out_o = k.op == Op::kOut && flash < n && !k.has(graph::kFp8Gemm);
     if (tg.count == 0) {
-      k.saved_bytes = 0;  // no adapter and no weight gradient: the input is not needed
-      k.flags |= graph::kNoSaveInput;
+      if (out_o) ks[flash].saved_bytes += T * d_in * e;
+      ks[i].saved_bytes = 0;  // no adapter and no weight gradient: the input is not needed
+      ks[i].flags |= graph::kNoSaveInput;
     }
     if (qlora && k.op != Op::kLmHead && k.op != Op::kRouter) {
       Kernel dq;
@@ -91,8 +108,10 @@ void apply_finetune(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
     a.write_bytes = T * r * tg.count * e;
     a.chain_bytes = a.write_bytes;
     a.saved_bytes = T * d_in * e;  // the shared input
+    // Under fp8 the flash kernel holds the 16-bit O the adapter reads.
+    if (k.op == Op::kOut && flash < n && k.has(graph::kFp8Gemm)) a.saved_bytes = 0;
     a.weight_params = d_in * r * tg.count;
-    if (tg.count > 0 && k.saved_bytes > 0) k.saved_bytes = 0;  // saved once, by the adapter
+    ks[i].saved_bytes = 0;  // saved once, by the adapter
     ks.push_back(a);
     // B: per target [T, r] x [r, d_out]; summed output width.
     Kernel b = a;

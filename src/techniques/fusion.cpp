@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "ridgeline/spec/framework.hpp"
 #include "ridgeline/techniques/passes.hpp"
 
 namespace ridgeline::techniques {
@@ -58,20 +59,15 @@ void merge_into(Kernel& a, const Kernel& b, std::string_view name) {
 
 void apply_fusion(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p) {
   const Fusion level = p.fusion;
-  if (level == Fusion::kEager) return;
-  const bool gated = spec::is_gated(m.activation);
   auto& ks = g.kernels;
-  // Single-kernel rewrites: a fused norm reads x and writes y once; a fused
-  // cross-entropy computes the softmax in place over the 16-bit logits.
-  for (auto& k : ks) {
-    if (k.phase != spec::Phase::kForward) continue;
-    if (k.cls == spec::KernelClass::kNorm && k.launches > 1) {
-      const double elems = k.saved_bytes / g.act_bytes;
-      k.read_bytes = elems * g.act_bytes + m.hidden * g.act_bytes;
-      k.write_bytes = elems * g.act_bytes + g.tokens * 4;
-      k.launches = 1;
-    }
-    if (k.op == Op::kLoss) {
+  // The loss is the framework's (frameworks/*.yaml cross_entropy), whatever
+  // the fusion level of the pointwise chains: a fused cross-entropy computes
+  // the softmax in place over the 16-bit logits (Megatron's vocab-parallel
+  // kernel, flash-attn's xentropy); an eager one keeps build's fp32 chain.
+  // (Norms are built fused or eager by graph::build_forward.)
+  if (spec::framework(p.framework).fused_cross_entropy) {
+    for (auto& k : ks) {
+      if (k.phase != spec::Phase::kForward || k.op != Op::kLoss) continue;
       const double logits = k.workspace_bytes / 4.0;
       k.read_bytes = logits * g.act_bytes;
       k.write_bytes = g.tokens * 8;
@@ -80,6 +76,8 @@ void apply_fusion(graph::Graph& g, const spec::ModelSpec& m, const spec::Microba
       k.workspace_bytes = 0;  // no fp32 copy
     }
   }
+  if (level == Fusion::kEager) return;
+  const bool gated = spec::is_gated(m.activation);
   size_t out = 0;
   for (size_t i = 0; i < ks.size(); ++i) {
     if (out > 0 && mergeable(level, ks[out - 1], ks[i])) {

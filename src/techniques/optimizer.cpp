@@ -42,7 +42,7 @@ void apply_optimizer(graph::Graph& g, const spec::ModelSpec& m, const spec::Plan
   const double weight_b = pol.weight_bytes;
   const double grad_b = pol.gradient_bytes;
   const double master_b = pol.master_bytes;
-  const double state_b = optimizer_state_bytes(p.optimizer, lp);
+  const double state_b = optimizer_state_bytes(p.optimizer, lp, pol.state_elem_bytes);
   // ZeRO >= 1 shards the optimizer step over the data-parallel group.
   const double shard = p.parallel.zero >= 1 ? std::max(1, p.parallel.dp * p.parallel.cp) : 1;
   const double P = lp.trainable / shard;
@@ -69,6 +69,24 @@ void apply_optimizer(graph::Graph& g, const spec::ModelSpec& m, const spec::Plan
     k.launches = std::max(1.0, lp.tensors / 64.0);
   }
   g.kernels.push_back(k);
+  // Sophia's Hessian step (apply_hessian_estimate) reduces its gradients
+  // across data-parallel ranks as a training step does (the last micro-step
+  // syncs), and a ZeRO-3 or pipelined step gathers and sends as one does;
+  // the weights do not change, so no parameter all-gather follows.
+  if (p.optimizer.kind == OptimizerKind::kSophia) {
+    const double every = std::max(1, p.optimizer.hessian_interval);
+    const size_t n = g.kernels.size();
+    for (size_t i = 0; i < n; ++i) {
+      const Kernel& c = g.kernels[i];
+      const bool comm = c.cls == spec::KernelClass::kCollective || c.cls == spec::KernelClass::kP2p;
+      const bool param_gather = c.phase == spec::Phase::kCommunication && c.comm.kind == graph::Collective::kAllGather;
+      if (!comm || param_gather) continue;
+      Kernel h = c;
+      h.name = "sophia_hessian_comm";
+      h.count = c.count / every;
+      g.kernels.push_back(h);
+    }
+  }
   if (p.precision == spec::Precision::kFp16) {
     // Dynamic loss scaling: unscale the gradients and check them for inf/NaN.
     Kernel u;
@@ -87,9 +105,16 @@ void apply_optimizer(graph::Graph& g, const spec::ModelSpec& m, const spec::Plan
 }
 
 /// Sophia (Liu et al. 2023) estimates the diagonal Hessian every k steps
-/// with one more forward and backward pass of a micro-batch (Sophia-G: a
-/// sampled-label backward): per step, the micro-batch's forward and backward
-/// compute kernels once more at count / k.
+/// with one more forward and backward pass (Sophia-G: a backward of the loss
+/// of labels sampled from the model's own logits). The authors' training
+/// loop (Liuhong99/Sophia, train_sophiag.py) runs that pass over every one of
+/// the step's gradient_accumulation_steps micro-batches, so the estimate
+/// costs 1/k of a whole step's forward and backward, not of one micro-batch:
+/// each forward, backward and recompute kernel of the micro-batch (with its
+/// per-micro-batch communication) once more at count / k, in its own phase,
+/// so the engine repeats it for every micro-batch of the step and the
+/// pipeline's bubble grows with it. No model FLOPs (not training
+/// compute), nothing saved (the pass runs after the step's own backward).
 void apply_hessian_estimate(graph::Graph& g, const spec::MicrobatchPlan& p) {
   if (p.optimizer.kind != OptimizerKind::kSophia) return;
   const double every = std::max(1, p.optimizer.hessian_interval);
@@ -97,16 +122,16 @@ void apply_hessian_estimate(graph::Graph& g, const spec::MicrobatchPlan& p) {
   const size_t n = ks.size();
   for (size_t i = 0; i < n; ++i) {
     const Kernel& k = ks[i];
-    const bool compute = k.cls != spec::KernelClass::kCollective && k.cls != spec::KernelClass::kP2p;
-    if (!compute || k.has(graph::kPerStep)) continue;
-    if (k.phase != spec::Phase::kForward && k.phase != spec::Phase::kBackward) continue;
+    if (k.has(graph::kPerStep)) continue;
+    if (k.phase != spec::Phase::kForward && k.phase != spec::Phase::kBackward && k.phase != spec::Phase::kRecompute)
+      continue;
     Kernel h = k;
     h.name = "sophia_hessian_estimate";
-    h.phase = spec::Phase::kOptimizer;
-    h.flags = static_cast<std::uint16_t>((k.flags & ~graph::kLayer) | graph::kPerStep);
+    h.flags = static_cast<std::uint16_t>(k.flags & ~graph::kFp8Gemm);  // its fp8 weights are the step's
     h.count = k.count / every;
     h.saved_bytes = 0;
     h.saved_core_bytes = 0;
+    h.workspace_bytes = 0;
     h.model_flops = 0;
     ks.push_back(h);
   }

@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/precision.hpp"
 #include "ridgeline/techniques/params.hpp"
 #include "ridgeline/techniques/passes.hpp"
@@ -52,38 +53,39 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
   const double h = m.hidden;
   auto& ks = g.kernels;
   const std::uint16_t layer = graph::kLayer;
-  const std::uint16_t tp_overlap = par.tp_comm_overlap ? graph::kOverlapped : 0;
+  // --tp-comm-overlap hides the framework's share of each TP collective
+  // behind the GEMMs it is chunked with (frameworks/*.yaml
+  // tp_overlap_hidden); the rest stays exposed.
+  const double tp_hidden = par.tp_comm_overlap ? spec::framework(p.framework).tp_overlap_hidden : 0.0;
+  // Each message is costed whole (collectives cost by message size); the
+  // hidden share is a share of the count.
+  auto tp = [&](std::string_view name, Collective kind, spec::Phase phase, double bytes, double count) {
+    if (tp_hidden > 0)
+      ks.push_back(comm(name, kind, phase, bytes, t, t, count * tp_hidden, layer | graph::kOverlapped));
+    if (tp_hidden < 1) ks.push_back(comm(name, kind, phase, bytes, t, t, count * (1 - tp_hidden), layer));
+  };
   if (t > 1) {
     const double S = T * h * e;
     if (par.sp) {
-      ks.push_back(comm("tp_all_gather", Collective::kAllGather, spec::Phase::kForward, S, t, t, 2 * L,
-                        layer | tp_overlap));
-      ks.push_back(comm("tp_reduce_scatter", Collective::kReduceScatter, spec::Phase::kForward, S, t, t, 2 * L,
-                        layer | tp_overlap));
-      ks.push_back(comm("tp_all_gather", Collective::kAllGather, spec::Phase::kBackward, S, t, t, 2 * L,
-                        layer | tp_overlap));
-      ks.push_back(comm("tp_reduce_scatter", Collective::kReduceScatter, spec::Phase::kBackward, S, t, t, 2 * L,
-                        layer | tp_overlap));
+      tp("tp_all_gather", Collective::kAllGather, spec::Phase::kForward, S, 2 * L);
+      tp("tp_reduce_scatter", Collective::kReduceScatter, spec::Phase::kForward, S, 2 * L);
+      tp("tp_all_gather", Collective::kAllGather, spec::Phase::kBackward, S, 2 * L);
+      tp("tp_reduce_scatter", Collective::kReduceScatter, spec::Phase::kBackward, S, 2 * L);
       // SP re-gathers the layer-norm outputs for the weight-gradient GEMMs (overlapped in Megatron).
       ks.push_back(comm("tp_all_gather_wgrad", Collective::kAllGather, spec::Phase::kBackward, S, t, t, 2 * L,
                         layer | graph::kOverlapped));
     } else {
-      ks.push_back(comm("tp_all_reduce", Collective::kAllReduce, spec::Phase::kForward, S, t, t, 2 * L,
-                        layer | tp_overlap));
-      ks.push_back(comm("tp_all_reduce", Collective::kAllReduce, spec::Phase::kBackward, S, t, t, 2 * L,
-                        layer | tp_overlap));
+      tp("tp_all_reduce", Collective::kAllReduce, spec::Phase::kForward, S, 2 * L);
+      tp("tp_all_reduce", Collective::kAllReduce, spec::Phase::kBackward, S, 2 * L);
     }
     // Recomputing whole layers re-runs their forward collectives too.
     const auto rk = p.recompute.kind;
     if (rk == spec::RecomputeKind::kFull || rk == spec::RecomputeKind::kEvery || rk == spec::RecomputeKind::kSqrt) {
       if (par.sp) {
-        ks.push_back(comm("tp_all_gather", Collective::kAllGather, spec::Phase::kRecompute, S, t, t, 2 * L,
-                          layer | tp_overlap));
-        ks.push_back(comm("tp_reduce_scatter", Collective::kReduceScatter, spec::Phase::kRecompute, S, t, t, 2 * L,
-                          layer | tp_overlap));
+        tp("tp_all_gather", Collective::kAllGather, spec::Phase::kRecompute, S, 2 * L);
+        tp("tp_reduce_scatter", Collective::kReduceScatter, spec::Phase::kRecompute, S, 2 * L);
       } else {
-        ks.push_back(comm("tp_all_reduce", Collective::kAllReduce, spec::Phase::kRecompute, S, t, t, 2 * L,
-                          layer | tp_overlap));
+        tp("tp_all_reduce", Collective::kAllReduce, spec::Phase::kRecompute, S, 2 * L);
       }
     }
     // Vocabulary-parallel embedding (forward all-reduce) and cross-entropy (small reductions).
@@ -105,6 +107,11 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
                       layer));
     ks.push_back(comm("ep_all_to_all", Collective::kAllToAll, spec::Phase::kBackward, S, ep, t * cp * ep, 2 * L,
                       layer));
+    // Recomputing whole layers re-runs their dispatch and combine.
+    const auto rk = p.recompute.kind;
+    if (rk == spec::RecomputeKind::kFull || rk == spec::RecomputeKind::kEvery || rk == spec::RecomputeKind::kSqrt)
+      ks.push_back(comm("ep_all_to_all", Collective::kAllToAll, spec::Phase::kRecompute, S, ep, t * cp * ep,
+                        2 * L, layer));
   }
 }
 
@@ -131,7 +138,7 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
   if (dgroup > 1 || par.zero > 0) {
     const LocalParams lp = local_params(m, p);
     const spec::PrecisionPolicy pol = spec::precision_policy(p);
-    const double wb = pol.weight_bytes;  // gradients are reduced and weights gathered at working precision
+    const double wb = pol.weight_bytes;  // weights are gathered at working precision
     const double span = t * dgroup;
     const std::uint16_t step = graph::kPerStep | graph::kOverlapped;
     // Under EP, expert gradients are reduced (and ZeRO-sharded) only among
@@ -146,22 +153,46 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
       const char* all_gather;
       const char* zero3_gather;
     };
+    // The framework decides when gradients move and in what precision
+    // (frameworks/*.yaml): per step (DDP no_sync, Megatron's distributed
+    // optimizer) or after every micro-batch's backward (FSDP without no_sync,
+    // DeepSpeed ZeRO >= 2); FSDP2 under PP keeps parameters unsharded across
+    // micro-batches. Per FSDP unit (a decoder layer) the first forward gather
+    // and the last backward reduce have nothing to hide behind.
+    const spec::FrameworkSpec& fw = spec::framework(p.framework);
+    const bool per_microbatch =
+        fw.grad_reduce_per_microbatch && (fw.sharding != spec::ParamSharding::kZero || par.zero >= 2);
+    // Gradients are reduced in the framework's reduce dtype, else as they
+    // are accumulated (fp32 main gradients: 4 bytes).
+    const double gb = fw.reduce_bytes > 0 ? fw.reduce_bytes : pol.gradient_bytes;
+    const double units = std::max(1.0, static_cast<double>(m.layers) / pp);
+    const double hidden = (units - 1) / units;  // the share of a per-unit transfer that overlaps compute
+    const bool gather_per_step = fw.sharding == spec::ParamSharding::kFsdp2 && pp > 1;
     auto reduce = [&](const Names& n, double trainable, double weights, double group) {
       if (group <= 1) return;
-      if (par.zero == 0) {
-        ks.push_back(comm(n.all_reduce, Collective::kAllReduce, spec::Phase::kCommunication, trainable * wb, group,
-                          span, 1, step));
+      const Collective kind = par.zero == 0 ? Collective::kAllReduce : Collective::kReduceScatter;
+      const char* name = par.zero == 0 ? n.all_reduce : n.reduce_scatter;
+      if (per_microbatch) {
+        ks.push_back(comm(name, kind, spec::Phase::kBackward, trainable * gb * hidden, group, span, 1,
+                          graph::kOverlapped));
+        ks.push_back(comm(name, kind, spec::Phase::kBackward, trainable * gb / units, group, span, 1, 0));
       } else {
-        ks.push_back(comm(n.reduce_scatter, Collective::kReduceScatter, spec::Phase::kCommunication,
-                          trainable * wb, group, span, 1, step));
-        if (par.zero <= 2)
-          ks.push_back(comm(n.all_gather, Collective::kAllGather, spec::Phase::kCommunication, trainable * wb,
-                            group, span, 1, graph::kPerStep));
+        ks.push_back(comm(name, kind, spec::Phase::kCommunication, trainable * gb, group, span, 1, step));
       }
+      if (par.zero >= 1 && par.zero <= 2)
+        ks.push_back(comm(n.all_gather, Collective::kAllGather, spec::Phase::kCommunication, trainable * wb,
+                          group, span, 1, graph::kPerStep));
       if (par.zero == 3) {
+        if (gather_per_step) {
+          ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, weights * wb, group,
+                            span, 1, step));
+          return;
+        }
         // Parameters gathered before each forward and each backward (per micro-batch, prefetched).
-        ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, weights * wb, group, span,
-                          1, graph::kOverlapped));
+        ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, weights * wb * hidden,
+                          group, span, 1, graph::kOverlapped));
+        ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, weights * wb / units,
+                          group, span, 1, 0));
         ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kBackward, weights * wb, group, span,
                           1, graph::kOverlapped));
       }

@@ -29,7 +29,7 @@ DataParallelGroups data_parallel_groups(const spec::PlanSpec& p) {
   return g;
 }
 
-LocalParams local_params(const spec::ModelSpec& m, const spec::PlanSpec& p) {
+LocalParams local_params(const spec::ModelSpec& m, const spec::PlanSpec& p, PipelineStage stage) {
   const auto pc = spec::count_params(m);
   const double t = std::max(1, p.parallel.tp);
   const double pp = std::max(1, p.parallel.pp);
@@ -38,30 +38,48 @@ LocalParams local_params(const spec::ModelSpec& m, const spec::PlanSpec& p) {
   LocalParams lp;
   lp.layers_local = L_local;
   lp.model_total = pc.total;
-  // Layer: attention and MLP matrices split by TP (experts also by EP); norms
-  // and an MoE router (hidden x experts) replicated.
-  const double router = m.is_moe() ? static_cast<double>(m.hidden) * m.moe.experts : 0.0;
-  const double expert_layer = (pc.mlp_per_layer - router) / (t * ep);
-  const double layer = pc.attention_per_layer / t + expert_layer + router + pc.norms_per_layer;
-  const double emb = pc.embedding / t, head = pc.lm_head / t;
-  const double ends = pp == 1 ? emb + head + pc.final_norm : std::max(emb, head + pc.final_norm);
-  lp.weights = L_local * layer + ends;
-  if (m.is_moe()) lp.expert_weights = L_local * expert_layer;
-  const double h = m.hidden, q = m.q_dim(), kv = m.kv_dim(), f = m.ffn_hidden;
-  const double experts = m.is_moe() ? m.moe.experts / ep : 1;
+  const double h = m.hidden, q = m.q_dim(), f = m.ffn_hidden, V = m.vocab;
+  const double nb = m.bias ? 1.0 : 0.0;
   const bool gated = spec::is_gated(m.activation);
+  // Attention split by TP; with more TP ranks than KV heads each rank holds
+  // one whole KV head (the graph's K/V projection width, graph/build.cpp).
+  const double kv_local = std::max(1.0, static_cast<double>(m.kv_heads) / t) * m.head_dim;
+  const double attn_matrices = h * (q / t + 2 * kv_local) + q / t * h;
+  const double attn = attn_matrices + nb * (q / t + 2 * kv_local + h / t);
+  // MLP (experts) split by TP (and EP); norms and an MoE router (hidden x
+  // experts) replicated.
+  const double router = m.is_moe() ? h * m.moe.experts : 0.0;
+  const double expert_layer = (pc.mlp_per_layer - router) / (t * ep);
+  const double experts_all = m.is_moe() ? m.moe.experts : 1;
+  const double mlp_matrices = experts_all * (gated ? 3.0 : 2.0) * h * f / (t * ep);
+  const double layer = attn + expert_layer + router + pc.norms_per_layer;
+  // The ends: the embedding on the first stage, final norm and LM head on
+  // the last (under PP a tied LM head is a copy of the word embeddings).
+  const double emb = pc.embedding / t;
+  const double head = (pp > 1 && m.tied_embeddings ? V * h : pc.lm_head) / t;
+  bool first = true, last = true;
+  if (pp > 1) {
+    if (stage == PipelineStage::kLargest)
+      stage = emb >= head + pc.final_norm ? PipelineStage::kFirst : PipelineStage::kLast;
+    first = stage == PipelineStage::kFirst;
+    last = !first;
+  }
+  const double ends = (first ? emb : 0.0) + (last ? head + pc.final_norm : 0.0);
+  const double end_matrices = (first ? 1.0 : 0.0) + (last && head > 0 ? 1.0 : 0.0);
+  lp.weights = L_local * layer + ends;
+  lp.linear_weights = L_local * (attn_matrices + mlp_matrices);
+  lp.norm_weights = L_local * pc.norms_per_layer + (last ? pc.final_norm : 0.0);
+  if (m.is_moe()) lp.expert_weights = L_local * expert_layer;
+  const double experts = m.is_moe() ? m.moe.experts / ep : 1;
   if (p.finetune.mode == spec::FinetuneMode::kFull) {
     lp.trainable = lp.weights;
     lp.expert_trainable = lp.expert_weights;
     lp.frozen = 0;
-    // Matrices: QKV, out, up (gate+up), down per layer; embedding / LM head.
-    const double rc_layer = (h + (q + 2 * kv) / t) + (q / t + h) + experts * ((gated ? 2 : 1) * f / t + h) +
+    // Matrices: QKV, out, up (gate+up), down per layer (and the router); embedding / LM head.
+    const double rc_layer = (h + q / t + 2 * kv_local) + (q / t + h) + experts * ((gated ? 2 : 1) * f / t + h) +
                             experts * (f / t + h);
-    const double mat_layer = pc.attention_per_layer / t + pc.mlp_per_layer / (t * ep) -
-                             (m.bias ? (q + 2 * kv) / t + h + experts * ((gated ? 2 : 1) * f / t + h) : 0);
-    lp.matrix_rows_cols = L_local * rc_layer + (pp == 1 ? (m.vocab / t + h) * (m.tied_embeddings ? 1 : 2)
-                                                        : (m.vocab / t + h));
-    lp.matrix_elems = L_local * mat_layer + (pp == 1 ? emb + head : std::max(emb, head));
+    lp.matrix_rows_cols = L_local * rc_layer + end_matrices * (V / t + h);
+    lp.matrix_elems = L_local * (attn_matrices + mlp_matrices + router) + (first ? emb : 0.0) + (last ? head : 0.0);
     lp.tensors = L_local * (4 * (m.bias ? 2 : 1) + (m.norm == spec::Norm::kLayerNorm ? 4 : 2)) + 3;
     lp.model_trainable = pc.total;
   } else {
@@ -80,26 +98,27 @@ LocalParams local_params(const spec::ModelSpec& m, const spec::PlanSpec& p) {
   return lp;
 }
 
-double optimizer_state_bytes(const spec::OptimizerSpec& o, const LocalParams& lp) {
+double optimizer_state_bytes(const spec::OptimizerSpec& o, const LocalParams& lp, double e) {
   const double P = std::max(1.0, lp.trainable);
   const double vec = std::max(0.0, lp.trainable - lp.matrix_elems);  // vectors keep full statistics
   switch (o.kind) {
-    case spec::OptimizerKind::kSgd: return o.momentum ? 4.0 : 0.0;
+    case spec::OptimizerKind::kSgd: return o.momentum ? e : 0.0;
     case spec::OptimizerKind::kAdam:
-    case spec::OptimizerKind::kAdamW: return 8.0;  // fp32 m and v
+    case spec::OptimizerKind::kAdamW: return 2 * e;  // m and v
     case spec::OptimizerKind::kAdafactor:
-      // Shazeer & Stern 2018: row and column second-moment statistics (n + m floats per n x m matrix).
+      // Shazeer & Stern 2018: row and column second-moment statistics (n + m
+      // floats per n x m matrix), fp32 (Hugging Face's Adafactor upcasts).
       return (4.0 * (lp.matrix_rows_cols + vec)) / P + (o.first_moment ? 4.0 : 0.0);
     case spec::OptimizerKind::kCame:
       // Luo et al. 2023: Adafactor's factored v, a full first moment, factored confidence (r, c).
       return (8.0 * lp.matrix_rows_cols + 8.0 * vec) / P + 4.0;
-    case spec::OptimizerKind::kSophia: return 8.0;   // m and the diagonal Hessian estimate h
-    case spec::OptimizerKind::kLion: return 4.0;     // momentum only
+    case spec::OptimizerKind::kSophia: return 2 * e;  // m and the diagonal Hessian estimate h
+    case spec::OptimizerKind::kLion: return e;        // momentum only
     case spec::OptimizerKind::kAdam8bit:
       // Dettmers et al. 2022: m and v in 8 bits, one fp32 absmax per 2048-element block each.
       return 2.0 + 2.0 * 4.0 / 2048.0;
   }
-  return 8.0;
+  return 2 * e;
 }
 
 }  // namespace ridgeline::techniques

@@ -95,6 +95,8 @@ void append_casts(std::vector<Kernel>& out, const Kernel& gemm, const spec::Quan
 ///    take the place of the 2-byte output, so the norm's bytes stand);
 ///  - backward: dY's casts, sized by that layer's output gradient;
 ///  - X's column-wise copy is saved for wgrad (q bytes per element, not e);
+///    the attention output O (the output projection's X) stays 16-bit for a
+///    fused attention kernel's backward, so that kernel keeps it;
 ///  - once per step, when the weights change: W's quantized copies (row-wise
 ///    and transposed), read e per pass (two passes where the column-wise copy
 ///    is its own quantization, mxfp8; an amax pass under current scaling).
@@ -114,6 +116,9 @@ void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
   const double e = g.act_bytes;
   auto& ks = g.kernels;
   const size_t n = ks.size();
+  size_t flash = n;
+  for (size_t i = 0; i < n; ++i)
+    if (ks[i].phase == spec::Phase::kForward && ks[i].op == Op::kFlashAttn) flash = i;
   double weights_per_layer = 0, weights_once = 0;
   for (size_t i = 0; i < n; ++i) {
     Kernel& k = ks[i];
@@ -127,6 +132,7 @@ void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
     // bytes as read_bytes less 1 byte per input element (scales, and NVFP4's
     // half byte, are within a few percent of a compute-bound GEMM's reads).
     k.read_bytes = in_elems * 1.0 + w_elems * q.weight_bytes_per_elem;
+    if (k.op == Op::kOut && flash < n) ks[flash].saved_bytes += in_elems * e;  // the 16-bit O
     if (k.saved_bytes > 0) k.saved_bytes = k.saved_bytes / e * q.act_bytes_per_elem;  // column-wise X
     (k.has(graph::kLayer) ? weights_per_layer : weights_once) += w_elems;
     const bool after_norm = (k.op == Op::kQkv || k.op == Op::kUp) && fused_norm;

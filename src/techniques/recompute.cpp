@@ -24,7 +24,13 @@ int checkpoint_count(const spec::Recompute& r, int layers) {
 }
 
 /// selective (Korthikanti et al. 2022): the attention core's s^2 tensors are
-/// not saved; its forward kernels run again before backward.
+/// not saved; its forward kernels run again before backward. A fused
+/// attention kernel is recomputed too, as Megatron-Core's
+/// checkpoint_core_attention does (recompute_modules "core_attn"): the
+/// checkpoint keeps only its inputs Q, K, V; the flash forward runs again in
+/// backward (the output projection still saves O as its input). As for the
+/// naive core, the recomputed tensors (here O and the log-sum-exp) live only
+/// within their layer's backward and are not counted as a working set.
 /// full / every:K / sqrt (Chen et al. 2016): each segment of K layers keeps
 /// only its input; before its backward the segment's forward runs again and
 /// its K layers' saved tensors are alive at once (the working set).
@@ -34,8 +40,20 @@ void apply_recompute(graph::Graph& g, const spec::MicrobatchPlan& p) {
   auto& ks = g.kernels;
   const size_t n = ks.size();
   if (kind == RecomputeKind::kSelective) {
+    double qkv_bytes = 0;  // the QKV projection's output: the flash kernel's inputs
+    for (size_t i = 0; i < n; ++i)
+      if (ks[i].phase == spec::Phase::kForward && ks[i].op == graph::Op::kQkv)
+        qkv_bytes = ks[i].gemm.m * ks[i].gemm.n * ks[i].gemm.batch * g.act_bytes;
     for (size_t i = 0; i < n; ++i) {
       Kernel& k = ks[i];
+      if (k.phase == spec::Phase::kForward && k.op == graph::Op::kFlashAttn) {
+        Kernel r = k;
+        r.phase = spec::Phase::kRecompute;
+        r.saved_bytes = 0;
+        k.saved_bytes = qkv_bytes;
+        ks.push_back(r);
+        continue;
+      }
       if (k.phase != spec::Phase::kForward || !k.has(graph::kAttnCore)) continue;
       const bool has_core = k.saved_core_bytes > 0 || k.cls == spec::KernelClass::kSoftmax;
       k.saved_core_bytes = 0;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "ridgeline/graph/kernels.hpp"
+#include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
 #include "ridgeline/support/diagnostics.hpp"
 #include "ridgeline/validation/conventions.hpp"
@@ -253,7 +254,81 @@ OrSkip<engine::Prediction> run(const spec::ModelSpec& m, const spec::PlanSpec& p
   return pr;
 }
 
+/// The training stacks sources name, the word that names each (lower case)
+/// and the framework profile that runs like it. Checked in order: a longer
+/// name before a word inside it (Megatron-DeepSpeed before Megatron), a
+/// named stack before the kernels it uses (a Hugging Face row that says
+/// FlashAttention runs the Trainer).
+struct FrameworkRule {
+  std::string_view word;
+  std::string_view framework;  // frameworks/ID.yaml
+  std::string_view stack;      // what ran, in words
+};
+
+/// The FlashAttention repo's own training code (training/README.md: "optimized
+/// implementations of other layers (e.g., MLP, LayerNorm, cross-entropy loss,
+/// rotary embedding)", "we don't need any activation checkpointing"; the
+/// rows' DDPStrategyZero1) runs like Megatron-LM's profile: fused kernels and
+/// loss, optimizer state sharded over data parallelism, gradients reduced
+/// once per step. FSDP (parameters gathered per layer) and the eager
+/// profiles (one kernel per op, fp32 loss) are further from it.
+constexpr std::string_view kFlashTraining =
+    "the FlashAttention repo's training code (PyTorch Lightning; fused MLP, LayerNorm, rotary and cross-entropy "
+    "kernels; DDP with a ZeRO-1 sharded optimizer), closest to Megatron-LM: fused kernels and loss, sharded "
+    "optimizer state, gradients reduced once per step";
+
+constexpr FrameworkRule kFrameworkRules[] = {
+    {"torchtitan", "torchtitan", "torchtitan (FSDP2 + DTensor)"},
+    {"megatron-deepspeed", "deepspeed", "Megatron-DeepSpeed"},
+    {"deepspeed", "deepspeed", "DeepSpeed"},
+    {"bloom", "deepspeed", "Megatron-DeepSpeed (BLOOM)"},
+    {"rajbhandari", "deepspeed", "DeepSpeed ZeRO (Rajbhandari et al.)"},
+    {"zero: memory optimizations", "deepspeed", "DeepSpeed ZeRO (Rajbhandari et al.)"},
+    {"llm-foundry", "fsdp", "PyTorch FSDP via Composer (llm-foundry)"},
+    {"composer", "fsdp", "PyTorch FSDP via Composer"},
+    {"mosaicml", "fsdp", "PyTorch FSDP via Composer (MosaicML)"},
+    {"fsdp", "fsdp", "PyTorch FSDP"},
+    {"full_shard", "fsdp", "PyTorch FSDP"},
+    {"shard_grad_op", "fsdp", "PyTorch FSDP"},
+    {"huggingface", "hf", "Hugging Face Trainer"},
+    {"hugging face", "hf", "Hugging Face Trainer"},
+    {"hf trainer", "hf", "Hugging Face Trainer"},
+    {"megatron", "megatron", "Megatron-LM"},
+    {"nemo", "megatron", "NeMo (Megatron-Core)"},
+    {"korthikanti", "megatron", "Megatron-LM (Korthikanti et al.)"},
+    {"narayanan", "megatron", "Megatron-LM (Narayanan et al.)"},
+    {"shoeybi", "megatron", "Megatron-LM (Shoeybi et al.)"},
+    {"flash-attention", "megatron", kFlashTraining},
+    {"flashattention", "megatron", kFlashTraining},
+    {"eager", "hf", "eager PyTorch modules under DDP"},
+};
+
 }  // namespace
+
+FrameworkChoice framework_of(const spec::PublishedRow& row) {
+  const auto& tr = row.training;
+  if (auto i = spec::find_framework(lower(tr.text("framework"))))
+    return {*i, fmt::format("framework {} (training.framework)", spec::framework(*i).id)};
+  // Where the row names its stack, most specific first: a row's own words
+  // for what ran, then its source, then how it shards, then its notes.
+  const std::pair<const char*, std::string> texts[] = {
+      {"training.framework", tr.text("framework")},
+      {"training.implementation", tr.text("implementation")},
+      {"source.citation", row.source.text("citation") + " " + row.source.text("url")},
+      {"training.dp_type", tr.text("dp_type")},
+      {"notes", row.notes},
+  };
+  for (const auto& [field, text] : texts) {
+    const std::string t = lower(text);
+    for (const FrameworkRule& rule : kFrameworkRules) {
+      if (!contains(t, rule.word)) continue;
+      const auto i = spec::find_framework(rule.framework);
+      if (!i) break;  // no such profile shipped: the next field, else the default
+      return {*i, fmt::format("framework {}: {}; {} names '{}'", rule.framework, rule.stack, field, rule.word)};
+    }
+  }
+  return {0, fmt::format("framework not stated: {}, the default", spec::framework(0).id)};
+}
 
 std::optional<spec::Dtype> dtype_of(std::string_view text) {
   const std::string t = lower(text);
@@ -305,9 +380,15 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
   auto rec = recompute_of(tr.text("recompute"));
   if (!rec) return rec.skip();
   p.recompute = *rec;
+  // The framework first: the micro-batch search below asks its memory model.
+  FrameworkChoice fw = framework_of(row);
+  p.framework = fw.index;
+  notes.push_back(std::move(fw.why));
   p.attention = attention_of(row, conv, hw.generation, notes);
+  // Fusion: eager when the row says so, else the framework's.
   const std::string impl = lower(tr.text("implementation"));
-  p.fusion = (contains(impl, "huggingface") || contains(impl, "eager")) ? spec::Fusion::kEager : spec::Fusion::kFused;
+  p.fusion = (contains(impl, "huggingface") || contains(impl, "eager")) ? spec::Fusion::kEager
+                                                                         : spec::framework(p.framework).fusion;
   auto& q = p.parallel;
   q.tp = whole_or(tr, "tp", 1);
   q.pp = whole_or(tr, "pp", 1);
@@ -410,7 +491,8 @@ std::string describe(const TrainingCase& tc) {
   const auto& m = tc.model;
   const auto& p = tc.plan;
   return fmt::format("L{} h{} a{} s{} | mb {} gb {} | {} | {}", m.layers, m.hidden, m.heads, p.seq_len,
-                     p.micro_batch, p.global_batch, spec::summary_of(p, {"precision", "attention", "recompute"}, ", "),
+                     p.micro_batch, p.global_batch,
+                     spec::summary_of(p, {"framework", "precision", "attention", "recompute"}, ", "),
                      spec::summary_line(p, spec::SummaryGroup::kLayout));
 }
 

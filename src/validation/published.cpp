@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <map>
 
+#include "ridgeline/spec/framework.hpp"
 #include "ridgeline/validation/mapping.hpp"
 #include "ridgeline/validation/predict.hpp"
 
@@ -27,6 +28,8 @@ PublishedResult predict(const spec::PublishedRow& row, const ProfileSet& profile
   r.group = row.group;
   r.category = row.category;
   r.gpu = row.hardware.text("gpu");
+  if (row.category == spec::PublishedCategory::kEndToEndTraining)
+    r.framework = spec::framework(framework_of(row).index).id;
   auto skipped = [&](Skip s) {
     r.skip_reason = std::move(s.reason);
     return r;
@@ -36,6 +39,7 @@ PublishedResult predict(const spec::PublishedRow& row, const ProfileSet& profile
   const spec::HardwareSpec* hw = profiles.for_gpu(r.gpu);
   if (!hw) return skipped(Skip{fmt::format("no shipped profile for GPU '{}'", short_gpu(r.gpu))});
   r.profile = hw->id;
+  r.generation = std::string(spec::name(hw->generation));
   auto p = predict_row(row, *hw, opt);
   if (!p) return skipped(p.skip());
   if (!std::isfinite(p->primary.predicted) || p->primary.predicted <= 0)
@@ -65,6 +69,58 @@ ErrorStats summarize(const std::vector<const PublishedResult*>& rows) {
   return summarize(static_cast<int>(rows.size()), predicted);
 }
 
+std::vector<NamedStats> split_by(const std::vector<const PublishedResult*>& rows,
+                                 std::string (*key)(const PublishedResult&), const std::vector<std::string>& order) {
+  std::vector<std::string> present, names;
+  for (const auto* r : rows)
+    if (std::string k = key(*r); !k.empty() && std::find(present.begin(), present.end(), k) == present.end())
+      present.push_back(std::move(k));
+  for (const auto& k : order)
+    if (std::find(present.begin(), present.end(), k) != present.end()) names.push_back(k);
+  for (const auto& k : present)
+    if (std::find(names.begin(), names.end(), k) == names.end()) names.push_back(k);
+  std::vector<NamedStats> out;
+  for (const auto& name : names) {
+    std::vector<const PublishedResult*> in;
+    for (const auto* r : rows)
+      if (key(*r) == name) in.push_back(r);
+    out.push_back({name, summarize(in)});
+  }
+  return out;
+}
+
+namespace {
+
+bool end_to_end(const PublishedResult& r) { return r.category == spec::PublishedCategory::kEndToEndTraining; }
+
+ErrorStats summarize_end_to_end(const std::vector<const PublishedResult*>& rows) {
+  std::vector<const PublishedResult*> v;
+  for (const auto* r : rows)
+    if (end_to_end(*r)) v.push_back(r);
+  return summarize(v);
+}
+
+}  // namespace
+
+std::vector<NamedStats> split_by_framework(const std::vector<const PublishedResult*>& rows) {
+  std::vector<std::string> order;
+  for (const auto& f : spec::frameworks()) order.push_back(f.id);
+  return split_by(
+      rows, [](const PublishedResult& r) { return end_to_end(r) ? r.framework : std::string(); }, order);
+}
+
+std::vector<NamedStats> split_by_generation(const std::vector<const PublishedResult*>& rows) {
+  std::vector<std::string> order;
+  for (int g = 0; g < spec::kGenerationCount; ++g) order.emplace_back(spec::name(static_cast<spec::Generation>(g)));
+  return split_by(
+      rows,
+      [](const PublishedResult& r) {
+        if (!end_to_end(r)) return std::string();
+        return r.generation.empty() ? std::string("no profile") : r.generation;
+      },
+      order);
+}
+
 PublishedReport validate_published(const spec::PublishedFile& file, const ProfileSet& profiles,
                                    const PublishedOptions& opt) {
   PublishedReport rep;
@@ -78,39 +134,30 @@ PublishedReport validate_published(const spec::PublishedFile& file, const Profil
   for (const auto& row : file.rows)
     if (opt.group.empty() || row.group == opt.group) rep.results.push_back(predict(row, profiles, po));
   std::vector<const PublishedResult*> all;
-  std::vector<std::string> groups;
   std::map<std::string, int> reasons;
   for (const auto& r : rep.results) {
     all.push_back(&r);
-    if (std::find(groups.begin(), groups.end(), r.group) == groups.end()) groups.push_back(r.group);
     if (!r.predicted) ++reasons[r.skip_reason];
     if (r.predicted && !r.fits) ++rep.predicted_not_fitting;
   }
   rep.overall = summarize(all);
-  for (const auto& g : groups) {
+  rep.by_group = split_by(all, [](const PublishedResult& r) { return r.group; });
+  for (const auto& g : rep.by_group) {
     std::vector<const PublishedResult*> v;
     for (const auto* r : all)
-      if (r->group == g) v.push_back(r);
-    rep.by_group.push_back({g, summarize(v)});
+      if (r->group == g.name) v.push_back(r);
     // Subsets of the predicted rows only: a skipped row has no precision to file it under.
-    std::vector<std::string> subsets;
-    for (const auto* r : v)
-      if (r->predicted && std::find(subsets.begin(), subsets.end(), r->subset()) == subsets.end())
-        subsets.push_back(r->subset());
+    const auto subsets =
+        split_by(v, [](const PublishedResult& r) { return r.predicted ? r.subset() : std::string(); });
     if (subsets.size() < 2) continue;
-    for (const auto& sub : subsets) {
-      std::vector<const PublishedResult*> in;
-      for (const auto* r : v)
-        if (r->predicted && r->subset() == sub) in.push_back(r);
-      rep.by_subset.push_back({g, sub, summarize(in)});
-    }
+    for (const auto& sub : subsets) rep.by_subset.push_back({g.name, sub.name, sub.stats});
   }
-  for (const spec::PublishedCategory cat : spec::published_categories()) {
-    std::vector<const PublishedResult*> v;
-    for (const auto* r : all)
-      if (r->category == cat) v.push_back(r);
-    if (!v.empty()) rep.by_category.push_back({std::string(spec::name(cat)), summarize(v)});
-  }
+  rep.by_category = split_by(
+      all, [](const PublishedResult& r) { return std::string(spec::name(r.category)); },
+      spec::published_category_names());
+  rep.end_to_end = summarize_end_to_end(all);
+  rep.by_framework = split_by_framework(all);
+  rep.by_generation = split_by_generation(all);
   rep.skip_reasons.assign(reasons.begin(), reasons.end());
   std::stable_sort(rep.skip_reasons.begin(), rep.skip_reasons.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
@@ -141,13 +188,27 @@ LeaveOneOutReport leave_one_group_out(const spec::PublishedFile& file, const Pro
     out.groups.push_back({g.name, g.stats, left.overall});
     for (auto& r : left.results) out_rows.push_back(std::move(r));
   }
-  auto pooled = [](const std::vector<PublishedResult>& v) {
+  auto pointers = [](const std::vector<PublishedResult>& v) {
     std::vector<const PublishedResult*> p;
     for (const auto& r : v) p.push_back(&r);
-    return summarize(p);
+    return p;
   };
-  out.in_sample = pooled(in_rows);
-  out.left_out = pooled(out_rows);
+  const auto in_p = pointers(in_rows), out_p = pointers(out_rows);
+  out.in_sample = summarize(in_p);
+  out.left_out = summarize(out_p);
+  out.end_to_end = {std::string(spec::name(spec::PublishedCategory::kEndToEndTraining)), summarize_end_to_end(in_p),
+                    summarize_end_to_end(out_p)};
+  // The same rows both ways, so the same lines: each in-sample line beside its left-out one.
+  auto beside = [&](std::vector<NamedStats> (*split)(const std::vector<const PublishedResult*>&)) {
+    const auto in = split(in_p), left = split(out_p);
+    std::vector<LeaveOneOutGroup> lines;
+    for (const auto& i : in)
+      for (const auto& o : left)
+        if (o.name == i.name) lines.push_back({i.name, i.stats, o.stats});
+    return lines;
+  };
+  out.by_framework = beside(split_by_framework);
+  out.by_generation = beside(split_by_generation);
   return out;
 }
 

@@ -71,10 +71,14 @@ double max_efficiency(const spec::HardwareSpec& hw, spec::Peak p) {
 }
 
 spec::HardwareSpec scaled(spec::HardwareSpec hw, double hbm, double peak, double link) {
+  // The same NCCL channels (SMs taken from overlapped compute) on the slower link.
+  if (hw.interconnect.comm_channels == 0)
+    hw.interconnect.comm_channels = static_cast<int>(cost::resolve(hw, true).comm_channels);
   hw.hbm_bytes_per_s *= hbm;
   for (auto& x : hw.peak_flop_per_s) x *= peak;
   hw.interconnect.intra_node_bytes_per_s *= link;
   hw.interconnect.inter_node_bytes_per_s *= link;
+  hw.interconnect.nic_bytes_per_s *= link;
   return hw;
 }
 

@@ -1,6 +1,6 @@
-// Cost model: the time of one kernel and the alpha-beta time of one
-// collective, on one GPU profile at its sustained clock. Units: seconds,
-// FLOP, bytes.
+// Cost model: the time of one kernel and of one collective (NCCL's
+// algorithms and protocols over the profile's links), on one GPU profile at
+// its sustained clock. Units: seconds, FLOP, bytes.
 //
 //   t = max(compute, hbm_bytes / (hbm_bw * eff_mem(class)) + hbm_latency,
 //           sram_bytes / sram_bw) + launches * launch_overhead
@@ -75,11 +75,17 @@ struct CostParams {
   double launch_s = 0;
   double graph_launch_s = 0;  // per kernel under CUDA graphs
   double vector_flop_per_s = 1;  // non-tensor rate for pointwise math
-  // Collectives.
+  // Collectives (collective_cost below; every default's basis in resolve).
   int gpus_per_node = 8;
+  /// Per GPU, one direction: the NVLink / xGMI / PCIe link and the GPU's
+  /// share of the node's NICs; latencies per step of the Simple protocol.
   double intra_bytes_per_s = 0, intra_latency_s = 0;
   double inter_bytes_per_s = 0, inter_latency_s = 0;
-  double comm_frac = 0.8;
+  double comm_frac = 0.8;   // Simple protocol's bus bandwidth / link bandwidth, inside a node
+  double net_frac = 0.95;   // the same through the NICs
+  double nvls_frac = 0;     // NVLS bus efficiency relative to comm_frac (NCCL nvlsEfficiency); 0 = no NVLS
+  double comm_channels = 0;  // channels (one thread block, one SM each) of a ring or tree collective
+  double nvls_channels = 0;  // of an NVLS one
   bool calibrated = false;
   /// Identifies this resolution for the per-shape GEMM cache (a new value
   /// every resolve(); a copy shares it, as it shares every parameter).
@@ -100,7 +106,19 @@ struct ResolveOptions {
   /// (e.g. "mamf", "flashattention3_paper") take their prior (the value
   /// from the literature, before the fit) instead; empty = all fitted.
   std::string_view without_group;
+  /// A training run (hours at steady temperature and power) rather than a
+  /// kernel benchmark (seconds): the tensor and vector peaks follow the
+  /// clock such a run holds, training_clock_fraction() of the benchmarks'.
+  bool training_run = false;
 };
+
+/// The clock a long training run holds as a fraction of the sustained clock
+/// short kernel benchmarks measure (GPUs throttle further once the die and
+/// its leakage reach steady state under continuous load). Fitted on the
+/// published end-to-end groups, one vote each: per group, the fraction that
+/// zeroes its median speed error; the default is their median, and a group
+/// left out (opt.without_group) is left out of the median.
+double training_clock_fraction(const ResolveOptions& opt);
 
 /// Resolves a profile (with its calibration block when present and `use_calibration`).
 CostParams resolve(const spec::HardwareSpec& hw, const ResolveOptions& opt);
@@ -125,6 +143,10 @@ struct KernelCost {
   double tile_m = 0, tile_n = 0, split_k = 0, blocks = 0, waves = 0;
   double efficiency = 0;
   std::string_view basis;
+  /// Collectives: the fraction of the GPU's SMs the communication kernel
+  /// holds while it runs (its channels / SMs; NCCL's thread blocks do not
+  /// share an SM). Compute overlapping it runs on the rest.
+  double sm_fraction = 0;
 };
 
 KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_graphs);
@@ -134,10 +156,51 @@ KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_gr
 /// all-to-all (n-1)/n S; p2p S.
 double collective_bytes_per_gpu(graph::Collective kind, double bytes, double n);
 
-/// Alpha-beta time of a collective: steps * latency + bytes_per_gpu / (link *
-/// comm_frac), ring; all-reduce takes the faster of ring and tree (2 log2 n
-/// latency steps). The link is NVLink when the group's span fits in a node.
-double collective_time(graph::Collective kind, double bytes, double n, double span, const CostParams& c);
+/// NCCL's algorithms and protocols (NCCL docs, "Algorithms"; src/graph/tuning.cc).
+enum class CommAlgorithm : std::uint8_t { kRing, kTree, kNvls, kNvlsTree };
+enum class CommProtocol : std::uint8_t { kLL, kLL128, kSimple };
+std::string_view name(CommAlgorithm a);
+std::string_view name(CommProtocol p);
+
+/// The cost of one collective and how NCCL would run it.
+struct CollectiveCost {
+  double time_s = 0;
+  CommAlgorithm algorithm = CommAlgorithm::kRing;
+  CommProtocol protocol = CommProtocol::kSimple;
+  double channels = 0;     // thread blocks the kernel launches (one SM each)
+  double sm_fraction = 0;  // channels / SMs
+};
+
+/// Time of a collective over n ranks spanning `span` consecutive ranks: the
+/// fastest of NCCL's algorithms x protocols that apply, each
+///   t = latency + max(link_bytes / (link_bw x eff), nic_bytes / (nic_bw x eff_net))
+/// The group has g ranks in each of N nodes (g = n, N = 1 when the span
+/// fits a node; else g = gpus_per_node / stride). Per GPU and direction:
+///  - ring: all-reduce moves 2 (n-1)/n S, the others (n-1)/n S; a share
+///    (g-1)/g over the link and 1/g through the GPU's NIC (the node's g NICs
+///    carry the ring's crossings); 2 (n-1) steps (all-reduce) or n-1, of
+///    which 2 (N-1) or N-1 cross nodes;
+///  - tree (all-reduce across nodes; NCCL's double binary tree): 2 S, the
+///    same (g-1)/g and 1/g shares, 2 (g-1) link steps and 2 ceil(log2 N)
+///    network steps, at 0.92 of the ring's rate;
+///  - NVLS (`nvls` profiles, one node): NVSwitch reduces and multicasts:
+///    all-reduce (n+1)/n S, all-gather and reduce-scatter S over the link,
+///    at comm_frac x nvls_frac; one fixed 25 us latency, no base. Across
+///    nodes (all-reduce) NVLSTree: NVLS over the node's g GPUs, (g+1)/g S,
+///    and a tree between nodes, 2 S / g per NIC, 2 ceil(log2 N) network steps;
+///  - protocols: Simple (the profile's step latency, full rate), LL128
+///    (0.92 of the rate, steps at 0.56 / 0.29 of Simple's over the link /
+///    network) and LL (0.25 of the rate, steps at 0.18 / 0.19), plus a call's
+///    base latency 8.4 / 14 / 6.6 us; NVLS is Simple only.
+/// So achieved bus bandwidth rises with S from latency-bound to the
+/// sustained rate. all-to-all: (g-1)/n S over the link, (n-g)/n S through the
+/// NIC, n-1 steps; p2p: S, one step.
+CollectiveCost collective_cost(graph::Collective kind, double bytes, double n, double span, const CostParams& c);
+inline double collective_time(graph::Collective kind, double bytes, double n, double span, const CostParams& c) {
+  return collective_cost(kind, bytes, n, span, c).time_s;
+}
+/// Achieved bus bandwidth as nccl-tests reports it: collective_bytes_per_gpu / time.
+double collective_bus_bytes_per_s(graph::Collective kind, double bytes, double n, double span, const CostParams& c);
 
 /// Ridge point (FLOP/byte) of a precision: peak / HBM bandwidth.
 double ridge_point(const CostParams& c, spec::Peak p);

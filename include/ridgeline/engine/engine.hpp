@@ -43,6 +43,9 @@ struct StepResult {
   double bubble_s = 0;
   double optimizer_s = 0;
   double bubble_fraction = 0;   // of the ideal (bubble-free) time
+  double host_s = 0;            // per step: the host's dispatch time (the GPU waits when it exceeds the kernels')
+  bool host_bound = false;      // a micro-batch's dispatch outlasts its kernels
+  double comm_slowdown_s = 0;   // per step: compute slowed by the SMs overlapped collectives occupy
   long long gpus = 1;
   std::string flops_convention;  // "causal" or "full"
 };
@@ -113,7 +116,9 @@ struct MicrobatchSummary {
   double t_step_fixed = 0;                 // per-step kernels of the graph (fp8 weight casts, Hessian estimate)
   double exposed_comm_s = 0;               // communication nothing hides
   double overlappable_comm_s = 0;          // communication that hides behind `window_s`
+  double overlappable_comm_sm_s = 0;       // its time x the fraction of the SMs it occupies
   double window_s = 0;                     // GEMM + attention time communication can hide behind
+  double host_s = 0;                       // CPU time dispatching the micro-batch's kernels (framework)
   double model_flop = 0, recompute_flop = 0, hardware_flop = 0;  // of this GPU's shard (all its layers)
   std::array<double, spec::kKernelClassCount> class_s{}, class_step_s{};
   std::array<double, spec::kPhaseCount> phase_s{}, phase_step_s{};

@@ -1,11 +1,17 @@
-// Memory model: peak bytes on one GPU (the first pipeline stage, which holds
-// the most micro-batches in flight).
+// Memory model: peak bytes on one GPU, the peak over pipeline stages. The
+// stages are not alike: the first holds the embedding and the most
+// micro-batches in flight (1F1B: p), the last the final norm, LM head,
+// logits and loss with one micro-batch in flight; without PP one GPU holds all.
 //
-//   weights + gradients + master weights + optimizer state   (by dtype, ZeRO stage)
+//   weights + gradients + master weights + optimizer state   (by dtype, ZeRO stage, stage's parameters)
 // + activations = in_flight * (saved tensors per micro-batch) + recompute working set
-// + buffers (fp32 logits, logit gradients, ZeRO-3 gathered layers, fp8 scaling state)
-// + workspace (CUDA context, cuBLAS/NCCL workspaces)
-// + fragmentation allowance (kFragmentationFrac of activations and buffers)
+//                 (the last stage: its head's saved tensors once)
+// + buffers (last stage: fp32 logits, logit gradients; ZeRO-3 gathered layers,
+//            fp8 scaling state, context parallelism's K/V receive buffers)
+//   = allocated (torch.cuda.max_memory_allocated)
+// + fragmentation = allocated x the framework's allocator_reserve (reserved -
+//   allocated of PyTorch's caching allocator; spec::FrameworkSpec)
+// + workspace (CUDA context, cuBLAS/NCCL workspaces, outside the allocator)
 //
 // Saved tensors come from the step graph, so every technique changes them by
 // construction. Units: bytes.
@@ -18,27 +24,47 @@
 #include "ridgeline/spec/hardware.hpp"
 #include "ridgeline/spec/model.hpp"
 #include "ridgeline/spec/plan.hpp"
+#include "ridgeline/techniques/params.hpp"
 
 namespace ridgeline::memory {
 
-/// CUDA context + cuBLAS workspace + allocator reserve on a single GPU
-/// (PyTorch on H100: ~0.5 GiB context, 32 MiB cuBLAS workspace, caching slack).
+/// CUDA context + cuBLAS workspace on a single GPU (PyTorch on H100: ~0.5
+/// GiB context, 32 MiB cuBLAS workspace, the rest kernels' own workspaces).
 inline constexpr double kWorkspaceBytes = 0.75 * 1024 * 1024 * 1024;
 /// NCCL communicator buffers when any collective runs.
 inline constexpr double kNcclBytes = 0.5 * 1024 * 1024 * 1024;
-/// Fragmentation of the caching allocator over transient tensors.
+/// The megatron profile's allocator reserve (frameworks/megatron.yaml); the
+/// model reads the plan's framework (spec::FrameworkSpec::allocator_reserve).
 inline constexpr double kFragmentationFrac = 0.05;
+
+/// One end stage of the pipeline (or the only one).
+struct StageMemory {
+  double weights = 0, gradients = 0, master_weights = 0, optimizer = 0;
+  double activations = 0, buffers = 0;
+  double allocated = 0;  // the above: what the caching allocator hands out at the peak
+  double total = 0;      // allocated + allocator reserve + workspace
+  double in_flight_microbatches = 1;  // micro-batches whose layer activations the stage holds
+};
 
 struct MemoryResult {
   double weights = 0, gradients = 0, master_weights = 0, optimizer = 0;
   double activations = 0, buffers = 0, workspace = 0, fragmentation = 0;
   double total = 0, capacity = 0;
-  bool fits = false;
+  bool fits = false;  // total (reserved + workspace) <= capacity
+  /// Peak allocated (weights .. buffers: torch.cuda.max_memory_allocated) and
+  /// peak reserved = allocated x (1 + allocator reserve) (max_memory_reserved).
+  double allocated = 0, reserved = 0;
+  double allocator_reserve = 0;  // the framework's reserved / allocated - 1
+  /// The stage the categories above describe: "only" (no PP), "first" or
+  /// "last" (the larger of the two end stages).
+  std::string_view peak_stage = "only";
+  StageMemory first_stage, last_stage;  // without PP both are the only stage
   // Detail.
   double activations_per_layer = 0;     // saved per layer per micro-batch (before recomputation drops them)
-  double activations_per_microbatch = 0;
-  double in_flight_microbatches = 1;
+  double activations_per_microbatch = 0;  // of the peak stage
+  double in_flight_microbatches = 1;      // of the peak stage
   double recompute_working = 0;
+  double cp_kv_buffers = 0;  // context parallelism: K/V chunks in flight (in buffers)
 };
 
 /// The categories of MemoryResult, each once: the label every view prints
@@ -66,11 +92,12 @@ static_assert(std::size(kMemoryCategories) == kMemoryCategoryCount);
 struct GraphFacts {
   double layer_saved = 0;   // saved bytes of one decoder layer per micro-batch (before recomputation frees them)
   double layer_alive = 0;   // of which alive until backward (Kernel::saved_fraction)
-  double other_saved = 0;   // saved bytes outside the layers (embedding, head, loss)
+  double first_saved = 0;   // saved outside the layers on the first stage (the embedding's token ids)
+  double last_saved = 0;    // saved outside the layers on the last stage (final norm, LM head, loss)
   double fp8_linear_params = 0;  // linear-layer weights that get fp8 (or NVFP4) copies
   double fp8_linears = 0;        // quantized linear layers (an expert counts once), 3 scaled tensors each
   double recompute_working = 0;  // one recomputed segment's saved tensors
-  double logits_transient = 0;   // the largest forward workspace (an eager loss's fp32 logits)
+  double logits_transient = 0;   // the largest forward workspace (an eager loss's fp32 logits; last stage)
   double tokens = 0, act_bytes = 2, layers = 0;
 };
 GraphFacts facts(const graph::Graph& g);
@@ -87,10 +114,20 @@ struct ModelState {
   double weights = 0, gradients = 0, master_weights = 0, optimizer = 0;
   double total() const { return weights + gradients + master_weights + optimizer; }
 };
-ModelState model_state(const spec::ModelSpec& m, const spec::PlanSpec& p, double fp8_linear_params = 0);
+/// `stage`: whose parameters (techniques::local_params); the default,
+/// the larger end stage, is the search's bound (<= the peak over stages).
+ModelState model_state(const spec::ModelSpec& m, const spec::PlanSpec& p, double fp8_linear_params = 0,
+                       techniques::PipelineStage stage = techniques::PipelineStage::kLargest);
 
-/// Micro-batches whose activations the first pipeline stage holds at once.
-double in_flight_microbatches(const spec::PlanSpec& p, double micro_batches);
+/// Micro-batches whose layer activations a pipeline stage holds at once
+/// (first stage by default), at most `micro_batches`:
+///  - 1F1B (Narayanan et al. 2021): stage i holds p - i, the first p, the last 1;
+///  - interleaved with v chunks per GPU (Megatron-LM's schedule: rank r
+///    warms up 2 (p - r - 1) + (v - 1) p chunk forwards, then one more):
+///    the first p + (p - 1) / v (Korthikanti et al. 2022, Sec. 4.2.3),
+///    the last ((v - 1) p + 1) / v, in whole-stage units.
+double in_flight_microbatches(const spec::PlanSpec& p, double micro_batches,
+                              techniques::PipelineStage stage = techniques::PipelineStage::kFirst);
 
 MemoryResult estimate(const GraphFacts& f, const spec::ModelSpec& m, const spec::PlanSpec& p,
                       const spec::HardwareSpec& hw, double micro_batches);

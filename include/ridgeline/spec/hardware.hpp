@@ -62,12 +62,33 @@ struct CalibrationSpec {
   std::vector<CalibrationResidual> residuals;
 };
 
+/// The fabric around a GPU. The latencies are per algorithm step of NCCL's
+/// Simple protocol (NCCL src/graph/tuning.cc hwLat: NVLink 3.4 us, PCIe
+/// 5.7 us, network 14 us); cost::collective_time derives the LL and LL128
+/// protocols' from them. A field left out (false, 0) keeps the plain
+/// two-tier model: ring or tree over the link the group's span selects.
 struct InterconnectSpec {
   int gpus_per_node = 8;
   double intra_node_bytes_per_s = 0.0;  // per GPU, one direction (NVLink / xGMI)
   double intra_node_latency_s = 0.0;
   double inter_node_bytes_per_s = 0.0;  // per GPU, one direction (InfiniBand / RoCE)
   double inter_node_latency_s = 0.0;
+  /// The node's GPUs meet in NVSwitch (any subset at the full per-GPU NVLink bandwidth).
+  bool nvswitch = false;
+  /// NVLink SHARP: NVSwitch reduces and multicasts (third-generation
+  /// NVSwitch, Hopper and later); needs `nvswitch`.
+  bool nvls = false;
+  /// Scale-out NICs per node and one NIC's bandwidth (one direction); 0 =
+  /// not stated. Together they give the per-GPU share, nic x min(nics, gpus) / gpus,
+  /// which inter_node_bandwidth must then equal.
+  int nics_per_node = 0;
+  double nic_bytes_per_s = 0.0;
+  /// NIC i of every node on one rail (leaf switch): one NIC per GPU, so
+  /// needs nics_per_node >= gpus_per_node.
+  bool rail_optimized = false;
+  /// NCCL/RCCL channels (one thread block, so one SM or CU, each) a ring or
+  /// tree collective runs on; 0 = the default of cost::resolve.
+  int comm_channels = 0;
 };
 
 enum class Vendor : std::uint8_t { kNvidia, kAmd, kHost };

@@ -30,6 +30,19 @@ enum class Fusion : std::uint8_t { kEager, kFused, kCompiled, kXla };
 enum class OptimizerKind : std::uint8_t { kSgd, kAdam, kAdamW, kAdafactor, kCame, kSophia, kLion, kAdam8bit };
 enum class FinetuneMode : std::uint8_t { kFull, kLora, kQlora };
 enum class AttentionFlops : std::uint8_t { kCausal, kFull };
+/// fp32 master weights (mixed precision, Micikevicius et al. 2018) or none:
+/// "pure bf16", the optimizer updates the 16-bit weights and keeps its full
+/// states in their dtype (torch.optim creates them with zeros_like(param)).
+enum class MasterWeights : std::uint8_t { kFp32, kNone };
+/// Gradients accumulated and reduced at the working precision, or in fp32
+/// main gradients (Megatron-LM's accumulate_allreduce_grads_in_fp32).
+enum class MainGrads : std::uint8_t { kWorking, kFp32 };
+
+/// Mixture-of-experts routing: the busiest expert sets the expert GEMMs' time.
+struct MoePlan {
+  double capacity_factor = 0;  // tokens an expert takes, x its even share; 0 = dropless (no limit)
+  double imbalance = 1;        // the busiest expert's tokens / the even share (>= 1)
+};
 
 struct Recompute {
   RecomputeKind kind = RecomputeKind::kNone;
@@ -73,6 +86,11 @@ struct ParallelSpec {
 
 struct PlanSpec {
   std::string source_file;
+  /// The training framework: an index into spec::frameworks() (framework.hpp);
+  /// 0 = megatron. Setting it sets attention and fusion to the framework's
+  /// defaults unless the plan gives them.
+  std::uint8_t framework = 0;
+  bool attention_given = false, fusion_given = false;
   int micro_batch = 1;
   int global_batch = 0;  // 0 = micro_batch * dp (one micro-batch per step)
   int seq_len = 0;       // 0 = model's max_seq_len
@@ -92,6 +110,9 @@ struct PlanSpec {
   /// Board power limit in watts (nvidia-smi -pl); 0 = the profile's TDP.
   /// Lowers the sustained clock (spec::clock_at_power).
   double power_limit_w = 0.0;
+  MasterWeights master_weights = MasterWeights::kFp32;
+  MainGrads main_grads = MainGrads::kWorking;
+  MoePlan moe;
 
   /// The global batch in sequences: as given, or one micro-batch per DP rank
   /// (64-bit: flags can ask for more than an int holds).
@@ -112,6 +133,7 @@ struct MicrobatchPlan {
   };
   int micro_batch = 1;
   int seq_len = 0;
+  std::uint8_t framework = 0;  // spec::framework(): fused kernels, TP overlap
   Precision precision = Precision::kBf16;
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
   Recompute recompute;
@@ -122,15 +144,19 @@ struct MicrobatchPlan {
   FinetuneSpec finetune;
   AttentionFlops attention_flops = AttentionFlops::kCausal;
   Parallel parallel;
+  MasterWeights master_weights = MasterWeights::kFp32;  // the precision policy reads them
+  MainGrads main_grads = MainGrads::kWorking;
+  MoePlan moe;  // expert GEMM shapes
 
   MicrobatchPlan() = default;
   MicrobatchPlan(const PlanSpec& p)  // NOLINT(google-explicit-constructor): a plan is its micro-batch part
-      : micro_batch(p.micro_batch), seq_len(p.seq_len), precision(p.precision), fp8_recipe(p.fp8_recipe),
+      : micro_batch(p.micro_batch), seq_len(p.seq_len), framework(p.framework), precision(p.precision), fp8_recipe(p.fp8_recipe),
         recompute(p.recompute), attention(p.attention), fusion(p.fusion), cuda_graphs(p.cuda_graphs),
         optimizer(p.optimizer),
         finetune(p.finetune), attention_flops(p.attention_flops),
         parallel{p.parallel.tp, p.parallel.pp, p.parallel.cp, p.parallel.ep, p.parallel.sp,
-                 p.parallel.tp_comm_overlap} {}
+                 p.parallel.tp_comm_overlap},
+        master_weights(p.master_weights), main_grads(p.main_grads), moe(p.moe) {}
 };
 
 // One spelling for every value, shared by the YAML loader and the CLI.
@@ -143,6 +169,8 @@ std::optional<FinetuneMode> parse_finetune(std::string_view s);
 std::optional<AttentionFlops> parse_attention_flops(std::string_view s);
 std::optional<std::uint8_t> parse_lora_targets(std::string_view s);  // "q,v" or "all"
 std::optional<Fp8Recipe> parse_fp8_recipe(std::string_view s);
+std::optional<MasterWeights> parse_master_weights(std::string_view s);
+std::optional<MainGrads> parse_main_grads(std::string_view s);
 
 std::string to_string(Precision p);
 std::string to_string(const Recompute& r);
@@ -153,6 +181,8 @@ std::string to_string(FinetuneMode f);
 std::string to_string(AttentionFlops a);
 std::string lora_targets_to_string(std::uint8_t mask);
 std::string to_string(Fp8Recipe r);
+std::string to_string(MasterWeights w);
+std::string to_string(MainGrads g);
 
 /// The accepted words, for "expected one of ..." messages.
 std::string precision_choices();
@@ -164,6 +194,8 @@ std::string finetune_choices();
 std::string fp8_recipe_choices();
 std::string attention_flops_choices();
 std::string lora_target_choices();
+std::string master_weights_choices();
+std::string main_grads_choices();
 
 /// Sets one plan field from "key=value" text (compare --vary, search --fix):
 /// any field of spec/plan_fields.hpp by its setting key (tp, lora_rank, seq,

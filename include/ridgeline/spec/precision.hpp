@@ -44,9 +44,14 @@ struct PrecisionPolicy {
   QuantRecipe quant;                // how, when fp8_linear
   double activation_bytes = 2;
   double weight_bytes = 2;          // trainable weights and gathered copies
-  double frozen_weight_bytes = 2;   // a frozen base (LoRA: as trained; QLoRA: NF4)
-  double gradient_bytes = 2;
+  double frozen_weight_bytes = 2;   // a frozen base's decoder linear weights (LoRA: as trained; QLoRA: NF4)
+  double frozen_other_bytes = 2;    // the rest of a frozen base: embedding, LM head, biases, router
+  double frozen_norm_bytes = 2;     // a frozen base's norm weights (QLoRA: fp32)
+  double gradient_bytes = 2;        // accumulated gradients (fp32 main gradients: 4)
   double master_bytes = 4;          // fp32 master copy per trainable parameter; 0 without one
+  /// One element of a full-size optimizer state (Adam's moments, momentum):
+  /// fp32, or the 16-bit weights' dtype without masters (pure bf16).
+  double state_elem_bytes = 4;
 };
 
 /// The quantization of a plan's fp8 recipe or NVFP4:
@@ -110,8 +115,16 @@ inline QuantRecipe quant_recipe(const MicrobatchPlan& p) {
 ///  - fp16 / bf16 / fp8 / nvfp4: 2-byte activations, weights and gradients, fp32
 ///    masters (fp8 GEMM inputs are cast by the precision pass; Transformer
 ///    Engine keeps the 16-bit weights and activations, Micikevicius et al. 2022);
-///  - QLoRA: frozen base in NF4, adapters in bf16 without fp32 copies
-///    (Dettmers et al. 2023, Sec. 3).
+///  - QLoRA: the decoder layers' linear weights in NF4 (bitsandbytes
+///    replaces nn.Linear modules; the LM head is skipped), adapters in bf16
+///    without fp32 copies (Dettmers et al. 2023, Sec. 3); the reference
+///    qlora.py casts embed_tokens and lm_head to bf16 and the norms to fp32;
+///  - master_weights none ("pure bf16"): no masters, and torch.optim's
+///    full-size states in the weights' dtype (zeros_like(param)): Adam 2 + 2
+///    + 2 x 2 = 8 bytes per parameter;
+///  - main_grads fp32 (Megatron-LM's accumulate_allreduce_grads_in_fp32, on
+///    by default for bf16 there): 4-byte gradients; with Adam 2 + 4 + 4 + 8 =
+///    18 bytes per parameter, 6 + 12 / N_d under the distributed optimizer.
 inline PrecisionPolicy precision_policy(const MicrobatchPlan& p) {
   PrecisionPolicy r;
   r.mixed = p.precision != Precision::kFp32 && p.precision != Precision::kTf32;
@@ -124,7 +137,12 @@ inline PrecisionPolicy precision_policy(const MicrobatchPlan& p) {
   r.gradient_bytes = r.weight_bytes;
   const bool qlora = p.finetune.mode == FinetuneMode::kQlora;
   r.frozen_weight_bytes = qlora ? kNf4BytesPerWeight : r.weight_bytes;
-  r.master_bytes = r.mixed && !qlora ? 4.0 : 0.0;
+  r.frozen_other_bytes = r.weight_bytes;
+  r.frozen_norm_bytes = qlora ? 4.0 : r.weight_bytes;
+  const bool masters = p.master_weights == MasterWeights::kFp32;
+  r.master_bytes = r.mixed && !qlora && masters ? 4.0 : 0.0;
+  if (p.main_grads == MainGrads::kFp32) r.gradient_bytes = 4.0;
+  r.state_elem_bytes = r.mixed && !masters ? r.weight_bytes : 4.0;
   return r;
 }
 

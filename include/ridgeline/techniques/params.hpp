@@ -20,7 +20,17 @@ struct LocalParams {
   double layers_local = 0;
   double expert_weights = 0;     // of weights, MoE expert matrices (sharded by EP; 0 for dense models)
   double expert_trainable = 0;   // of trainable, expert matrices
+  /// Of weights, the decoder layers' linear matrices (QKV, output, MLP and
+  /// expert matrices; no biases, norms or router): what QLoRA stores in NF4.
+  double linear_weights = 0;
+  double norm_weights = 0;       // of weights, norm weights (the layers'; the final norm on the last stage)
 };
+
+/// Which pipeline stage's parameters: the first holds the embedding, the
+/// last the final norm and LM head (with tied embeddings under PP, Megatron
+/// keeps a copy of the word embeddings there as the output layer); kLargest
+/// is whichever of the two holds more. With PP = 1 every view is the whole model.
+enum class PipelineStage : std::uint8_t { kLargest, kFirst, kLast };
 
 /// The data-parallel groups ZeRO shards over and gradients are reduced in:
 /// dense parameters are replicated over DP x CP ranks; an expert's
@@ -31,15 +41,20 @@ struct DataParallelGroups {
 };
 DataParallelGroups data_parallel_groups(const spec::PlanSpec& p);
 
-/// First pipeline stage's view (embedding; the last stage's LM head when pp = 1,
-/// or whichever of the two is larger when pp > 1).
-LocalParams local_params(const spec::ModelSpec& m, const spec::PlanSpec& p);
+/// One GPU's parameters on `stage`. Decoder layers are split by TP (experts
+/// also by EP); when TP exceeds the KV heads each rank holds one whole KV
+/// head (replicated), so its K and V projections are 2 h d, not 2 h g d / t.
+LocalParams local_params(const spec::ModelSpec& m, const spec::PlanSpec& p,
+                         PipelineStage stage = PipelineStage::kLargest);
 
 /// LoRA adapter parameters added to one decoder layer (whole, un-sharded).
 double lora_params_per_layer(const spec::ModelSpec& m, const spec::PlanSpec& p);
 
 /// Optimizer state bytes per trainable parameter (factored optimizers: given
-/// the matrix shapes, averaged over all trainable parameters).
-double optimizer_state_bytes(const spec::OptimizerSpec& o, const LocalParams& lp);
+/// the matrix shapes, averaged over all trainable parameters). Full-size
+/// states (Adam's moments, momentum, Sophia's Hessian) take
+/// `state_elem_bytes` each (spec::PrecisionPolicy::state_elem_bytes: 4, or 2
+/// in pure bf16); factored statistics and 8-bit states keep their own widths.
+double optimizer_state_bytes(const spec::OptimizerSpec& o, const LocalParams& lp, double state_elem_bytes = 4);
 
 }  // namespace ridgeline::techniques

@@ -3,12 +3,15 @@
 // graph/kernels.hpp builds for its shape (the kernels `ridgeline kernel`
 // costs). The row's free text (architecture, precision, recomputation,
 // attention kernel, FSDP strategy) is interpreted, everything the row leaves
-// unstated assumed in words. Words a spec parser knows (spec::parse_precision,
+// unstated assumed in words; the training framework (frameworks/*.yaml) the
+// row's source ran, read from its citation, implementation and sharding.
+// Words a spec parser knows (spec::parse_precision,
 // parse_recompute, parse_attention, parse_dtype) are read by it; only the
 // genuinely free-text readings ("amp_bf16", "full activation checkpointing",
 // "FlashAttention (v1 era)") are interpreted here.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,13 +47,34 @@ struct TrainingCase {
   std::vector<std::string> assumptions;  // what the row did not state
 };
 
+/// The training framework a row's source ran (an index into
+/// spec::frameworks()) and why, in words: "framework fsdp: PyTorch FSDP via
+/// Composer (llm-foundry); source.citation names 'llm-foundry'".
+struct FrameworkChoice {
+  std::uint8_t index = 0;  // 0 = megatron, the default
+  std::string why;
+};
+
+/// The framework of an end-to-end or per-layer row: training.framework when
+/// it is a framework's id; else the first stack named (torchtitan;
+/// Megatron-DeepSpeed, DeepSpeed, BLOOM and the ZeRO paper as deepspeed;
+/// llm-foundry, Composer, MosaicML and FSDP as fsdp; the Hugging Face
+/// Trainer as hf; Megatron-LM, NeMo and its papers as megatron; the
+/// FlashAttention repo's training code as megatron, the closest profile;
+/// eager PyTorch as hf) in, in turn, training.framework,
+/// training.implementation, source.citation and url, training.dp_type and
+/// the row's notes; else megatron. Never the row's id.
+FrameworkChoice framework_of(const spec::PublishedRow& row);
+
 /// Maps an end-to-end or per-layer row onto specs: GPT-style models
 /// (LayerNorm, GeLU, learned positions, biases, dropout 0.1, tied embeddings)
 /// unless the architecture says llama/SwiGLU/RMSNorm; MPT without biases and
 /// dropout; precision, recomputation and attention kernel from the row's
-/// text; FSDP FULL_SHARD as ZeRO-3; an unstated micro-batch as the largest
-/// power of two that divides the per-GPU batch and fits (the engine's memory
-/// model on `hw`). A row that cannot be mapped gives its Skip.
+/// text; the framework by framework_of, with its fusion unless the row's
+/// implementation says eager or Hugging Face; FSDP FULL_SHARD as ZeRO-3; an
+/// unstated micro-batch as the largest power of two that divides the
+/// per-GPU batch and fits (the engine's memory model on `hw`). A row that
+/// cannot be mapped gives its Skip.
 OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec::HardwareSpec& hw,
                                       const PredictOptions& opt = {});
 
@@ -98,7 +122,7 @@ OrSkip<KernelCase> map_attention_row(const spec::PublishedRow& row, const spec::
 /// "flash_attn 2"); nullopt when the text names none.
 std::optional<spec::AttentionKind> attention_impl_of(std::string_view text);
 
-/// "L24 h2048 a16 s2048 | mb 8 gb 512 | bf16, flash2 attention, recompute none | TP1 PP1 DP8 ZeRO-1".
+/// "L24 h2048 a16 s2048 | mb 8 gb 512 | fsdp, bf16, flash2 attention, recompute none | TP1 PP1 DP8 ZeRO-3".
 std::string describe(const TrainingCase& tc);
 
 /// The data type a kernel row states ("bf16", "bfloat16", "half", "e4m3", ...), or nullopt.

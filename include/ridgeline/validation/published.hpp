@@ -3,7 +3,9 @@
 // the engine (validation/predict.hpp) on the profile its GPU name is an alias
 // of (validation/profiles.hpp), compared like with like, and summarized per
 // group, per subset of a group (GPU profile and precision: llm-foundry's H100
-// bf16 and fp8 tables apart) and per category; and leave-one-group-out, each
+// bf16 and fp8 tables apart), per category, and for the end-to-end rows per
+// training framework (validation::framework_of) and per GPU generation of
+// the row's profile; and leave-one-group-out, each
 // group predicted with the cost-model defaults fitted on its own rows at
 // their priors. A row Ridgeline cannot predict is skipped with its reason; it
 // never aborts the run.
@@ -36,6 +38,10 @@ struct PublishedResult {
   std::vector<std::string> assumptions;  // what Ridgeline had to assume
   bool fits = true;  // end-to-end: the memory model agrees the run fits
   std::string precision;  // the plan's precision or the kernel's dtype, when mapped
+  /// End-to-end rows: the framework's id ("fsdp"), skipped rows too; "" for
+  /// every other category (a kernel benchmark runs under no framework).
+  std::string framework;
+  std::string generation;  // the profile's GPU generation ("hopper"); "" when no profile claims the GPU
   /// The row's subset of its group: "PROFILE PRECISION" ("h100_sxm fp8"),
   /// the GPU name when no profile claims it, without precision when unmapped.
   std::string subset() const;
@@ -59,6 +65,9 @@ struct PublishedReport {
   /// (of predicted rows only) in order of first appearance.
   std::vector<SubsetStats> by_subset;
   std::vector<NamedStats> by_category;  // schema order, categories present only
+  ErrorStats end_to_end;                // the end-to-end rows: what by_framework and by_generation split
+  std::vector<NamedStats> by_framework;   // split_by_framework of the results
+  std::vector<NamedStats> by_generation;  // split_by_generation of the results
   std::vector<std::pair<std::string, int>> skip_reasons;  // most frequent first
   int predicted_not_fitting = 0;  // predicted end-to-end rows the memory model says would not fit
 };
@@ -82,10 +91,23 @@ PublishedReport validate_published(const spec::PublishedFile& file, const Publis
 
 ErrorStats summarize(const std::vector<const PublishedResult*>& rows);
 
+/// Statistics of the rows with a non-empty key, one line per key: the keys
+/// in `order` first (those present), then the others by first appearance.
+std::vector<NamedStats> split_by(const std::vector<const PublishedResult*>& rows,
+                                 std::string (*key)(const PublishedResult&),
+                                 const std::vector<std::string>& order = {});
+/// The end-to-end rows by framework, in spec::frameworks() order (megatron first).
+std::vector<NamedStats> split_by_framework(const std::vector<const PublishedResult*>& rows);
+/// The end-to-end rows by the GPU generation of their profile, in
+/// spec::Generation order ("ampere", "hopper", ...); rows whose GPU no
+/// profile claims as "no profile".
+std::vector<NamedStats> split_by_generation(const std::vector<const PublishedResult*>& rows);
+
 /// One group, predicted with every fit (in-sample) and with the fits made on
-/// its own rows at their priors (left out).
+/// its own rows at their priors (left out); or one framework or generation,
+/// its rows predicted each with and without its own group's fits.
 struct LeaveOneOutGroup {
-  std::string group;
+  std::string group;  // the group (or the framework's id, or the generation)
   ErrorStats in_sample;
   ErrorStats left_out;
 };
@@ -96,6 +118,11 @@ struct LeaveOneOutReport {
   std::vector<LeaveOneOutGroup> groups;  // groups with predicted rows, order of first appearance
   ErrorStats in_sample;                  // every group's rows, pooled
   ErrorStats left_out;                   // every row predicted without its own group's fits, pooled
+  /// The pooled end-to-end rows ("end_to_end_training"), split by framework
+  /// and by generation (split_by_framework, split_by_generation).
+  LeaveOneOutGroup end_to_end;
+  std::vector<LeaveOneOutGroup> by_framework;
+  std::vector<LeaveOneOutGroup> by_generation;
 };
 
 /// Leave-one-group-out: for every group (of opt.group, when one is given)

@@ -1,0 +1,106 @@
+// Framework execution profiles (frameworks/NAME.yaml): how one training
+// stack runs a step. The same model on the same GPUs runs at different speed
+// and memory under Megatron-LM, torchtitan, PyTorch FSDP (llm-foundry /
+// Composer), DeepSpeed and a Hugging Face Trainer because they fuse
+// different kernels, dispatch ops from the host at different cost, move
+// parameters and gradients at different times, and keep different
+// caching-allocator reserves. Every behaviour a file declares carries its
+// source in the file.
+//
+// A plan names its framework by index into frameworks() (PlanSpec::framework,
+// a small integer, so plans copy without allocating); index 0 is always
+// megatron, the default. The registry is read once, on first use, from
+// data_dir()/frameworks.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ridgeline/spec/plan.hpp"
+
+namespace ridgeline::spec {
+
+/// How parameters and gradients move between data-parallel ranks.
+///  - kDdp: replicated parameters; one gradient all-reduce per step
+///    (DistributedDataParallel with no_sync under gradient accumulation).
+///  - kDistributedOptimizer: Megatron's distributed optimizer: gradients
+///    reduce-scattered in buckets overlapped with the last micro-batch's
+///    backward, parameters all-gathered after the step (overlapped with the
+///    next forward); ZeRO-1 in effect.
+///  - kFsdp1 / kFsdp2: FULL_SHARD: parameters all-gathered per FSDP unit in
+///    forward and again in backward, gradients reduce-scattered per unit
+///    (FSDP2: per-parameter sharding, same volumes).
+///  - kZero: DeepSpeed ZeRO by the plan's stage.
+enum class ParamSharding : std::uint8_t { kDdp, kDistributedOptimizer, kFsdp1, kFsdp2, kZero };
+
+/// A recompute policy under the framework's own name.
+struct RecomputeName {
+  std::string name;   // the framework's word ("selective", "op", "full")
+  std::string maps_to;  // Ridgeline's spelling (parse_recompute): "selective", "op", "full", "every:K"
+};
+
+struct FrameworkSpec {
+  std::string id;           // file stem: "megatron"
+  std::string name;         // "Megatron-LM (Megatron-Core + Transformer Engine)"
+  std::string source_file;
+  // Kernels.
+  Fusion fusion = Fusion::kFused;                    // default fusion level
+  AttentionKind attention = AttentionKind::kFlash2;  // default attention kernel
+  /// The loss: true = one fused kernel over the logits (Megatron's
+  /// vocab-parallel cross-entropy, Liger); false = eager PyTorch under
+  /// autocast: fp32 upcast, log_softmax, nll, and their backward.
+  bool fused_cross_entropy = true;
+  // Host.
+  /// CPU time to dispatch one launched kernel (Python, autograd, hooks);
+  /// the GPU idles when the kernels it runs are shorter.
+  double dispatch_s = 0;
+  double dispatch_compiled_s = 0;  // under torch.compile (fusion: compiled)
+  // Parameters and gradients.
+  ParamSharding sharding = ParamSharding::kDistributedOptimizer;
+  /// Gradients reduced after every micro-batch's backward under gradient
+  /// accumulation (FSDP without no_sync; DeepSpeed ZeRO >= 2,
+  /// DeepSpeed#2252) rather than once per step.
+  bool grad_reduce_per_microbatch = false;
+  /// Bytes per element of the gradient reduction; 0 = the working precision
+  /// (Composer's FSDP mixed_precision DEFAULT reduces in fp32: 4).
+  double reduce_bytes = 0;
+  /// Fraction of tensor-parallel communication that --tp-comm-overlap hides.
+  double tp_overlap_hidden = 0;
+  // Memory.
+  /// Caching allocator: peak reserved = peak allocated x (1 + reserve).
+  double allocator_reserve = 0.05;
+  // Recompute policies offered, under the framework's names.
+  std::vector<RecomputeName> recompute;
+  std::vector<RecomputeKind> recompute_kinds;  // recompute's maps_to, parsed (one per entry)
+  // Refusals.
+  bool refuses_zero2_with_pp = false;          // DeepSpeed: ZeRO-2/3 with pipeline parallelism
+  bool interleave_needs_divisible_microbatches = false;  // Megatron: micro-batches % PP == 0
+};
+
+/// Every framework profile, megatron first, then by id. Throws
+/// support::SpecError when a file is malformed or megatron is missing.
+const std::vector<FrameworkSpec>& frameworks();
+/// A plan's framework (index into frameworks(); out of range = megatron).
+const FrameworkSpec& framework(std::uint8_t index);
+/// Index of the framework with this id; nullopt when there is none.
+std::optional<std::uint8_t> find_framework(std::string_view id);
+/// "deepspeed, fsdp, hf, megatron, torchtitan".
+std::string framework_choices();
+
+/// A recompute policy by the framework's own name ("activation_checkpointing",
+/// "selective_layer:4" for a "selective_layer:K" entry); nullopt when the
+/// framework has no such name.
+std::optional<Recompute> framework_recompute(const FrameworkSpec& f, std::string_view name);
+
+/// Reads one framework profile. Throws support::SpecError.
+FrameworkSpec load_framework(const std::string& path);
+
+/// Where the shipped data folders (hardware_profiles/, models/, frameworks/)
+/// are: $RIDGELINE_DATA_DIR, else the working directory when it holds them,
+/// else the source tree the binary was built from.
+std::string data_dir();
+
+}  // namespace ridgeline::spec

@@ -1,0 +1,175 @@
+#include "ridgeline/spec/framework.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+
+#include "ridgeline/spec/yaml_reader.hpp"
+
+namespace ridgeline::spec {
+
+namespace fs = std::filesystem;
+
+std::string data_dir() {
+  if (const char* d = std::getenv("RIDGELINE_DATA_DIR"); d && *d) return d;
+  if (fs::exists("hardware_profiles") && fs::exists("models")) return ".";
+  return RIDGELINE_SOURCE_DIR;
+}
+
+namespace {
+
+std::optional<ParamSharding> parse_sharding(std::string_view s) {
+  if (s == "ddp") return ParamSharding::kDdp;
+  if (s == "distributed_optimizer") return ParamSharding::kDistributedOptimizer;
+  if (s == "fsdp1") return ParamSharding::kFsdp1;
+  if (s == "fsdp2") return ParamSharding::kFsdp2;
+  if (s == "zero") return ParamSharding::kZero;
+  return std::nullopt;
+}
+
+constexpr const char* kShardingChoices = "ddp, distributed_optimizer, fsdp1, fsdp2, zero";
+
+/// Each behaviour is a map {value, source}: the value and where it comes from.
+template <class Read>
+void behaviour(MapReader& r, const std::string& key, Read read) {
+  auto sub = r.map(key, true);
+  if (!sub) return;
+  read(*sub);
+  sub->string("source", true);
+  sub->finish();
+}
+
+std::vector<FrameworkSpec> load_all() {
+  std::vector<FrameworkSpec> all;
+  const fs::path dir = fs::path(data_dir()) / "frameworks";
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".yaml") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) all.push_back(load_framework(f.string()));
+  const auto mega = std::find_if(all.begin(), all.end(), [](const FrameworkSpec& s) { return s.id == "megatron"; });
+  if (mega == all.end())
+    throw support::SpecError({dir.string(), 0, 0}, "framework",
+                             "no megatron.yaml: the default framework profile is missing");
+  std::rotate(all.begin(), mega, mega + 1);
+  if (all.size() > 255)
+    throw support::SpecError({dir.string(), 0, 0}, "framework", "more than 255 framework profiles");
+  return all;
+}
+
+}  // namespace
+
+FrameworkSpec load_framework(const std::string& path) {
+  YAML::Node root = load_yaml_file(path);
+  support::DiagnosticList d;
+  FrameworkSpec f;
+  f.source_file = path;
+  f.id = fs::path(path).stem().string();
+  MapReader r(root, path, "", d);
+  if (auto s = r.string("name", true)) f.name = *s;
+  behaviour(r, "fusion", [&](MapReader& m) {
+    if (auto v = m.word("value", parse_fusion, fusion_choices(), true)) f.fusion = *v;
+  });
+  behaviour(r, "attention", [&](MapReader& m) {
+    if (auto v = m.word("value", parse_attention, attention_choices(), true)) f.attention = *v;
+  });
+  behaviour(r, "cross_entropy", [&](MapReader& m) {
+    auto v = m.word("value", [](std::string_view s) -> std::optional<bool> {
+      if (s == "fused") return true;
+      if (s == "eager") return false;
+      return std::nullopt;
+    }, "fused, eager", true);
+    if (v) f.fused_cross_entropy = *v;
+  });
+  behaviour(r, "dispatch", [&](MapReader& m) {
+    if (auto v = m.quantity("eager", units::Dimension::kTime, true, true)) f.dispatch_s = *v;
+    if (auto v = m.quantity("compiled", units::Dimension::kTime, true, true)) f.dispatch_compiled_s = *v;
+  });
+  behaviour(r, "sharding", [&](MapReader& m) {
+    if (auto v = m.word("value", parse_sharding, kShardingChoices, true)) f.sharding = *v;
+  });
+  behaviour(r, "grad_reduce", [&](MapReader& m) {
+    auto v = m.word("value", [](std::string_view s) -> std::optional<bool> {
+      if (s == "per_microbatch") return true;
+      if (s == "per_step") return false;
+      return std::nullopt;
+    }, "per_step, per_microbatch", true);
+    if (v) f.grad_reduce_per_microbatch = *v;
+    if (m.has("dtype_bytes")) {
+      if (auto b = m.number("dtype_bytes", false, 1, 8)) f.reduce_bytes = *b;
+    }
+  });
+  behaviour(r, "tp_overlap_hidden", [&](MapReader& m) {
+    if (auto v = m.number("value", true, 0, 1)) f.tp_overlap_hidden = *v;
+  });
+  behaviour(r, "allocator_reserve", [&](MapReader& m) {
+    if (auto v = m.number("value", true, 0, 1)) f.allocator_reserve = *v;
+  });
+  behaviour(r, "recompute", [&](MapReader& m) {
+    YAML::Node seq = m.sequence("value", true);
+    if (!seq.IsDefined()) return;
+    for (std::size_t i = 0; i < seq.size(); ++i) {
+      MapReader item(seq[i], path, fmt::format("recompute.value[{}]", i), d);
+      RecomputeName n;
+      if (auto s = item.string("name", true)) n.name = *s;
+      if (auto s = item.string("as", true)) {
+        n.maps_to = *s;
+        if (auto k = parse_recompute(*s)) f.recompute_kinds.push_back(k->kind);
+        else item.error_at("as", fmt::format("expected one of {}, got \"{}\"", recompute_choices(), *s));
+      }
+      item.finish();
+      f.recompute.push_back(std::move(n));
+    }
+  });
+  behaviour(r, "refuses", [&](MapReader& m) {
+    if (auto v = m.boolean("zero2_with_pp", true)) f.refuses_zero2_with_pp = *v;
+    if (auto v = m.boolean("interleave_indivisible_microbatches", true))
+      f.interleave_needs_divisible_microbatches = *v;
+  });
+  r.finish();
+  d.throw_if_errors();
+  return f;
+}
+
+const std::vector<FrameworkSpec>& frameworks() {
+  static const std::vector<FrameworkSpec> all = load_all();
+  return all;
+}
+
+const FrameworkSpec& framework(std::uint8_t index) {
+  const auto& all = frameworks();
+  return index < all.size() ? all[index] : all.front();
+}
+
+std::optional<std::uint8_t> find_framework(std::string_view id) {
+  const auto& all = frameworks();
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (all[i].id == id) return static_cast<std::uint8_t>(i);
+  return std::nullopt;
+}
+
+std::optional<Recompute> framework_recompute(const FrameworkSpec& f, std::string_view name) {
+  for (const auto& r : f.recompute) {
+    std::string_view n = r.name;
+    if (n.ends_with(":K")) {
+      n.remove_suffix(1);  // "selective_layer:"
+      if (!name.starts_with(n)) continue;
+      return parse_recompute("every:" + std::string(name.substr(n.size())));
+    }
+    if (n == name) return parse_recompute(r.maps_to);
+  }
+  return std::nullopt;
+}
+
+std::string framework_choices() {
+  std::vector<std::string> ids;
+  for (const auto& f : frameworks()) ids.push_back(f.id);
+  std::sort(ids.begin(), ids.end());
+  std::string s;
+  for (std::size_t i = 0; i < ids.size(); ++i) s += (i ? ", " : "") + ids[i];
+  return s;
+}
+
+}  // namespace ridgeline::spec

@@ -1,0 +1,238 @@
+// Framework profiles (frameworks/*.yaml): loading, defaults, refusals and
+// the data-parallel traffic each framework's documented behaviour implies.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "ridgeline/spec/framework.hpp"
+#include "ridgeline/spec/plan_fields.hpp"
+#include "ridgeline/support/diagnostics.hpp"
+#include "ridgeline/techniques/params.hpp"
+#include "ridgeline/techniques/passes.hpp"
+#include "test_support.hpp"
+
+using namespace ridgeline;
+
+namespace {
+
+spec::PlanSpec with(std::string_view framework) {
+  spec::PlanSpec p;
+  REQUIRE(spec::apply_setting(p, "framework", framework) == "");
+  return p;
+}
+
+/// Bytes of the named collectives in a plan's step, per step (per-micro-batch
+/// kernels times the micro-batches).
+double step_bytes(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw,
+                  std::string_view name) {
+  graph::Graph g;
+  techniques::build_step(g, m, p, hw);
+  const double mb = engine::micro_batches(p);
+  double bytes = 0;
+  for (const auto& k : g.kernels)
+    if (k.name == name) bytes += k.comm.bytes * k.count * (k.has(graph::kPerStep) ? 1.0 : mb);
+  return bytes;
+}
+
+}  // namespace
+
+TEST_CASE("frameworks: the five shipped profiles load, megatron first and the default") {
+  const auto& all = spec::frameworks();
+  REQUIRE(all.size() >= 5);
+  CHECK(all.front().id == "megatron");
+  for (const char* id : {"megatron", "torchtitan", "fsdp", "deepspeed", "hf"}) CHECK(spec::find_framework(id));
+  CHECK(spec::framework_choices() == "deepspeed, fsdp, hf, megatron, torchtitan");
+  // A default plan is megatron's, with megatron's default kernels.
+  const spec::PlanSpec p;
+  CHECK(p.framework == 0);
+  CHECK(p.fusion == spec::framework(0).fusion);
+  CHECK(p.attention == spec::framework(0).attention);
+}
+
+TEST_CASE("frameworks: choosing one sets its default kernels unless the plan gives them") {
+  // frameworks/fsdp.yaml: eager modules; hf.yaml: eager; deepspeed.yaml: Megatron-DeepSpeed's fused kernels.
+  CHECK(with("fsdp").fusion == spec::Fusion::kEager);
+  CHECK(with("hf").fusion == spec::Fusion::kEager);
+  CHECK(with("deepspeed").fusion == spec::Fusion::kFused);
+  spec::PlanSpec p;
+  REQUIRE(spec::apply_setting(p, "fusion", "compiled") == "");
+  REQUIRE(spec::apply_setting(p, "framework", "hf") == "");
+  CHECK(p.fusion == spec::Fusion::kCompiled);  // given before: kept
+  CHECK(spec::apply_setting(p, "framework", "jax") ==
+        "framework: expected one of deepspeed, fsdp, hf, megatron, torchtitan, got \"jax\"");
+}
+
+TEST_CASE("frameworks: recompute policies under the framework's own names") {
+  spec::PlanSpec p = with("fsdp");
+  REQUIRE(spec::apply_setting(p, "recompute", "activation_checkpointing") == "");
+  CHECK(p.recompute.kind == spec::RecomputeKind::kFull);
+  spec::PlanSpec t = with("torchtitan");
+  REQUIRE(spec::apply_setting(t, "recompute", "selective_layer:4") == "");
+  CHECK(t.recompute.kind == spec::RecomputeKind::kEvery);
+  CHECK(t.recompute.every_k == 4);
+  // A policy the framework does not offer is refused, naming the framework.
+  const auto hw = test::gpu("h100_sxm");
+  const auto m = test::model("llama3_8b");
+  spec::PlanSpec s = with("fsdp");
+  s.recompute = {spec::RecomputeKind::kSelective, 0};
+  const engine::Problem e = engine::check_plan(m, s, hw);
+  CHECK(e.field == "recompute");
+  CHECK(e.message == "fsdp offers recompute none, activation_checkpointing (full); selective is not one of them");
+}
+
+TEST_CASE("frameworks: refused combinations, each with its exact error") {
+  const auto hw = test::gpu("h100_sxm");
+  const auto m = test::model("llama3_8b");
+  // DeepSpeed's PipelineEngine asserts ZeRO < 2 (deepspeed/runtime/pipe/engine.py).
+  spec::PlanSpec d = with("deepspeed");
+  d.parallel.pp = 2;
+  d.parallel.dp = 4;
+  d.parallel.zero = 2;
+  d.global_batch = 32;
+  engine::Problem e = engine::check_plan(m, d, hw);
+  CHECK(e.field == "parallel.zero");
+  CHECK(e.message == "deepspeed refuses ZeRO-2 with pipeline parallelism (PP 2): ZeRO-2 and ZeRO-3 are "
+                     "incompatible with pipeline parallelism; use ZeRO-1");
+  d.parallel.zero = 1;
+  CHECK(engine::check_plan(m, d, hw).field.empty());
+  // Megatron's interleaved schedule: micro-batches a multiple of PP. 32 / (1 x 4 DP) = 8 micro-batches, PP 4
+  // divides 8; 24 / 4 = 6 micro-batches does not.
+  spec::PlanSpec g;
+  g.parallel.pp = 4;
+  g.parallel.dp = 4;
+  g.parallel.virtual_stages = 2;
+  g.global_batch = 32;
+  CHECK(engine::check_plan(m, g, hw).field.empty());
+  g.global_batch = 24;
+  e = engine::check_plan(m, g, hw);
+  CHECK(e.field == "parallel.virtual_stages");
+  CHECK(e.message == "megatron refuses the interleaved schedule with 6 micro-batches: the number of "
+                     "micro-batches must be a multiple of PP 4");
+  // The same layout under torchtitan is accepted.
+  g.framework = *spec::find_framework("torchtitan");
+  CHECK(engine::check_plan(m, g, hw).field.empty());
+}
+
+TEST_CASE("frameworks: ZeRO-2 gradient traffic per micro-batch under DeepSpeed, per step under Megatron") {
+  // ZeRO paper (Rajbhandari et al. 2020, Sec. 7.2): ZeRO-2 moves Psi (reduce-scatter of the gradients) + Psi
+  // (all-gather of the updated parameters) per step, as DP's all-reduce does. DeepSpeed stage 2 reduces after
+  // every micro-batch's backward under gradient accumulation (DeepSpeed#2252): m x Psi of reduce-scatter.
+  const auto hw = test::gpu("h100_sxm");
+  const auto m = test::model("llama3_8b");
+  spec::PlanSpec p;
+  p.seq_len = 4096;
+  p.parallel.dp = 8;
+  p.parallel.zero = 2;
+  p.global_batch = 32;  // 32 / 8 = 4 micro-batches
+  const double psi = techniques::local_params(m, p).trainable * 2;  // bf16 gradients, bytes
+  const double mega = step_bytes(m, p, hw, "dp_grad_reduce_scatter");
+  CHECK(mega == doctest::Approx(psi));
+  p.framework = *spec::find_framework("deepspeed");
+  const double ds = step_bytes(m, p, hw, "dp_grad_reduce_scatter");
+  CHECK(ds == doctest::Approx(4 * psi));
+  // The parameter all-gather stays once per step under both.
+  CHECK(step_bytes(m, p, hw, "dp_param_all_gather") == doctest::Approx(psi));
+  // Predicted: the extra reductions make ZeRO-2 slower than ZeRO-1 under DeepSpeed, not free.
+  engine::EvalOptions opt;
+  opt.keep_kernels = false;
+  const double z2 = engine::evaluate(m, p, hw, opt).step.time_s;
+  p.parallel.zero = 1;
+  const double z1 = engine::evaluate(m, p, hw, opt).step.time_s;
+  CHECK(z2 > z1);
+}
+
+TEST_CASE("frameworks: FSDP reduces gradients in fp32 every micro-batch (Composer mixed_precision DEFAULT)") {
+  const auto hw = test::gpu("a100_sxm_80gb");
+  const auto m = test::model("gpt3_1.3b");
+  spec::PlanSpec p = with("fsdp");
+  p.seq_len = 2048;
+  p.parallel.dp = 8;
+  p.parallel.zero = 3;
+  p.global_batch = 16;  // 2 micro-batches of 1
+  // 4-byte gradients, reduce-scattered after each of the 2 micro-batches.
+  const double psi = techniques::local_params(m, p).trainable;
+  CHECK(step_bytes(m, p, hw, "dp_grad_reduce_scatter") == doctest::Approx(2 * 4 * psi));
+  // Parameters gathered before every forward and every backward in bf16: 2 x 2 micro-batches x 2 bytes.
+  CHECK(step_bytes(m, p, hw, "zero3_param_all_gather") ==
+        doctest::Approx(2 * 2 * 2 * techniques::local_params(m, p).weights));
+}
+
+TEST_CASE("frameworks: eager dispatch makes a small model host-bound; CUDA graphs remove it") {
+  // GPT-3 125M at micro-batch 1 x 128 tokens: each kernel runs a few microseconds, less than the 10 us the
+  // hf profile's host takes to dispatch it, so the micro-batch takes its dispatch time.
+  const auto hw = test::gpu("h100_sxm");
+  const auto m = test::model("gpt3_125m");
+  spec::PlanSpec p = with("hf");
+  p.seq_len = 128;
+  engine::EvalOptions opt;
+  opt.keep_kernels = false;
+  const auto eager = engine::evaluate(m, p, hw, opt);
+  CHECK(eager.step.host_bound);
+  CHECK(eager.step.microbatch_time_s == doctest::Approx(eager.step.host_s));
+  p.cuda_graphs = true;
+  const auto graphs = engine::evaluate(m, p, hw, opt);
+  CHECK_FALSE(graphs.step.host_bound);
+  CHECK(graphs.step.time_s < eager.step.time_s);
+}
+
+TEST_CASE("frameworks: a malformed profile is one located error") {
+  const auto dir = std::filesystem::temp_directory_path() / "ridgeline_fw_test";
+  std::filesystem::create_directories(dir);
+  const auto file = (dir / "bad.yaml").string();
+  {
+    std::ofstream f(file);
+    f << "name: Bad\nfusion:\n  value: sometimes\n  source: none\n";
+  }
+  try {
+    spec::load_framework(file);
+    FAIL("expected an error");
+  } catch (const support::SpecError& e) {
+    const std::string d = e.diagnostics().front().format();
+    CHECK(d.find("bad.yaml:3:10") != std::string::npos);
+    CHECK(d.find("fusion.value") != std::string::npos);
+    CHECK(d.find("expected one of eager, fused, compiled, xla") != std::string::npos);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("overlap costs SMs: compute beside a collective takes max(T, C + f T)") {
+  // ZeRO-3 on 8 H100s gathers the parameters before every forward and backward, overlapped with the
+  // micro-batch's GEMMs. The gathers' NCCL thread blocks hold f of the SMs (cost::KernelCost::sm_fraction:
+  // NCCL channels / SMs, e.g. 32 / 132 for a ring on H100), so the micro-batch takes its compute C plus
+  // max(T - C, f T) for the overlapped transfers, plus the exposed first-layer gather. DP 1 is the same
+  // micro-batch without any collective.
+  const auto hw = test::gpu("h100_sxm");
+  const auto m = test::model("llama3_8b");
+  const cost::CostParams c = cost::resolve(hw);
+  spec::PlanSpec alone;
+  alone.seq_len = 4096;
+  spec::PlanSpec sharded = alone;
+  sharded.parallel.dp = 8;
+  sharded.parallel.zero = 3;
+  graph::Graph g;
+  techniques::build_step(g, m, sharded, hw);
+  double T = 0, fT = 0, exposed = 0;
+  for (const auto& k : g.kernels) {
+    if (k.cls != spec::KernelClass::kCollective || k.has(graph::kPerStep)) continue;
+    const cost::KernelCost kc = cost::cost_kernel(k, c, false);
+    REQUIRE(kc.sm_fraction > 0);
+    REQUIRE(kc.sm_fraction < 0.5);
+    if (k.has(graph::kOverlapped)) {
+      T += kc.time_s * k.count;
+      fT += kc.sm_fraction * kc.time_s * k.count;
+    } else {
+      exposed += kc.time_s * k.count;
+    }
+  }
+  REQUIRE(T > 0);
+  engine::EvalOptions opt;
+  opt.keep_kernels = false;
+  const auto a = engine::evaluate(m, alone, hw, opt);
+  const auto b = engine::evaluate(m, sharded, hw, opt);
+  const double C = a.step.microbatch_time_s;
+  REQUIRE(T < C);  // the gathers hide behind the GEMMs in time...
+  // ...but not in SMs: the overlapped compute is slower than the same compute alone.
+  CHECK(b.step.microbatch_time_s == doctest::Approx(C + fT + exposed));
+  CHECK(b.step.microbatch_time_s > C + exposed);
+}
