@@ -33,7 +33,7 @@ void register_compare(CLI::App& app, int& rc) {
   cmd->add_option("--gpu", a->gpu, "GPU profile name or YAML file")->capture_default_str();
   cmd->add_option("--model", a->model, "Model name, YAML file or HF config.json")->capture_default_str();
   cmd->add_option("--vary", a->vary,
-                  "KEY=V1,V2,... (repeatable): precision, recompute, attention, fusion, optimizer, finetune, "
+                  "KEY=V1,V2,... (repeatable): framework, precision, recompute, attention, fusion, optimizer, finetune, "
                   "lora_rank, micro_batch, seq, tp, pp, dp, cp, zero, vpp, sp, cuda_graphs")
       ->required();
   cmd->add_option("--sort", a->sort, "none | time | memory | mfu (the baseline row stays first)")->capture_default_str();

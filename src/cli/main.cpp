@@ -4,9 +4,19 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "ridgeline/spec/framework.hpp"
 
 int main(int argc, char** argv) {
   using namespace ridgeline::cli;
+  // The framework profiles (frameworks/*.yaml) are read once, here, so that a
+  // malformed one is one located error before any command (or --help, which
+  // lists their names) runs.
+  if (const int e = guarded([] {
+        ridgeline::spec::frameworks();
+        return 0;
+      });
+      e != 0)
+    return e;
   CLI::App app{
       "Ridgeline predicts how fast an LLM training run goes, whether it fits in GPU memory, what MFU it reaches\n"
       "and which efficiency techniques to use, from a kernel-level roofline model of one training step.",

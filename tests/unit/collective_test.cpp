@@ -32,6 +32,8 @@
 #include "test_support.hpp"
 
 using namespace ridgeline;
+using test::shipped_text;
+using test::edited;
 using graph::Collective;
 namespace fs = std::filesystem;
 
@@ -48,19 +50,6 @@ const cost::CostParams& a100() {
   return c;
 }
 
-std::string shipped_text(const std::string& id) {
-  std::ifstream in(std::string(RIDGELINE_SOURCE_DIR) + "/hardware_profiles/" + id + ".yaml");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-/// `text` with its first occurrence of `from` replaced by `to`.
-std::string edited(std::string text, const std::string& from, const std::string& to) {
-  const size_t at = text.find(from);
-  REQUIRE(at != std::string::npos);
-  return text.replace(at, from.size(), to);
-}
 
 /// Writes `text` as a profile and returns every diagnostic its loading gives,
 /// with the file's path replaced by "x.yaml".

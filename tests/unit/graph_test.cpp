@@ -9,22 +9,11 @@
 #include "test_support.hpp"
 
 using namespace ridgeline;
+using test::plan;
+using test::step;
 
 namespace {
 
-spec::PlanSpec plan(int b, int s) {
-  spec::PlanSpec p;
-  p.micro_batch = b;
-  p.seq_len = s;
-  p.global_batch = b;
-  return p;
-}
-
-graph::Graph step(const spec::ModelSpec& m, const spec::PlanSpec& p, const char* gpu = "h100_sxm") {
-  graph::Graph g;
-  techniques::build_step(g, m, p, test::gpu(gpu));
-  return g;
-}
 
 /// Megatron-LM num_floating_point_operations (dense), per micro-batch:
 ///   6 T [L (h (q + 2 g d) + q h + k h f) + h V] + 6 q L b s^2, k = 3 gated, 2 otherwise.

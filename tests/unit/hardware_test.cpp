@@ -29,23 +29,12 @@
 #include "test_support.hpp"
 
 using namespace ridgeline;
+using test::shipped_text;
+using test::edited;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string shipped_text(const std::string& id) {
-  std::ifstream in(std::string(RIDGELINE_SOURCE_DIR) + "/hardware_profiles/" + id + ".yaml");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-/// `text` with its first occurrence of `from` replaced by `to`.
-std::string edited(std::string text, const std::string& from, const std::string& to) {
-  const size_t at = text.find(from);
-  REQUIRE(at != std::string::npos);
-  return text.replace(at, from.size(), to);
-}
 
 /// Writes `text` as a profile and returns every diagnostic its loading gives.
 std::vector<std::string> load_errors(const std::string& name, const std::string& text, std::string* path = nullptr) {

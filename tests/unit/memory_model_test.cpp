@@ -27,22 +27,11 @@
 #include "test_support.hpp"
 
 using namespace ridgeline;
+using test::plan;
+using test::step;
 
 namespace {
 
-spec::PlanSpec plan(int b, int s) {
-  spec::PlanSpec p;
-  p.micro_batch = b;
-  p.seq_len = s;
-  p.global_batch = b;
-  return p;
-}
-
-graph::Graph step(const spec::ModelSpec& m, const spec::PlanSpec& p, const char* gpu = "h100_sxm") {
-  graph::Graph g;
-  techniques::build_step(g, m, p, test::gpu(gpu));
-  return g;
-}
 
 const graph::Kernel& forward(const graph::Graph& g, graph::Op op) {
   for (const auto& k : g.kernels)

@@ -3,13 +3,18 @@
 
 #include <array>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <doctest/doctest.h>
+
 #include "ridgeline/engine/engine.hpp"
 #include "ridgeline/spec/hardware.hpp"
 #include "ridgeline/spec/model.hpp"
+#include "ridgeline/techniques/passes.hpp"
 
 namespace ridgeline::test {
 
@@ -18,6 +23,37 @@ inline spec::HardwareSpec gpu(const std::string& id) {
 }
 inline spec::ModelSpec model(const std::string& id) {
   return spec::load_model(std::string(RIDGELINE_SOURCE_DIR) + "/models/" + id + ".yaml");
+}
+
+/// A plan of micro-batch b, sequence s and one micro-batch per step.
+inline spec::PlanSpec plan(int b, int s) {
+  spec::PlanSpec p;
+  p.micro_batch = b;
+  p.seq_len = s;
+  p.global_batch = b;
+  return p;
+}
+
+/// The whole step graph (micro-batch and step kernels) of a plan.
+inline graph::Graph step(const spec::ModelSpec& m, const spec::PlanSpec& p, const char* gpu_id = "h100_sxm") {
+  graph::Graph g;
+  techniques::build_step(g, m, p, gpu(gpu_id));
+  return g;
+}
+
+/// A shipped hardware profile's text.
+inline std::string shipped_text(const std::string& id) {
+  std::ifstream in(std::string(RIDGELINE_SOURCE_DIR) + "/hardware_profiles/" + id + ".yaml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// `text` with its first occurrence of `from` replaced by `to`.
+inline std::string edited(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
 }
 
 struct RunResult {
