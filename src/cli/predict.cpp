@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "ridgeline/report/prediction_view.hpp"
+#include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/measurements.hpp"
 #include "ridgeline/spec/published.hpp"
 #include "ridgeline/spec/yaml_reader.hpp"
@@ -80,12 +81,19 @@ void register_predict(CLI::App& app, int& rc) {
 
 void register_list(CLI::App& app, int& rc) {
   auto what = std::make_shared<std::string>();
-  auto* cmd = app.add_subcommand("list", "List the shipped GPU profiles or models");
-  cmd->add_option("what", *what, "gpus | models")->required();
+  auto* cmd = app.add_subcommand("list", "List the shipped GPU profiles, models or training frameworks");
+  cmd->add_option("what", *what, "gpus | models | frameworks")->required();
   cmd->callback([what, &rc] {
     rc = guarded([&] {
-      if (*what != "gpus" && *what != "models")
-        throw UsageError{"list", fmt::format("expected gpus or models, got \"{}\"", *what)};
+      if (*what != "gpus" && *what != "models" && *what != "frameworks")
+        throw UsageError{"list", fmt::format("expected gpus, models or frameworks, got \"{}\"", *what)};
+      if (*what == "frameworks") {
+        for (const auto& f : spec::frameworks())
+          std::cout << fmt::format("{:<12} {:<52} fusion {:<8} {} attention, {} cross-entropy\n", f.id, f.name,
+                                   spec::to_string(f.fusion), spec::to_string(f.attention),
+                                   f.fused_cross_entropy ? "fused" : "eager");
+        return kExitOk;
+      }
       if (*what == "gpus") {
         for (const auto& n : list_names("hardware_profiles")) {
           auto hw = resolve_gpu(n);

@@ -20,6 +20,7 @@
 #include "ridgeline/report/markdown.hpp"
 #include "ridgeline/search/compare.hpp"
 #include "ridgeline/search/search.hpp"
+#include "ridgeline/spec/framework.hpp"
 #include "ridgeline/units/units.hpp"
 
 namespace ridgeline::cli {
@@ -129,11 +130,20 @@ std::string command_line(const CLI::App& cmd) {
   return s;
 }
 
-/// The technique comparison of the report: recomputation x precision (fp8
-/// where the GPU has it) x attention kernel x fusion.
-std::vector<search::Variation> technique_variations(const spec::HardwareSpec& hw) {
+/// The technique comparison of the report: recomputation (the policies the
+/// plan's framework offers) x precision (fp8 where the GPU has it) x
+/// attention kernel x fusion.
+std::vector<search::Variation> technique_variations(const spec::HardwareSpec& hw, const spec::PlanSpec& plan) {
   std::vector<search::Variation> v;
-  v.push_back({"recompute", {"none", "selective", "full"}});
+  const spec::FrameworkSpec& fw = spec::framework(plan.framework);
+  search::Variation rec{"recompute", {}};
+  for (const auto* word : {"none", "selective", "full"}) {
+    const spec::RecomputeKind k = spec::parse_recompute(word)->kind;
+    if (fw.recompute_kinds.empty() ||
+        std::find(fw.recompute_kinds.begin(), fw.recompute_kinds.end(), k) != fw.recompute_kinds.end())
+      rec.values.push_back(word);
+  }
+  v.push_back(rec);
   if (hw.supports(spec::Peak::kFp8)) v.push_back({"precision", {"bf16", "fp8"}});
   else v.push_back({"precision", {"bf16"}});
   v.push_back({"attention", {"naive", "flash2"}});
@@ -291,7 +301,7 @@ void register_report(CLI::App& app, int& rc) {
       }
       in.plan = plan;
       in.prediction = std::move(pred);
-      in.vary = technique_variations(gpu);
+      in.vary = technique_variations(gpu, plan);
       std::string error;
       in.compare_rows = search::compare(model, plan, gpu, in.vary, use_cal, error);
       if (!error.empty()) throw UsageError{"--plan", "technique comparison: " + error};

@@ -65,8 +65,9 @@ std::vector<Fact> question(const CapacityView& v) {
                            format_count(m.params), format_count(m.trainable_params), m.layers, m.hidden, m.heads,
                            m.kv_heads, m.ffn_hidden, m.vocab, m.architecture)});
   f.push_back({"Plan", p.summary,
-               fmt::format("micro-batch {}, global batch {} sequences of {} tokens", p.micro_batch, p.global_batch,
-                           p.seq_len)});
+               fmt::format("framework {}, frameworks/{}.yaml; micro-batch {}, global batch {} sequences of {} "
+                           "tokens",
+                           p.framework_name, p.framework_id, p.micro_batch, p.global_batch, p.seq_len)});
   f.push_back({"GPUs", std::to_string(p.gpus), v.layouts.present ? "layout: the best the search found" : ""});
   f.push_back({"Training tokens", format_count(p.tokens), tokens_note(v)});
   return f;
@@ -88,19 +89,35 @@ Table residuals(const CapacityView& v) {
 std::vector<Fact> answer(const CapacityView& v) {
   const auto& a = v.answer;
   std::vector<Fact> f;
-  f.push_back({"Step time", format_seconds(a.step_time_s),
-               fmt::format("{} micro-batches; exposed communication {}, pipeline bubble {}", a.micro_batches,
-                           a.exposed_comm_s > 0 ? format_seconds(a.exposed_comm_s) : "none",
-                           a.bubble_s > 0 ? format_seconds(a.bubble_s) : "none")});
+  std::string step_note = fmt::format("{} micro-batches; exposed communication {}, pipeline bubble {}",
+                                      a.micro_batches,
+                                      a.exposed_comm_s > 0 ? format_seconds(a.exposed_comm_s) : "none",
+                                      a.bubble_s > 0 ? format_seconds(a.bubble_s) : "none");
+  if (a.comm_slowdown_s > 0)
+    step_note += fmt::format("; comm SM contention {} (overlapped NCCL kernels take SMs from the GEMMs)",
+                             format_seconds(a.comm_slowdown_s));
+  if (a.host_bound)
+    step_note += fmt::format("; host-bound: {} of host dispatch per step, the GPU waits for the framework's "
+                             "Python dispatch",
+                             format_seconds(a.host_s));
+  f.push_back({"Step time", format_seconds(a.step_time_s), step_note});
   f.push_back({"Throughput", format_count(a.tokens_per_s) + " tokens/s",
                format_count(a.tokens_per_s_per_gpu) + " tokens/s per GPU"});
   f.push_back({"MFU", format_percent(a.mfu),
                fmt::format("vs the dense bf16 peak; {} vs the {} peak; attention FLOPs {}", format_percent(a.mfu_dtype),
                            a.precision, a.flops_convention)});
   f.push_back({"HFU", format_percent(a.hfu), "model + recomputation FLOPs"});
-  f.push_back({"Memory per GPU", format_bytes(a.memory.total),
-               fmt::format("of {} ({}); {}", format_bytes(a.memory.capacity), format_percent(a.memory_fraction),
-                           a.memory.fits ? "fits" : "DOES NOT FIT")});
+  const auto& m = a.memory;
+  f.push_back({"Memory per GPU", format_bytes(m.total),
+               fmt::format("of {} ({}); {}{}; allocated {}, reserved {} ({} allocator reserve {})",
+                           format_bytes(m.capacity), format_percent(a.memory_fraction),
+                           m.fits ? "fits" : "DOES NOT FIT",
+                           m.peak_stage == "only"
+                               ? std::string()
+                               : fmt::format("; peak on the {} pipeline stage (first {}, last {})", m.peak_stage,
+                                             format_bytes(m.first_stage.total), format_bytes(m.last_stage.total)),
+                           format_bytes(m.allocated), format_bytes(m.reserved), v.plan.framework_id,
+                           format_percent(m.allocator_reserve))});
   f.push_back({"Wall clock", days(a.days), fmt::format("{} steps of {} tokens", format_count(a.steps),
                                                        format_count(a.tokens_per_step))});
   f.push_back({"GPU-hours", format_count(a.gpu_hours), ""});
@@ -110,13 +127,29 @@ std::vector<Fact> answer(const CapacityView& v) {
 }
 
 Table memory_breakdown(const CapacityView& v) {
-  const auto& m = v.answer.memory;
+  const auto& a = v.answer;
+  const auto& m = a.memory;
+  // Under pipeline parallelism a column per end stage, the peak one marked.
+  std::vector<const memory::MemoryResult*> cols{&m};
   Table t{{"component", "bytes"}, {}, {false, true}};
-  auto row = [&](std::string_view label, double b) { t.rows.push_back({std::string(label), format_bytes(b)}); };
-  for (const auto& c : memory::kMemoryCategories) row(c.label, m.*c.bytes);
-  row("total", m.total);
+  if (m.peak_stage != "only") {
+    cols = {&a.first_stage, &a.last_stage};
+    t.head = {"component", m.peak_stage == "first" ? "first stage (peak)" : "first stage",
+              m.peak_stage == "last" ? "last stage (peak)" : "last stage"};
+    t.numeric.push_back(true);
+  }
+  auto row = [&](std::string_view label, double memory::MemoryResult::*bytes) {
+    std::vector<std::string> r{std::string(label)};
+    for (const auto* c : cols) r.push_back(format_bytes(c->*bytes));
+    t.rows.push_back(std::move(r));
+  };
+  for (const auto& c : memory::kMemoryCategories) row(c.label, c.bytes);
+  row("total", &memory::MemoryResult::total);
+  t.highlight = static_cast<int>(t.rows.size()) - 1;
+  row("allocated", &memory::MemoryResult::allocated);
+  row("reserved", &memory::MemoryResult::reserved);
   t.rows.push_back({"capacity", format_bytes(m.capacity)});
-  t.highlight = 8;
+  t.rows.back().resize(t.head.size());
   return t;
 }
 

@@ -1,7 +1,5 @@
 #include "ridgeline/report/capacity_view.hpp"
 
-#include "ridgeline/spec/plan_fields.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
@@ -9,6 +7,7 @@
 #include "ridgeline/cost/cost.hpp"
 #include "ridgeline/memory/memory.hpp"
 #include "ridgeline/report/prediction_view.hpp"
+#include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
 #include "ridgeline/units/units.hpp"
 
@@ -103,10 +102,18 @@ Sizing make_sizing(const CapacityInputs& in, const Answer& a, double model_param
   return s;
 }
 
+/// The cost parameters the plan's kernels are costed at (engine::resolve_for:
+/// a training run at the plan's power limit).
+cost::CostParams plan_costs(const CapacityInputs& in) {
+  engine::EvalOptions o;
+  o.use_calibration = in.use_calibration;
+  return engine::resolve_for(*in.gpu, in.plan, o);
+}
+
 Roofline make_roofline(const CapacityInputs& in) {
   Roofline r;
   const spec::HardwareSpec& hw = *in.gpu;
-  const cost::CostParams c = cost::resolve(hw, in.use_calibration);
+  const cost::CostParams c = plan_costs(in);
   r.hbm_bytes_per_s = hw.hbm_bytes_per_s;
   // Roofs at the sustained clock the kernels are costed at (the spec-sheet
   // peaks are quoted at boost).
@@ -144,7 +151,7 @@ std::vector<Assumption> make_assumptions(const CapacityInputs& in, const Capacit
   using units::format_percent;
   using units::format_seconds;
   const spec::HardwareSpec& hw = *in.gpu;
-  const cost::CostParams c = cost::resolve(hw, in.use_calibration);
+  const cost::CostParams c = plan_costs(in);
   const std::string eff_source =
       c.calibrated ? fmt::format("calibration block of {} (fitted from {})", hw.source_file,
                                  hw.calibration.measurements)
@@ -152,13 +159,17 @@ std::vector<Assumption> make_assumptions(const CapacityInputs& in, const Capacit
   const auto pk = [](spec::Peak p) { return static_cast<int>(p); };
   std::vector<Assumption> a;
   a.push_back({"Framework workspace", format_bytes(memory::kWorkspaceBytes) + " per GPU",
-               "include/ridgeline/memory/memory.hpp kWorkspaceBytes: CUDA context + cuBLAS workspace + allocator "
-               "reserve (PyTorch on H100: ~0.5 GiB context, 32 MiB cuBLAS workspace, caching slack)"});
+               "include/ridgeline/memory/memory.hpp kWorkspaceBytes: CUDA context + cuBLAS and kernel workspaces, "
+               "outside the caching allocator (PyTorch on H100: ~0.5 GiB context, 32 MiB cuBLAS workspace)"});
   a.push_back({"NCCL buffers", format_bytes(memory::kNcclBytes) + " per GPU when any collective runs",
                "include/ridgeline/memory/memory.hpp kNcclBytes: NCCL communicator buffers"});
-  a.push_back({"Fragmentation allowance", format_percent(memory::kFragmentationFrac) + " of activations and buffers",
-               "include/ridgeline/memory/memory.hpp kFragmentationFrac: caching-allocator fragmentation over "
-               "transient tensors"});
+  a.push_back({"Fragmentation allowance",
+               fmt::format("{} of allocated memory: reserved = allocated x {:g}",
+                           format_percent(v.answer.memory.allocator_reserve), 1 + v.answer.memory.allocator_reserve),
+               fmt::format("frameworks/{}.yaml allocator_reserve ({}): what PyTorch's "
+                           "caching allocator holds beyond what it hands out, max_memory_reserved / "
+                           "max_memory_allocated - 1 at the peak",
+                           v.plan.framework_id, v.plan.framework_name)});
   a.push_back({"GEMM efficiency",
                fmt::format("{} of the dense peak (bf16){}", format_percent(c.gemm_frac[pk(spec::Peak::kBf16)]),
                            hw.supports(spec::Peak::kFp8)
@@ -188,7 +199,9 @@ std::vector<Assumption> make_assumptions(const CapacityInputs& in, const Capacit
                eff_source + (c.calibrated ? std::string()
                                           : ": back-to-back queued kernels cost ~2.4-2.6 us each (gpu-benches "
                                             "small-kernel fits); the profile's figure wins")});
-  a.push_back({"Collective efficiency", format_percent(c.comm_frac) + " of link bandwidth (alpha-beta ring/tree model)",
+  a.push_back({"Collective efficiency",
+               format_percent(c.comm_frac) +
+                   " of link bandwidth (NCCL ring/tree/NVLS by message size; LL/LL128/Simple protocols)",
                eff_source + (c.calibrated ? std::string()
                                           : ": NCCL reaches ~80% of link bandwidth as bus bandwidth on large "
                                             "messages")});
@@ -287,6 +300,9 @@ CapacityView make_capacity_view(const CapacityInputs& in) {
 
   auto& pf = v.plan;
   pf.summary = spec::plan_summary(in.plan);
+  const spec::FrameworkSpec& fw = spec::framework(in.plan.framework);
+  pf.framework_id = fw.id;
+  pf.framework_name = fw.name;
   pf.plan = plan_json(in.plan, m);
   pf.gpus = in.plan.parallel.gpus();
   pf.micro_batch = in.plan.micro_batch;
@@ -313,9 +329,14 @@ CapacityView make_capacity_view(const CapacityInputs& in) {
   a.exposed_comm_s = st.exposed_comm_s;
   a.bubble_s = st.bubble_s;
   a.bubble_fraction = st.bubble_fraction;
+  a.host_s = st.host_s;
+  a.host_bound = st.host_bound;
+  a.comm_slowdown_s = st.comm_slowdown_s;
   a.micro_batches = st.micro_batches;
   a.flops_convention = st.flops_convention;
   a.memory = pred.memory;
+  a.first_stage = stage_memory(pred.memory, pred.memory.first_stage);
+  a.last_stage = stage_memory(pred.memory, pred.memory.last_stage);
   a.memory_fraction = pred.memory.capacity > 0 ? pred.memory.total / pred.memory.capacity : 0;
   a.tokens_per_step = st.tokens_per_step;
   const auto& t = pred.totals;
@@ -449,7 +470,9 @@ json capacity_json(const CapacityView& v) {
                 {"heads", mf.heads},     {"kv_heads", mf.kv_heads},
                 {"ffn_hidden", mf.ffn_hidden}, {"vocab", mf.vocab},
                 {"architecture", mf.architecture}};
-  json plan = {{"summary", v.plan.summary},         {"settings", v.plan.plan},
+  json plan = {{"summary", v.plan.summary},
+               {"framework", {{"id", v.plan.framework_id}, {"name", v.plan.framework_name}}},
+               {"settings", v.plan.plan},
                {"gpus", v.plan.gpus},               {"micro_batch", v.plan.micro_batch},
                {"global_batch", v.plan.global_batch}, {"seq_len", v.plan.seq_len},
                {"tokens", num(v.plan.tokens)},       {"tokens_source", v.plan.tokens_source}};
@@ -471,11 +494,24 @@ json capacity_json(const CapacityView& v) {
                  {"exposed_comm_s", num(a.exposed_comm_s)},
                  {"bubble_s", num(a.bubble_s)},
                  {"bubble_fraction", num(a.bubble_fraction)},
+                 {"host_s", num(a.host_s)},
+                 {"host_bound", a.host_bound},
+                 {"comm_slowdown_s", num(a.comm_slowdown_s)},
                  {"micro_batches", num(a.micro_batches)},
                  {"flops_convention", a.flops_convention},
                  {"memory", [&] {
                     json mj = memory_json(m);
-                    mj.update({{"total_bytes", num(m.total)}, {"capacity_bytes", num(m.capacity)}, {"fits", m.fits}});
+                    mj.update({{"total_bytes", num(m.total)},
+                               {"capacity_bytes", num(m.capacity)},
+                               {"fits", m.fits},
+                               {"allocated_bytes", num(m.allocated)},
+                               {"reserved_bytes", num(m.reserved)},
+                               {"allocator_reserve", num(m.allocator_reserve)},
+                               {"peak_stage", std::string(m.peak_stage)}});
+                    if (m.peak_stage != "only") {
+                      mj["first_stage"] = stage_json(a.first_stage);
+                      mj["last_stage"] = stage_json(a.last_stage);
+                    }
                     return mj;
                   }()},
                  {"memory_fraction", num(a.memory_fraction)},

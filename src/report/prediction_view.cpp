@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
 #include "ridgeline/units/units.hpp"
 
@@ -27,6 +28,35 @@ std::string pad(std::string s, size_t w, bool right = false) {
 json memory_json(const memory::MemoryResult& m) {
   json j = json::object();
   for (const auto& c : memory::kMemoryCategories) j[std::string(c.json_key)] = num(m.*c.bytes);
+  return j;
+}
+
+memory::MemoryResult stage_memory(const memory::MemoryResult& m, const memory::StageMemory& s) {
+  memory::MemoryResult r;
+  r.weights = s.weights;
+  r.gradients = s.gradients;
+  r.master_weights = s.master_weights;
+  r.optimizer = s.optimizer;
+  r.activations = s.activations;
+  r.buffers = s.buffers;
+  r.workspace = m.workspace;
+  r.fragmentation = s.allocated * m.allocator_reserve;
+  r.allocated = s.allocated;
+  r.reserved = s.allocated + r.fragmentation;
+  r.allocator_reserve = m.allocator_reserve;
+  r.total = s.total;
+  r.capacity = m.capacity;
+  r.fits = s.total <= m.capacity;
+  r.in_flight_microbatches = s.in_flight_microbatches;
+  return r;
+}
+
+json stage_json(const memory::MemoryResult& r) {
+  json j = memory_json(r);
+  j.update({{"total_bytes", num(r.total)},
+            {"allocated_bytes", num(r.allocated)},
+            {"reserved_bytes", num(r.reserved)},
+            {"in_flight_microbatches", num(r.in_flight_microbatches)}});
   return j;
 }
 
@@ -98,14 +128,26 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
                {"bubble_s", num(s.bubble_s)},
                {"bubble_fraction", num(s.bubble_fraction)},
                {"optimizer_s", num(s.optimizer_s)},
+               {"host_s", num(s.host_s)},
+               {"host_bound", s.host_bound},
+               {"comm_slowdown_s", num(s.comm_slowdown_s)},
                {"gpus", s.gpus}};
   const auto& m = pred.memory;
   j["memory"] = memory_json(m);
   j["memory"].update({{"total_bytes", num(m.total)},
-                 {"capacity_bytes", num(m.capacity)},
-                 {"fits", m.fits},
-                 {"activations_per_layer_bytes", num(m.activations_per_layer)},
-                 {"in_flight_microbatches", num(m.in_flight_microbatches)}});
+                      {"capacity_bytes", num(m.capacity)},
+                      {"fits", m.fits},
+                      {"allocated_bytes", num(m.allocated)},
+                      {"reserved_bytes", num(m.reserved)},
+                      {"allocator_reserve", num(m.allocator_reserve)},
+                      {"peak_stage", std::string(m.peak_stage)},
+                      {"activations_per_layer_bytes", num(m.activations_per_layer)},
+                      {"in_flight_microbatches", num(m.in_flight_microbatches)},
+                      {"cp_kv_buffers_bytes", num(m.cp_kv_buffers)}});
+  if (m.peak_stage != "only") {
+    j["memory"]["first_stage"] = stage_json(stage_memory(m, m.first_stage));
+    j["memory"]["last_stage"] = stage_json(stage_memory(m, m.last_stage));
+  }
   const auto& t = pred.totals;
   j["training"] = {{"tokens", num(t.tokens)},
                    {"tokens_source", t.tokens_default ? "chinchilla_20_per_param" : "plan"},
@@ -163,23 +205,47 @@ std::string prediction_table(const engine::Prediction& pred, const Inputs& in, i
   const auto& s = pred.step;
   const auto& m = pred.memory;
   o += "\n";
-  o += fmt::format("  step time        {}   ({} micro-batches of {})\n", format_seconds(s.time_s),
-                   s.micro_batches, format_seconds(s.microbatch_time_s));
-  o += fmt::format("  throughput       {} tokens/s   ({} tokens/s per GPU)\n", format_count(s.tokens_per_s),
-                   format_count(s.tokens_per_s / std::max(1LL, s.gpus)));
+  // One summary line: the label in a column wide enough for the longest
+  // ("comm SM contention"), then the figure and its note.
+  auto line = [&](std::string_view label, const std::string& text) {
+    o += "  " + pad(std::string(label), 19) + text + "\n";
+  };
+  line("step time", fmt::format("{}   ({} micro-batches of {})", format_seconds(s.time_s), s.micro_batches,
+                                format_seconds(s.microbatch_time_s)));
+  line("throughput", fmt::format("{} tokens/s   ({} tokens/s per GPU)", format_count(s.tokens_per_s),
+                                 format_count(s.tokens_per_s / std::max(1LL, s.gpus))));
   const bool other_dtype = in.plan && in.plan->precision != spec::Precision::kBf16;
-  o += fmt::format("  MFU              {}   (vs the dense bf16 peak{}; attention FLOPs {})\n", format_percent(s.mfu),
-                   other_dtype ? fmt::format("; {} vs the {} peak", format_percent(s.mfu_dtype),
-                                             spec::to_string(in.plan->precision))
-                               : std::string(),
-                   s.flops_convention);
-  o += fmt::format("  HFU              {}   (model + recompute FLOPs)\n", format_percent(s.hfu));
-  o += fmt::format("  model FLOPs      {} per step\n", format_flops(s.model_flops));
+  line("MFU", fmt::format("{}   (vs the dense bf16 peak{}; attention FLOPs {})", format_percent(s.mfu),
+                          other_dtype ? fmt::format("; {} vs the {} peak", format_percent(s.mfu_dtype),
+                                                    spec::to_string(in.plan->precision))
+                                      : std::string(),
+                          s.flops_convention));
+  line("HFU", fmt::format("{}   (model + recompute FLOPs)", format_percent(s.hfu)));
+  line("model FLOPs", fmt::format("{} per step", format_flops(s.model_flops)));
   if (s.exposed_comm_s > 0 || s.bubble_s > 0)
-    o += fmt::format("  exposed comm     {}   pipeline bubble {} ({})\n", format_seconds(s.exposed_comm_s),
-                     format_seconds(s.bubble_s), format_percent(s.bubble_fraction));
-  o += fmt::format("  peak memory      {} of {}   {}\n", format_bytes(m.total), format_bytes(m.capacity),
-                   m.fits ? "fits" : "DOES NOT FIT");
+    line("exposed comm",
+         format_seconds(s.exposed_comm_s) +
+             (s.bubble_s > 0 ? fmt::format("   pipeline bubble {} ({})", format_seconds(s.bubble_s),
+                                           format_percent(s.bubble_fraction))
+                             : std::string()));
+  if (s.comm_slowdown_s > 0)
+    line("comm SM contention", fmt::format("{}   (overlapped NCCL kernels take SMs from the GEMMs they overlap)",
+                                           format_seconds(s.comm_slowdown_s)));
+  if (s.host_bound)
+    line("host dispatch", fmt::format("{} per step   (host-bound: the GPU waits for the framework's Python dispatch)",
+                                      format_seconds(s.host_s)));
+  else if (s.host_s > 0)
+    line("host dispatch", fmt::format("{} per step, behind the kernels", format_seconds(s.host_s)));
+  line("peak memory",
+       fmt::format("{} of {}   {}{}", format_bytes(m.total), format_bytes(m.capacity), m.fits ? "fits" : "DOES NOT FIT",
+                   m.peak_stage == "only"
+                       ? std::string()
+                       : fmt::format("   (peak on the {} pipeline stage; first {}, last {})", m.peak_stage,
+                                     format_bytes(m.first_stage.total), format_bytes(m.last_stage.total))));
+  line("allocated", fmt::format("{}, reserved {}   ({} allocator reserve {})", format_bytes(m.allocated),
+                                format_bytes(m.reserved),
+                                in.plan ? spec::framework(in.plan->framework).id : std::string("framework"),
+                                format_percent(m.allocator_reserve)));
 
   o += "\ntop kernels by time (per step)\n";
   std::vector<const engine::KernelResult*> ks;

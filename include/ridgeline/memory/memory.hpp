@@ -33,9 +33,6 @@ namespace ridgeline::memory {
 inline constexpr double kWorkspaceBytes = 0.75 * 1024 * 1024 * 1024;
 /// NCCL communicator buffers when any collective runs.
 inline constexpr double kNcclBytes = 0.5 * 1024 * 1024 * 1024;
-/// The megatron profile's allocator reserve (frameworks/megatron.yaml); the
-/// model reads the plan's framework (spec::FrameworkSpec::allocator_reserve).
-inline constexpr double kFragmentationFrac = 0.05;
 
 /// One end stage of the pipeline (or the only one).
 struct StageMemory {

@@ -96,6 +96,7 @@ struct ModelFacts {
 
 struct PlanFacts {
   std::string summary;  // spec::plan_summary
+  std::string framework_id, framework_name;  // spec::FrameworkSpec: "megatron", "Megatron-LM (...)"
   nlohmann::json plan;  // report::plan_json
   long long gpus = 1, global_batch = 1;
   int micro_batch = 1, seq_len = 0;
@@ -111,9 +112,15 @@ struct Answer {
   std::string precision;          // the precision mfu_dtype is quoted against
   double model_flops_per_step = 0, achieved_flop_per_s_per_gpu = 0;
   double compute_time_s = 0, exposed_comm_s = 0, bubble_s = 0, bubble_fraction = 0;
+  double host_s = 0;           // per step: the host's dispatch time
+  bool host_bound = false;     // a micro-batch's dispatch outlasts its kernels
+  double comm_slowdown_s = 0;  // per step: compute slowed by the SMs overlapped collectives occupy
   double micro_batches = 1;
   std::string flops_convention;
-  memory::MemoryResult memory;
+  memory::MemoryResult memory;  // the peak stage's
+  /// Under pipeline parallelism (memory.peak_stage != "only"): the end
+  /// stages by category (report::stage_memory).
+  memory::MemoryResult first_stage, last_stage;
   double memory_fraction = 0;  // peak memory / capacity
   double tokens_per_step = 0;
   double tokens = 0, steps = 0, days = 0, gpu_hours = 0, cost_usd = 0, energy_kwh = 0;

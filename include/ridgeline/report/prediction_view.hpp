@@ -21,6 +21,15 @@ nlohmann::json plan_json(const spec::PlanSpec& p, const spec::ModelSpec& m);
 /// The memory categories (memory::kMemoryCategories) by their JSON keys.
 nlohmann::json memory_json(const memory::MemoryResult& m);
 
+/// One pipeline stage of `m` (m.first_stage or m.last_stage) as a
+/// MemoryResult: its categories, with fragmentation = allocated x
+/// m.allocator_reserve and m's workspace, and its allocated, reserved and
+/// total; so a view shows a stage as it shows the peak.
+memory::MemoryResult stage_memory(const memory::MemoryResult& m, const memory::StageMemory& s);
+/// A stage (stage_memory) as JSON: its categories (memory_json) with
+/// total_bytes, allocated_bytes, reserved_bytes and in_flight_microbatches.
+nlohmann::json stage_json(const memory::MemoryResult& stage);
+
 /// The full prediction document ("ridgeline.prediction/1").
 nlohmann::json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_kernels = -1);
 
