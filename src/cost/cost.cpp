@@ -534,32 +534,50 @@ double gemm_compute_s(const graph::Kernel& k, const CostParams& c, KernelCost& r
 /// parameters, and a step has a few dozen distinct GEMM shapes: a small
 /// per-thread direct-mapped cache (static storage, no allocation) keeps the
 /// search over tiles off the hot path.
-struct GemmCacheEntry {
+double attention_compute_s(const graph::Kernel& k, const CostParams& c, KernelCost& r);
+
+/// What a GEMM's or fused attention's compute time depends on beyond its
+/// four shape numbers and dtype: 0 for a GEMM; for attention the
+/// implementation, the pass and the causal mask.
+std::uint32_t shape_tag(const graph::Kernel& k) {
+  if (k.cls != KernelClass::kAttention) return 0;
+  return 1u | (static_cast<std::uint32_t>(k.attention) << 1) |
+         (k.phase == spec::Phase::kBackward ? 1u << 5 : 0u) | (k.has(graph::kCausal) ? 1u << 6 : 0u);
+}
+
+struct ShapeCacheEntry {
   std::uint64_t id = 0;
-  double m = 0, n = 0, k = 0, batch = 0;
+  double m = 0, n = 0, k = 0, batch = 0, flops = 0;
   spec::Dtype dtype = spec::Dtype::kBf16;
+  std::uint32_t tag = 0;
   double compute_s = 0, extra = 0;
   KernelCost detail;
 };
-double gemm_compute_cached(const graph::Kernel& k, const CostParams& c, KernelCost& r, double& extra) {
+
+/// The compute time of a GEMM or fused attention kernel through a
+/// per-thread cache keyed by its shape (a search costs the same few shapes
+/// for every layout; the tile search runs once per shape).
+double shape_compute_cached(const graph::Kernel& k, const CostParams& c, KernelCost& r, double& extra) {
   constexpr std::size_t kSlots = 128;
-  thread_local std::array<GemmCacheEntry, kSlots> cache{};
+  thread_local std::array<ShapeCacheEntry, kSlots> cache{};
   const auto bits = [](double v) { return static_cast<std::uint64_t>(v); };
+  const std::uint32_t tag = shape_tag(k);
   std::uint64_t h = c.id * 0x9E3779B97F4A7C15ull;
   for (std::uint64_t v : {bits(k.gemm.m), bits(k.gemm.n), bits(k.gemm.k), bits(k.gemm.batch),
-                          static_cast<std::uint64_t>(k.dtype)})
+                          static_cast<std::uint64_t>(k.dtype), static_cast<std::uint64_t>(tag)})
     h = (h ^ v) * 0x100000001B3ull;
-  GemmCacheEntry& e = cache[(h >> 17) % kSlots];
+  ShapeCacheEntry& e = cache[(h >> 17) % kSlots];
   if (e.id == c.id && c.id != 0 && e.m == k.gemm.m && e.n == k.gemm.n && e.k == k.gemm.k &&
-      e.batch == k.gemm.batch && e.dtype == k.dtype) {
+      e.batch == k.gemm.batch && e.dtype == k.dtype && e.tag == tag && (tag == 0 || e.flops == k.flops)) {
     r.tile_m = e.detail.tile_m, r.tile_n = e.detail.tile_n, r.split_k = e.detail.split_k;
     r.blocks = e.detail.blocks, r.waves = e.detail.waves, r.efficiency = e.detail.efficiency;
     r.basis = e.detail.basis;
     extra = e.extra;
     return e.compute_s;
   }
-  const double t = gemm_compute_s(k, c, r, extra);
+  const double t = tag == 0 ? gemm_compute_s(k, c, r, extra) : attention_compute_s(k, c, r);
   e.id = c.id, e.m = k.gemm.m, e.n = k.gemm.n, e.k = k.gemm.k, e.batch = k.gemm.batch, e.dtype = k.dtype;
+  e.tag = tag, e.flops = k.flops;
   e.compute_s = t, e.extra = extra, e.detail = r;
   return t;
 }
@@ -670,10 +688,8 @@ KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_gr
     return r;
   }
   double extra = 0;
-  if (k.cls == KernelClass::kGemm) {
-    r.compute_s = gemm_compute_cached(k, c, r, extra);
-  } else if (k.cls == KernelClass::kAttention) {
-    r.compute_s = attention_compute_s(k, c, r);
+  if (k.cls == KernelClass::kGemm || k.cls == KernelClass::kAttention) {
+    r.compute_s = shape_compute_cached(k, c, r, extra);
   } else {
     r.compute_s = k.flops / c.vector_flop_per_s;
   }
