@@ -1,8 +1,9 @@
 #include "ridgeline/cost/cost.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <atomic>
+#include <bit>
+#include <cmath>
 #include <limits>
 
 #include "ridgeline/graph/kernels.hpp"
@@ -560,7 +561,7 @@ struct ShapeCacheEntry {
 double shape_compute_cached(const graph::Kernel& k, const CostParams& c, KernelCost& r, double& extra) {
   constexpr std::size_t kSlots = 128;
   thread_local std::array<ShapeCacheEntry, kSlots> cache{};
-  const auto bits = [](double v) { return static_cast<std::uint64_t>(v); };
+  const auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
   const std::uint32_t tag = shape_tag(k);
   std::uint64_t h = c.id * 0x9E3779B97F4A7C15ull;
   for (std::uint64_t v : {bits(k.gemm.m), bits(k.gemm.n), bits(k.gemm.k), bits(k.gemm.batch),
@@ -595,8 +596,9 @@ CollectiveCost collective_cost_cached(graph::Collective kind, double bytes, doub
   constexpr std::size_t kSlots = 64;
   thread_local std::array<Entry, kSlots> cache{};
   std::uint64_t h = c.id * 0x9E3779B97F4A7C15ull;
-  for (std::uint64_t v : {static_cast<std::uint64_t>(bytes), static_cast<std::uint64_t>(n),
-                          static_cast<std::uint64_t>(span), static_cast<std::uint64_t>(kind)})
+  // Hash the values' bits: a byte count can exceed what an integer holds.
+  for (std::uint64_t v : {std::bit_cast<std::uint64_t>(bytes), std::bit_cast<std::uint64_t>(n),
+                          std::bit_cast<std::uint64_t>(span), static_cast<std::uint64_t>(kind)})
     h = (h ^ v) * 0x100000001B3ull;
   Entry& e = cache[(h >> 17) % kSlots];
   if (e.id == c.id && c.id != 0 && e.kind == kind && e.bytes == bytes && e.n == n && e.span == span) return e.cost;

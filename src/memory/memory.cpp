@@ -162,15 +162,7 @@ MemoryResult estimate(const GraphFacts& g, const spec::ModelSpec& m, const spec:
   const bool last_peaks = pipelined && r.last_stage.total > r.first_stage.total;
   const StageMemory& s = last_peaks ? r.last_stage : r.first_stage;
   r.peak_stage = !pipelined ? "only" : last_peaks ? "last" : "first";
-  r.weights = s.weights;
-  r.gradients = s.gradients;
-  r.master_weights = s.master_weights;
-  r.optimizer = s.optimizer;
-  r.activations = s.activations;
-  r.buffers = s.buffers;
-  r.allocated = s.allocated;
-  r.fragmentation = s.allocated * r.allocator_reserve;
-  r.reserved = r.allocated + r.fragmentation;
+  set_stage(r, s);
   r.workspace = kWorkspaceBytes + (par.gpus() > 1 ? kNcclBytes : 0.0);
 
   r.activations_per_layer = g.layer_saved;
@@ -183,6 +175,18 @@ MemoryResult estimate(const GraphFacts& g, const spec::ModelSpec& m, const spec:
   r.capacity = hw.memory_bytes;
   r.fits = r.total <= r.capacity;
   return r;
+}
+
+void set_stage(MemoryResult& r, const StageMemory& s) {
+  r.weights = s.weights;
+  r.gradients = s.gradients;
+  r.master_weights = s.master_weights;
+  r.optimizer = s.optimizer;
+  r.activations = s.activations;
+  r.buffers = s.buffers;
+  r.allocated = s.allocated;
+  r.fragmentation = s.allocated * r.allocator_reserve;
+  r.reserved = r.allocated + r.fragmentation;
 }
 
 }  // namespace ridgeline::memory

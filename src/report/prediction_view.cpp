@@ -33,17 +33,9 @@ json memory_json(const memory::MemoryResult& m) {
 
 memory::MemoryResult stage_memory(const memory::MemoryResult& m, const memory::StageMemory& s) {
   memory::MemoryResult r;
-  r.weights = s.weights;
-  r.gradients = s.gradients;
-  r.master_weights = s.master_weights;
-  r.optimizer = s.optimizer;
-  r.activations = s.activations;
-  r.buffers = s.buffers;
-  r.workspace = m.workspace;
-  r.fragmentation = s.allocated * m.allocator_reserve;
-  r.allocated = s.allocated;
-  r.reserved = s.allocated + r.fragmentation;
   r.allocator_reserve = m.allocator_reserve;
+  memory::set_stage(r, s);
+  r.workspace = m.workspace;
   r.total = s.total;
   r.capacity = m.capacity;
   r.fits = s.total <= m.capacity;

@@ -64,6 +64,11 @@ struct MemoryResult {
   double cp_kv_buffers = 0;  // context parallelism: K/V chunks in flight (in buffers)
 };
 
+/// Sets r's categories from one pipeline stage's: the model state,
+/// activations and buffers, allocated, and the allocator reserve on top of it
+/// (reserved = allocated x (1 + r.allocator_reserve)).
+void set_stage(MemoryResult& r, const StageMemory& s);
+
 /// The categories of MemoryResult, each once: the label every view prints
 /// and the key every JSON view writes. They sum to MemoryResult::total.
 struct MemoryCategory {
