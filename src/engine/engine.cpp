@@ -256,9 +256,10 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   // Overlap costs SMs (cost::KernelCost::sm_fraction): compute of length C
   // beside a collective of length T holding a fraction f of the SMs takes
   // max(T, C + f T), so the collective adds max(T - C, f T).
-  const double exposed_per_microbatch =
-      s.exposed_comm_s + std::max(s.overlappable_comm_s - s.window_s, s.overlappable_comm_sm_s);
-  const double t_microbatch = std::max(s.t_fwd + s.t_bwd + s.t_rec + exposed_per_microbatch, s.host_s);
+  const double spill = std::max(0.0, s.overlappable_comm_s - s.window_s);  // what the window cannot hide
+  const double exposed_per_microbatch = s.exposed_comm_s + std::max(spill, s.overlappable_comm_sm_s);
+  const double t_kernels = s.t_fwd + s.t_bwd + s.t_rec + exposed_per_microbatch;
+  const double t_microbatch = std::max(t_kernels, s.host_s);
   // Pipeline bubble (Narayanan et al. 2021): (p - 1) / (v m) of the ideal time.
   const double pp = std::max(1, par.pp);
   const double v = std::max(1, par.virtual_stages);
@@ -269,8 +270,8 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   // compute time that per-micro-batch communication has not already used;
   // the last bucket (~5% of the gradients) is always exposed.
   const double dp_window = std::min(s.t_bwd, std::max(0.0, s.window_s - s.overlappable_comm_s));
-  const double exposed_dp =
-      pool_step > 0 ? std::max({pool_step - dp_window, 0.05 * pool_step, pool_sm_step}) : 0.0;
+  const double dp_spill = pool_step > 0 ? std::max(pool_step - dp_window, 0.05 * pool_step) : 0.0;
+  const double exposed_dp = pool_step > 0 ? std::max(dp_spill, pool_sm_step) : 0.0;
   double step = ideal + bubble + s.t_step_fixed + exposed_dp + comm_step;
   step *= techniques::executed_steps_per_step(p);
   const long long gpus = par.gpus();
@@ -285,9 +286,9 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   st.bubble_s = bubble;
   st.bubble_fraction = bubble_frac;
   st.host_s = mb * s.host_s;
-  st.host_bound = s.host_s > s.t_fwd + s.t_bwd + s.t_rec + exposed_per_microbatch;
-  st.comm_slowdown_s = mb * std::max(0.0, s.overlappable_comm_sm_s - std::max(0.0, s.overlappable_comm_s - s.window_s)) +
-                       std::max(0.0, exposed_dp - std::max(pool_step - dp_window, 0.05 * pool_step));
+  st.host_bound = s.host_s > t_kernels;
+  // The share of the exposed time that is SM contention rather than spill.
+  st.comm_slowdown_s = mb * std::max(0.0, s.overlappable_comm_sm_s - spill) + (exposed_dp - dp_spill);
   st.optimizer_s = s.t_step_fixed;
   const int seq = graph::seq_len(m, p);
   st.tokens_per_step = static_cast<double>(p.micro_batch) * seq * mb * par.dp;
