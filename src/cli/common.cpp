@@ -9,6 +9,7 @@
 
 #include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
+#include "ridgeline/uncertainty/interval.hpp"
 #include "ridgeline/units/units.hpp"
 
 namespace ridgeline::cli {
@@ -178,6 +179,18 @@ int guarded(const std::function<int()>& body) {
     std::cerr << "internal error: " << e.what() << "\n";
     return kExitInternal;
   }
+}
+
+void add_interval_level(CLI::App& app, double& level) {
+  level = uncertainty::kDefaultLevel;
+  app.add_option("--interval-level", level,
+                 "Nominal level of the prediction intervals, 0.5 to 0.99 (default 0.8: an 80% interval; "
+                 "docs/accuracy.md says how they are made and how often they hold)");
+}
+
+void check_interval_level(double level) {
+  std::string why;
+  if (!uncertainty::valid_level(level, why)) throw UsageError{"--interval-level", why};
 }
 
 }  // namespace ridgeline::cli

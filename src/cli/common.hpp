@@ -62,6 +62,13 @@ int guarded(const std::function<int()>& body);
 /// "error: parallel.tp (--tp): TP 3 does not divide 32 attention heads".
 std::string problem_line(const engine::Problem& p);
 
+/// --interval-level on `app` (predict, compare, search, report): the nominal
+/// level of the prediction intervals, default uncertainty::kDefaultLevel.
+/// Call check_interval_level in the callback.
+void add_interval_level(CLI::App& app, double& level);
+/// A UsageError for --interval-level outside [0.5, 0.99].
+void check_interval_level(double level);
+
 enum class Format { kTable, kJson, kCsv };
 Format parse_format(const std::string& s);
 

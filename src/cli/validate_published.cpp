@@ -1,7 +1,7 @@
 // ridgeline validate-published [FILE] [--group G] [--leave-out G | --leave-one-group-out]
 //                              [--format table|json|csv|markdown] [--output F]
 //
-// Predicts every row of a published-measurements file (shared/validation/
+// Predicts every row of a published-measurements file (validation/
 // published.yaml by default) and prints measured vs predicted per row, then
 // error statistics per group, per subset of a group (GPU profile and
 // precision), per category, per training framework and per GPU generation
@@ -24,6 +24,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "ridgeline/spec/published.hpp"
+#include "ridgeline/validation/coverage.hpp"
 #include "ridgeline/validation/published.hpp"
 
 namespace ridgeline::cli {
@@ -45,12 +46,14 @@ struct ValidatePublishedArgs {
   bool leave_one_group_out = false;
   bool show_skipped = false;
   bool no_calibration = false;
+  std::string residuals;  // --residuals FILE (with --leave-one-group-out)
 };
 
-/// ../shared/validation/published.yaml beside the repository (CI clones the
-/// repository next to shared/), or "" when there is none.
+/// validation/published.yaml of the data directory (the repository's copy),
+/// as a relative path when the data directory is the working directory; ""
+/// when there is none.
 std::string default_published_file() {
-  const fs::path rel = fs::path("..") / "shared" / "validation" / "published.yaml";
+  const fs::path rel = fs::path("validation") / "published.yaml";
   for (const fs::path& base : {fs::path(data_dir()), fs::path(RIDGELINE_SOURCE_DIR)}) {
     std::error_code ec;
     const fs::path p = base / rel;
@@ -367,6 +370,83 @@ std::string render_markdown(const PublishedReport& r) {
   return out;
 }
 
+constexpr const char* kCoverageDefinition =
+    "each row's interval drawn from the other groups' out-of-sample residuals only (its own group left out of "
+    "every pool, as an unseen run's would be); covered = the measured value lies inside; width = (high - low) / "
+    "point estimate";
+
+/// The coverage lines in table order: end-to-end (all, by framework, by
+/// generation), then kernels (all, by kind), each with its section's name.
+std::vector<std::pair<std::string, const validation::CoverageLine*>> coverage_lines(
+    const validation::CoverageReport& c) {
+  std::vector<std::pair<std::string, const validation::CoverageLine*>> v;
+  v.push_back({"end-to-end", &c.end_to_end});
+  for (const auto& l : c.by_framework) v.push_back({"framework", &l});
+  for (const auto& l : c.by_generation) v.push_back({"generation", &l});
+  if (c.kernels.rows > 0) {
+    v.push_back({"kernels", &c.kernels});
+    for (const auto& l : c.by_kernel_kind) v.push_back({"kernel kind", &l});
+  }
+  return v;
+}
+
+std::vector<std::string> coverage_head(const validation::CoverageReport& c) {
+  std::vector<std::string> h = {"pool", "rows"};
+  for (double lv : c.levels) {
+    h.push_back(fmt::format("{:.0f}%: covered", lv * 100));
+    h.push_back("median width");
+  }
+  return h;
+}
+
+std::vector<std::vector<std::string>> coverage_cells(const validation::CoverageReport& c, bool bold_all) {
+  std::vector<std::vector<std::string>> t;
+  for (const auto& [section, l] : coverage_lines(c)) {
+    const bool all = section == "end-to-end" || section == "kernels";
+    std::vector<std::string> r = {all && bold_all ? "**" + l->name + "**" : (all ? l->name : section + " " + l->name),
+                                  std::to_string(l->rows)};
+    for (size_t i = 0; i < c.levels.size(); ++i) {
+      r.push_back(abs_pct(l->covered[i] * 100));
+      r.push_back(abs_pct(l->median_width_pct[i]));
+    }
+    t.push_back(std::move(r));
+  }
+  return t;
+}
+
+std::string render_coverage_table(const validation::CoverageReport& c) {
+  std::vector<bool> right(2 + 2 * c.levels.size(), true);
+  right[0] = false;
+  return fmt::format("\nPrediction-interval coverage, leave one group out ({})\n", kCoverageDefinition) +
+         text_table(coverage_head(c), coverage_cells(c, false), right);
+}
+
+std::string render_coverage_markdown(const validation::CoverageReport& c) {
+  std::vector<bool> right(2 + 2 * c.levels.size(), true);
+  right[0] = false;
+  return fmt::format(
+             "### Prediction-interval coverage\n\n"
+             "Nominal against empirical coverage of the prediction intervals (method: docs/accuracy_basis.md, "
+             "\"Prediction intervals\"). Each row's interval is drawn from the other groups' out-of-sample "
+             "residuals only: its own group is left out of every pool, as an unseen run's would be. *Covered*: the "
+             "share of rows whose measured value lies inside; *median width*: (high - low) / point estimate.\n\n") +
+         md_table(coverage_head(c), coverage_cells(c, true), right) + "\n";
+}
+
+json coverage_json(const validation::CoverageReport& c) {
+  json a = json::array();
+  for (const auto& [section, l] : coverage_lines(c)) {
+    json o = {{"section", section}, {"name", l->name}, {"rows", l->rows}, {"levels", json::array()}};
+    for (size_t i = 0; i < c.levels.size(); ++i)
+      o["levels"].push_back({{"level", c.levels[i]},
+                             {"covered", num(l->covered[i])},
+                             {"median_width_pct", num(l->median_width_pct[i])},
+                             {"fallbacks", l->fallbacks[i]}});
+    a.push_back(std::move(o));
+  }
+  return a;
+}
+
 /// One leave-one-group-out line: rows, predicted, then median |err|, p90 and
 /// speed bias in-sample and left out.
 std::vector<std::string> logo_cells(const std::string& name, const validation::ErrorStats& in,
@@ -410,7 +490,7 @@ std::string logo_tables(const LeaveOneOutReport& r, const std::string& all, Rend
 
 const std::vector<bool> kLogoRight = {false, true, true, true, true, true, true, true, true};
 
-std::string render_logo_table(const LeaveOneOutReport& r) {
+std::string render_logo_table(const LeaveOneOutReport& r, const validation::CoverageReport& cov) {
   std::string out = fmt::format("Ridgeline vs published measurements, leave one group out: {}{}\n{}\n{}\n\n", r.file,
                                 r.group_filter.empty() ? "" : fmt::format(" (group {})", r.group_filter),
                                 kLeaveOneOutDefinition, kErrorDefinition);
@@ -420,10 +500,10 @@ std::string render_logo_table(const LeaveOneOutReport& r) {
                   text_table({col, "rows", "predicted", "in-sample median |err|", "p90", "speed bias",
                               "left-out median |err|", "p90", "speed bias"},
                              rows, kLogoRight);
-         });
+         }) + render_coverage_table(cov);
 }
 
-std::string render_logo_json(const LeaveOneOutReport& r) {
+std::string render_logo_json(const LeaveOneOutReport& r, const validation::CoverageReport& cov) {
   json j;
   j["file"] = r.file;
   j["group"] = r.group_filter.empty() ? json(nullptr) : json(r.group_filter);
@@ -446,6 +526,7 @@ std::string render_logo_json(const LeaveOneOutReport& r) {
   j["end_to_end"] = both(r.end_to_end);
   j["by_framework"] = lines(r.by_framework, "framework");
   j["by_generation"] = lines(r.by_generation, "generation");
+  j["coverage"] = coverage_json(cov);
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
@@ -465,7 +546,7 @@ std::string render_logo_csv(const LeaveOneOutReport& r) {
   return out;
 }
 
-std::string render_logo_markdown(const LeaveOneOutReport& r) {
+std::string render_logo_markdown(const LeaveOneOutReport& r, const validation::CoverageReport& cov) {
   std::string out = fmt::format(
       "### Leave one group out\n\n"
       "Each group's rows predicted twice: in-sample, with every cost-model default as fitted, and left out, with "
@@ -483,7 +564,7 @@ std::string render_logo_markdown(const LeaveOneOutReport& r) {
                             "left-out speed bias"},
                            rows, kLogoRight) +
                   "\n";
-         });
+         }) + render_coverage_markdown(cov);
 }
 
 /// The named group of `file`, or the usage error for `flag` naming the groups it has.
@@ -504,7 +585,7 @@ void register_validate_published(CLI::App& app, int& rc) {
       "validate-published",
       "Check predictions against published measurements (papers' tables, framework benchmarks, microbenchmarks)");
   cmd->add_option("file", args->file,
-                  "Published-measurements YAML (default: ../shared/validation/published.yaml beside the repository)");
+                  "Published-measurements YAML (default: validation/published.yaml of the repository)");
   cmd->add_option("--group", args->group, "Only rows of this group (e.g. korthikanti2022)");
   cmd->add_option("--format", args->format, "table | json | csv | markdown (summary tables only)")
       ->capture_default_str();
@@ -514,6 +595,10 @@ void register_validate_published(CLI::App& app, int& rc) {
   cmd->add_flag("--leave-one-group-out", args->leave_one_group_out,
                 "Per group: the in-sample error beside the error with that group's own fits left out")
       ->excludes(leave_out);
+  cmd->add_option("--residuals", args->residuals,
+                  "With --leave-one-group-out: write the out-of-sample residuals (the prediction intervals' pools) "
+                  "to FILE, as validation/residuals.yaml")
+      ->needs(cmd->get_option("--leave-one-group-out"));
   cmd->add_flag("--show-skipped", args->show_skipped, "Table: list every skipped row with its reason");
   cmd->add_flag("--no-calibration", args->no_calibration, "Ignore the profiles' calibration blocks");
   cmd->callback([args, &rc] {
@@ -525,8 +610,8 @@ void register_validate_published(CLI::App& app, int& rc) {
       if (path.empty()) {
         path = default_published_file();
         if (path.empty())
-          throw UsageError{"FILE", "no file given, and ../shared/validation/published.yaml is not beside the "
-                                   "repository; pass the published-measurements YAML"};
+          throw UsageError{"FILE", "no file given, and validation/published.yaml is not in the data directory "
+                                   "(RIDGELINE_DATA_DIR); pass the published-measurements YAML"};
       }
       const spec::PublishedFile file = spec::load_published(path);
       if (!args->group.empty()) check_group(file, args->group, "--group");
@@ -539,10 +624,13 @@ void register_validate_published(CLI::App& app, int& rc) {
       std::string text;
       if (args->leave_one_group_out) {
         const LeaveOneOutReport rep = validation::leave_one_group_out(file, opt);
-        if (f == "markdown") text = render_logo_markdown(rep);
-        else if (f == "json") text = render_logo_json(rep);
+        const auto residuals = validation::residuals_of(rep.left_out_rows);
+        const validation::CoverageReport cov = validation::coverage_of(residuals);
+        if (f == "markdown") text = render_logo_markdown(rep, cov);
+        else if (f == "json") text = render_logo_json(rep, cov);
         else if (f == "csv") text = render_logo_csv(rep);
-        else text = render_logo_table(rep);
+        else text = render_logo_table(rep, cov);
+        if (!args->residuals.empty()) write_output(args->residuals, uncertainty::write_residuals(residuals, path));
         write_output(args->output, text);
         return kExitOk;
       }

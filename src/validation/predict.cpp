@@ -76,6 +76,7 @@ OrSkip<RowPrediction> predict_end_to_end(const PublishedRow& row, const Context&
   r.assumptions = std::move(tc->assumptions);
   r.assumptions.push_back(fmt::format("FLOP convention: {}", conv.basis));
   r.fits = pr->memory.fits;
+  r.run = uncertainty::traits_of(*pr, tc->plan, cx.hw);
   if (!r.fits)
     r.assumptions.push_back(fmt::format("Ridgeline predicts this run does not fit: {:.1f} of {:.1f} GiB",
                                         pr->memory.total / (1 << 30), pr->memory.capacity / (1 << 30)));
@@ -155,6 +156,7 @@ OrSkip<RowPrediction> predict_gemm(const PublishedRow& row, const Context& cx) {
   r.config = std::move(kc->config);
   r.assumptions = std::move(kc->assumptions);
   r.precision = std::string(spec::name(kc->dtype));
+  r.kernel = uncertainty::KernelTraits{uncertainty::KernelKind::kGemm, cx.hw.generation, kc->dtype};
   std::vector<Comparison> found;
   for (const char* key : {"tflops", "tflops_or_tops"})
     if (auto v = measured(row, key))
@@ -178,6 +180,7 @@ OrSkip<RowPrediction> predict_attention(const PublishedRow& row, const Context& 
   r.assumptions = std::move(kc->assumptions);
   r.assumptions.push_back("FLOP convention: 4 b s^2 h d forward, halved when causal, 2.5x for backward");
   r.precision = std::string(spec::name(kc->dtype));
+  r.kernel = uncertainty::KernelTraits{uncertainty::KernelKind::kAttention, cx.hw.generation, kc->dtype};
   std::vector<Comparison> found;
   if (auto v = measured(row, "tflops"))
     found.push_back(compare("tflops", "TFLOP/s", *v, kc->convention_flops / t / 1e12, true));

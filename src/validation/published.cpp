@@ -51,6 +51,8 @@ PublishedResult predict(const spec::PublishedRow& row, const ProfileSet& profile
   r.assumptions = std::move(p->assumptions);
   r.fits = p->fits;
   r.precision = std::move(p->precision);
+  r.run = p->run;
+  r.kernel = p->kernel;
   return r;
 }
 
@@ -209,6 +211,7 @@ LeaveOneOutReport leave_one_group_out(const spec::PublishedFile& file, const Pro
   };
   out.by_framework = beside(split_by_framework);
   out.by_generation = beside(split_by_generation);
+  out.left_out_rows = std::move(out_rows);
   return out;
 }
 

@@ -13,6 +13,7 @@
 
 #include "ridgeline/spec/hardware.hpp"
 #include "ridgeline/spec/published.hpp"
+#include "ridgeline/uncertainty/interval.hpp"
 #include "ridgeline/validation/mapping.hpp"
 #include "ridgeline/validation/skip.hpp"
 #include "ridgeline/validation/stats.hpp"
@@ -26,6 +27,10 @@ struct RowPrediction {
   std::vector<std::string> assumptions;  // what Ridgeline had to assume
   bool fits = true;                      // end-to-end: the memory model agrees the run fits
   std::string precision;                 // the plan's precision or the kernel's dtype ("bf16", "fp8"); "" when none
+  /// End-to-end rows: what makes the run comparable to another (its interval pool).
+  std::optional<uncertainty::RunTraits> run;
+  /// GEMM and attention rows: the same for the kernel.
+  std::optional<uncertainty::KernelTraits> kernel;
 };
 
 /// Why a row's quantity is outside the model, before looking at its GPU

@@ -14,11 +14,13 @@
 // signed percentages, (predicted - measured) / measured x 100 (stats.hpp).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "ridgeline/spec/published.hpp"
+#include "ridgeline/uncertainty/interval.hpp"
 #include "ridgeline/validation/profiles.hpp"
 #include "ridgeline/validation/stats.hpp"
 
@@ -42,6 +44,8 @@ struct PublishedResult {
   /// every other category (a kernel benchmark runs under no framework).
   std::string framework;
   std::string generation;  // the profile's GPU generation ("hopper"); "" when no profile claims the GPU
+  std::optional<uncertainty::RunTraits> run;        // predicted end-to-end rows: the run's interval traits
+  std::optional<uncertainty::KernelTraits> kernel;  // predicted GEMM and attention rows: the kernel's
   /// The row's subset of its group: "PROFILE PRECISION" ("h100_sxm fp8"),
   /// the GPU name when no profile claims it, without precision when unmapped.
   std::string subset() const;
@@ -123,6 +127,9 @@ struct LeaveOneOutReport {
   LeaveOneOutGroup end_to_end;
   std::vector<LeaveOneOutGroup> by_framework;
   std::vector<LeaveOneOutGroup> by_generation;
+  /// Every row of the groups with predicted rows, predicted with its own
+  /// group's fits left out (file order within each group).
+  std::vector<PublishedResult> left_out_rows;
 };
 
 /// Leave-one-group-out: for every group (of opt.group, when one is given)

@@ -1,0 +1,192 @@
+// How sure a prediction is: prediction intervals from the out-of-sample
+// residuals of Ridgeline's own predictions of published measurements.
+//
+// Every predicted end-to-end row of validation/published.yaml, predicted
+// with the cost-model defaults fitted on its own group left out
+// (validation::leave_one_group_out), leaves one residual
+//   r = log(predicted step time / measured step time)
+// (a throughput's residual is log(measured / predicted): the same run, the
+// same r). scripts/accuracy_table.sh writes them, with what makes two runs
+// comparable (RunTraits), to validation/residuals.yaml.
+//
+// The residuals of one published source share an offset (its software
+// stack, its clocks, how it counted): a run from a source the validation has
+// never seen is off by a new offset as well as by the scatter within a
+// source. So the interval is a random-effects (one-way) prediction interval
+// in log space:
+//   r ~ mu + b + e,  b ~ N(0, s_b^2) between sources, e ~ N(0, s_w^2) within,
+//   interval on r: mu -+ z_{(1+l)/2} sqrt(s_w^2 + s_b^2), widened to hold 0
+// (the point estimate), where
+//   mu   = the mean of the pool's per-source means (each source counts once),
+//   s_w  = the pool's pooled within-source standard deviation,
+//   s_b  = the standard deviation of the per-source means of every source of
+//          the same kind (training runs, or kernels),
+// and the pool is the most specific set of comparable rows holding
+// kMinPoolRows:
+//   framework + generation + what dominates + GPU count + model size,
+//   then without model size, without GPU count, without what dominates,
+//   then every row of the generation, then every end-to-end row.
+// A pool too thin falls back to the next, and the interval says so. Its
+// coverage is checked out of sample (validation/coverage.hpp): each row's
+// interval drawn with its own source left out of every pool and of s_b.
+//
+// Kernel rows (GEMM and attention benchmarks) give kernel-level intervals
+// the same way: pools by kind + generation + dtype, then kind + generation,
+// then kind, then every kernel row.
+//
+// Peak memory has no published measurement to draw residuals from; its
+// interval is the allocator's: memory_interval().
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ridgeline/spec/hardware.hpp"
+#include "ridgeline/spec/kinds.hpp"
+
+namespace ridgeline::engine {
+struct Prediction;
+}
+namespace ridgeline::memory {
+struct MemoryResult;
+}
+namespace ridgeline::spec {
+struct PlanSpec;
+}
+
+namespace ridgeline::uncertainty {
+
+/// Fewer comparable rows than this and a pool is too thin to stand alone: its
+/// within-source spread from under 20 rows is uncertain by more than 15%
+/// (the standard error of a standard deviation, 1/sqrt(2(n-1))).
+inline constexpr int kMinPoolRows = 20;
+
+/// The nominal level when none is asked for.
+inline constexpr double kDefaultLevel = 0.8;
+
+/// What dominates a step's time: the largest of GEMM time, attention time,
+/// memory-bound kernel time (every other kernel class) and exposed
+/// communication (collectives and point-to-point nothing hides, and the
+/// compute the overlapped ones slow down).
+enum class Dominant : std::uint8_t { kCompute, kAttention, kMemoryBound, kCommunication };
+inline constexpr int kDominantCount = 4;
+std::string_view name(Dominant d);  // "compute", "attention", "memory-bound", "communication"
+bool parse_dominant(std::string_view s, Dominant& out);
+
+/// What makes two training runs comparable.
+struct RunTraits {
+  std::uint8_t framework = 0;  // index into spec::frameworks()
+  spec::Generation generation = spec::Generation::kAmpere;
+  long long gpus = 1;
+  double params = 0;  // total parameters
+  Dominant dominant = Dominant::kCompute;
+};
+
+/// The traits of a predicted training step on `hw` under `plan`.
+RunTraits traits_of(const engine::Prediction& p, const spec::PlanSpec& plan, const spec::HardwareSpec& hw);
+
+/// GPU-count and model-size buckets: "1 GPU", "2-8 GPUs", "9-64 GPUs",
+/// "65-512 GPUs", "over 512 GPUs"; "under 2B", "2-20B", "20-100B", "over 100B" parameters.
+int gpu_bucket(long long gpus);
+int size_bucket(double params);
+std::string_view gpu_bucket_name(int b);
+std::string_view size_bucket_name(int b);
+
+/// What makes two kernel measurements comparable.
+enum class KernelKind : std::uint8_t { kGemm, kAttention };
+std::string_view name(KernelKind k);  // "gemm", "attention"
+struct KernelTraits {
+  KernelKind kind = KernelKind::kGemm;
+  spec::Generation generation = spec::Generation::kAmpere;
+  spec::Dtype dtype = spec::Dtype::kBf16;
+};
+
+/// One out-of-sample residual: log(predicted time / measured time).
+struct Residual {
+  std::string id;
+  std::string group;
+  bool kernel = false;  // a kernel row (kernel_traits) or an end-to-end row (run)
+  RunTraits run;
+  KernelTraits kernel_traits;
+  double log_residual = 0;
+};
+
+/// A prediction interval on a time: the measured time is expected in
+/// [point x lo, point x hi] at `level` (lo <= 1 <= hi); a rate (tokens/s,
+/// MFU, TFLOP/s) in [point / hi, point / lo].
+struct Interval {
+  double level = 0;
+  double lo = 1, hi = 1;
+  std::string pool;     // the pool the residuals came from, in words
+  int rows = 0;         // its rows
+  bool fallback = false;  // not the most specific pool: too few comparable rows there
+  std::string note;       // why it fell back, in words; "" when it did not
+  bool valid() const { return rows > 0; }
+  double time_lo(double t) const { return t * lo; }
+  double time_hi(double t) const { return t * hi; }
+  double rate_lo(double v) const { return v / hi; }
+  double rate_hi(double v) const { return v / lo; }
+};
+
+/// The residual pools behind every interval.
+class IntervalModel {
+ public:
+  IntervalModel() = default;
+  explicit IntervalModel(std::vector<Residual> rows, std::string source = {});
+
+  bool empty() const { return rows_.empty(); }
+  const std::vector<Residual>& rows() const { return rows_; }
+  const std::string& source() const { return source_; }
+
+  /// The interval of a training step with traits `t` at `level` (0 < level < 1).
+  /// Rows of `exclude_group` are left out of every pool (leave-one-group-out
+  /// coverage). An invalid Interval (rows 0, note set) when no pool holds
+  /// enough rows for the level.
+  Interval run_interval(const RunTraits& t, double level, std::string_view exclude_group = {}) const;
+  /// The same for one kernel.
+  Interval kernel_interval(const KernelTraits& k, double level, std::string_view exclude_group = {}) const;
+
+ private:
+  std::vector<Residual> rows_;
+  std::string source_;
+};
+
+/// The standard normal quantile: z with P(Z <= z) = p, 0 < p < 1.
+double normal_quantile(double p);
+
+/// The random-effects bounds on the log-residual at `level`, widened to hold
+/// 0: mu -+ z sqrt(s_w^2 + s_b^2) (see the top of this file).
+void random_effects_bounds(double mu, double s_within, double s_between, double level, double& r_lo, double& r_hi);
+
+/// Checks a requested level: a number in [0.5, 0.99]; the message when not.
+bool valid_level(double level, std::string& message);
+
+/// Reads residuals written by write_residuals; a malformed file is a located
+/// support::SpecError.
+IntervalModel load_residuals(const std::string& path);
+/// The YAML text of `rows` (the header says how they were made).
+std::string write_residuals(const std::vector<Residual>& rows, std::string_view published_file);
+
+/// The residuals shipped in data_dir()/validation/residuals.yaml, read once;
+/// an empty model when the file is absent (every interval then says so).
+const IntervalModel& shipped();
+/// The path shipped() reads.
+std::string shipped_path();
+
+/// Peak memory's interval: no published peak-memory measurement to draw
+/// residuals from, so the allocator's own spread. Low: the tensors alone
+/// (allocated + workspace, torch.cuda.max_memory_allocated); point: allocated
+/// x (1 + the framework's allocator reserve) + workspace
+/// (max_memory_reserved); high: the reserve twice over, allocated x (1 + 2 x
+/// reserve) + workspace. The same at every level.
+struct MemoryInterval {
+  double lo = 0, point = 0, hi = 0;  // bytes per GPU
+  bool fits_point = false;           // point <= capacity
+  bool fits_high = false;            // hi <= capacity
+  std::string basis;                 // how it was made, in words
+};
+MemoryInterval memory_interval(const memory::MemoryResult& m);
+
+}  // namespace ridgeline::uncertainty

@@ -1,0 +1,368 @@
+#include "ridgeline/uncertainty/interval.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cctype>
+#include <filesystem>
+#include <functional>
+#include <fmt/format.h>
+
+#include "ridgeline/engine/engine.hpp"
+#include "ridgeline/memory/memory.hpp"
+#include "ridgeline/spec/framework.hpp"
+#include "ridgeline/spec/plan.hpp"
+#include "ridgeline/spec/yaml_reader.hpp"
+
+namespace ridgeline::uncertainty {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kDominantNames[] = {"compute", "attention", "memory-bound", "communication"};
+constexpr std::string_view kGpuBuckets[] = {"1 GPU", "2-8 GPUs", "9-64 GPUs", "65-512 GPUs", "over 512 GPUs"};
+constexpr std::string_view kSizeBuckets[] = {"under 2B", "2-20B", "20-100B", "over 100B"};
+
+std::string generation_word(spec::Generation g) {
+  std::string s(spec::name(g));
+  if (!s.empty()) s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
+  return s;
+}
+
+}  // namespace
+
+std::string_view name(Dominant d) { return kDominantNames[static_cast<int>(d)]; }
+
+bool parse_dominant(std::string_view s, Dominant& out) {
+  for (int i = 0; i < kDominantCount; ++i)
+    if (s == kDominantNames[i]) {
+      out = static_cast<Dominant>(i);
+      return true;
+    }
+  return false;
+}
+
+std::string_view name(KernelKind k) { return k == KernelKind::kGemm ? "gemm" : "attention"; }
+
+int gpu_bucket(long long gpus) {
+  if (gpus <= 1) return 0;
+  if (gpus <= 8) return 1;
+  if (gpus <= 64) return 2;
+  if (gpus <= 512) return 3;
+  return 4;
+}
+
+int size_bucket(double params) {
+  if (params < 2e9) return 0;
+  if (params < 20e9) return 1;
+  if (params < 100e9) return 2;
+  return 3;
+}
+
+std::string_view gpu_bucket_name(int b) { return kGpuBuckets[std::clamp(b, 0, 4)]; }
+std::string_view size_bucket_name(int b) { return kSizeBuckets[std::clamp(b, 0, 3)]; }
+
+RunTraits traits_of(const engine::Prediction& p, const spec::PlanSpec& plan, const spec::HardwareSpec& hw) {
+  RunTraits t;
+  t.framework = plan.framework;
+  t.generation = hw.generation;
+  t.gpus = p.step.gpus;
+  t.params = p.params.total;
+  using spec::KernelClass;
+  const auto cls = [&](KernelClass c) { return p.time_by_class[static_cast<int>(c)]; };
+  double memory_bound = 0;
+  for (int c = 0; c < spec::kKernelClassCount; ++c) {
+    const auto k = static_cast<KernelClass>(c);
+    if (k != KernelClass::kGemm && k != KernelClass::kAttention && k != KernelClass::kCollective &&
+        k != KernelClass::kP2p)
+      memory_bound += p.time_by_class[c];
+  }
+  const double terms[] = {cls(KernelClass::kGemm), cls(KernelClass::kAttention), memory_bound, p.step.exposed_comm_s};
+  t.dominant = static_cast<Dominant>(std::max_element(std::begin(terms), std::end(terms)) - std::begin(terms));
+  return t;
+}
+
+bool valid_level(double level, std::string& message) {
+  if (std::isfinite(level) && level >= 0.5 && level <= 0.99) return true;
+  message = fmt::format("expected a level from 0.5 to 0.99 (0.8 = an 80% interval), got {}", level);
+  return false;
+}
+
+double normal_quantile(double p) {
+  // Bisection on the CDF 0.5 erfc(-z / sqrt 2): 80 halvings of [-40, 40] reach double precision.
+  double lo = -40, hi = 40;
+  for (int i = 0; i < 80; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+void random_effects_bounds(double mu, double s_within, double s_between, double level, double& r_lo, double& r_hi) {
+  const double half = normal_quantile(0.5 + level / 2) * std::sqrt(s_within * s_within + s_between * s_between);
+  r_lo = std::min(0.0, mu - half);
+  r_hi = std::max(0.0, mu + half);
+}
+
+IntervalModel::IntervalModel(std::vector<Residual> rows, std::string source)
+    : rows_(std::move(rows)), source_(std::move(source)) {}
+
+namespace {
+
+/// A pool: a predicate over the rows and its name.
+struct PoolSpec {
+  std::string name;
+  std::function<bool(const Residual&)> in;
+};
+
+/// Per-source means and the pooled within-source variance of `rows`.
+struct SourceSpread {
+  std::vector<double> means;
+  double within_var = 0;
+  int rows = 0;
+};
+
+template <class In>
+SourceSpread spread_of(const std::vector<Residual>& rows, std::string_view exclude, In in) {
+  std::vector<std::string_view> groups;
+  std::vector<double> sum, sq;
+  std::vector<int> n;
+  SourceSpread s;
+  for (const auto& x : rows) {
+    if ((!exclude.empty() && x.group == exclude) || !in(x)) continue;
+    size_t g = std::find(groups.begin(), groups.end(), x.group) - groups.begin();
+    if (g == groups.size()) {
+      groups.push_back(x.group);
+      sum.push_back(0);
+      sq.push_back(0);
+      n.push_back(0);
+    }
+    sum[g] += x.log_residual;
+    sq[g] += x.log_residual * x.log_residual;
+    ++n[g];
+    ++s.rows;
+  }
+  double ss = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const double m = sum[g] / n[g];
+    s.means.push_back(m);
+    ss += std::max(0.0, sq[g] - n[g] * m * m);
+  }
+  const int dof = s.rows - static_cast<int>(groups.size());
+  s.within_var = dof > 0 ? ss / dof : 0.0;
+  return s;
+}
+
+double mean(const std::vector<double>& v) {
+  double t = 0;
+  for (double x : v) t += x;
+  return v.empty() ? 0.0 : t / v.size();
+}
+
+/// The sample standard deviation of `v`; 0 for fewer than two values.
+double sample_sd(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  const double m = mean(v);
+  double ss = 0;
+  for (double x : v) ss += (x - m) * (x - m);
+  return std::sqrt(ss / (v.size() - 1));
+}
+
+/// Walks `pools` from the most specific; the first with kMinPoolRows rows
+/// gives mu and s_w, `kind` (every row of the same kind) gives s_b.
+template <class Kind>
+Interval choose(const std::vector<Residual>& rows, const std::vector<PoolSpec>& pools, Kind kind, double level,
+                std::string_view exclude, std::string_view what) {
+  Interval iv;
+  iv.level = level;
+  const double s_between = sample_sd(spread_of(rows, exclude, kind).means);
+  for (size_t i = 0; i < pools.size(); ++i) {
+    const SourceSpread s = spread_of(rows, exclude, pools[i].in);
+    if (s.rows < kMinPoolRows) continue;
+    double lo = 0, hi = 0;
+    random_effects_bounds(mean(s.means), std::sqrt(s.within_var), s_between, level, lo, hi);
+    // measured = predicted / e^r: a residual above 0 (predicted too slow) lowers the time.
+    iv.lo = std::exp(-hi);
+    iv.hi = std::exp(-lo);
+    iv.pool = pools[i].name;
+    iv.rows = s.rows;
+    if (i > 0) {
+      iv.fallback = true;
+      iv.note = fmt::format("fewer than {} validated {} like this one ({}): interval from {}, {} rows",
+                            kMinPoolRows, what, pools.front().name, pools[i].name, iv.rows);
+    }
+    return iv;
+  }
+  iv.note = fmt::format("fewer than {} validated {} to draw an interval from", kMinPoolRows, what);
+  return iv;
+}
+
+}  // namespace
+
+Interval IntervalModel::run_interval(const RunTraits& t, double level, std::string_view exclude_group) const {
+  if (rows_.empty()) {
+    Interval iv;
+    iv.level = level;
+    iv.note = "no residuals to draw an interval from (" + shipped_path() + " not found)";
+    return iv;
+  }
+  const auto& fw = spec::framework(t.framework);
+  const std::string gen = generation_word(t.generation);
+  const int gb = gpu_bucket(t.gpus), sb = size_bucket(t.params);
+  const auto same_fg = [t](const Residual& x) {
+    return !x.kernel && x.run.framework == t.framework && x.run.generation == t.generation;
+  };
+  const auto same_fgd = [=](const Residual& x) { return same_fg(x) && x.run.dominant == t.dominant; };
+  const std::string fg = fmt::format("{} on {}", fw.id, gen);
+  const std::string fgd = fmt::format("{}, {}-bound", fg, name(t.dominant));
+  std::vector<PoolSpec> pools = {
+      {fmt::format("{}, {}, {} parameters", fgd, gpu_bucket_name(gb), size_bucket_name(sb)),
+       [=](const Residual& x) {
+         return same_fgd(x) && gpu_bucket(x.run.gpus) == gb && size_bucket(x.run.params) == sb;
+       }},
+      {fmt::format("{}, {}", fgd, gpu_bucket_name(gb)),
+       [=](const Residual& x) { return same_fgd(x) && gpu_bucket(x.run.gpus) == gb; }},
+      {fgd, same_fgd},
+      {fg, same_fg},
+      {fmt::format("all {} runs", gen),
+       [t](const Residual& x) { return !x.kernel && x.run.generation == t.generation; }},
+      {"all end-to-end runs", [](const Residual& x) { return !x.kernel; }},
+  };
+  return choose(rows_, pools, [](const Residual& x) { return !x.kernel; }, level, exclude_group, "training runs");
+}
+
+Interval IntervalModel::kernel_interval(const KernelTraits& k, double level, std::string_view exclude_group) const {
+  if (rows_.empty()) {
+    Interval iv;
+    iv.level = level;
+    iv.note = "no residuals to draw an interval from (" + shipped_path() + " not found)";
+    return iv;
+  }
+  const std::string gen = generation_word(k.generation);
+  const auto same_kg = [k](const Residual& x) {
+    return x.kernel && x.kernel_traits.kind == k.kind && x.kernel_traits.generation == k.generation;
+  };
+  std::vector<PoolSpec> pools = {
+      {fmt::format("{} {} kernels on {}", spec::name(k.dtype), name(k.kind), gen),
+       [=](const Residual& x) { return same_kg(x) && x.kernel_traits.dtype == k.dtype; }},
+      {fmt::format("{} kernels on {}", name(k.kind), gen), same_kg},
+      {fmt::format("all {} kernels", name(k.kind)),
+       [k](const Residual& x) { return x.kernel && x.kernel_traits.kind == k.kind; }},
+      {"all GEMM and attention kernels", [](const Residual& x) { return x.kernel; }},
+  };
+  return choose(rows_, pools, [](const Residual& x) { return x.kernel; }, level, exclude_group, "kernels");
+}
+
+// ---- the residual file ------------------------------------------------------
+
+std::string write_residuals(const std::vector<Residual>& rows, std::string_view published_file) {
+  std::string out = fmt::format(
+      "# Generated by scripts/accuracy_table.sh; do not edit by hand.\n"
+      "# Out-of-sample residuals of Ridgeline's predictions of {}: every predicted\n"
+      "# end-to-end, GEMM and attention row, predicted with the cost-model defaults fitted\n"
+      "# on its own group left out (validate-published --leave-one-group-out).\n"
+      "# log_residual = ln(predicted time / measured time); a throughput's is\n"
+      "# ln(measured / predicted). Prediction intervals are drawn from these\n"
+      "# (include/ridgeline/uncertainty/interval.hpp, docs/accuracy.md).\n"
+      "source: {}\n"
+      "rows:\n",
+      published_file, published_file);
+  for (const auto& r : rows) {
+    out += fmt::format("  - id: {}\n    group: {}\n", r.id, r.group);
+    if (r.kernel) {
+      out += fmt::format("    kind: {}\n    generation: {}\n    dtype: {}\n", name(r.kernel_traits.kind),
+                         spec::name(r.kernel_traits.generation), spec::name(r.kernel_traits.dtype));
+    } else {
+      out += fmt::format("    kind: training\n    framework: {}\n    generation: {}\n    gpus: {}\n"
+                         "    params: {:.4g}\n    dominant: {}\n",
+                         spec::framework(r.run.framework).id, spec::name(r.run.generation), r.run.gpus,
+                         r.run.params, name(r.run.dominant));
+    }
+    out += fmt::format("    log_residual: {:.6f}\n", r.log_residual);
+  }
+  return out;
+}
+
+IntervalModel load_residuals(const std::string& path) {
+  YAML::Node root = spec::load_yaml_file(path);
+  support::DiagnosticList d;
+  spec::MapReader top(root, path, "", d);
+  std::string source;
+  if (auto s = top.string("source", true)) source = *s;
+  std::vector<Residual> rows;
+  YAML::Node seq = top.sequence("rows", true);
+  for (std::size_t i = 0; seq.IsDefined() && i < seq.size(); ++i) {
+    spec::MapReader m(seq[i], path, fmt::format("rows[{}]", i), d);
+    Residual r;
+    if (auto s = m.string("id", true)) r.id = *s;
+    if (auto s = m.string("group", true)) r.group = *s;
+    const auto kind = m.word(
+        "kind",
+        [](std::string_view s) -> std::optional<int> {
+          if (s == "training") return 0;
+          if (s == "gemm") return 1;
+          if (s == "attention") return 2;
+          return std::nullopt;
+        },
+        "training, gemm, attention", true);
+    if (auto g = m.word("generation", spec::parse_generation, "ampere, ada, hopper, blackwell, ...", true)) {
+      r.run.generation = *g;
+      r.kernel_traits.generation = *g;
+    }
+    if (kind && *kind > 0) {
+      r.kernel = true;
+      r.kernel_traits.kind = *kind == 1 ? KernelKind::kGemm : KernelKind::kAttention;
+      if (auto t = m.word("dtype", spec::parse_dtype, "fp32, tf32, fp16, bf16, fp8_e4m3, ...", true))
+        r.kernel_traits.dtype = *t;
+    } else if (kind) {
+      if (auto f = m.word("framework", spec::find_framework, spec::framework_choices(), true)) r.run.framework = *f;
+      if (auto n = m.integer("gpus", true, 1, 1LL << 24)) r.run.gpus = *n;
+      if (auto p = m.number("params", true, 1, 1e15)) r.run.params = *p;
+      auto dom = m.word(
+          "dominant",
+          [](std::string_view s) -> std::optional<Dominant> {
+            Dominant x;
+            if (parse_dominant(s, x)) return x;
+            return std::nullopt;
+          },
+          "compute, attention, memory-bound, communication", true);
+      if (dom) r.run.dominant = *dom;
+    }
+    if (auto v = m.number("log_residual", true, -10, 10)) r.log_residual = *v;
+    m.finish();
+    rows.push_back(std::move(r));
+  }
+  top.finish();
+  d.throw_if_errors();
+  return IntervalModel(std::move(rows), source);
+}
+
+std::string shipped_path() { return (fs::path(spec::data_dir()) / "validation" / "residuals.yaml").string(); }
+
+const IntervalModel& shipped() {
+  static const IntervalModel model = [] {
+    const std::string p = shipped_path();
+    std::error_code ec;
+    if (!fs::is_regular_file(p, ec)) return IntervalModel();
+    return load_residuals(p);
+  }();
+  return model;
+}
+
+MemoryInterval memory_interval(const memory::MemoryResult& m) {
+  MemoryInterval iv;
+  iv.lo = m.allocated + m.workspace;
+  iv.point = m.total;
+  iv.hi = m.allocated * (1 + 2 * m.allocator_reserve) + m.workspace;
+  iv.hi = std::max(iv.hi, iv.point);
+  iv.lo = std::min(iv.lo, iv.point);
+  iv.fits_point = iv.point <= m.capacity;
+  iv.fits_high = iv.hi <= m.capacity;
+  iv.basis = fmt::format(
+      "no published peak-memory measurement to draw residuals from: the allocator's spread, from the tensors "
+      "alone (allocated) to twice the framework's {:.0f}% reserve",
+      m.allocator_reserve * 100);
+  return iv;
+}
+
+}  // namespace ridgeline::uncertainty
