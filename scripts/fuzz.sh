@@ -62,7 +62,7 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 
 # ---- corpora and dictionaries ----------------------------------------------
-published_file=${RIDGELINE_PUBLISHED_FILE:-$root/../shared/validation/published.yaml}
+published_file=${RIDGELINE_PUBLISHED_FILE:-$root/validation/published.yaml}
 
 seed() {  # seed TARGET FILE...: copies files into the target's corpus
   local t=$1; shift

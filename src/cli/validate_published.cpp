@@ -330,8 +330,10 @@ std::string render_markdown(const PublishedReport& r) {
       "TFLOP/s, bandwidth, launch overhead), under the source's own FLOP convention. *Speed bias* is the median "
       "signed error of the predicted speed: + means Ridgeline predicts faster than measured. Median and p90 of "
       "|error| by linear interpolation. Some kernel-level rows also set Ridgeline's default efficiencies (MAMF "
-      "GEMM throughput, gpu-benches launch overhead, STREAM/BabelStream bandwidth): for those rows the error "
-      "shows consistency, not independent accuracy; the end-to-end and per-layer rows are independent.\n\n",
+      "GEMM throughput, gpu-benches launch overhead, STREAM/BabelStream bandwidth), and the end-to-end groups set "
+      "the clock a training run holds: for those the in-sample error shows consistency, and the "
+      "leave-one-group-out table shows how each group is predicted without its own fit. Each end-to-end row runs "
+      "under the framework its source used (`frameworks/`; the row's assumptions say which and why).\n\n",
       r.file, headline(r));
   const std::vector<std::string> head = {"", "rows", "predicted", "skipped", "median abs error", "p90 abs error",
                                          "speed bias"};
@@ -380,6 +382,7 @@ constexpr const char* kCoverageDefinition =
 std::vector<std::pair<std::string, const validation::CoverageLine*>> coverage_lines(
     const validation::CoverageReport& c) {
   std::vector<std::pair<std::string, const validation::CoverageLine*>> v;
+  v.push_back({"all", &c.overall});
   v.push_back({"end-to-end", &c.end_to_end});
   for (const auto& l : c.by_framework) v.push_back({"framework", &l});
   for (const auto& l : c.by_generation) v.push_back({"generation", &l});
@@ -402,7 +405,7 @@ std::vector<std::string> coverage_head(const validation::CoverageReport& c) {
 std::vector<std::vector<std::string>> coverage_cells(const validation::CoverageReport& c, bool bold_all) {
   std::vector<std::vector<std::string>> t;
   for (const auto& [section, l] : coverage_lines(c)) {
-    const bool all = section == "end-to-end" || section == "kernels";
+    const bool all = section == "all" || section == "end-to-end" || section == "kernels";
     std::vector<std::string> r = {all && bold_all ? "**" + l->name + "**" : (all ? l->name : section + " " + l->name),
                                   std::to_string(l->rows)};
     for (size_t i = 0; i < c.levels.size(); ++i) {

@@ -64,6 +64,7 @@ CoverageReport coverage_of(const std::vector<uncertainty::Residual>& residuals, 
       if (in(x)) v.push_back(&x);
     return v;
   };
+  rep.overall = line_of("all rows", select([](const auto&) { return true; }), model, levels);
   rep.end_to_end = line_of("all end-to-end", select([](const auto& x) { return !x.kernel; }), model, levels);
   for (std::size_t f = 0; f < spec::frameworks().size(); ++f) {
     auto v = select([f](const auto& x) { return !x.kernel && x.run.framework == f; });

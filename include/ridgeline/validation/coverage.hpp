@@ -36,6 +36,7 @@ struct CoverageLine {
 
 struct CoverageReport {
   std::vector<double> levels;
+  CoverageLine overall;                     // every row: end-to-end and kernels
   CoverageLine end_to_end;                  // every end-to-end row
   std::vector<CoverageLine> by_framework;   // spec::frameworks() order
   std::vector<CoverageLine> by_generation;  // spec::Generation order

@@ -1,0 +1,284 @@
+// Prediction intervals (uncertainty/interval.hpp) and their coverage
+// (validation/coverage.hpp): the random-effects bounds against hand
+// calculations, the pool fallback, containment of the point estimate,
+// widening with the level, the residual file's located errors, the
+// freshness of validation/residuals.yaml and the out-of-sample coverage of
+// the 80% interval on the repository's published rows.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "ridgeline/engine/engine.hpp"
+#include "ridgeline/memory/memory.hpp"
+#include "ridgeline/spec/framework.hpp"
+#include "ridgeline/spec/published.hpp"
+#include "ridgeline/support/diagnostics.hpp"
+#include "ridgeline/uncertainty/interval.hpp"
+#include "ridgeline/validation/coverage.hpp"
+#include "ridgeline/validation/published.hpp"
+#include "test_support.hpp"
+
+using namespace ridgeline;
+using uncertainty::Interval;
+using uncertainty::IntervalModel;
+using uncertainty::Residual;
+using uncertainty::RunTraits;
+
+namespace {
+
+const std::string kPublished = std::string(RIDGELINE_SOURCE_DIR) + "/validation/published.yaml";
+
+/// A training-run residual of `group` with traits `t`.
+Residual run_row(const std::string& group, const RunTraits& t, double r) {
+  Residual x;
+  x.id = group + "_" + std::to_string(r);
+  x.group = group;
+  x.run = t;
+  x.log_residual = r;
+  return x;
+}
+
+RunTraits traits(std::uint8_t fw, spec::Generation g, long long gpus, double params) {
+  RunTraits t;
+  t.framework = fw;
+  t.generation = g;
+  t.gpus = gpus;
+  t.params = params;
+  return t;
+}
+
+validation::PublishedOptions options() {
+  validation::PublishedOptions o;
+  o.profiles_dir = std::string(RIDGELINE_SOURCE_DIR) + "/hardware_profiles";
+  return o;
+}
+
+/// The out-of-sample residuals of the repository's published rows, computed once.
+const std::vector<Residual>& fresh_residuals() {
+  static const std::vector<Residual> r = [] {
+    const auto logo = validation::leave_one_group_out(spec::load_published(kPublished), options());
+    return validation::residuals_of(logo.left_out_rows);
+  }();
+  return r;
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const auto p = std::filesystem::temp_directory_path() / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+}  // namespace
+
+TEST_CASE("intervals: the standard normal quantile") {
+  // Abramowitz and Stegun, Table 26.5: z(0.975) = 1.959964, z(0.9) = 1.281552, z(0.75) = 0.674490.
+  CHECK(uncertainty::normal_quantile(0.975) == doctest::Approx(1.959964).epsilon(1e-6));
+  CHECK(uncertainty::normal_quantile(0.9) == doctest::Approx(1.281552).epsilon(1e-6));
+  CHECK(uncertainty::normal_quantile(0.75) == doctest::Approx(0.674490).epsilon(1e-6));
+  CHECK(uncertainty::normal_quantile(0.5) == doctest::Approx(0.0));
+}
+
+TEST_CASE("intervals: random-effects bounds by hand") {
+  // mu 0.1, s_w 0.03, s_b 0.04: s = 0.05; at 80% the half-width is 1.281552 x 0.05 = 0.0640776.
+  double lo = 0, hi = 0;
+  uncertainty::random_effects_bounds(0.1, 0.03, 0.04, 0.8, lo, hi);
+  CHECK(lo == 0.0);  // 0.1 - 0.064 = 0.036 > 0: widened to hold the point estimate
+  CHECK(hi == doctest::Approx(0.1640776).epsilon(1e-6));
+  uncertainty::random_effects_bounds(0.0, 0.03, 0.04, 0.95, lo, hi);
+  CHECK(lo == doctest::Approx(-0.0979982).epsilon(1e-5));  // 1.959964 x 0.05
+  CHECK(hi == doctest::Approx(0.0979982).epsilon(1e-5));
+}
+
+TEST_CASE("intervals: a pool's mean, within- and between-source spread by hand") {
+  // Source A: 20 rows, r = 0.10 +- 0.02 alternating (mean 0.10, within SS 20 x 0.0004 = 0.008).
+  // Source B: 20 rows, r = -0.10 +- 0.02 (mean -0.10, within SS 0.008).
+  // s_w^2 = 0.016 / (40 - 2); s_b = sd(0.10, -0.10) = 0.141421; mu = 0.
+  const RunTraits t = traits(0, spec::Generation::kAmpere, 8, 7e9);
+  std::vector<Residual> rows;
+  for (int i = 0; i < 20; ++i) {
+    rows.push_back(run_row("A", t, 0.10 + (i % 2 ? 0.02 : -0.02)));
+    rows.push_back(run_row("B", t, -0.10 + (i % 2 ? 0.02 : -0.02)));
+  }
+  const IntervalModel m(rows);
+  const Interval iv = m.run_interval(t, 0.8);
+  REQUIRE(iv.valid());
+  CHECK(iv.rows == 40);
+  CHECK_FALSE(iv.fallback);
+  const double s = std::sqrt(0.016 / 38 + 0.02);
+  const double half = 1.2815516 * s;
+  CHECK(iv.lo == doctest::Approx(std::exp(-half)).epsilon(1e-6));
+  CHECK(iv.hi == doctest::Approx(std::exp(half)).epsilon(1e-6));
+  CHECK(iv.time_lo(2.0) == doctest::Approx(2.0 * iv.lo));
+  CHECK(iv.rate_hi(100.0) == doctest::Approx(100.0 / iv.lo));
+
+  // Source B left out: the pool is A alone (mu 0.10, s_w^2 = 0.008 / 19) and
+  // no second source for s_b.
+  const Interval a = m.run_interval(t, 0.8, "B");
+  REQUIRE(a.valid());
+  CHECK(a.rows == 20);
+  const double sa = std::sqrt(0.008 / 19);
+  CHECK(a.hi == 1.0);  // 0.10 - 1.28 x 0.0205 > 0: the time interval lies below the point, widened to it
+  CHECK(a.lo == doctest::Approx(std::exp(-(0.10 + 1.2815516 * sa))).epsilon(1e-6));
+}
+
+TEST_CASE("intervals: a run with no comparable pool falls back and says so") {
+  // 25 Hopper runs under fsdp; a megatron run on Hopper has none of its kind.
+  std::vector<Residual> rows;
+  for (int i = 0; i < 25; ++i)
+    rows.push_back(run_row("S" + std::to_string(i % 3), traits(spec::find_framework("fsdp").value(),
+                                                                spec::Generation::kHopper, 8, 7e9),
+                           -0.2 + 0.01 * i));
+  const IntervalModel m(rows);
+  const Interval iv = m.run_interval(traits(0, spec::Generation::kHopper, 16, 30e9), 0.8);
+  REQUIRE(iv.valid());
+  CHECK(iv.fallback);
+  CHECK(iv.rows == 25);
+  CHECK(iv.pool == "all Hopper runs");
+  CHECK(iv.note ==
+        "fewer than 20 validated training runs like this one (megatron on Hopper, compute-bound, 9-64 GPUs, "
+        "20-100B parameters): interval from all Hopper runs, 25 rows");
+
+  // A Blackwell run: nothing of its generation either, so every end-to-end run.
+  const Interval b = m.run_interval(traits(0, spec::Generation::kBlackwell, 8, 7e9), 0.8);
+  CHECK(b.fallback);
+  CHECK(b.pool == "all end-to-end runs");
+
+  // No kernel rows at all: no interval, and the note says why.
+  uncertainty::KernelTraits k;
+  const Interval none = m.kernel_interval(k, 0.8);
+  CHECK_FALSE(none.valid());
+  CHECK(none.note == "fewer than 20 validated kernels to draw an interval from");
+
+  // An empty model says where it looked.
+  const Interval empty = IntervalModel().run_interval(traits(0, spec::Generation::kHopper, 8, 7e9), 0.8);
+  CHECK_FALSE(empty.valid());
+  CHECK(empty.note.find("residuals.yaml not found") != std::string::npos);
+}
+
+TEST_CASE("intervals: the shipped intervals hold the point estimate and widen with the level") {
+  const IntervalModel& m = uncertainty::shipped();
+  REQUIRE_FALSE(m.empty());
+  for (const auto& x : m.rows()) {
+    Interval prev;
+    for (double level : {0.5, 0.6, 0.8, 0.9, 0.95, 0.99}) {
+      const Interval iv = x.kernel ? m.kernel_interval(x.kernel_traits, level) : m.run_interval(x.run, level);
+      REQUIRE(iv.valid());
+      CHECK(iv.lo <= 1.0);
+      CHECK(iv.hi >= 1.0);
+      CHECK(std::isfinite(iv.lo));
+      CHECK(std::isfinite(iv.hi));
+      if (prev.valid()) {
+        CHECK(iv.pool == prev.pool);  // the pool does not depend on the level
+        CHECK(iv.lo <= prev.lo);
+        CHECK(iv.hi >= prev.hi);
+      }
+      prev = iv;
+    }
+  }
+}
+
+TEST_CASE("intervals: a shipped prediction's interval names its pool") {
+  // MPT-7B-like: llama3_8b under fsdp on 8 H100s: the llm-foundry H100 rows are its pool.
+  const auto gpu = test::gpu("h100_sxm");
+  const auto model = test::model("llama3_8b");
+  spec::PlanSpec p = test::plan(2, 2048);
+  p.framework = spec::find_framework("fsdp").value();
+  p.parallel.dp = 8;
+  p.parallel.zero = 3;
+  p.global_batch = 16;
+  const auto pred = engine::evaluate(model, p, gpu);
+  REQUIRE(pred.status == engine::Status::kOk);
+  const RunTraits t = uncertainty::traits_of(pred, p, gpu);
+  CHECK(t.gpus == 8);
+  CHECK(t.generation == spec::Generation::kHopper);
+  const Interval iv = uncertainty::shipped().run_interval(t, 0.8);
+  REQUIRE(iv.valid());
+  CHECK(iv.pool.rfind("fsdp on Hopper", 0) == 0);
+  // Ridgeline predicts the llm-foundry H100 runs fast: the interval leans slow.
+  CHECK(iv.hi > 1.1);
+}
+
+TEST_CASE("intervals: levels outside 0.5 to 0.99 are refused") {
+  std::string why;
+  CHECK(uncertainty::valid_level(0.8, why));
+  CHECK_FALSE(uncertainty::valid_level(0.3, why));
+  CHECK(why == "expected a level from 0.5 to 0.99 (0.8 = an 80% interval), got 0.3");
+  CHECK_FALSE(uncertainty::valid_level(1.0, why));
+  CHECK_FALSE(uncertainty::valid_level(std::nan(""), why));
+}
+
+TEST_CASE("intervals: peak memory's interval by hand") {
+  memory::MemoryResult m;
+  m.allocated = 60e9;
+  m.allocator_reserve = 0.10;
+  m.workspace = 1e9;
+  m.total = 60e9 * 1.10 + 1e9;  // 67 GB: reserved + workspace
+  m.capacity = 70e9;
+  const auto iv = uncertainty::memory_interval(m);
+  CHECK(iv.lo == doctest::Approx(61e9));
+  CHECK(iv.point == doctest::Approx(67e9));
+  CHECK(iv.hi == doctest::Approx(60e9 * 1.20 + 1e9));  // 73 GB
+  CHECK(iv.fits_point);
+  CHECK_FALSE(iv.fits_high);  // fits only at the point estimate
+}
+
+TEST_CASE("intervals: the residual file's errors are located") {
+  const std::string ok =
+      "source: x\nrows:\n  - id: a\n    group: g\n    kind: training\n    framework: fsdp\n"
+      "    generation: hopper\n    gpus: 8\n    params: 7e9\n    dominant: compute\n    log_residual: -0.1\n";
+  const auto m = uncertainty::load_residuals(write_temp("ridgeline_res_ok.yaml", ok));
+  REQUIRE(m.rows().size() == 1);
+  CHECK(m.rows()[0].run.gpus == 8);
+  CHECK(m.rows()[0].log_residual == doctest::Approx(-0.1));
+
+  auto error_of = [](const std::string& text) {
+    try {
+      uncertainty::load_residuals(write_temp("ridgeline_res_bad.yaml", text));
+    } catch (const support::SpecError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string bad_dom = error_of(test::edited(ok, "dominant: compute", "dominant: gemm"));
+  CHECK(bad_dom.find(":10:") != std::string::npos);
+  CHECK(bad_dom.find("rows[0].dominant") != std::string::npos);
+  const std::string unknown = error_of(test::edited(ok, "    log_residual", "    colour: red\n    log_residual"));
+  CHECK(unknown.find(":11:") != std::string::npos);
+  CHECK(unknown.find("unknown key 'colour'") != std::string::npos);
+  const std::string fw = error_of(test::edited(ok, "framework: fsdp", "framework: jax"));
+  CHECK(fw.find("rows[0].framework") != std::string::npos);
+}
+
+TEST_CASE("intervals: validation/residuals.yaml is what the published rows give now") {
+  // scripts/accuracy_table.sh writes it; a change to the cost model that
+  // moves a residual without regenerating it fails here.
+  const auto& fresh = fresh_residuals();
+  const auto& shipped = uncertainty::shipped().rows();
+  REQUIRE(fresh.size() == shipped.size());
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    CHECK(fresh[i].id == shipped[i].id);
+    CHECK(fresh[i].log_residual == doctest::Approx(shipped[i].log_residual).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("intervals: the 80% interval covers 70-90% of published rows out of sample") {
+  const auto rep = validation::coverage_of(fresh_residuals(), {0.5, 0.8, 0.95});
+  REQUIRE(rep.levels.size() == 3);
+  CHECK(rep.overall.rows == rep.end_to_end.rows + rep.kernels.rows);
+  CHECK(rep.overall.rows > 300);
+  MESSAGE("80% coverage: all " << rep.overall.covered[1] << ", end-to-end " << rep.end_to_end.covered[1]
+                               << ", kernels " << rep.kernels.covered[1]);
+  CHECK(rep.overall.covered[1] >= 0.70);
+  CHECK(rep.overall.covered[1] <= 0.90);
+  CHECK(rep.end_to_end.covered[1] >= 0.70);
+  CHECK(rep.end_to_end.covered[1] <= 0.90);
+  // Wider levels cover no fewer rows, with wider intervals.
+  for (const auto* l : {&rep.overall, &rep.end_to_end, &rep.kernels}) {
+    CHECK(l->covered[0] <= l->covered[1]);
+    CHECK(l->covered[1] <= l->covered[2]);
+    CHECK(l->median_width_pct[0] <= l->median_width_pct[1]);
+    CHECK(l->median_width_pct[1] <= l->median_width_pct[2]);
+  }
+}
