@@ -53,21 +53,26 @@ trap 'rm -rf "$tmp" "$logo" "$out"' EXIT
   echo "\`--leave-out G\`; every group in turn: \`--leave-one-group-out\`."
 } > "$out/accuracy.md"
 # The README's section: the tables of docs/accuracy.md (its headings one level down), no basis.
-python3 - "$out/accuracy.md" README.md "$out/README.md" <<'PY'
-import sys
-acc, readme, dest = sys.argv[1:]
-text = open(acc).read()
-cut = text.find("\n## ")  # docs/accuracy_basis.md begins with a level-2 heading
-tables = text[:cut] if cut >= 0 else text
-lines = [l for l in tables.splitlines() if not l.startswith("<!-- Generated")]
-body = "\n".join(("#" + l) if l.startswith("###") else l for l in lines).strip() + "\n"
-r = open(readme).read()
-b, e = "<!-- accuracy:begin -->\n", "<!-- accuracy:end -->"
-i, j = r.find(b), r.find(e)
-if i < 0 or j < 0:
-    sys.exit("accuracy_table: README.md has no <!-- accuracy:begin --> / <!-- accuracy:end --> markers")
-open(dest, "w").write(r[: i + len(b)] + "\n" + body + "\n" + r[j:])
-PY
+awk -v acc="$out/accuracy.md" '
+  BEGIN {
+    n = 0
+    while ((getline l < acc) > 0) {
+      if (l ~ /^## /) break          # docs/accuracy_basis.md begins here
+      if (l ~ /^<!-- Generated/) continue
+      if (l ~ /^###/) l = "#" l
+      body[++n] = l
+    }
+    s = 1; while (s <= n && body[s] == "") s++
+    e = n; while (e >= s && body[e] == "") e--
+  }
+  /^<!-- accuracy:begin -->$/ { print; print ""; for (i = s; i <= e; i++) print body[i]; print ""; skip = 1; found++; next }
+  /^<!-- accuracy:end -->$/ { skip = 0; found++ }
+  !skip { print }
+  END { if (found != 2) exit 3 }
+' README.md > "$out/README.md" || {
+  echo "accuracy_table: README.md has no <!-- accuracy:begin --> / <!-- accuracy:end --> markers" >&2
+  exit 2
+}
 if [ "$check" = 1 ]; then
   stale=0
   for f in docs/accuracy.md validation/residuals.yaml README.md; do
