@@ -230,6 +230,8 @@ spec::CalibrationSpec calibration_of(const FitResult& fit, const spec::Measureme
     c.efficiency.gemm_k0 = -1;
   }
   c.residuals = fit.residuals;
+  c.heldout_fraction = fit.heldout.empty() ? 0.0 : fit.heldout_fraction;
+  c.heldout = fit.heldout;
   return c;
 }
 

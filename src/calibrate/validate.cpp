@@ -114,4 +114,27 @@ ValidationReport validate(const spec::MeasurementSet& set, const spec::HardwareS
   return rep;
 }
 
+std::vector<spec::HeldoutResidual> heldout_residuals(const ValidationReport& r) {
+  std::vector<spec::HeldoutResidual> out;
+  if (r.in_sample) return out;
+  std::vector<std::string> classes;
+  for (const auto& e : r.records) {
+    const std::string c(spec::name(e.cls));
+    if (std::find(classes.begin(), classes.end(), c) == classes.end()) classes.push_back(c);
+  }
+  for (const auto& c : classes) {
+    std::vector<double> v;
+    for (const auto& e : r.records)
+      if (spec::name(e.cls) == c && e.measured_s > 0 && e.predicted_s > 0) v.push_back(std::log(e.predicted_s / e.measured_s));
+    if (v.size() < 2) continue;
+    double m = 0;
+    for (double x : v) m += x;
+    m /= v.size();
+    double ss = 0;
+    for (double x : v) ss += (x - m) * (x - m);
+    out.push_back({c, static_cast<int>(v.size()), m, std::sqrt(ss / (v.size() - 1))});
+  }
+  return out;
+}
+
 }  // namespace ridgeline::calibrate

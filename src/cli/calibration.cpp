@@ -121,6 +121,8 @@ struct CalibrateArgs {
   std::string measurements;
   std::string output = "-";
   bool force = false;
+  double holdout = 0.3;
+  std::uint64_t seed = 1;
 };
 
 void register_calibrate(CLI::App& app, int& rc) {
@@ -130,12 +132,32 @@ void register_calibrate(CLI::App& app, int& rc) {
   cmd->add_option("--measurements", a->measurements, "Measurement file (JSON, ridgeline.measurements/1)")->required();
   cmd->add_option("--output,-o", a->output, "Calibrated profile to write ('-' = standard output)");
   cmd->add_flag("--force", a->force, "Use measurements whose device does not match the profile");
+  cmd->add_option("--holdout", a->holdout,
+                  "Fraction of each class's records held out to measure the fit's error (as `validate`); their "
+                  "log-residuals go in the block's `heldout:` and set the calibrated kernels' prediction "
+                  "intervals; 0 = none")
+      ->capture_default_str();
+  cmd->add_option("--seed", a->seed, "Seed of the held-out split")->capture_default_str();
   cmd->callback([a, &rc] {
     rc = guarded([&] {
+      if (!(a->holdout >= 0 && a->holdout < 1))
+        throw UsageError{"--holdout", fmt::format("expected a fraction from 0 to below 1, got {}", a->holdout)};
       const spec::HardwareSpec hw = resolve_gpu(a->gpu);
       const spec::MeasurementSet set = spec::load_measurements(a->measurements);
       if (auto w = calibrate::check_device(set, hw, a->force)) std::cerr << w->format() << "\n";
-      const calibrate::FitResult f = calibrate::fit(set, hw);
+      calibrate::FitResult f = calibrate::fit(set, hw);
+      // The block's parameters are fitted on every record; the held-out
+      // statistics come from a separate fit on the rest (validate's split),
+      // so they measure the error on records no fit saw.
+      if (a->holdout > 0) {
+        try {
+          const calibrate::ValidationReport v = calibrate::validate(set, hw, a->holdout, a->seed);
+          f.heldout = calibrate::heldout_residuals(v);
+          f.heldout_fraction = a->holdout;
+        } catch (const support::SpecError& e) {
+          f.notes.push_back(fmt::format("no held-out statistics: {}", e.what()));
+        }
+      }
       const std::string date = host_bench::utc_now_iso8601();
       const std::string text = calibrate::replace_calibration_block(read_text(hw.source_file),
                                                                     calibrate::calibration_block(f, set, date));
@@ -147,6 +169,9 @@ void register_calibrate(CLI::App& app, int& rc) {
       out << fmt::format("Calibrated {} from {} records of {}{}\n", hw.name, f.records_used, a->measurements,
                          a->output == "-" ? "" : " -> " + a->output);
       out << fit_summary(f);
+      for (const auto& h : f.heldout)
+        out << fmt::format("held out ({:.0f}%): {} {} records, log-residual mean {:+.3f}, sd {:.3f}\n",
+                           f.heldout_fraction * 100, h.cls, h.records, h.log_mean, h.log_sd);
       for (const auto& n : f.notes) std::cerr << "note: " << n << "\n";
       return kExitOk;
     });

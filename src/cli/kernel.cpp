@@ -18,6 +18,7 @@
 #include "ridgeline/graph/kernels.hpp"
 #include "ridgeline/graph/memory_kernels.hpp"
 #include "ridgeline/spec/yaml_reader.hpp"
+#include "ridgeline/uncertainty/interval.hpp"
 #include "ridgeline/units/units.hpp"
 
 namespace ridgeline::cli {
@@ -49,6 +50,9 @@ struct KernelRecord {
   std::string basis;
   bool calibrated = false, cuda_graphs = false;
   double power_limit_w = 0;
+  // GEMM and attention: the prediction interval of the time (uncertainty/interval.hpp).
+  double interval_level = 0, time_lo_s = 0, time_hi_s = 0, interval_rows = 0;
+  std::string interval_pool, interval_note;
 };
 
 enum class Unit : std::uint8_t {
@@ -79,6 +83,12 @@ const Field kFields[] = {
     {"kernels", "kernels summed", Unit::kCount, false, &R::kernels},
     {"launches", "launches", Unit::kCount, false, &R::launches},
     {"time_s", "time", Unit::kSeconds, false, &R::time_s},
+    {"interval_level", "  interval level", Unit::kFraction, true, &R::interval_level},
+    {"time_lo_s", "  interval low", Unit::kSeconds, true, &R::time_lo_s},
+    {"time_hi_s", "  interval high", Unit::kSeconds, true, &R::time_hi_s},
+    {"interval_pool", "  interval from", Unit::kText, true, &R::interval_pool},
+    {"interval_rows", "  interval rows", Unit::kCount, true, &R::interval_rows},
+    {"interval_note", "  interval note", Unit::kText, true, &R::interval_note},
     {"bound", "bound", Unit::kText, false, &R::bound},
     {"compute_s", "  compute term", Unit::kSeconds, true, &R::compute_s},
     {"memory_s", "  memory term", Unit::kSeconds, true, &R::memory_s},
@@ -219,6 +229,7 @@ struct CommonArgs {
   bool cuda_graphs = false;
   std::string format = "table";
   std::string output;
+  double interval_level = uncertainty::kDefaultLevel;
 };
 
 void add_common(CLI::App* cmd, CommonArgs& a) {
@@ -230,11 +241,13 @@ void add_common(CLI::App* cmd, CommonArgs& a) {
   cmd->add_flag("--cuda-graphs", a.cuda_graphs, "Launch at the CUDA-graph replay cost");
   cmd->add_option("--format", a.format, "table | json")->capture_default_str();
   cmd->add_option("--output,-o", a.output, "Write to FILE instead of standard output (atomically)");
+  add_interval_level(*cmd, a.interval_level);
 }
 
 struct Options {
   bool json = false;
   engine::KernelEvalOptions eval;
+  double interval_level = uncertainty::kDefaultLevel;
 };
 
 Options parse_common(const CommonArgs& a) {
@@ -244,6 +257,8 @@ Options parse_common(const CommonArgs& a) {
     throw UsageError{"--format", fmt::format("expected one of table, json, got \"{}\"", a.format)};
   o.eval.use_calibration = !a.no_calibration;
   o.eval.cuda_graphs = a.cuda_graphs;
+  check_interval_level(a.interval_level);
+  o.interval_level = a.interval_level;
   if (!a.power_limit.empty()) {
     std::string error;
     const auto w = spec::parse_real_number(a.power_limit, 0, 1e300, error);
@@ -316,6 +331,22 @@ KernelRecord cost_sequence(const std::vector<graph::Kernel>& kernels, const spec
     r.peak = "vector";
     r.peak_flop_per_s = params.vector_flop_per_s;
     r.ridge_point = params.vector_flop_per_s / params.hbm_bytes_per_s;
+  }
+  if (cls == spec::KernelClass::kGemm || cls == spec::KernelClass::kAttention) {
+    uncertainty::KernelTraits t;
+    t.kind = cls == spec::KernelClass::kGemm ? uncertainty::KernelKind::kGemm : uncertainty::KernelKind::kAttention;
+    t.generation = hw.generation;
+    t.dtype = kernels.front().dtype;
+    if (params.calibrated && hw.calibration.present) t.calibration = &hw.calibration;
+    const uncertainty::Interval iv = uncertainty::shipped().kernel_interval(t, o.interval_level);
+    r.interval_level = o.interval_level;
+    if (iv.valid()) {
+      r.time_lo_s = iv.time_lo(r.time_s);
+      r.time_hi_s = iv.time_hi(r.time_s);
+      r.interval_pool = iv.pool;
+      r.interval_rows = iv.rows;
+    }
+    r.interval_note = iv.calibrated ? iv.calibration_note : iv.note;
   }
   r.gpu = hw.name;
   r.calibrated = params.calibrated;

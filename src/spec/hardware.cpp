@@ -118,6 +118,21 @@ void read_calibration(MapReader& r, CalibrationSpec& c) {
       c.residuals.push_back(cr);
     }
   }
+  c.heldout_fraction = r.number("heldout_fraction", false, 0.0, 0.99).value_or(0.0);
+  YAML::Node held = r.sequence("heldout");
+  if (held.IsDefined()) {
+    for (size_t i = 0; i < held.size(); ++i) {
+      MapReader e(held[i], r.file(), r.field(fmt::format("heldout[{}]", i)), r.diags());
+      if (!e.valid()) continue;
+      HeldoutResidual h;
+      h.cls = e.string("class", true).value_or("");
+      h.records = static_cast<int>(e.integer("records", true, 1).value_or(0));
+      h.log_mean = e.number("log_mean", true, -10.0, 10.0).value_or(0.0);
+      h.log_sd = e.number("log_sd", true, 0.0, 10.0).value_or(0.0);
+      e.finish();
+      c.heldout.push_back(h);
+    }
+  }
   r.finish();
 }
 

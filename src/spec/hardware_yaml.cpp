@@ -194,6 +194,13 @@ std::string calibration_yaml(const CalibrationSpec& c, const YamlStyle& style, s
       y += fmt::format("    - {{class: {}, records: {}, median_abs_pct: {}, p90_abs_pct: {}}}\n", scalar(r.cls),
                        r.records, number(r.median_abs_pct, style, 3), number(r.p90_abs_pct, style, 3));
   }
+  if (!c.heldout.empty()) {
+    y += fmt::format("  heldout_fraction: {}\n", number(c.heldout_fraction, style));
+    y += "  heldout:\n";
+    for (const HeldoutResidual& h : c.heldout)
+      y += fmt::format("    - {{class: {}, records: {}, log_mean: {}, log_sd: {}}}\n", scalar(h.cls), h.records,
+                       number(h.log_mean, style), number(h.log_sd, style));
+  }
   return y;
 }
 

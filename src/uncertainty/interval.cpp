@@ -44,6 +44,8 @@ bool parse_dominant(std::string_view s, Dominant& out) {
 
 std::string_view name(KernelKind k) { return k == KernelKind::kGemm ? "gemm" : "attention"; }
 
+std::string_view calibration_class(KernelKind k) { return k == KernelKind::kGemm ? "gemm" : "attention_flash"; }
+
 int gpu_bucket(long long gpus) {
   if (gpus <= 1) return 0;
   if (gpus <= 8) return 1;
@@ -68,6 +70,7 @@ RunTraits traits_of(const engine::Prediction& p, const spec::PlanSpec& plan, con
   t.generation = hw.generation;
   t.gpus = p.step.gpus;
   t.params = p.params.total;
+  if (p.calibrated && hw.calibration.present && hw.calibration.heldout_of("gemm")) t.calibration = &hw.calibration;
   using spec::KernelClass;
   const auto cls = [&](KernelClass c) { return p.time_by_class[static_cast<int>(c)]; };
   double memory_bound = 0;
@@ -168,33 +171,73 @@ double sample_sd(const std::vector<double>& v) {
   return std::sqrt(ss / (v.size() - 1));
 }
 
-/// Walks `pools` from the most specific; the first with kMinPoolRows rows
-/// gives mu and s_w, `kind` (every row of the same kind) gives s_b.
+/// The pool an interval draws on: the first of `pools` with kMinPoolRows
+/// rows (index -1: none), its mu and s_w, and s_b over every row of `kind`.
+struct PoolFit {
+  int index = -1;
+  int rows = 0;
+  double mu = 0, s_within = 0, s_between = 0;
+  double sd() const { return std::sqrt(s_within * s_within + s_between * s_between); }
+};
+
 template <class Kind>
-Interval choose(const std::vector<Residual>& rows, const std::vector<PoolSpec>& pools, Kind kind, double level,
-                std::string_view exclude, std::string_view what) {
-  Interval iv;
-  iv.level = level;
-  const double s_between = sample_sd(spread_of(rows, exclude, kind).means);
+PoolFit fit_pool(const std::vector<Residual>& rows, const std::vector<PoolSpec>& pools, Kind kind,
+                 std::string_view exclude) {
+  PoolFit f;
   for (size_t i = 0; i < pools.size(); ++i) {
     const SourceSpread s = spread_of(rows, exclude, pools[i].in);
     if (s.rows < kMinPoolRows) continue;
-    double lo = 0, hi = 0;
-    random_effects_bounds(mean(s.means), std::sqrt(s.within_var), s_between, level, lo, hi);
-    // measured = predicted / e^r: a residual above 0 (predicted too slow) lowers the time.
-    iv.lo = std::exp(-hi);
-    iv.hi = std::exp(-lo);
-    iv.pool = pools[i].name;
-    iv.rows = s.rows;
-    if (i > 0) {
-      iv.fallback = true;
-      iv.note = fmt::format("fewer than {} validated {} like this one ({}): interval from {}, {} rows",
-                            kMinPoolRows, what, pools.front().name, pools[i].name, iv.rows);
-    }
+    f.index = static_cast<int>(i);
+    f.rows = s.rows;
+    f.mu = mean(s.means);
+    f.s_within = std::sqrt(s.within_var);
+    f.s_between = sample_sd(spread_of(rows, exclude, kind).means);
+    return f;
+  }
+  return f;
+}
+
+/// The interval at `level` of centre mu and spread sd in log space, drawn on pool `f` of `pools`.
+Interval make_interval(const PoolFit& f, double mu, double sd, const std::vector<PoolSpec>& pools, double level,
+                       std::string_view what) {
+  Interval iv;
+  iv.level = level;
+  if (f.index < 0) {
+    iv.note = fmt::format("fewer than {} validated {} to draw an interval from", kMinPoolRows, what);
     return iv;
   }
-  iv.note = fmt::format("fewer than {} validated {} to draw an interval from", kMinPoolRows, what);
+  double lo = 0, hi = 0;
+  random_effects_bounds(mu, sd, 0.0, level, lo, hi);
+  // measured = predicted / e^r: a residual above 0 (predicted too slow) lowers the time.
+  iv.lo = std::exp(-hi);
+  iv.hi = std::exp(-lo);
+  iv.pool = pools[f.index].name;
+  iv.rows = f.rows;
+  if (f.index > 0) {
+    iv.fallback = true;
+    iv.note = fmt::format("fewer than {} validated {} like this one ({}): interval from {}, {} rows", kMinPoolRows,
+                          what, pools.front().name, iv.pool, iv.rows);
+  }
   return iv;
+}
+
+/// The kernel pools from the most specific: kind + generation + dtype (when
+/// `with_dtype`), kind + generation, kind, every kernel row.
+std::vector<PoolSpec> kernel_pools(const KernelTraits& k, bool with_dtype) {
+  const std::string gen = generation_word(k.generation);
+  const auto same_kg = [k](const Residual& x) {
+    return x.kernel && x.kernel_traits.kind == k.kind && x.kernel_traits.generation == k.generation;
+  };
+  std::vector<PoolSpec> pools = {
+      {fmt::format("{} {} kernels on {}", spec::name(k.dtype), name(k.kind), gen),
+       [=](const Residual& x) { return same_kg(x) && x.kernel_traits.dtype == k.dtype; }},
+      {fmt::format("{} kernels on {}", name(k.kind), gen), same_kg},
+      {fmt::format("all {} kernels", name(k.kind)),
+       [k](const Residual& x) { return x.kernel && x.kernel_traits.kind == k.kind; }},
+      {"all GEMM and attention kernels", [](const Residual& x) { return x.kernel; }},
+  };
+  if (!with_dtype) pools.erase(pools.begin());
+  return pools;
 }
 
 }  // namespace
@@ -228,7 +271,29 @@ Interval IntervalModel::run_interval(const RunTraits& t, double level, std::stri
        [t](const Residual& x) { return !x.kernel && x.run.generation == t.generation; }},
       {"all end-to-end runs", [](const Residual& x) { return !x.kernel; }},
   };
-  return choose(rows_, pools, [](const Residual& x) { return !x.kernel; }, level, exclude_group, "training runs");
+  const auto is_run = [](const Residual& x) { return !x.kernel; };
+  const PoolFit f = fit_pool(rows_, pools, is_run, exclude_group);
+  const auto* held = t.calibration ? t.calibration->heldout_of("gemm") : nullptr;
+  if (!held || f.index < 0) return make_interval(f, f.mu, f.sd(), pools, level, "training runs");
+  // Calibrated: the published GEMM kernels' spread on this generation stands
+  // for the kernel-level part of the runs' spread; the profile's held-out
+  // GEMM records replace it. What is left (communication, framework, clock)
+  // stays.
+  KernelTraits k;
+  k.kind = KernelKind::kGemm;
+  k.generation = t.generation;
+  const auto kpools = kernel_pools(k, false);
+  const PoolFit kf = fit_pool(rows_, kpools, [](const Residual& x) { return x.kernel; }, exclude_group);
+  const double total = f.sd(), kernel = kf.index >= 0 ? std::min(kf.sd(), total) : 0.0;
+  const double rest = std::sqrt(std::max(0.0, total * total - kernel * kernel));
+  Interval iv = make_interval(f, f.mu, std::hypot(rest, held->log_sd), pools, level, "training runs");
+  iv.calibrated = true;
+  iv.calibration_note = fmt::format(
+      "calibrated on {}: the kernel-level spread (sd {:.3f}, published GEMM kernels {}) replaced by the held-out "
+      "GEMM records' (sd {:.3f}, {} records); communication, framework and clock effects (sd {:.3f}) stay",
+      t.calibration->measurements.empty() ? "measurements" : t.calibration->measurements, kernel,
+      kf.index >= 0 ? kpools[kf.index].name : "none", held->log_sd, held->records, rest);
+  return iv;
 }
 
 Interval IntervalModel::kernel_interval(const KernelTraits& k, double level, std::string_view exclude_group) const {
@@ -238,19 +303,26 @@ Interval IntervalModel::kernel_interval(const KernelTraits& k, double level, std
     iv.note = "no residuals to draw an interval from (" + shipped_path() + " not found)";
     return iv;
   }
-  const std::string gen = generation_word(k.generation);
-  const auto same_kg = [k](const Residual& x) {
-    return x.kernel && x.kernel_traits.kind == k.kind && x.kernel_traits.generation == k.generation;
-  };
-  std::vector<PoolSpec> pools = {
-      {fmt::format("{} {} kernels on {}", spec::name(k.dtype), name(k.kind), gen),
-       [=](const Residual& x) { return same_kg(x) && x.kernel_traits.dtype == k.dtype; }},
-      {fmt::format("{} kernels on {}", name(k.kind), gen), same_kg},
-      {fmt::format("all {} kernels", name(k.kind)),
-       [k](const Residual& x) { return x.kernel && x.kernel_traits.kind == k.kind; }},
-      {"all GEMM and attention kernels", [](const Residual& x) { return x.kernel; }},
-  };
-  return choose(rows_, pools, [](const Residual& x) { return x.kernel; }, level, exclude_group, "kernels");
+  const std::vector<PoolSpec> pools = kernel_pools(k, true);
+  const PoolFit f = fit_pool(rows_, pools, [](const Residual& x) { return x.kernel; }, exclude_group);
+  const auto* held = k.calibration ? k.calibration->heldout_of(calibration_class(k.kind)) : nullptr;
+  if (!held) return make_interval(f, f.mu, f.sd(), pools, level, "kernels");
+  // Calibrated: the profile's own held-out records of the class, on this very GPU.
+  Interval iv;
+  iv.level = level;
+  double lo = 0, hi = 0;
+  random_effects_bounds(held->log_mean, held->log_sd, 0.0, level, lo, hi);
+  iv.lo = std::exp(-hi);
+  iv.hi = std::exp(-lo);
+  iv.pool = fmt::format("the calibration's held-out {} records ({})", held->cls,
+                        k.calibration->measurements.empty() ? "measurements" : k.calibration->measurements);
+  iv.rows = held->records;
+  iv.calibrated = true;
+  iv.calibration_note = fmt::format(
+      "calibrated: the interval of this GPU's own held-out {} records (sd {:.3f}) replaces the published "
+      "kernels' ({})",
+      held->cls, held->log_sd, f.index >= 0 ? fmt::format("sd {:.3f}, {}", f.sd(), pools[f.index].name) : "none");
+  return iv;
 }
 
 // ---- the residual file ------------------------------------------------------

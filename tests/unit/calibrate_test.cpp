@@ -447,6 +447,9 @@ TEST_CASE("calibrate: end to end on this CPU: microbench --host --quick, calibra
   const spec::HardwareSpec calibrated = spec::load_hardware(cal);
   CHECK(calibrated.calibration.present);
   CHECK(calibrated.calibration.device == set.header.device);
+  // calibrate holds out 30% by default: the GEMM records' held-out spread is in the block.
+  CHECK(calibrated.calibration.heldout_fraction == doctest::Approx(0.3));
+  CHECK(calibrated.calibration.heldout_of("gemm") != nullptr);
 
   r = test::run_cli(fmt::format("validate --gpu {} --measurements {} --format json", host, m));
   REQUIRE(r.status == 0);
@@ -603,4 +606,43 @@ TEST_CASE("hardware profiles: a calibrated profile round-trips through spec::to_
   CHECK(back.hbm_bytes_per_s == doctest::Approx(cal.hbm_bytes_per_s).epsilon(5e-4));
   CHECK(back.calibration.residuals.size() == cal.calibration.residuals.size());
   fs::remove_all(dir);
+}
+
+TEST_CASE("calibrate: held-out log-residuals per class, written in the block and read back") {
+  const auto hw = test::gpu("h100_sxm");
+  const auto set = synthetic_set(11);
+  const calibrate::ValidationReport rep = calibrate::validate(set, hw, 0.3, 1);
+  const auto held = calibrate::heldout_residuals(rep);
+  REQUIRE_FALSE(held.empty());
+  for (const auto& h : held) {
+    CAPTURE(h.cls);
+    // By hand from the held-out records: mean and sample sd of ln(predicted / measured).
+    std::vector<double> v;
+    for (const auto& e : rep.records)
+      if (spec::name(e.cls) == h.cls) v.push_back(std::log(e.predicted_s / e.measured_s));
+    REQUIRE(v.size() >= 2);
+    double m = 0;
+    for (double x : v) m += x;
+    m /= v.size();
+    double ss = 0;
+    for (double x : v) ss += (x - m) * (x - m);
+    CHECK(h.records == static_cast<int>(v.size()));
+    CHECK(h.log_mean == doctest::Approx(m));
+    CHECK(h.log_sd == doctest::Approx(std::sqrt(ss / (v.size() - 1))));
+    // 3% noise on the records: the held-out spread is of that order, not the defaults' tens of %.
+    CHECK(h.log_sd < 0.1);
+  }
+  calibrate::FitResult f = calibrate::fit(set, hw);
+  f.heldout = held;
+  f.heldout_fraction = 0.3;
+  const std::string text = calibrate::replace_calibration_block(
+      slurp(hw.source_file), calibrate::calibration_block(f, set, "2026-12-01T00:00:00Z"));
+  const spec::HardwareSpec back = calibrate::load_hardware_text(text);
+  CHECK(back.calibration.heldout_fraction == doctest::Approx(0.3));
+  REQUIRE(back.calibration.heldout.size() == held.size());
+  for (size_t i = 0; i < held.size(); ++i) {
+    CHECK(back.calibration.heldout[i].cls == held[i].cls);
+    CHECK(back.calibration.heldout[i].records == held[i].records);
+    CHECK(back.calibration.heldout[i].log_sd == doctest::Approx(held[i].log_sd).epsilon(1e-3));
+  }
 }

@@ -282,3 +282,57 @@ TEST_CASE("intervals: the 80% interval covers 70-90% of published rows out of sa
     CHECK(l->median_width_pct[1] <= l->median_width_pct[2]);
   }
 }
+
+TEST_CASE("intervals: calibration replaces the kernel-level spread and keeps the rest") {
+  // Training runs on Ampere: sources A, B (40 rows, s_w^2 = 0.016/38, s_b = 0.141421, mu 0).
+  const RunTraits t = traits(0, spec::Generation::kAmpere, 8, 7e9);
+  std::vector<Residual> rows;
+  for (int i = 0; i < 20; ++i) {
+    rows.push_back(run_row("A", t, 0.10 + (i % 2 ? 0.02 : -0.02)));
+    rows.push_back(run_row("B", t, -0.10 + (i % 2 ? 0.02 : -0.02)));
+  }
+  // GEMM kernels on Ampere: sources K1, K2, 20 rows each at +-0.05 around +-0.05:
+  // s_w^2 = 40 x 0.0025 / 38, s_b = sd(0.05, -0.05) = 0.0707107.
+  for (int i = 0; i < 20; ++i)
+    for (const auto& [g, m] : {std::pair{"K1", 0.05}, std::pair{"K2", -0.05}}) {
+      Residual x;
+      x.id = std::string(g) + std::to_string(i);
+      x.group = g;
+      x.kernel = true;
+      x.kernel_traits = {uncertainty::KernelKind::kGemm, spec::Generation::kAmpere, spec::Dtype::kBf16};
+      x.log_residual = m + (i % 2 ? 0.05 : -0.05);
+      rows.push_back(x);
+    }
+  const IntervalModel model(rows);
+  spec::CalibrationSpec cal;
+  cal.present = true;
+  cal.measurements = "m.json";
+  cal.heldout = {{"gemm", 6, 0.01, 0.02}};
+
+  const double total = std::sqrt(0.016 / 38 + 0.02);
+  const double kernel = std::sqrt(0.1 / 38 + 0.005);
+  const double rest = std::sqrt(total * total - kernel * kernel);
+  const double sd = std::hypot(rest, 0.02);
+  RunTraits tc = t;
+  tc.calibration = &cal;
+  const Interval plain = model.run_interval(t, 0.8), calibrated = model.run_interval(tc, 0.8);
+  REQUIRE(calibrated.valid());
+  CHECK(calibrated.calibrated);
+  CHECK_FALSE(plain.calibrated);
+  CHECK(calibrated.hi == doctest::Approx(std::exp(1.2815516 * sd)).epsilon(1e-6));  // mu 0: symmetric
+  CHECK(calibrated.lo == doctest::Approx(std::exp(-1.2815516 * sd)).epsilon(1e-6));
+  CHECK(calibrated.hi < plain.hi);
+  CHECK(calibrated.calibration_note.find("communication, framework and clock effects") != std::string::npos);
+
+  // A calibrated GEMM: the held-out records alone, mu 0.01 -+ 1.2816 x 0.02, widened to hold 0.
+  uncertainty::KernelTraits k{uncertainty::KernelKind::kGemm, spec::Generation::kAmpere, spec::Dtype::kBf16, &cal};
+  const Interval g = model.kernel_interval(k, 0.8);
+  REQUIRE(g.valid());
+  CHECK(g.calibrated);
+  CHECK(g.rows == 6);
+  CHECK(g.lo == doctest::Approx(std::exp(-(0.01 + 1.2815516 * 0.02))).epsilon(1e-6));
+  CHECK(g.hi == doctest::Approx(std::exp(-(0.01 - 1.2815516 * 0.02))).epsilon(1e-6));
+  // No held-out attention records: an attention kernel keeps the published pools.
+  k.kind = uncertainty::KernelKind::kAttention;
+  CHECK_FALSE(model.kernel_interval(k, 0.8).calibrated);
+}

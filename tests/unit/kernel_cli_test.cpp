@@ -30,7 +30,8 @@ double num(const nlohmann::json& j, const char* key) { return j.at(key).get<doub
 
 /// Every key of the README's schema table, in its order.
 const char* const kDocumentedKeys[] = {
-    "schema", "kernel", "class", "gpu", "shape", "dtype", "impl", "pass", "kernels", "launches", "time_s", "bound",
+    "schema", "kernel", "class", "gpu", "shape", "dtype", "impl", "pass", "kernels", "launches", "time_s",
+    "interval_level", "time_lo_s", "time_hi_s", "interval_pool", "interval_rows", "interval_note", "bound",
     "compute_s", "memory_s", "sram_s", "launch_s", "flops", "model_flops", "flop_per_s", "model_flop_per_s",
     "read_bytes", "write_bytes", "hbm_bytes", "sram_bytes", "bytes_per_s", "intensity", "peak", "peak_flop_per_s",
     "hbm_bytes_per_s", "ridge_point", "detail_kernel", "tile_m", "tile_n", "schedule", "split_k", "blocks", "waves",
@@ -282,4 +283,25 @@ TEST_CASE("kernel cli: every bad input is one exact line, exit 2, and no output 
     CHECK(r.out.empty());
     CHECK_FALSE(fs::exists(out));
   }
+}
+
+TEST_CASE("kernel cli: GEMM and attention times carry their prediction interval") {
+  for (const char* args : {"gemm --m 4096 --n 4096 --k 4096",
+                           "attention --batch 1 --heads 32 --kv-heads 8 --seq 4096 --head-dim 128 --impl flash3"}) {
+    CAPTURE(args);
+    const auto j = kernel_json(args);
+    CHECK(num(j, "interval_level") == doctest::Approx(0.8));
+    CHECK(num(j, "time_lo_s") <= num(j, "time_s"));
+    CHECK(num(j, "time_hi_s") >= num(j, "time_s"));
+    CHECK(num(j, "interval_rows") >= 20);
+    const auto wide = kernel_json(std::string(args) + " --interval-level 0.95");
+    CHECK(num(wide, "time_lo_s") <= num(j, "time_lo_s"));
+    CHECK(num(wide, "time_hi_s") >= num(j, "time_hi_s"));
+  }
+  // The memory-bound classes have no published kernel rows to draw on: null.
+  const auto e = kernel_json("elementwise --elements 1048576 --inputs 2");
+  CHECK(e["time_lo_s"].is_null());
+  const auto bad = test::run_cli("kernel gemm --m 8 --n 8 --k 8 --interval-level 2");
+  CHECK(bad.status == 2);
+  CHECK(bad.err == "error: --interval-level: expected a level from 0.5 to 0.99 (0.8 = an 80% interval), got 2\n");
 }

@@ -86,6 +86,10 @@ struct FitResult {
   /// Records left out and why ("gemm_bf16_512: check failed"), classes not fitted.
   std::vector<std::string> notes;
   int records_used = 0;
+  /// Held-out statistics per class (heldout_residuals of a validate split;
+  /// empty when calibrate ran without a holdout), written beside the fit.
+  double heldout_fraction = 0;
+  std::vector<spec::HeldoutResidual> heldout;
 };
 
 /// Fits the profile's efficiency parameters to the measurements. Throws
@@ -163,6 +167,12 @@ struct ValidationReport {
 /// 0 validates in sample.
 ValidationReport validate(const spec::MeasurementSet& set, const spec::HardwareSpec& hw, double holdout_frac,
                           std::uint64_t seed);
+
+/// Per class of the held-out records (those with a positive measured and
+/// predicted time), the mean and sample standard deviation of ln(predicted /
+/// measured time) under the fit on the training part; classes with fewer
+/// than two held-out records are left out.
+std::vector<spec::HeldoutResidual> heldout_residuals(const ValidationReport& r);
 
 /// Median and p90 (linear interpolation between order statistics) of |values|.
 double percentile_abs(std::vector<double> values, double q);

@@ -53,6 +53,17 @@ struct CalibrationResidual {
   double p90_abs_pct = 0.0;
 };
 
+/// The held-out records of one measurement class (`ridgeline calibrate
+/// --holdout`): the fit made on the rest, the log-residuals ln(predicted /
+/// measured time) of these. Prediction intervals of a calibrated profile's
+/// kernels are drawn from them (uncertainty/interval.hpp).
+struct HeldoutResidual {
+  std::string cls;  // a measurement class ("gemm", "attention_flash")
+  int records = 0;
+  double log_mean = 0.0;
+  double log_sd = 0.0;
+};
+
 struct CalibrationSpec {
   bool present = false;
   std::string measurements;  // file the fit was made from
@@ -60,6 +71,14 @@ struct CalibrationSpec {
   std::string date;
   EfficiencySpec efficiency;
   std::vector<CalibrationResidual> residuals;
+  double heldout_fraction = 0.0;  // of the records held out for `heldout` (0: none)
+  std::vector<HeldoutResidual> heldout;
+  /// The held-out statistics of class `cls`, or nullptr.
+  const HeldoutResidual* heldout_of(std::string_view cls) const {
+    for (const auto& h : heldout)
+      if (h.cls == cls) return &h;
+    return nullptr;
+  }
 };
 
 /// The fabric around a GPU. The latencies are per algorithm step of NCCL's

@@ -82,6 +82,10 @@ struct RunTraits {
   long long gpus = 1;
   double params = 0;  // total parameters
   Dominant dominant = Dominant::kCompute;
+  /// The profile's calibration, when the prediction used one with held-out
+  /// statistics: its GEMM records' spread replaces the kernel-level part of
+  /// the published spread (not read from or written to the residual file).
+  const spec::CalibrationSpec* calibration = nullptr;
 };
 
 /// The traits of a predicted training step on `hw` under `plan`.
@@ -101,7 +105,13 @@ struct KernelTraits {
   KernelKind kind = KernelKind::kGemm;
   spec::Generation generation = spec::Generation::kAmpere;
   spec::Dtype dtype = spec::Dtype::kBf16;
+  /// A calibrated profile's calibration: with held-out records of the
+  /// kernel's class ("gemm", "attention_flash"), the interval is theirs.
+  const spec::CalibrationSpec* calibration = nullptr;
 };
+
+/// The measurement class whose held-out records stand for kernels of kind `k`.
+std::string_view calibration_class(KernelKind k);  // "gemm", "attention_flash"
 
 /// One out-of-sample residual: log(predicted time / measured time).
 struct Residual {
@@ -123,6 +133,11 @@ struct Interval {
   int rows = 0;         // its rows
   bool fallback = false;  // not the most specific pool: too few comparable rows there
   std::string note;       // why it fell back, in words; "" when it did not
+  /// A calibrated profile's held-out records set the interval (kernels) or
+  /// its kernel-level part (training runs); `calibration_note` says what
+  /// calibration removed and what stays.
+  bool calibrated = false;
+  std::string calibration_note;
   bool valid() const { return rows > 0; }
   double time_lo(double t) const { return t * lo; }
   double time_hi(double t) const { return t * hi; }
