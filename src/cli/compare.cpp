@@ -8,7 +8,9 @@
 #include "ridgeline/report/compare_view.hpp"
 #include "ridgeline/report/prediction_view.hpp"
 #include "ridgeline/search/compare.hpp"
+#include "ridgeline/search/interval_ranking.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
+#include "ridgeline/uncertainty/interval.hpp"
 #include "ridgeline/units/units.hpp"
 
 namespace ridgeline::cli {
@@ -22,6 +24,7 @@ struct CompareArgs {
   std::string sort = "none";
   std::string format = "table";
   std::string output;
+  double interval_level = uncertainty::kDefaultLevel;
   PlanFlags plan;
 };
 
@@ -36,13 +39,18 @@ void register_compare(CLI::App& app, int& rc) {
                   "KEY=V1,V2,... (repeatable): framework, precision, recompute, attention, fusion, optimizer, finetune, "
                   "lora_rank, micro_batch, seq, tp, pp, dp, cp, zero, vpp, sp, cuda_graphs")
       ->required();
-  cmd->add_option("--sort", a->sort, "none | time | memory | mfu (the baseline row stays first)")->capture_default_str();
+  cmd->add_option("--sort", a->sort,
+                  "none | time | memory | mfu (the baseline row stays first; the best row is always the fastest that "
+                  "fits)")
+      ->capture_default_str();
   cmd->add_option("--format", a->format, "table | json | csv")->capture_default_str();
   cmd->add_option("--output,-o", a->output, "Write to FILE (atomically)");
+  add_interval_level(*cmd, a->interval_level);
   a->plan.add_to(*cmd);
   cmd->callback([a, &rc] {
     rc = guarded([&] {
       const Format f = parse_format(a->format);
+      check_interval_level(a->interval_level);
       search::SortKey sort = search::SortKey::kNone;
       if (a->sort == "time") sort = search::SortKey::kTime;
       else if (a->sort == "memory") sort = search::SortKey::kMemory;
@@ -61,22 +69,16 @@ void register_compare(CLI::App& app, int& rc) {
       auto rows = search::compare(model, base, gpu, vars, !a->plan.no_calibration, error);
       if (!error.empty()) throw UsageError{"--vary", error};
       search::sort_rows(rows, sort);
+      const auto iv = search::compare_intervals(rows, gpu, uncertainty::shipped(), a->interval_level);
       std::string text;
       if (f == Format::kJson) {
-        text = report::compare_json(vars, rows, model).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+        text = report::compare_json(vars, rows, model, iv).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       } else if (f == Format::kCsv) {
-        for (const auto& v : vars) text += v.key + ",";
-        text += "status,step_time_s,tokens_per_s,mfu,hfu,peak_memory_bytes,fits,speedup,memory_saved_bytes\n";
-        for (const auto& r : rows) {
-          for (const auto& v : r.values) text += v + ",";
-          text += fmt::format("{},{},{},{},{},{},{},{},{}\n", engine::name(r.pred.status), r.pred.step.time_s,
-                              r.pred.step.tokens_per_s, r.pred.step.mfu, r.pred.step.hfu, r.pred.memory.total,
-                              r.pred.memory.fits, r.speedup, r.memory_saved);
-        }
+        text = report::compare_csv(vars, rows, iv);
       } else {
         text = fmt::format("{} on {}; base plan: {}; capacity {}\n\n", model.name, gpu.name,
                            spec::plan_summary(base), units::format_bytes(gpu.memory_bytes)) +
-               report::compare_table(vars, rows);
+               report::compare_table(vars, rows, iv);
       }
       write_output(a->output, text);
       return kExitOk;

@@ -22,6 +22,7 @@ struct PredictArgs {
   std::string format = "table";
   std::string output;
   int top = 12;
+  double interval_level = 0;
   PlanFlags plan;
 };
 
@@ -49,9 +50,11 @@ void register_predict(CLI::App& app, int& rc) {
   cmd->add_option("--format", args->format, "table | json | csv")->capture_default_str();
   cmd->add_option("--output,-o", args->output, "Write to FILE instead of standard output (atomically)");
   cmd->add_option("--top", args->top, "Kernels shown in the table")->capture_default_str();
+  add_interval_level(*cmd, args->interval_level);
   cmd->callback([args, &rc] {
     rc = guarded([&] {
       const Format fmt_kind = parse_format(args->format);
+      check_interval_level(args->interval_level);
       auto gpu = resolve_gpu(args->gpu);
       auto model = resolve_model(args->model);
       auto plan = args->plan.build(model);
@@ -62,11 +65,11 @@ void register_predict(CLI::App& app, int& rc) {
         std::cerr << problem_line(pred.problem) << "\n";
         return kExitBadInput;
       }
-      report::Inputs in{&gpu, &model, &plan};
+      report::Inputs in{&gpu, &model, &plan, args->interval_level};
       std::string text;
       switch (fmt_kind) {
         case Format::kJson: text = report::prediction_json(pred, in).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"; break;
-        case Format::kCsv: text = report::prediction_csv(pred); break;
+        case Format::kCsv: text = report::prediction_csv(pred, in); break;
         case Format::kTable: text = report::prediction_table(pred, in, args->top); break;
       }
       write_output(args->output, text);

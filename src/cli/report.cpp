@@ -21,6 +21,7 @@
 #include "ridgeline/search/compare.hpp"
 #include "ridgeline/search/search.hpp"
 #include "ridgeline/spec/framework.hpp"
+#include "ridgeline/uncertainty/interval.hpp"
 #include "ridgeline/units/units.hpp"
 
 namespace ridgeline::cli {
@@ -40,6 +41,7 @@ struct ReportArgs {
   std::optional<double> budget_gpu_hours, budget_usd;
   std::string objective = "time";
   int top = 8;
+  double interval_level = uncertainty::kDefaultLevel;
   PlanFlags plan;
 };
 
@@ -151,6 +153,16 @@ std::vector<search::Variation> technique_variations(const spec::HardwareSpec& hw
   return v;
 }
 
+/// The traits of a searched layout, for its prediction interval: the layout
+/// evaluated once more (the search keeps only its figures).
+uncertainty::RunTraits layout_traits(const search::Candidate& c, const spec::PlanSpec& base, int global_batch,
+                                     const spec::ModelSpec& model, const spec::HardwareSpec& gpu, bool use_cal) {
+  const spec::PlanSpec plan = search::plan_for(base, c.layout, global_batch);
+  engine::EvalOptions opt;
+  opt.use_calibration = use_cal;
+  return uncertainty::traits_of(engine::evaluate(model, plan, gpu, opt), plan, gpu);
+}
+
 /// GPU counts for the scaling chart: N/4, N/2, N, 2N (whole numbers only).
 std::vector<int> scaling_counts(int n) {
   std::vector<int> out;
@@ -178,6 +190,7 @@ void register_report(CLI::App& app, int& rc) {
   cmd->add_option("--budget-usd", a->budget_usd, "Train for this many US dollars; sizes the model (Chinchilla)");
   cmd->add_option("--objective", a->objective, "Layout search objective: time | cost | mfu")->capture_default_str();
   cmd->add_option("--top", a->top, "Layouts listed")->capture_default_str();
+  add_interval_level(*cmd, a->interval_level);
   a->plan.add_to(*cmd);
   cmd->callback([a, cmd, &rc] {
     rc = guarded([&] {
@@ -197,6 +210,7 @@ void register_report(CLI::App& app, int& rc) {
       if (a->gpus && *a->gpus > kMaxGpus)
         throw UsageError{"--gpus", fmt::format("expected at most {} GPUs, got {}", kMaxGpus, *a->gpus)};
       if (a->top < 1) throw UsageError{"--top", fmt::format("expected at least 1, got {}", a->top)};
+      check_interval_level(a->interval_level);
       search::Objective objective = search::Objective::kTime;
       if (a->objective == "cost") objective = search::Objective::kCost;
       else if (a->objective == "mfu") objective = search::Objective::kMfu;
@@ -219,6 +233,7 @@ void register_report(CLI::App& app, int& rc) {
       in.use_calibration = use_cal;
       in.budget = budget;
       in.command = command_line(*cmd);
+      in.interval_level = a->interval_level;
       // With --gpus: search the layouts at N (and N/4, N/2, 2N for the scaling
       // chart) and predict the best one. The ranking is a total order, so the
       // answer is the same on any number of threads.
@@ -257,14 +272,14 @@ void register_report(CLI::App& app, int& rc) {
         in.scaling.clear();
         for (int n : scaling_counts(s.gpus)) {
           if (n == s.gpus) {
-            in.scaling.push_back({n, in.search});
+            in.scaling.push_back({n, in.search, std::nullopt});
             continue;
           }
           search::SearchSpec sn = s;
           sn.gpus = n;
           sn.dp = -1;
           if (!search::check_fixed(sn, model, b).field.empty()) continue;
-          in.scaling.push_back({n, search::run(sn, model, b, gpu, use_cal)});
+          in.scaling.push_back({n, search::run(sn, model, b, gpu, use_cal), std::nullopt});
         }
         if (!in.search.top.empty()) {
           plan = search::plan_for(b, in.search.top.front().layout, s.global_batch);
@@ -298,6 +313,13 @@ void register_report(CLI::App& app, int& rc) {
         base.tokens = report::tokens_for_gpu_hours(pred, hours);
         plan = answer(base);
         pred = engine::evaluate(model, plan, gpu, opt);
+      }
+      if (in.searched) {
+        for (const auto& c : in.search.top)
+          in.top_traits.push_back(layout_traits(c, base, s.global_batch, model, gpu, use_cal));
+        for (auto& run : in.scaling)
+          if (!run.result.top.empty())
+            run.best_traits = layout_traits(run.result.top.front(), base, s.global_batch, model, gpu, use_cal);
       }
       in.plan = plan;
       in.prediction = std::move(pred);

@@ -8,8 +8,10 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "ridgeline/report/search_view.hpp"
+#include "ridgeline/search/interval_ranking.hpp"
 #include "ridgeline/search/search.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
+#include "ridgeline/uncertainty/interval.hpp"
 
 namespace ridgeline::cli {
 
@@ -27,6 +29,7 @@ struct SearchArgs {
   int threads = 0;
   std::string format = "table";
   std::string output;
+  double interval_level = uncertainty::kDefaultLevel;
   PlanFlags plan;
 };
 
@@ -65,17 +68,24 @@ void register_search(CLI::App& app, int& rc) {
   cmd->add_option("--model", a->model, "Model name, YAML file or HF config.json")->capture_default_str();
   cmd->add_option("--gpus", a->gpus, "Number of GPUs")->capture_default_str();
   cmd->add_option("--objective", a->objective, "time | cost | mfu")->capture_default_str();
-  cmd->add_option("--top", a->top, "Configurations to show")->capture_default_str();
+  cmd->add_option("--top", a->top, "Configurations to show (each with its prediction interval, marked against the best)")
+      ->capture_default_str();
   cmd->add_option("--fix", a->fix, "Pin a dimension: tp=8, pp=4, dp=.., cp=.., micro_batch=.., vpp=.., zero=.., recompute=.., precision=..");
-  cmd->add_option("--shard", a->shard, "i/N: evaluate slice i of N (write JSON, combine with --merge)");
+  cmd->add_option("--shard", a->shard,
+                  "i/N: evaluate slice i of N (write JSON with every feasible step time, combine with --merge)");
   cmd->add_option("--merge", a->merge, "Combine shard JSON files instead of searching");
   cmd->add_option("--threads", a->threads, "Worker threads (default: all cores)");
   cmd->add_option("--format", a->format, "table | json | csv")->capture_default_str();
   cmd->add_option("--output,-o", a->output, "Write to FILE (atomically)");
+  add_interval_level(*cmd, a->interval_level);
   a->plan.add_to(*cmd, false);
   cmd->callback([a, &rc] {
     rc = guarded([&] {
       const Format f = parse_format(a->format);
+      check_interval_level(a->interval_level);
+      const auto dump = [](const nlohmann::json& j) {
+        return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+      };
       if (a->top < 1) throw UsageError{"--top", "expected at least 1"};
       if (!a->merge.empty()) {
         std::vector<search::SearchResult> parts;
@@ -98,9 +108,10 @@ void register_search(CLI::App& app, int& rc) {
           parts.push_back(std::move(r));
         }
         auto merged = search::merge(parts, a->top);
-        const std::string text = f == Format::kJson ? report::search_json(merged, first["query"]).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
-                                 : f == Format::kCsv ? report::search_csv(merged)
-                                                     : report::search_table(merged, first["query"]);
+        const auto iv = search::search_intervals(merged, uncertainty::shipped(), a->interval_level);
+        const std::string text = f == Format::kJson  ? dump(report::search_json(merged, first["query"], iv))
+                                 : f == Format::kCsv ? report::search_csv(merged, iv)
+                                                     : report::search_table(merged, first["query"], iv);
         write_output(a->output, text);
         return kExitOk;
       }
@@ -130,10 +141,12 @@ void register_search(CLI::App& app, int& rc) {
       if (auto pr = search::check_fixed(s, model, base); !pr.field.empty()) throw UsageError{pr.field, pr.message};
       auto result = search::run(s, model, base, gpu, !a->plan.no_calibration);
       const auto query = report::search_query_json(s, model, gpu, base);
+      const auto iv = search::search_intervals(result, uncertainty::shipped(), a->interval_level);
       std::string text;
-      if (f == Format::kJson || !a->shard.empty()) text = report::search_json(result, query).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-      else if (f == Format::kCsv) text = report::search_csv(result);
-      else text = report::search_table(result, query);
+      if (!a->shard.empty()) text = dump(report::search_json(result, query, iv, true));
+      else if (f == Format::kJson) text = dump(report::search_json(result, query, iv));
+      else if (f == Format::kCsv) text = report::search_csv(result, iv);
+      else text = report::search_table(result, query, iv);
       write_output(a->output, text);
       return result.top.empty() ? kExitInfeasible : kExitOk;
     });

@@ -1,5 +1,6 @@
 #include "ridgeline/report/capacity_text.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -12,6 +13,11 @@ using namespace ridgeline::units;
 namespace {
 
 std::string pct_plain(double v) { return fmt::format("{:.1f}%", v); }
+
+/// A layout's days as the tables print them ("12.3"), as a range: "11.0–14.5".
+std::string day_number(double d) { return fmt::format("{:.1f}", d); }
+std::string day_range(const Range& r) { return r.valid ? range(r.lo, r.hi, day_number) : ""; }
+std::string usd_range(const Range& r) { return r.valid ? range(r.lo, r.hi, usd) : ""; }
 
 std::string tokens_note(const CapacityView& v) {
   if (v.plan.tokens_source == "budget") return "what the budget buys at the predicted step time";
@@ -38,12 +44,62 @@ std::string days(double d) {
   return fmt::format("{:.1f} days", d);
 }
 
+std::string tokens_per_s(double v) { return format_count(v) + " tokens/s"; }
+
+namespace {
+
+/// Where the leading number of a formatted figure ends ("690 ms" -> 3); 0
+/// when it does not start with one ("$3.10M", "n/a").
+size_t number_end(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.' || (i == 0 && s[i] == '-')))
+    ++i;
+  return i > 0 && std::isdigit(static_cast<unsigned char>(s[i - 1])) ? i : 0;
+}
+
+}  // namespace
+
+std::string range(double lo, double hi, std::string (*format)(double)) {
+  const std::string a = format(lo), b = format(hi);
+  const size_t na = number_end(a), nb = number_end(b);
+  if (na > 0 && nb > 0 && a.substr(na) == b.substr(nb)) return a.substr(0, na) + "–" + b;
+  return a + "–" + b;
+}
+
+std::string level(double l) { return fmt::format("{:g}%", l * 100); }
+
+std::string interval(const uncertainty::Interval& iv, const Range& r, std::string (*format)(double)) {
+  if (!iv.valid() || !r.valid) return "";
+  return fmt::format("{} interval {}", level(iv.level), range(r.lo, r.hi, format));
+}
+
+std::string interval_source(const uncertainty::Interval& iv) {
+  if (!iv.valid()) return "none: " + iv.note;
+  return fmt::format("{}, from {}, {} validated runs", level(iv.level), iv.pool, iv.rows);
+}
+
+std::string fits_at_upper_bound(const uncertainty::MemoryInterval& m) {
+  if (m.fits_high) return "yes";
+  return m.fits_point ? "only at the point estimate" : "no";
+}
+
 std::string headline(const CapacityView& v) {
   const auto& a = v.answer;
-  const std::string fit = a.memory.fits ? "Fits" : "Does not fit";
-  return fmt::format("{}: {} of {} per GPU; {} per step; MFU {}; {} and {} for {} tokens", fit,
-                     format_bytes(a.memory.total), format_bytes(a.memory.capacity), format_seconds(a.step_time_s),
-                     format_percent(a.mfu), days(a.days), usd(a.cost_usd), format_count(a.tokens));
+  const std::string fit = !a.memory.fits                ? "Does not fit"
+                          : a.memory_range.fits_high ? "Fits"
+                                                     : "Fits at the point estimate only";
+  std::string s = fmt::format("{}: {} of {} per GPU; {} per step; MFU {}; {} and {} for {} tokens", fit,
+                              format_bytes(a.memory.total), format_bytes(a.memory.capacity),
+                              format_seconds(a.step_time_s), format_percent(a.mfu), days(a.days), usd(a.cost_usd),
+                              format_count(a.tokens));
+  if (a.interval.valid()) {
+    if (v.plan.tokens_source == "budget")
+      s += fmt::format(" ({} tokens)", interval(a.interval, a.tokens_range, format_count));
+    else
+      s += fmt::format(" ({}, {})", interval(a.interval, a.days_range, days),
+                       range(a.cost_range.lo, a.cost_range.hi, usd));
+  }
+  return s;
 }
 
 std::vector<Fact> question(const CapacityView& v) {
@@ -69,7 +125,10 @@ std::vector<Fact> question(const CapacityView& v) {
                            "tokens",
                            p.framework_name, p.framework_id, p.micro_batch, p.global_batch, p.seq_len)});
   f.push_back({"GPUs", std::to_string(p.gpus), v.layouts.present ? "layout: the best the search found" : ""});
-  f.push_back({"Training tokens", format_count(p.tokens), tokens_note(v)});
+  std::string tokens = tokens_note(v);
+  if (p.tokens_source == "budget" && v.answer.interval.valid())
+    tokens += "; " + interval(v.answer.interval, v.answer.tokens_range, format_count);
+  f.push_back({"Training tokens", format_count(p.tokens), tokens});
   return f;
 }
 
@@ -100,16 +159,32 @@ std::vector<Fact> answer(const CapacityView& v) {
     step_note += fmt::format("; host-bound: {} of host dispatch per step, the GPU waits for the framework's "
                              "Python dispatch",
                              format_seconds(a.host_s));
-  f.push_back({"Step time", format_seconds(a.step_time_s), step_note});
-  f.push_back({"Throughput", format_count(a.tokens_per_s) + " tokens/s",
-               format_count(a.tokens_per_s_per_gpu) + " tokens/s per GPU"});
+  const auto& iv = a.interval;
+  // A figure's interval first in its note, when there is one.
+  const auto with = [](const std::string& interval, const std::string& note) {
+    return interval.empty() ? note : interval + "; " + note;
+  };
+  f.push_back({"Step time", format_seconds(a.step_time_s),
+               with(interval(iv, a.step_time_range, format_seconds), step_note)});
+  f.push_back({"Throughput", tokens_per_s(a.tokens_per_s),
+               with(interval(iv, a.tokens_per_s_range, tokens_per_s),
+                    format_count(a.tokens_per_s_per_gpu) + " tokens/s per GPU")});
   f.push_back({"MFU", format_percent(a.mfu),
-               fmt::format("vs the dense bf16 peak; {} vs the {} peak; attention FLOPs {}", format_percent(a.mfu_dtype),
-                           a.precision, a.flops_convention)});
+               with(interval(iv, a.mfu_range, format_percent),
+                    fmt::format("vs the dense bf16 peak; {} vs the {} peak; attention FLOPs {}",
+                                format_percent(a.mfu_dtype), a.precision, a.flops_convention))});
   f.push_back({"HFU", format_percent(a.hfu), "model + recomputation FLOPs"});
+  f.push_back({"Prediction interval", iv.valid() ? level(iv.level) : "none",
+               iv.valid() ? fmt::format("from {}, {} validated runs (out-of-sample residuals, docs/accuracy.md){}{}",
+                                        iv.pool, iv.rows, iv.fallback ? "; " + iv.note : std::string(),
+                                        iv.calibrated ? "; " + iv.calibration_note : std::string())
+                          : iv.note});
   const auto& m = a.memory;
+  const auto& mr = a.memory_range;
   f.push_back({"Memory per GPU", format_bytes(m.total),
-               fmt::format("of {} ({}); {}{}; allocated {}, reserved {} ({} allocator reserve {})",
+               fmt::format("range {}; fits at the upper bound: {}; of {} ({}); {}{}; allocated {}, reserved {} ({} "
+                           "allocator reserve {})",
+                           range(mr.lo, mr.hi, format_bytes), fits_at_upper_bound(mr),
                            format_bytes(m.capacity), format_percent(a.memory_fraction),
                            m.fits ? "fits" : "DOES NOT FIT",
                            m.peak_stage == "only"
@@ -118,11 +193,19 @@ std::vector<Fact> answer(const CapacityView& v) {
                                              format_bytes(m.first_stage.total), format_bytes(m.last_stage.total)),
                            format_bytes(m.allocated), format_bytes(m.reserved), v.plan.framework_id,
                            format_percent(m.allocator_reserve))});
-  f.push_back({"Wall clock", days(a.days), fmt::format("{} steps of {} tokens", format_count(a.steps),
-                                                       format_count(a.tokens_per_step))});
-  f.push_back({"GPU-hours", format_count(a.gpu_hours), ""});
-  f.push_back({"Cost", usd(a.cost_usd), fmt::format("at {} per GPU-hour", usd(v.gpu.price_per_gpu_hour_usd))});
-  f.push_back({"Energy", format_count(a.energy_kwh) + " kWh", "GPUs only"});
+  // With a budget the totals are the budget's; the tokens it buys vary instead.
+  const bool budget = v.plan.tokens_source == "budget";
+  const auto total = [&](const Range& r, std::string (*format)(double), const std::string& note) {
+    if (budget && iv.valid()) return note.empty() ? std::string("fixed by the budget") : note + "; fixed by the budget";
+    return note.empty() ? interval(iv, r, format) : with(interval(iv, r, format), note);
+  };
+  f.push_back({"Wall clock", days(a.days), total(a.days_range, days, fmt::format("{} steps of {} tokens",
+                                                                              format_count(a.steps),
+                                                                              format_count(a.tokens_per_step)))});
+  f.push_back({"GPU-hours", format_count(a.gpu_hours), total(a.gpu_hours_range, format_count, "")});
+  f.push_back({"Cost", usd(a.cost_usd),
+               total(a.cost_range, usd, fmt::format("at {} per GPU-hour", usd(v.gpu.price_per_gpu_hour_usd)))});
+  f.push_back({"Energy", format_count(a.energy_kwh) + " kWh", total(a.energy_range, format_count, "GPUs only")});
   return f;
 }
 
@@ -159,18 +242,24 @@ Table techniques(const CapacityView& v) {
     t.head.push_back(k);
     t.numeric.push_back(false);
   }
-  for (const char* h : {"step time", "tokens/s", "MFU", "HFU", "peak memory", "fits", "speed-up"}) {
+  const std::string lv = level(v.interval_level);
+  for (const std::string& h : {std::string("step time"), lv + " interval", std::string("tokens/s"), std::string("MFU"),
+                              std::string("HFU"), std::string("peak memory"), std::string("memory range"),
+                              std::string("fits"), std::string("fits at the upper bound"), std::string("speed-up")}) {
     t.head.push_back(h);
     t.numeric.push_back(true);
   }
   for (const auto& r : v.techniques) {
     std::vector<std::string> c = r.settings;
     c.push_back(format_seconds(r.step_time_s));
+    c.push_back(r.step_time_range.valid ? range(r.step_time_range.lo, r.step_time_range.hi, format_seconds) : "");
     c.push_back(format_count(r.tokens_per_s));
     c.push_back(format_percent(r.mfu));
     c.push_back(format_percent(r.hfu));
     c.push_back(format_bytes(r.peak_memory_bytes));
+    c.push_back(range(r.memory_range.lo, r.memory_range.hi, format_bytes));
     c.push_back(r.fits ? "yes" : "no");
+    c.push_back(fits_at_upper_bound(r.memory_range));
     c.push_back(fmt::format("{:.2f}x", r.speedup));
     t.rows.push_back(std::move(c));
   }
@@ -187,26 +276,34 @@ std::string best_technique(const CapacityView& v) {
 }
 
 Table layouts(const CapacityView& v) {
-  Table t{{"#", "layout", "step time", "MFU", "memory/GPU", "tokens/s", "bubble", "days", "cost"},
+  const std::string lv = level(v.interval_level);
+  Table t{{"#", "layout", "step time", "MFU", "memory/GPU", "tokens/s", "bubble", "days", "cost",
+           "days, " + lv + " interval", "cost, " + lv + " interval"},
           {},
-          {true, false, true, true, true, true, true, true, true}};
+          {true, false, true, true, true, true, true, true, true, true, true}};
   for (const auto& r : v.layouts.top)
     t.rows.push_back({std::to_string(r.rank), r.label, format_seconds(r.step_time_s), format_percent(r.mfu),
                       format_bytes(r.memory_bytes), format_count(r.tokens_per_s), format_percent(r.bubble_fraction),
-                      fmt::format("{:.1f}", r.days), usd(r.cost_usd)});
+                      fmt::format("{:.1f}", r.days), usd(r.cost_usd), day_range(r.days_range),
+                      usd_range(r.cost_range)});
   if (!v.layouts.top.empty()) t.highlight = 0;
   return t;
 }
 
 Table scaling(const CapacityView& v) {
-  Table t{{"GPUs", "best layout", "step time", "MFU", "days", "cost"}, {}, {true, false, true, true, true, true}};
+  const std::string lv = level(v.interval_level);
+  Table t{{"GPUs", "best layout", "step time", "MFU", "days", "cost", "days, " + lv + " interval",
+           "cost, " + lv + " interval"},
+          {},
+          {true, false, true, true, true, true, true, true}};
   int i = 0;
   for (const auto& p : v.layouts.scaling) {
     if (p.feasible)
       t.rows.push_back({std::to_string(p.gpus), p.best.label, format_seconds(p.best.step_time_s),
-                        format_percent(p.best.mfu), fmt::format("{:.1f}", p.best.days), usd(p.best.cost_usd)});
+                        format_percent(p.best.mfu), fmt::format("{:.1f}", p.best.days), usd(p.best.cost_usd),
+                        day_range(p.best.days_range), usd_range(p.best.cost_range)});
     else
-      t.rows.push_back({std::to_string(p.gpus), "no layout fits", "", "", "", ""});
+      t.rows.push_back({std::to_string(p.gpus), "no layout fits", "", "", "", "", "", ""});
     if (p.chosen) t.highlight = i;
     ++i;
   }

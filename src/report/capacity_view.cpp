@@ -20,6 +20,34 @@ namespace {
 /// JSON never carries NaN or infinity: non-finite values become null.
 json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
+/// A range as [lo, hi]; null when there is none.
+json range_json(const Range& r) {
+  if (!r.valid || !std::isfinite(r.lo) || !std::isfinite(r.hi)) return nullptr;
+  return json::array({r.lo, r.hi});
+}
+
+json interval_json(const uncertainty::Interval& iv) {
+  return {{"level", num(iv.level)}, {"pool", iv.pool},   {"rows", iv.rows},
+          {"fallback", iv.fallback}, {"note", iv.note}, {"calibrated", iv.calibrated},
+          {"calibration_note", iv.calibration_note}};
+}
+
+/// The interval of a layout of the search: from its traits when the caller
+/// gave them, else an invalid one that says so.
+void set_layout_interval(LayoutRow& r, const uncertainty::RunTraits* traits, const uncertainty::IntervalModel& model,
+                         double level) {
+  if (traits) {
+    r.interval = model.run_interval(*traits, level);
+  } else {
+    r.interval.level = level;
+    r.interval.note = "no interval: the layout's traits were not evaluated";
+  }
+  r.step_time_range = time_range(r.interval, r.step_time_s);
+  r.mfu_range = rate_range(r.interval, r.mfu);
+  r.days_range = time_range(r.interval, r.days);
+  r.cost_range = time_range(r.interval, r.cost_usd);
+}
+
 std::string peak_text(const spec::HardwareSpec& hw, spec::Peak p) {
   return units::format_flop_rate(hw.peak(p));
 }
@@ -227,6 +255,16 @@ std::vector<Assumption> make_assumptions(const CapacityInputs& in, const Capacit
 
 }  // namespace
 
+Range time_range(const uncertainty::Interval& iv, double t) {
+  if (!iv.valid()) return {};
+  return {true, iv.time_lo(t), iv.time_hi(t)};
+}
+
+Range rate_range(const uncertainty::Interval& iv, double v) {
+  if (!iv.valid()) return {};
+  return {true, iv.rate_lo(v), iv.rate_hi(v)};
+}
+
 double budget_gpu_hours(const Budget& b, const spec::HardwareSpec& hw) {
   switch (b.kind) {
     case BudgetKind::kNone: return 0;
@@ -251,9 +289,11 @@ CapacityView make_capacity_view(const CapacityInputs& in) {
   const spec::HardwareSpec& hw = *in.gpu;
   const spec::ModelSpec& m = *in.model;
   const engine::Prediction& pred = in.prediction;
+  const uncertainty::IntervalModel& intervals = in.intervals ? *in.intervals : uncertainty::shipped();
   CapacityView v;
   v.command = in.command;
   v.version = RIDGELINE_VERSION;
+  v.interval_level = in.interval_level;
 
   auto& g = v.gpu;
   g.id = hw.id;
@@ -346,6 +386,26 @@ CapacityView make_capacity_view(const CapacityInputs& in) {
   a.gpu_hours = t.gpu_hours;
   a.cost_usd = t.cost_usd;
   a.energy_kwh = t.energy_kwh;
+  a.interval = intervals.run_interval(uncertainty::traits_of(pred, in.plan, hw), in.interval_level);
+  a.step_time_range = time_range(a.interval, a.step_time_s);
+  a.tokens_per_s_range = rate_range(a.interval, a.tokens_per_s);
+  a.mfu_range = rate_range(a.interval, a.mfu);
+  if (in.budget.kind != BudgetKind::kNone) {
+    // The budget fixes the GPU-hours; a slower step buys fewer tokens.
+    a.tokens_range = rate_range(a.interval, a.tokens);
+    const auto fixed = [&](double x) { return a.interval.valid() ? Range{true, x, x} : Range{}; };
+    a.days_range = fixed(a.days);
+    a.gpu_hours_range = fixed(a.gpu_hours);
+    a.cost_range = fixed(a.cost_usd);
+    a.energy_range = fixed(a.energy_kwh);
+  } else {
+    a.tokens_range = a.interval.valid() ? Range{true, a.tokens, a.tokens} : Range{};
+    a.days_range = time_range(a.interval, a.days);
+    a.gpu_hours_range = time_range(a.interval, a.gpu_hours);
+    a.cost_range = time_range(a.interval, a.cost_usd);
+    a.energy_range = time_range(a.interval, a.energy_kwh);
+  }
+  a.memory_range = uncertainty::memory_interval(pred.memory);
 
   const char* what = in.plan.finetune.mode == spec::FinetuneMode::kLora    ? "LoRA fine-tuning"
                      : in.plan.finetune.mode == spec::FinetuneMode::kQlora ? "QLoRA fine-tuning"
@@ -370,6 +430,9 @@ CapacityView make_capacity_view(const CapacityInputs& in) {
     row.fits = r.pred.memory.fits;
     const auto& mm = r.pred.memory;
     row.memory = mm;
+    row.interval = intervals.run_interval(uncertainty::traits_of(r.pred, r.plan, hw), in.interval_level);
+    row.step_time_range = time_range(row.interval, row.step_time_s);
+    row.memory_range = uncertainty::memory_interval(mm);
     if (row.fits && r.pred.status == engine::Status::kOk && (v.best_technique < 0 || row.step_time_s < best_time)) {
       v.best_technique = static_cast<int>(i);
       best_time = row.step_time_s;
@@ -386,13 +449,21 @@ CapacityView make_capacity_view(const CapacityInputs& in) {
     lf.objective = search::to_string(in.search_spec.objective);
     lf.counts = in.search.counts;
     int rank = 0;
-    for (const auto& c : in.search.top) lf.top.push_back(layout_row(c, ++rank));
+    for (const auto& c : in.search.top) {
+      lf.top.push_back(layout_row(c, ++rank));
+      const size_t i = lf.top.size() - 1;
+      set_layout_interval(lf.top.back(), i < in.top_traits.size() ? &in.top_traits[i] : nullptr, intervals,
+                          in.interval_level);
+    }
     for (const auto& run : in.scaling) {
       ScalingPoint p;
       p.gpus = run.gpus;
       p.chosen = run.gpus == in.search_spec.gpus;
       p.feasible = !run.result.top.empty();
-      if (p.feasible) p.best = layout_row(run.result.top.front(), 1);
+      if (p.feasible) {
+        p.best = layout_row(run.result.top.front(), 1);
+        set_layout_interval(p.best, run.best_traits ? &*run.best_traits : nullptr, intervals, in.interval_level);
+      }
       lf.scaling.push_back(std::move(p));
     }
   }
@@ -429,7 +500,19 @@ json layout_json(const LayoutRow& r) {
           {"exposed_comm_s", num(r.exposed_comm_s)},
           {"days", num(r.days)},
           {"gpu_hours", num(r.gpu_hours)},
-          {"cost_usd", num(r.cost_usd)}};
+          {"cost_usd", num(r.cost_usd)},
+          {"step_time_s_interval", range_json(r.step_time_range)},
+          {"mfu_interval", range_json(r.mfu_range)},
+          {"days_interval", range_json(r.days_range)},
+          {"cost_usd_interval", range_json(r.cost_range)},
+          {"interval", interval_json(r.interval)}};
+}
+
+/// Peak memory's range (as `key`) and whether it fits at its upper end.
+void add_memory_range(json& j, const uncertainty::MemoryInterval& m, const char* key, bool with_basis) {
+  j[key] = json::array({num(m.lo), num(m.hi)});
+  j["fits_at_upper_bound"] = m.fits_high;
+  if (with_basis) j["interval_basis"] = m.basis;
 }
 
 }  // namespace
@@ -440,6 +523,7 @@ json capacity_json(const CapacityView& v) {
   j["title"] = v.title;
   j["command"] = v.command;
   j["version"] = v.version;
+  j["interval_level"] = num(v.interval_level);
 
   json gpu = {{"id", v.gpu.id},
               {"name", v.gpu.name},
@@ -508,6 +592,7 @@ json capacity_json(const CapacityView& v) {
                                {"reserved_bytes", num(m.reserved)},
                                {"allocator_reserve", num(m.allocator_reserve)},
                                {"peak_stage", std::string(m.peak_stage)}});
+                    add_memory_range(mj, a.memory_range, "total_bytes_interval", true);
                     if (m.peak_stage != "only") {
                       mj["first_stage"] = stage_json(a.first_stage);
                       mj["last_stage"] = stage_json(a.last_stage);
@@ -521,7 +606,16 @@ json capacity_json(const CapacityView& v) {
                  {"days", num(a.days)},
                  {"gpu_hours", num(a.gpu_hours)},
                  {"cost_usd", num(a.cost_usd)},
-                 {"energy_kwh", num(a.energy_kwh)}};
+                 {"energy_kwh", num(a.energy_kwh)},
+                 {"interval", interval_json(a.interval)},
+                 {"step_time_s_interval", range_json(a.step_time_range)},
+                 {"tokens_per_s_interval", range_json(a.tokens_per_s_range)},
+                 {"mfu_interval", range_json(a.mfu_range)},
+                 {"tokens_interval", range_json(a.tokens_range)},
+                 {"days_interval", range_json(a.days_range)},
+                 {"gpu_hours_interval", range_json(a.gpu_hours_range)},
+                 {"cost_usd_interval", range_json(a.cost_range)},
+                 {"energy_kwh_interval", range_json(a.energy_range)}};
 
   json tech = {{"vary", v.vary_keys}, {"best_index", v.best_technique}, {"rows", json::array()}};
   for (const auto& r : v.techniques) {
@@ -536,7 +630,10 @@ json capacity_json(const CapacityView& v) {
               {"memory_saved_bytes", num(r.memory_saved_bytes)},
               {"fits", r.fits},
               {"best", r.best},
-              {"memory", memory_json(r.memory)}};
+              {"memory", memory_json(r.memory)},
+              {"step_time_s_interval", range_json(r.step_time_range)},
+              {"interval", interval_json(r.interval)}};
+    add_memory_range(e, r.memory_range, "peak_memory_bytes_interval", false);
     for (size_t k = 0; k < r.settings.size() && k < v.vary_keys.size(); ++k) e["settings"][v.vary_keys[k]] = r.settings[k];
     tech["rows"].push_back(std::move(e));
   }

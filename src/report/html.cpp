@@ -145,15 +145,21 @@ std::string capacity_html(const CapacityView& v, const std::string& stem) {
 
   o += "<section id=\"time\">\n<h2>Where the step time goes</h2>\n";
   o += figure(svg::time_breakdown(v),
-              "Kernel time per GPU per step. Overlapped communication is counted here but hidden in the step time; "
-              "the step time adds the pipeline bubble and exposed communication.");
+              (v.answer.interval.valid()
+                   ? "The step time's whisker is its " + text::level(v.answer.interval.level) +
+                         " prediction interval (see the answer). "
+                   : std::string("No prediction interval: ") + v.answer.interval.note + ". ") +
+                  "Kernel time per GPU per step. Overlapped communication is counted here but hidden in the step "
+                  "time; the step time adds the pipeline bubble and exposed communication.");
   o += "<details><summary>The same as tables</summary>\n" + table(text::time_by_class(v)) +
        table(text::time_by_phase(v)) + "</details>\n</section>\n";
 
   o += "<section id=\"techniques\">\n<h2>Techniques</h2>\n";
   o += "<p>" + xml_escape(text::best_technique(v)) + "</p>\n";
   o += figure(svg::memory(v), "Peak memory per GPU of every combination (bars) against the capacity (dashed); the "
-                              "step time follows each bar. ★ marks the fastest combination that fits.");
+                              "whisker on each bar is its range, from the tensors alone to twice the allocator's "
+                              "reserve (no published peak-memory measurement to draw residuals from); the step time "
+                              "follows each bar. ★ marks the fastest combination that fits.");
   o += "<details><summary>Every combination as a table</summary>\n" + table(text::techniques(v)) +
        "</details>\n</section>\n";
 
@@ -167,7 +173,8 @@ std::string capacity_html(const CapacityView& v, const std::string& stem) {
     if (l.top.empty()) o += "<p>No layout fits.</p>\n";
     o += table(text::layouts(v));
     o += figure(svg::scaling(v), "The best layout at each GPU count with the same global batch: its MFU (left) and "
-                                 "the run's wall-clock days and cost (right). The bold point is the count asked for.");
+                                 "the run's wall-clock days and cost (right), each whisker its prediction interval. "
+                                 "The bold point is the count asked for.");
     o += table(text::scaling(v));
     o += "</section>\n";
   }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "ridgeline/report/capacity_text.hpp"
+#include "ridgeline/report/capacity_view.hpp"
 #include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
 #include "ridgeline/units/units.hpp"
@@ -23,7 +25,66 @@ std::string pad(std::string s, size_t w, bool right = false) {
   return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
 }
 
+const uncertainty::IntervalModel& model_of(const Inputs& in) {
+  return in.intervals ? *in.intervals : uncertainty::shipped();
+}
+
+/// [lo, hi] of a range; null when there is none.
+json range_json(const Range& r) {
+  if (!r.valid || !std::isfinite(r.lo) || !std::isfinite(r.hi)) return nullptr;
+  return json::array({r.lo, r.hi});
+}
+
+/// Kernel intervals by (GEMM or attention, dtype): a step has hundreds of
+/// kernels of a few kinds.
+class KernelIntervals {
+ public:
+  KernelIntervals(const engine::Prediction& pred, const Inputs& in) : pred_(pred), in_(in) {}
+  const uncertainty::Interval& of(const engine::KernelResult& k) {
+    const int key = static_cast<int>(k.cls) * 256 + static_cast<int>(k.dtype);
+    for (const auto& [kk, iv] : cache_)
+      if (kk == key) return iv;
+    cache_.emplace_back(key, kernel_interval(k, pred_, in_));
+    return cache_.back().second;
+  }
+
+ private:
+  const engine::Prediction& pred_;
+  const Inputs& in_;
+  std::vector<std::pair<int, uncertainty::Interval>> cache_;
+};
+
 }  // namespace
+
+PredictionIntervals prediction_intervals(const engine::Prediction& pred, const Inputs& in) {
+  PredictionIntervals r;
+  r.memory = uncertainty::memory_interval(pred.memory);
+  r.step.level = in.interval_level;
+  if (pred.status == engine::Status::kInvalid) {
+    r.step.note = "no interval for an invalid plan";
+  } else if (!in.gpu || !in.plan) {
+    r.step.note = "no interval without the GPU and the plan";
+  } else {
+    r.step = model_of(in).run_interval(uncertainty::traits_of(pred, *in.plan, *in.gpu), in.interval_level);
+  }
+  return r;
+}
+
+uncertainty::Interval kernel_interval(const engine::KernelResult& k, const engine::Prediction& pred, const Inputs& in) {
+  uncertainty::Interval none;
+  none.level = in.interval_level;
+  const bool gemm = k.cls == spec::KernelClass::kGemm, attention = k.cls == spec::KernelClass::kAttention;
+  if (!in.gpu || !(gemm || attention)) {
+    none.note = "kernel intervals are drawn for GEMM and attention kernels only";
+    return none;
+  }
+  uncertainty::KernelTraits t;
+  t.kind = gemm ? uncertainty::KernelKind::kGemm : uncertainty::KernelKind::kAttention;
+  t.generation = in.gpu->generation;
+  t.dtype = k.dtype;
+  if (pred.calibrated && in.gpu->calibration.present) t.calibration = &in.gpu->calibration;
+  return model_of(in).kernel_interval(t, in.interval_level);
+}
 
 json memory_json(const memory::MemoryResult& m) {
   json j = json::object();
@@ -124,6 +185,14 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
                {"host_bound", s.host_bound},
                {"comm_slowdown_s", num(s.comm_slowdown_s)},
                {"gpus", s.gpus}};
+  const PredictionIntervals iv = prediction_intervals(pred, in);
+  j["step"]["time_s_interval"] = range_json(time_range(iv.step, s.time_s));
+  j["step"]["tokens_per_s_interval"] = range_json(rate_range(iv.step, s.tokens_per_s));
+  j["step"]["mfu_interval"] = range_json(rate_range(iv.step, s.mfu));
+  j["interval"] = {{"level", num(iv.step.level)},   {"pool", iv.step.pool},
+                   {"rows", iv.step.rows},           {"fallback", iv.step.fallback},
+                   {"note", iv.step.note},           {"calibrated", iv.step.calibrated},
+                   {"calibration_note", iv.step.calibration_note}};
   const auto& m = pred.memory;
   j["memory"] = memory_json(m);
   j["memory"].update({{"total_bytes", num(m.total)},
@@ -135,7 +204,10 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
                       {"peak_stage", std::string(m.peak_stage)},
                       {"activations_per_layer_bytes", num(m.activations_per_layer)},
                       {"in_flight_microbatches", num(m.in_flight_microbatches)},
-                      {"cp_kv_buffers_bytes", num(m.cp_kv_buffers)}});
+                      {"cp_kv_buffers_bytes", num(m.cp_kv_buffers)},
+                      {"total_bytes_interval", json::array({num(iv.memory.lo), num(iv.memory.hi)})},
+                      {"fits_at_upper_bound", iv.memory.fits_high},
+                      {"interval_basis", iv.memory.basis}});
   if (m.peak_stage != "only") {
     j["memory"]["first_stage"] = stage_json(stage_memory(m, m.first_stage));
     j["memory"]["last_stage"] = stage_json(stage_memory(m, m.last_stage));
@@ -148,7 +220,11 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
                    {"gpu_hours", num(t.gpu_hours)},
                    {"cost_usd", num(t.cost_usd)},
                    {"energy_kwh", num(t.energy_kwh)},
-                   {"power_utilization", num(t.power_utilization)}};
+                   {"power_utilization", num(t.power_utilization)},
+                   {"wall_clock_days_interval", range_json(time_range(iv.step, t.wall_s / 86400.0))},
+                   {"gpu_hours_interval", range_json(time_range(iv.step, t.gpu_hours))},
+                   {"cost_usd_interval", range_json(time_range(iv.step, t.cost_usd))},
+                   {"energy_kwh_interval", range_json(time_range(iv.step, t.energy_kwh))}};
   json by_class = json::object(), by_phase = json::object();
   for (int i = 0; i < spec::kKernelClassCount; ++i)
     if (pred.time_by_class[i] > 0) by_class[std::string(spec::name(static_cast<spec::KernelClass>(i)))] = num(pred.time_by_class[i]);
@@ -161,6 +237,7 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
   std::stable_sort(ks.begin(), ks.end(), [](auto* a, auto* b) { return a->time_s > b->time_s; });
   if (top_kernels >= 0 && static_cast<int>(ks.size()) > top_kernels) ks.resize(top_kernels);
   json karr = json::array();
+  KernelIntervals kernel_iv(pred, in);
   for (const auto* k : ks) {
     json e = {{"name", std::string(k->name)},
               {"phase", std::string(spec::name(k->phase))},
@@ -172,7 +249,8 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
               {"intensity", num(k->intensity)},
               {"bound", std::string(cost::name(k->bound))},
               {"time_s", num(k->time_s)},
-              {"share", num(k->share)}};
+              {"share", num(k->share)},
+              {"time_s_interval", range_json(time_range(kernel_iv.of(*k), k->time_s))}};
     if (k->cls == spec::KernelClass::kGemm)
       e["gemm"] = {{"m", num(k->gemm.m)}, {"n", num(k->gemm.n)}, {"k", num(k->gemm.k)}, {"batch", num(k->gemm.batch)}};
     karr.push_back(std::move(e));
@@ -202,16 +280,28 @@ std::string prediction_table(const engine::Prediction& pred, const Inputs& in, i
   auto line = [&](std::string_view label, const std::string& text) {
     o += "  " + pad(std::string(label), 19) + text + "\n";
   };
-  line("step time", fmt::format("{}   ({} micro-batches of {})", format_seconds(s.time_s), s.micro_batches,
+  const PredictionIntervals iv = prediction_intervals(pred, in);
+  // "   80% interval 690–910 ms" after a figure; nothing without an interval.
+  const auto within = [&](const Range& r, std::string (*format)(double)) {
+    const std::string t = text::interval(iv.step, r, format);
+    return t.empty() ? t : "   " + t;
+  };
+  line("step time", fmt::format("{}{}   ({} micro-batches of {})", format_seconds(s.time_s),
+                                within(time_range(iv.step, s.time_s), format_seconds), s.micro_batches,
                                 format_seconds(s.microbatch_time_s)));
-  line("throughput", fmt::format("{} tokens/s   ({} tokens/s per GPU)", format_count(s.tokens_per_s),
+  line("throughput", fmt::format("{} tokens/s{}   ({} tokens/s per GPU)", format_count(s.tokens_per_s),
+                                 within(rate_range(iv.step, s.tokens_per_s), text::tokens_per_s),
                                  format_count(s.tokens_per_s / std::max(1LL, s.gpus))));
   const bool other_dtype = in.plan && in.plan->precision != spec::Precision::kBf16;
-  line("MFU", fmt::format("{}   (vs the dense bf16 peak{}; attention FLOPs {})", format_percent(s.mfu),
+  line("MFU", fmt::format("{}{}   (vs the dense bf16 peak{}; attention FLOPs {})", format_percent(s.mfu),
+                          within(rate_range(iv.step, s.mfu), format_percent),
                           other_dtype ? fmt::format("; {} vs the {} peak", format_percent(s.mfu_dtype),
                                                     spec::to_string(in.plan->precision))
                                       : std::string(),
                           s.flops_convention));
+  line("interval", text::interval_source(iv.step));
+  if (iv.step.fallback) line("", iv.step.note);
+  if (iv.step.calibrated) line("", iv.step.calibration_note);
   line("HFU", fmt::format("{}   (model + recompute FLOPs)", format_percent(s.hfu)));
   line("model FLOPs", fmt::format("{} per step", format_flops(s.model_flops)));
   if (s.exposed_comm_s > 0 || s.bubble_s > 0)
@@ -234,6 +324,9 @@ std::string prediction_table(const engine::Prediction& pred, const Inputs& in, i
                        ? std::string()
                        : fmt::format("   (peak on the {} pipeline stage; first {}, last {})", m.peak_stage,
                                      format_bytes(m.first_stage.total), format_bytes(m.last_stage.total))));
+  line("memory range", fmt::format("{}   fits at the upper bound: {}",
+                                   text::range(iv.memory.lo, iv.memory.hi, format_bytes),
+                                   text::fits_at_upper_bound(iv.memory)));
   line("allocated", fmt::format("{}, reserved {}   ({} allocator reserve {})", format_bytes(m.allocated),
                                 format_bytes(m.reserved),
                                 in.plan ? spec::framework(in.plan->framework).id : std::string("framework"),
@@ -264,20 +357,36 @@ std::string prediction_table(const engine::Prediction& pred, const Inputs& in, i
   for (const auto& c : memory::kMemoryCategories) row(c.label, m.*c.bytes);
   row("total", m.total);
   o += fmt::format("  {} {}\n", pad("capacity", 16), pad(format_bytes(m.capacity), 11, true));
+  o += fmt::format("  range {}: {}\n", text::range(iv.memory.lo, iv.memory.hi, format_bytes), iv.memory.basis);
   const auto& t = pred.totals;
   o += fmt::format("\ntraining run: {} tokens{} -> {:.0f} steps, {:.1f} days, {} GPU-hours, ${}, {} kWh\n",
                    format_count(t.tokens), t.tokens_default ? " (20 per parameter)" : "", t.steps,
                    t.wall_s / 86400.0, format_count(t.gpu_hours), format_count(t.cost_usd),
                    format_count(t.energy_kwh));
+  if (iv.step.valid()) {
+    const auto days = [](double d) { return fmt::format("{:.1f} days", d); };
+    const auto dollars = [](double c) { return fmt::format("${}", format_count(c)); };
+    const auto kwh = [](double e) { return format_count(e) + " kWh"; };
+    const auto r = [&](double x, std::string (*format)(double)) {
+      const Range q = time_range(iv.step, x);
+      return text::range(q.lo, q.hi, format);
+    };
+    o += fmt::format("  {} interval: {}, {} GPU-hours, {}, {}\n", text::level(iv.step.level),
+                     r(t.wall_s / 86400.0, +days), r(t.gpu_hours, format_count), r(t.cost_usd, +dollars),
+                     r(t.energy_kwh, +kwh));
+  }
   return o;
 }
 
-std::string prediction_csv(const engine::Prediction& pred) {
-  std::string o = "name,phase,class,dtype,count,flops,hbm_bytes,intensity,bound,time_s,share\n";
-  for (const auto& k : pred.kernels)
-    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", k.name, spec::name(k.phase), spec::name(k.cls),
+std::string prediction_csv(const engine::Prediction& pred, const Inputs& in) {
+  std::string o = "name,phase,class,dtype,count,flops,hbm_bytes,intensity,bound,time_s,share,time_lo_s,time_hi_s\n";
+  KernelIntervals kernel_iv(pred, in);
+  for (const auto& k : pred.kernels) {
+    const Range r = time_range(kernel_iv.of(k), k.time_s);
+    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", k.name, spec::name(k.phase), spec::name(k.cls),
                      spec::name(k.dtype), k.count, k.flops, k.hbm_bytes, k.intensity, cost::name(k.bound), k.time_s,
-                     k.share);
+                     k.share, r.valid ? fmt::format("{}", r.lo) : "", r.valid ? fmt::format("{}", r.hi) : "");
+  }
   return o;
 }
 

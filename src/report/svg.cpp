@@ -59,12 +59,35 @@ double text_width(std::string_view s, double size) {
   return static_cast<double>(glyphs) * size * 0.56;
 }
 
-std::string open_svg(const char* chart, double w, double h, const std::string& title, const std::string& desc) {
+/// `interval`: the chart's error bars, "" for a chart without them, "none"
+/// when none could be drawn (data-interval on the root, read by
+/// tests/browser/check_reports.sh).
+std::string open_svg(const char* chart, double w, double h, const std::string& title, const std::string& desc,
+                     std::string_view interval = "") {
   return fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" data-chart=\"{}\" width=\"{}\" height=\"{}\" "
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" data-chart=\"{}\"{} width=\"{}\" height=\"{}\" "
       "viewBox=\"0 0 {} {}\" role=\"img\" font-family=\"{}\" font-size=\"13\" fill=\"{}\">\n"
       "<title>{}</title>\n<desc>{}</desc>\n<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n",
-      chart, c(w), c(h), c(w), c(h), kFont, kInk, e(title), e(desc), c(w), c(h));
+      chart, interval.empty() ? std::string() : fmt::format(" data-interval=\"{}\"", e(interval)), c(w), c(h), c(w),
+      c(h), kFont, kInk, e(title), e(desc), c(w), c(h));
+}
+
+/// An error bar: the whisker from (x1, y1) to (x2, y2), horizontal or
+/// vertical (class "error-bar", carrying the interval's ends as `data`
+/// attributes), with a cap of half-length `cap` across each end.
+std::string error_bar(bool horizontal, double x1, double y1, double x2, double y2, double cap, const std::string& data,
+                      const std::string& tip) {
+  std::string o = fmt::format("<line class=\"error-bar\" {} x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" "
+                              "stroke-width=\"1.6\"><title>{}</title></line>\n",
+                              data, c(x1), c(y1), c(x2), c(y2), kInk, e(tip));
+  for (const auto& [x, y] : {std::pair{x1, y1}, std::pair{x2, y2}})
+    o += horizontal ? fmt::format("<line class=\"error-cap\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" "
+                                  "stroke-width=\"1.6\"/>\n",
+                                  c(x), c(y - cap), c(x), c(y + cap), kInk)
+                    : fmt::format("<line class=\"error-cap\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" "
+                                  "stroke-width=\"1.6\"/>\n",
+                                  c(x - cap), c(y), c(x + cap), c(y), kInk);
+  return o;
 }
 
 std::string text(double x, double y, std::string_view s, std::string_view attrs = "") {
@@ -313,15 +336,17 @@ std::string memory(const CapacityView& v) {
   const double H = T + pitch * static_cast<double>(std::max<size_t>(rows.size(), 1)) + B;
   const double capacity = v.answer.memory.capacity > 0 ? v.answer.memory.capacity : v.gpu.memory_bytes;
   double max_total = 0;
-  for (const auto& r : rows) max_total = std::max(max_total, r.peak_memory_bytes);
+  for (const auto& r : rows) max_total = std::max(max_total, r.memory_range.hi);
   const double xmax = std::max(capacity * 1.15, std::min(max_total, 2.0 * capacity) * 1.03);
   auto px = [&](double b) { return x0 + std::min(b, xmax) / xmax * pw; };
 
   std::string o = open_svg("memory", W, H, "Peak memory per GPU for each technique combination",
                            "Stacked horizontal bars: weights, gradients, master weights, optimizer state, "
                            "activations, buffers, workspace and fragmentation per GPU for each combination of "
-                           "recomputation, precision, attention kernel and fusion; the dashed line is the GPU's "
-                           "memory capacity.");
+                           "recomputation, precision, attention kernel and fusion; the whisker on each bar is its "
+                           "range, from the tensors alone to twice the allocator's reserve; the dashed line is the "
+                           "GPU's memory capacity.",
+                           "memory");
   // Legend.
   double lx = 8;
   for (int i = 0; i < memory::kMemoryCategoryCount; ++i) {
@@ -365,6 +390,16 @@ std::string memory(const CapacityView& v) {
                        "height=\"{}\" fill=\"{}\"><title>{}: {}</title></rect>\n",
                        name, d(b), c(xa), c(y), c(xb - xa), c(bar_h), colour, e(name), format_bytes(b));
     }
+    {
+      const auto& m = r.memory_range;
+      const double ym = y + bar_h / 2;
+      o += error_bar(true, px(m.lo), ym, px(m.hi), ym, bar_h / 2 - 1,
+                     fmt::format("data-lo-bytes=\"{}\" data-hi-bytes=\"{}\" data-fits-high=\"{}\"", d(m.lo), d(m.hi),
+                                 m.fits_high ? "true" : "false"),
+                     fmt::format("{}: peak memory {}, range {}; fits at the upper bound: {}", r.label,
+                                 format_bytes(r.peak_memory_bytes), text::range(m.lo, m.hi, format_bytes),
+                                 text::fits_at_upper_bound(m)));
+    }
     if (r.peak_memory_bytes > xmax)  // clipped: an arrow marks the bar running off the axis
       o += fmt::format("<path d=\"M {} {} l 8 {} l -8 {} z\" fill=\"{}\"/>\n", c(x0 + pw + 2), c(y), c(bar_h / 2),
                        c(bar_h / 2), kAlert);
@@ -385,20 +420,53 @@ std::string memory(const CapacityView& v) {
 }
 
 std::string time_breakdown(const CapacityView& v) {
-  const double W = 1000, T = 40, pitch = 26, bar_h = 17, B = 20, gap = 40;
+  // The step time with its prediction interval on top, then the two panels.
+  const double W = 1000, S = 66, T = S + 40, pitch = 26, bar_h = 17, B = 20, gap = 40;
   const double panel_w = (W - gap) / 2;
   const size_t nrows = std::max(v.time_by_class.size(), v.time_by_phase.size());
   const double H = T + pitch * static_cast<double>(std::max<size_t>(nrows, 1)) + B;
-  std::string o = open_svg("time", W, H, "Step time by kernel class and by phase",
-                           "Horizontal bars: kernel time per GPU per step summed by kernel class (left) and by phase "
-                           "(right), with the time and its share.");
+  const auto& a = v.answer;
+  const auto& iv = a.interval;
+  std::string o = open_svg("time", W, H,
+                           "Step time with its prediction interval, and kernel time by class and by phase",
+                           "A bar of the predicted step time with a whisker over its prediction interval; then "
+                           "horizontal bars: kernel time per GPU per step summed by kernel class (left) and by phase "
+                           "(right), with the time and its share.",
+                           iv.valid() ? "step" : "none");
+  {
+    const double label_w = 110, value_w = 360, y = 30;
+    const double x0 = label_w + 8, pw = W - x0 - value_w;
+    const double tmax = std::max(a.step_time_s, a.step_time_range.valid ? a.step_time_range.hi : 0.0);
+    const auto px = [&](double t) { return x0 + (tmax > 0 ? t / tmax * pw : 0); };
+    o += text(0, 16, "Step time", "font-size=\"14\" font-weight=\"700\"");
+    o += text(label_w, y + bar_h - 4, "step", "text-anchor=\"end\" font-size=\"12.5\"");
+    o += fmt::format("<rect class=\"step\" data-time-s=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
+                     "fill=\"#0072B2\" fill-opacity=\"0.35\"/>\n",
+                     d(a.step_time_s), c(x0), c(y), c(std::max(px(a.step_time_s) - x0, 1.0)), c(bar_h));
+    std::string label = format_seconds(a.step_time_s);
+    if (a.step_time_range.valid) {
+      const auto& r = a.step_time_range;
+      const std::string what = text::interval(iv, r, format_seconds);
+      o += error_bar(true, px(r.lo), y + bar_h / 2, px(r.hi), y + bar_h / 2, bar_h / 2 - 1,
+                     fmt::format("data-lo-s=\"{}\" data-hi-s=\"{}\" data-level=\"{}\"", d(r.lo), d(r.hi), d(iv.level)),
+                     fmt::format("step time {}, {}, from {} ({} validated runs)", format_seconds(a.step_time_s), what,
+                                 iv.pool, iv.rows));
+      label += " · " + what;
+    } else {
+      label += " · no prediction interval";
+    }
+    o += text(px(tmax) + 8, y + bar_h - 4, label, "font-size=\"12.5\"");
+    o += text(x0, y + bar_h + 15,
+              iv.valid() ? fmt::format("interval from {}: {} validated runs", iv.pool, iv.rows) : iv.note,
+              fmt::format("font-size=\"11.5\" fill=\"{}\"", kMuted));
+  }
   auto panel = [&](const std::vector<TimeShare>& rows, double ox, const char* title, const char* kind,
                    const char* (*colour)(const std::string&)) {
     const double label_w = 110, value_w = 130;
     const double x0 = ox + label_w + 8, pw = panel_w - label_w - 8 - value_w;
     double tmax = 0;
     for (const auto& r : rows) tmax = std::max(tmax, r.time_s);
-    o += text(ox, 22, title, "font-size=\"14\" font-weight=\"700\"");
+    o += text(ox, S + 22, title, "font-size=\"14\" font-weight=\"700\"");
     for (size_t i = 0; i < rows.size(); ++i) {
       const auto& r = rows[i];
       const double y = T + pitch * static_cast<double>(i);
@@ -423,16 +491,21 @@ std::string scaling(const CapacityView& v) {
   if (!v.layouts.present || pts.empty()) return "";
   const double W = 1000, H = 340, T = 44, B = 56, gap = 60;
   const double panel_w = (W - gap) / 2;
+  bool any_interval = false;
+  for (const auto& p : pts) any_interval = any_interval || (p.feasible && p.best.interval.valid());
   std::string o = open_svg("scaling", W, H, "MFU and training time of the best layout against the number of GPUs",
                            "Two line charts over the GPU counts searched (same global batch): the best layout's "
-                           "MFU (left) and the training run's wall-clock days with its cost (right).");
-  auto panel = [&](double ox, const char* title, const char* y_title, double (*value)(const LayoutRow&),
+                           "MFU (left) and the training run's wall-clock days with its cost (right); the whisker on "
+                           "each point is its prediction interval.",
+                           any_interval ? "points" : "none");
+  auto panel = [&](double ox, const char* title, const char* y_title, const char* quantity,
+                   double (*value)(const LayoutRow&), Range (*range)(const LayoutRow&),
                    std::string (*label)(const LayoutRow&), std::string (*tick)(double)) {
     const double L = 64, R = 16;
     const double x0 = ox + L, pw = panel_w - L - R, ph = H - T - B;
     double vmax = 0;
     for (const auto& p : pts)
-      if (p.feasible) vmax = std::max(vmax, value(p.best));
+      if (p.feasible) vmax = std::max({vmax, value(p.best), range(p.best).valid ? range(p.best).hi : 0.0});
     if (vmax <= 0) vmax = 1;
     const double step = nice_step(vmax * 1.2, 5);
     const double ymax = std::ceil(vmax * 1.2 / step) * step;
@@ -468,16 +541,28 @@ std::string scaling(const CapacityView& v) {
         continue;
       }
       const double y = py(value(p.best));
+      if (const Range r = range(p.best); r.valid)
+        o += error_bar(false, px(i), py(r.lo), px(i), py(r.hi), 5,
+                       fmt::format("data-quantity=\"{}\" data-gpus=\"{}\" data-lo=\"{}\" data-hi=\"{}\" "
+                                   "data-level=\"{}\"",
+                                   quantity, p.gpus, d(r.lo), d(r.hi), d(p.best.interval.level)),
+                       fmt::format("{} GPUs: {} {}", p.gpus, quantity,
+                                   text::interval(p.best.interval, r, quantity == std::string_view("mfu")
+                                                                          ? format_percent
+                                                                          : text::days)));
       o += fmt::format("<circle class=\"point\" data-gpus=\"{}\" data-mfu=\"{}\" data-days=\"{}\" data-cost-usd=\"{}\" "
                        "data-step-time-s=\"{}\" cx=\"{}\" cy=\"{}\" r=\"{}\" fill=\"{}\" stroke=\"#0072B2\" "
                        "stroke-width=\"2\"><title>{} GPUs: {}</title></circle>\n",
                        p.gpus, d(p.best.mfu), d(p.best.days), d(p.best.cost_usd), d(p.best.step_time_s), c(px(i)), c(y),
                        p.chosen ? "7" : "5", p.chosen ? "#0072B2" : "#ffffff", p.gpus, e(p.best.label));
-      // Above the point, inside the frame (below it when the point is near the top).
+      // Above the point and its whisker, inside the frame (below them when near the top).
       const std::string s = label(p.best);
       const double half = text_width(s, 12) / 2 + 2;
       const double tx = std::clamp(px(i), x0 + half, x0 + pw - half);
-      const double ty = y - 12 < T + 14 ? y + 22 : y - 12;
+      const Range r = range(p.best);
+      const double top = r.valid ? std::min(y - 12, py(r.hi) - 6) : y - 12;
+      const double bottom = r.valid ? std::max(y + 22, py(r.lo) + 16) : y + 22;
+      const double ty = top < T + 14 ? std::min(bottom, T + ph - 4) : top;
       o += text(tx, ty, s,
                 std::string("text-anchor=\"middle\" font-size=\"12\" stroke=\"#ffffff\" stroke-width=\"3\" "
                             "paint-order=\"stroke\"") +
@@ -485,11 +570,12 @@ std::string scaling(const CapacityView& v) {
     }
   };
   panel(
-      0, "MFU of the best layout", "MFU (%)", [](const LayoutRow& r) { return r.mfu; },
-      [](const LayoutRow& r) { return format_percent(r.mfu); },
+      0, "MFU of the best layout", "MFU (%)", "mfu", [](const LayoutRow& r) { return r.mfu; },
+      [](const LayoutRow& r) { return r.mfu_range; }, [](const LayoutRow& r) { return format_percent(r.mfu); },
       [](double y) { return fmt::format("{:g}", std::round(y * 1000) / 10); });
   panel(
-      panel_w + gap, "Training time and cost", "wall-clock days", [](const LayoutRow& r) { return r.days; },
+      panel_w + gap, "Training time and cost", "wall-clock days", "days", [](const LayoutRow& r) { return r.days; },
+      [](const LayoutRow& r) { return r.days_range; },
       [](const LayoutRow& r) { return fmt::format("{:.1f} d · {}", r.days, text::usd(r.cost_usd)); },
       [](double y) { return fmt::format("{:g}", y); });
   o += "</svg>\n";

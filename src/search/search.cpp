@@ -150,8 +150,18 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
   const size_t inner = d.vpp.size() * d.zero.size();
   int threads = s.threads > 0 ? s.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<SearchResult> parts(threads);
+  // A worker takes every (shard_count x threads)-th graph: at most this many
+  // graphs, `inner` layouts each. Reserving their step times once keeps the
+  // per-layout path free of heap allocation (tests/unit/allocation_test.cpp);
+  // 8 bytes a layout, a few hundred KiB for the largest searches. Keeping the
+  // times (rather than a second pass of the engine once the best is known)
+  // costs one store per feasible layout; the count within the best's interval
+  // is then one pass over them (search::search_intervals).
+  const size_t stride = static_cast<size_t>(s.shard_count) * static_cast<size_t>(threads);
+  const size_t times_per_worker = (outer / stride + 1) * inner;
   auto worker = [&](int tid) {
     SearchResult& r = parts[tid];
+    r.feasible_step_times_s.reserve(times_per_worker);
     graph::Graph g, sg;
     engine::MicrobatchSummary sum;
     engine::Prediction pred;
@@ -214,6 +224,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
           ++r.counts.infeasible;
           continue;
         }
+        r.feasible_step_times_s.push_back(pred.step.time_s);
         Candidate cand;
         cand.layout = l;
         cand.step_time_s = pred.step.time_s;
@@ -227,6 +238,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
         cand.gpu_hours = pred.totals.gpu_hours;
         cand.cost_usd = pred.totals.cost_usd;
         cand.score = score(s.objective, pred);
+        cand.traits = uncertainty::traits_of(pred, p, hw);
         keep_top(r.top, cand, s.top);
       }
     }
@@ -243,6 +255,9 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
 
 SearchResult merge(const std::vector<SearchResult>& parts, int top) {
   SearchResult out;
+  size_t times = 0;
+  for (const auto& p : parts) times += p.feasible_step_times_s.size();
+  out.feasible_step_times_s.reserve(times);
   for (const auto& p : parts) {
     out.counts.enumerated += p.counts.enumerated;
     out.counts.pruned += p.counts.pruned;
@@ -251,6 +266,9 @@ SearchResult merge(const std::vector<SearchResult>& parts, int top) {
     out.counts.graphs += p.counts.graphs;
     out.seconds = std::max(out.seconds, p.seconds);
     out.top.insert(out.top.end(), p.top.begin(), p.top.end());
+    out.feasible_step_times_s.insert(out.feasible_step_times_s.end(), p.feasible_step_times_s.begin(),
+                                     p.feasible_step_times_s.end());
+    out.feasible_times_kept = out.feasible_times_kept && p.feasible_times_kept;
   }
   std::sort(out.top.begin(), out.top.end(), ranks_before);
   if (static_cast<int>(out.top.size()) > top) out.top.resize(std::max(0, top));

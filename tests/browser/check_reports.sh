@@ -4,6 +4,9 @@
 #   - the page loads: --dump-dom returns the document with its <main>;
 #   - every chart <svg> of the file (data-chart="...") is in the DOM and has
 #     marks carrying data- values;
+#   - a chart that draws prediction intervals (data-interval="..." on its
+#     <svg>, other than "none") has error bars (<line class="error-bar">) in
+#     the DOM, and every error bar lies within its chart's viewBox;
 #   - Chromium logs no JavaScript or console error, no refused or failed
 #     request (the pages have no scripts and fetch nothing; their
 #     Content-Security-Policy forbids it);
@@ -63,6 +66,34 @@ page_errors() {
   grep -E 'CONSOLE|Uncaught|SyntaxError|ReferenceError|TypeError|Refused to|net::ERR_|Failed to load resource' "$1" || true
 }
 
+# Error bars of a page's DOM that are missing or outside their chart, one
+# line each: "missing CHART" or "outside CHART x2=1234".
+error_bar_problems() {
+  awk '
+    function attr(line, name) {
+      if (match(line, " " name "=\"[^\"]*\"")) return substr(line, RSTART + length(name) + 3, RLENGTH - length(name) - 4)
+      return ""
+    }
+    /<svg[^>]* data-chart="/ {
+      chart = attr($0, "data-chart")
+      wanted[chart] = attr($0, "data-interval")
+      split(attr($0, "viewBox"), vb, " ")
+      w = vb[3] + 0; h = vb[4] + 0
+      bars[chart] += 0
+    }
+    /<line class="error-bar"/ {
+      bars[chart]++
+      n = split("x1 y1 x2 y2", names, " ")
+      for (i = 1; i <= n; i++) {
+        v = attr($0, names[i])
+        lim = (i % 2 == 1) ? w : h
+        if (v == "" || v + 0 < 0 || v + 0 > lim) print "outside " chart " " names[i] "=" v
+      }
+    }
+    END { for (c in bars) if (wanted[c] != "" && wanted[c] != "none" && bars[c] == 0) print "missing " c }
+  ' "$1"
+}
+
 fail=0
 problem() {
   echo "check_reports: $1: $2" >&2
@@ -77,6 +108,24 @@ EOF
 run_browser "$work/bad" --dump-dom "file://$work/bad.html"
 if [ -z "$(page_errors "$work/bad.err")" ]; then
   echo "check_reports: self-test failed: a JavaScript error on a page was not detected in Chromium's log" >&2
+  exit 1
+fi
+# Self-test: an error bar outside its chart, and a chart without the error
+# bars it promises, must be reported.
+cat >"$work/bars.html" <<'EOF'
+<!DOCTYPE html><html><head><meta charset="utf-8"/><title>bars</title></head><body><main>
+<svg xmlns="http://www.w3.org/2000/svg" data-chart="memory" data-interval="memory" width="100" height="50" viewBox="0 0 100 50">
+<line class="error-bar" data-lo-bytes="1" x1="10.0" y1="20.0" x2="140.0" y2="20.0"/>
+</svg>
+<svg xmlns="http://www.w3.org/2000/svg" data-chart="time" data-interval="step" width="100" height="50" viewBox="0 0 100 50">
+<rect class="time" data-time-s="1" x="0" y="0" width="10" height="10"/>
+</svg>
+</main></body></html>
+EOF
+run_browser "$work/bars" --dump-dom "file://$work/bars.html"
+bar_test=$(error_bar_problems "$work/bars.out")
+if ! echo "$bar_test" | grep -q '^outside memory x2=140' || ! echo "$bar_test" | grep -q '^missing time$'; then
+  echo "check_reports: self-test failed: error bars outside a chart or missing from it were not detected ($bar_test)" >&2
   exit 1
 fi
 
@@ -105,6 +154,9 @@ for html in "${files[@]}"; do
       END { print n + 0 }' "$out.dom.out")
     if [ "$marks" -eq 0 ]; then problem "$html" "chart '$chart' is missing from the DOM or has no data marks"; fi
   done
+  bar_errors=$(error_bar_problems "$out.dom.out")
+  if [ -n "$bar_errors" ]; then problem "$html" "error bars: $(echo "$bar_errors" | head -3 | tr '\n' ';')"; fi
+  bars=$(grep -c '<line class="error-bar"' "$out.dom.out" || true)
   errors=$(page_errors "$out.dom.err")
   if [ -n "$errors" ]; then problem "$html" "Chromium logged errors while loading it: $(echo "$errors" | head -3)"; fi
 
@@ -122,7 +174,7 @@ for html in "${files[@]}"; do
   fi
   errors=$(page_errors "$out.shot.err")
   if [ -n "$errors" ]; then problem "$html" "Chromium logged errors while rendering it: $(echo "$errors" | head -3)"; fi
-  [ $fail -eq 0 ] && echo "check_reports: $html: ok ($(echo "$charts" | wc -w) charts, screenshot $(wc -c <"$out.png") bytes)"
+  [ $fail -eq 0 ] && echo "check_reports: $html: ok ($(echo "$charts" | wc -w) charts, $bars error bars, screenshot $(wc -c <"$out.png") bytes)"
 done
 if [ $fail -ne 0 ]; then
   exit 1

@@ -320,7 +320,8 @@ void allowed_tokens(const json& j, std::set<std::string>& out) {
          {format_seconds(v), format_bytes(v), format_percent(v), format_count(v), format_flop_rate(v), format_flops(v),
           format_byte_rate(v), report::text::usd(v), report::text::days(v), report::text::flop_count(v),
           fmt::format("{}", v), fmt::format("{:g}", v), fmt::format("{:.0f}", v), fmt::format("{:.1f}", v),
-          fmt::format("{:.2f}", v), fmt::format("{:.3g}", v)}) {
+          fmt::format("{:.2f}", v), fmt::format("{:.3g}", v),
+          fmt::format("{:g}", v * 100)}) {  // a level, "80%" (report::text::level)
       const auto t = number_tokens(s);
       out.insert(t.begin(), t.end());
     }
@@ -503,8 +504,24 @@ TEST_CASE("report: three files; every chart is well-formed SVG plotting the JSON
       CHECK(number(c, "data-mfu") == p["best"]["mfu"].get<double>());
       CHECK(number(c, "data-days") == p["best"]["days"].get<double>());
     }
-    // The answer is the best layout at N.
-    CHECK(sc[2]["chosen"] == true);
+    // Each point's whisker: the interval of its layout, [days lo, days hi] and [MFU / hi, MFU / lo].
+    size_t whiskers = 0;
+    for (const auto& p : sc) {
+      if (!p["feasible"].get<bool>() || p["best"]["days_interval"].is_null()) continue;
+      const std::string gpus = std::to_string(p["gpus"].get<int>());
+      for (const char* q : {"days", "mfu"}) {
+        CAPTURE(q);
+        const auto bar = find_tag(s, "line", {{"class", "error-bar"}, {"data-quantity", q}, {"data-gpus", gpus}});
+        const auto& r = p["best"][std::string(q) + "_interval"];
+        CHECK(number(bar, "data-lo") == r[0].get<double>());
+        CHECK(number(bar, "data-hi") == r[1].get<double>());
+        const double v = p["best"][q].get<double>();
+        CHECK(r[0].get<double>() <= v);
+        CHECK(r[1].get<double>() >= v);
+        ++whiskers;
+      }
+    }
+    CHECK(whiskers >= 2);
     CHECK(sc[2]["best"]["step_time_s"].get<double>() == doctest::Approx(j["answer"]["step_time_s"].get<double>()));
     CHECK(j["layouts"]["top"][0]["label"] == sc[2]["best"]["label"]);
   }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ridgeline/report/capacity_view.hpp"
+#include "ridgeline/uncertainty/interval.hpp"
 
 namespace ridgeline::report::text {
 
@@ -27,12 +28,15 @@ struct Table {
   int highlight = -1;
 };
 
-/// "Fits: 61.2 GiB of 80.0 GiB per GPU; 1.23 s per step; MFU 45.1%; 12.3 days; $1.23M".
+/// "Fits: 61.2 GiB of 80.0 GiB per GPU; 1.23 s per step; MFU 45.1%; 12.3 days and $1.23M for 15.0T
+/// tokens (80% interval 11.0–14.5 days, $1.10M–$1.40M)"; "Fits at the point estimate only" when
+/// the memory range's upper end does not; with a budget, the tokens it buys as the range.
 std::string headline(const CapacityView& v);
 std::vector<Fact> question(const CapacityView& v);
 Table gpu_sources(const CapacityView& v);
 Table residuals(const CapacityView& v);
-/// The key figures (step time, throughput, MFU, HFU, memory, days, GPU-hours, cost, energy).
+/// The key figures (step time, throughput, MFU, HFU, the interval's pool, memory, days, GPU-hours,
+/// cost, energy), each figure's interval first in its note.
 std::vector<Fact> answer(const CapacityView& v);
 Table memory_breakdown(const CapacityView& v);
 Table techniques(const CapacityView& v);
@@ -54,5 +58,22 @@ std::string usd(double v);
 std::string flop_count(double f);
 /// "12.3 days".
 std::string days(double d);
+/// "82.5K tokens/s".
+std::string tokens_per_s(double v);
+
+/// The figures of a prediction interval (include/ridgeline/uncertainty/interval.hpp).
+/// "690–910 ms": both ends formatted by `format`, the unit written once when
+/// both ends share it ("950 us–1.20 ms" when they do not; "$3.10M–$4.10M").
+std::string range(double lo, double hi, std::string (*format)(double));
+/// "80%": a level as a percentage.
+std::string level(double level);
+/// "80% interval 690–910 ms"; "" for an invalid interval or range.
+std::string interval(const uncertainty::Interval& iv, const Range& r, std::string (*format)(double));
+/// "80%, from megatron on Hopper, compute-bound, 61 validated runs"; for an
+/// invalid interval "none: " and its note. The fallback note is separate: iv.note.
+std::string interval_source(const uncertainty::Interval& iv);
+/// Whether peak memory fits at its interval's upper end: "yes", "only at the
+/// point estimate" (it fits, its upper end does not) or "no".
+std::string fits_at_upper_bound(const uncertainty::MemoryInterval& m);
 
 }  // namespace ridgeline::report::text

@@ -2,7 +2,10 @@
 // plan, calibration), the answer (one engine::Prediction), a technique
 // comparison (search::compare rows), the best layouts and how they scale
 // (search::run at a few GPU counts), compute-optimal sizing for a budget
-// (Chinchilla) and the assumptions behind every figure.
+// (Chinchilla) and the assumptions behind every figure. Every predicted time,
+// rate and total comes with its prediction interval (uncertainty::Interval
+// at CapacityInputs::interval_level), and peak memory with its range
+// (uncertainty::memory_interval).
 //
 // CapacityView is the report model: make_capacity_view() reads engine, compare
 // and search results into it, and the Markdown, HTML (with its SVG charts) and
@@ -18,6 +21,7 @@
 #include "ridgeline/engine/engine.hpp"
 #include "ridgeline/search/compare.hpp"
 #include "ridgeline/search/search.hpp"
+#include "ridgeline/uncertainty/interval.hpp"
 
 namespace ridgeline::report {
 
@@ -41,6 +45,8 @@ double tokens_for_gpu_hours(const engine::Prediction& p, double gpu_hours);
 struct ScalingRun {
   int gpus = 0;
   search::SearchResult result;
+  /// The traits of result.top.front() (the caller evaluates it); none: no interval.
+  std::optional<uncertainty::RunTraits> best_traits;
 };
 
 /// Everything the report is built from: the caller runs the engine, compare
@@ -59,7 +65,25 @@ struct CapacityInputs {
   std::vector<ScalingRun> scaling;  // ascending GPU counts, including search_spec.gpus
   Budget budget;
   std::string command;              // the command line, for the reader to rerun
+  double interval_level = uncertainty::kDefaultLevel;
+  const uncertainty::IntervalModel* intervals = nullptr;  // nullptr: uncertainty::shipped()
+  /// The traits of each search.top candidate, in order (the caller evaluates
+  /// them); shorter: the rest have no interval.
+  std::vector<uncertainty::RunTraits> top_traits;
 };
+
+/// A figure's prediction interval: the measured value is expected in
+/// [lo, hi] at the interval's level. Not `valid` when no interval could be
+/// drawn (the interval's note says why).
+struct Range {
+  bool valid = false;
+  double lo = 0, hi = 0;
+};
+/// A time or a total proportional to it (days, GPU-hours, cost, energy):
+/// [t x lo, t x hi].
+Range time_range(const uncertainty::Interval& iv, double t);
+/// A rate (tokens/s, MFU, tokens per budget): [v / hi, v / lo].
+Range rate_range(const uncertainty::Interval& iv, double v);
 
 struct SourceLine {
   std::string field;
@@ -124,6 +148,14 @@ struct Answer {
   double memory_fraction = 0;  // peak memory / capacity
   double tokens_per_step = 0;
   double tokens = 0, steps = 0, days = 0, gpu_hours = 0, cost_usd = 0, energy_kwh = 0;
+  /// The step time's prediction interval and the figures it bounds. With a
+  /// budget the run's days, GPU-hours, cost and energy are the budget's (a
+  /// range of one point) and the tokens it buys vary instead; without one
+  /// the tokens are fixed and the totals vary with the step time.
+  uncertainty::Interval interval;
+  Range step_time_range, tokens_per_s_range, mfu_range, tokens_range;
+  Range days_range, gpu_hours_range, cost_range, energy_range;
+  uncertainty::MemoryInterval memory_range;  // the peak stage's
 };
 
 /// A technique row's memory: the categories of memory::kMemoryCategories.
@@ -138,6 +170,9 @@ struct TechniqueRow {
   bool fits = false;
   bool best = false;  // the fastest configuration that fits
   MemorySegments memory;
+  uncertainty::Interval interval;  // of its step time
+  Range step_time_range;
+  uncertainty::MemoryInterval memory_range;
 };
 
 struct LayoutRow {
@@ -147,6 +182,8 @@ struct LayoutRow {
   std::string recompute, precision, label;  // label: "TP8 PP4 DP16 mb1 ZeRO-1 selective bf16"
   double step_time_s = 0, mfu = 0, hfu = 0, memory_bytes = 0, tokens_per_s = 0, bubble_fraction = 0;
   double exposed_comm_s = 0, days = 0, gpu_hours = 0, cost_usd = 0;
+  uncertainty::Interval interval;  // of its step time; not valid without traits
+  Range step_time_range, mfu_range, days_range, cost_range;
 };
 
 struct ScalingPoint {
@@ -213,6 +250,7 @@ struct Assumption {
 
 struct CapacityView {
   std::string title;
+  double interval_level = uncertainty::kDefaultLevel;
   std::string command;
   std::string version;
   GpuFacts gpu;

@@ -4,6 +4,10 @@
 // capacity), evaluates the rest with the engine (reusing one micro-batch
 // graph across the layouts that share it) and keeps the best K.
 // Shardable (--shard i/N): shard i evaluates every N-th micro-batch graph.
+// Besides the best K, it keeps every feasible configuration's step time (8
+// bytes each, in a vector reserved once per worker), so that how many lie
+// within the best's prediction interval (search/interval_ranking.hpp) can be
+// counted once the best is known.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +15,7 @@
 #include <vector>
 
 #include "ridgeline/engine/engine.hpp"
+#include "ridgeline/uncertainty/interval.hpp"
 
 namespace ridgeline::search {
 
@@ -42,6 +47,7 @@ struct Candidate {
   double bubble_fraction = 0, exposed_comm_s = 0;
   double days = 0, gpu_hours = 0, cost_usd = 0;
   double score = 0;  // lower is better
+  uncertainty::RunTraits traits;  // what its prediction interval is drawn from (uncertainty::traits_of)
 };
 
 struct SearchCounts {
@@ -57,6 +63,11 @@ struct SearchResult {
   std::vector<Candidate> top;  // best first (ranks_before)
   double seconds = 0;
   int threads = 1;
+  /// The step time of every feasible configuration evaluated, in no
+  /// particular order (counts.evaluated - counts.infeasible of them when
+  /// `feasible_times_kept`; a merged part read from JSON without them clears it).
+  std::vector<double> feasible_step_times_s;
+  bool feasible_times_kept = true;
 };
 
 /// Fixed values that can never be valid are errors (field, message); "" when fine.
@@ -79,7 +90,8 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
 /// Doubles compare in IEEE total order (std::strong_order): NaN ranks last.
 bool ranks_before(const Candidate& a, const Candidate& b);
 
-/// Merges shard results: counts add, top lists merge and re-rank by ranks_before.
+/// Merges shard results: counts add, top lists merge and re-rank by
+/// ranks_before, feasible step times concatenate.
 SearchResult merge(const std::vector<SearchResult>& parts, int top);
 
 /// The plan for a layout (base plan with the layout applied).
