@@ -153,16 +153,6 @@ std::vector<search::Variation> technique_variations(const spec::HardwareSpec& hw
   return v;
 }
 
-/// The traits of a searched layout, for its prediction interval: the layout
-/// evaluated once more (the search keeps only its figures).
-uncertainty::RunTraits layout_traits(const search::Candidate& c, const spec::PlanSpec& base, int global_batch,
-                                     const spec::ModelSpec& model, const spec::HardwareSpec& gpu, bool use_cal) {
-  const spec::PlanSpec plan = search::plan_for(base, c.layout, global_batch);
-  engine::EvalOptions opt;
-  opt.use_calibration = use_cal;
-  return uncertainty::traits_of(engine::evaluate(model, plan, gpu, opt), plan, gpu);
-}
-
 /// GPU counts for the scaling chart: N/4, N/2, N, 2N (whole numbers only).
 std::vector<int> scaling_counts(int n) {
   std::vector<int> out;
@@ -315,11 +305,10 @@ void register_report(CLI::App& app, int& rc) {
         pred = engine::evaluate(model, plan, gpu, opt);
       }
       if (in.searched) {
-        for (const auto& c : in.search.top)
-          in.top_traits.push_back(layout_traits(c, base, s.global_batch, model, gpu, use_cal));
+        // Each candidate carries the traits its evaluation gave (search::Candidate::traits).
+        for (const auto& c : in.search.top) in.top_traits.push_back(c.traits);
         for (auto& run : in.scaling)
-          if (!run.result.top.empty())
-            run.best_traits = layout_traits(run.result.top.front(), base, s.global_batch, model, gpu, use_cal);
+          if (!run.result.top.empty()) run.best_traits = run.result.top.front().traits;
       }
       in.plan = plan;
       in.prediction = std::move(pred);
