@@ -197,6 +197,23 @@ PoolFit fit_pool(const std::vector<Residual>& rows, const std::vector<PoolSpec>&
   return f;
 }
 
+/// iv's time factors at iv.level for log-residuals of centre mu and spread sd.
+void set_bounds(Interval& iv, double mu, double sd) {
+  double lo = 0, hi = 0;
+  random_effects_bounds(mu, sd, 0.0, iv.level, lo, hi);
+  // measured = predicted / e^r: a residual above 0 (predicted too slow) lowers the time.
+  iv.lo = std::exp(-hi);
+  iv.hi = std::exp(-lo);
+}
+
+/// No interval: the residual file was not there to read.
+Interval no_residuals(double level) {
+  Interval iv;
+  iv.level = level;
+  iv.note = "no residuals to draw an interval from (" + shipped_path() + " not found)";
+  return iv;
+}
+
 /// The interval at `level` of centre mu and spread sd in log space, drawn on pool `f` of `pools`.
 Interval make_interval(const PoolFit& f, double mu, double sd, const std::vector<PoolSpec>& pools, double level,
                        std::string_view what) {
@@ -206,11 +223,7 @@ Interval make_interval(const PoolFit& f, double mu, double sd, const std::vector
     iv.note = fmt::format("fewer than {} validated {} to draw an interval from", kMinPoolRows, what);
     return iv;
   }
-  double lo = 0, hi = 0;
-  random_effects_bounds(mu, sd, 0.0, level, lo, hi);
-  // measured = predicted / e^r: a residual above 0 (predicted too slow) lowers the time.
-  iv.lo = std::exp(-hi);
-  iv.hi = std::exp(-lo);
+  set_bounds(iv, mu, sd);
   iv.pool = pools[f.index].name;
   iv.rows = f.rows;
   if (f.index > 0) {
@@ -243,12 +256,7 @@ std::vector<PoolSpec> kernel_pools(const KernelTraits& k, bool with_dtype) {
 }  // namespace
 
 Interval IntervalModel::run_interval(const RunTraits& t, double level, std::string_view exclude_group) const {
-  if (rows_.empty()) {
-    Interval iv;
-    iv.level = level;
-    iv.note = "no residuals to draw an interval from (" + shipped_path() + " not found)";
-    return iv;
-  }
+  if (rows_.empty()) return no_residuals(level);
   const auto& fw = spec::framework(t.framework);
   const std::string gen = generation_word(t.generation);
   const int gb = gpu_bucket(t.gpus), sb = size_bucket(t.params);
@@ -297,12 +305,7 @@ Interval IntervalModel::run_interval(const RunTraits& t, double level, std::stri
 }
 
 Interval IntervalModel::kernel_interval(const KernelTraits& k, double level, std::string_view exclude_group) const {
-  if (rows_.empty()) {
-    Interval iv;
-    iv.level = level;
-    iv.note = "no residuals to draw an interval from (" + shipped_path() + " not found)";
-    return iv;
-  }
+  if (rows_.empty()) return no_residuals(level);
   const std::vector<PoolSpec> pools = kernel_pools(k, true);
   const PoolFit f = fit_pool(rows_, pools, [](const Residual& x) { return x.kernel; }, exclude_group);
   const auto* held = k.calibration ? k.calibration->heldout_of(calibration_class(k.kind)) : nullptr;
@@ -310,10 +313,7 @@ Interval IntervalModel::kernel_interval(const KernelTraits& k, double level, std
   // Calibrated: the profile's own held-out records of the class, on this very GPU.
   Interval iv;
   iv.level = level;
-  double lo = 0, hi = 0;
-  random_effects_bounds(held->log_mean, held->log_sd, 0.0, level, lo, hi);
-  iv.lo = std::exp(-hi);
-  iv.hi = std::exp(-lo);
+  set_bounds(iv, held->log_mean, held->log_sd);
   iv.pool = fmt::format("the calibration's held-out {} records ({})", held->cls,
                         k.calibration->measurements.empty() ? "measurements" : k.calibration->measurements);
   iv.rows = held->records;
