@@ -12,6 +12,7 @@
 #include "ridgeline/spec/model.hpp"
 #include "ridgeline/spec/plan.hpp"
 #include "ridgeline/support/diagnostics.hpp"
+#include "plan_flags.hpp"
 
 namespace ridgeline::cli {
 
@@ -31,23 +32,13 @@ struct UsageError {
 std::string data_dir();
 std::vector<std::string> list_names(const std::string& subdir);
 
-spec::HardwareSpec resolve_gpu(const std::string& name_or_file);
-/// A name under models/, a YAML file, or a Hugging Face config.json.
-spec::ModelSpec resolve_model(const std::string& name_or_file);
-
-/// Plan flags shared by predict, compare, search and report: one per field
-/// of spec/plan_fields.hpp (same words, ranges and messages as a plan YAML).
-struct PlanFlags {
-  std::string plan_file;
-  std::vector<std::optional<std::string>> values;  // by plan_fields() index: text as given
-  std::vector<std::optional<bool>> switches;       // by plan_fields() index: boolean fields
-  bool no_calibration = false;
-  void add_to(CLI::App& app, bool with_parallel = true);
-  /// Whether the flag of the field with this YAML key was given.
-  bool given(std::string_view key) const;
-  /// Plan file (if any) with the flags applied; throws UsageError or SpecError.
-  spec::PlanSpec build(const spec::ModelSpec& model) const;
-};
+/// A name under hardware_profiles/ or a YAML file; `sets` are the --set
+/// values (overrides.hpp): those aimed at gpu.* are applied to the profile's
+/// fields before it is read, validated as the YAML field would be.
+spec::HardwareSpec resolve_gpu(const std::string& name_or_file, const std::vector<std::string>& sets = {});
+/// A name under models/, a YAML file, or a Hugging Face config.json; `sets`
+/// aimed at model.* are applied as for resolve_gpu.
+spec::ModelSpec resolve_model(const std::string& name_or_file, const std::vector<std::string>& sets = {});
 
 /// Applies one technique assignment "key=value" (compare --vary, search --fix).
 void apply_setting(spec::PlanSpec& p, const std::string& key, const std::string& value, const std::string& flag);
