@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake make g++ pkg-config libeigen3-dev libcli11-dev libyaml-cpp-dev libfmt-dev
-          libbenchmark-dev doctest-dev nlohmann-json3-dev ${RIDGELINE_EXTRA_PACKAGES:-})
+          libbenchmark-dev doctest-dev nlohmann-json3-dev libtomlplusplus-dev ${RIDGELINE_EXTRA_PACKAGES:-})
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,11 +1,14 @@
 // ridgeline list and ridgeline check.
+#include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "overrides.hpp"
 #include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/measurements.hpp"
 #include "ridgeline/spec/published.hpp"
@@ -13,6 +16,16 @@
 #include "ridgeline/units/units.hpp"
 
 namespace ridgeline::cli {
+
+namespace {
+
+/// "  (private: /opt/gpus/h100_sxm.yaml, replaces the shipped one)" or "".
+std::string private_note(const SpecEntry& e) {
+  if (!e.private_file) return "";
+  return fmt::format("  (private: {}{})", e.path, e.replaces.empty() ? "" : ", replaces the shipped one");
+}
+
+}  // namespace
 
 void register_list(CLI::App& app, int& rc) {
   auto what = std::make_shared<std::string>();
@@ -30,19 +43,20 @@ void register_list(CLI::App& app, int& rc) {
         return kExitOk;
       }
       if (*what == "gpus") {
-        for (const auto& n : list_names("hardware_profiles")) {
-          auto hw = resolve_gpu(n);
-          std::cout << fmt::format("{:<16} {:<28} {:>9}  {:>10}  bf16 {:>14}{}\n", n, hw.name,
+        for (const auto& e : gpu_entries()) {
+          auto hw = spec::load_hardware(e.path);
+          std::cout << fmt::format("{:<16} {:<28} {:>9}  {:>10}  bf16 {:>14}{}{}\n", e.id, hw.name,
                                    units::format_bytes(hw.memory_bytes), units::format_byte_rate(hw.hbm_bytes_per_s),
                                    units::format_flop_rate(hw.peak(spec::Peak::kBf16)),
-                                   hw.calibration.present ? "  (calibrated)" : "");
+                                   hw.calibration.present ? "  (calibrated)" : "", private_note(e));
         }
       } else {
-        for (const auto& n : list_names("models")) {
-          auto m = resolve_model(n);
+        for (const auto& e : model_entries()) {
+          auto m = spec::load_model(e.path);
           auto pc = spec::count_params(m);
-          std::cout << fmt::format("{:<18} {:<22} {:>8} params  L={:<3} h={:<5} heads={}/{} vocab={}\n", n, m.name,
-                                   units::format_count(pc.total), m.layers, m.hidden, m.heads, m.kv_heads, m.vocab);
+          std::cout << fmt::format("{:<18} {:<22} {:>8} params  L={:<3} h={:<5} heads={}/{} vocab={}{}\n", e.id,
+                                   m.name, units::format_count(pc.total), m.layers, m.hidden, m.heads, m.kv_heads,
+                                   m.vocab, private_note(e));
         }
       }
       return kExitOk;
@@ -92,31 +106,129 @@ SpecKind spec_kind(const std::string& path) {
   return SpecKind::kPlan;
 }
 
+/// What `check --verbose` understood of a GPU profile: the figures the cost
+/// model reads, and the ridge point of each peak (peak / HBM bandwidth, the
+/// arithmetic intensity above which a kernel is compute-bound).
+std::string describe_gpu(const spec::HardwareSpec& hw) {
+  std::string out = fmt::format("  {} ({}, {})\n", hw.name, spec::name(hw.generation), hw.vendor);
+  out += fmt::format("  memory        {}, HBM {}\n", units::format_bytes(hw.memory_bytes),
+                     units::format_byte_rate(hw.hbm_bytes_per_s));
+  for (int i = 0; i < spec::kPeakCount; ++i) {
+    const double peak = hw.peak_flop_per_s[i];
+    if (!(peak > 0)) continue;
+    // int8 counts integer operations (TOP/s), the others floating-point ones.
+    const bool ops = i == static_cast<int>(spec::Peak::kInt8);
+    const std::string rate = ops ? fmt::format("{:.1f} TOP/s", peak / 1e12) : units::format_flop_rate(peak);
+    const std::string ridge = hw.hbm_bytes_per_s > 0
+                                  ? fmt::format("ridge {:.1f} {}/byte", peak / hw.hbm_bytes_per_s, ops ? "OP" : "FLOP")
+                                  : "";
+    out += fmt::format("  peak {:<8} {:<14} {}\n", spec::kPeakNames[i], rate, ridge);
+  }
+  const auto& ic = hw.interconnect;
+  out += fmt::format("  interconnect  {} GPUs a node, {} within, {} between nodes (per GPU, one direction)\n",
+                     ic.gpus_per_node,
+                     ic.intra_node_bytes_per_s > 0 ? units::format_byte_rate(ic.intra_node_bytes_per_s) : "unknown",
+                     ic.inter_node_bytes_per_s > 0 ? units::format_byte_rate(ic.inter_node_bytes_per_s) : "unknown");
+  out += fmt::format("  price         {}\n", hw.has_price() ? fmt::format("{:.2f} USD per GPU-hour", hw.price_per_gpu_hour_usd)
+                                                          : "unknown (no price_per_gpu_hour: cost is unknown)");
+  out += fmt::format("  TDP           {}\n", hw.has_tdp() ? fmt::format("{:g} W", hw.tdp_w)
+                                                        : "unknown (no power.tdp: energy is unknown)");
+  out += fmt::format("  calibration   {}\n", hw.calibration.present ? "fitted (" + hw.calibration.measurements + ")"
+                                                                    : "none (documented default efficiencies)");
+  return out;
+}
+
+/// What `check --verbose` understood of a model: the architecture the graph
+/// is built from and its exact parameter count (spec::count_params).
+std::string describe_model(const spec::ModelSpec& m) {
+  const auto pc = spec::count_params(m);
+  std::string out = fmt::format("  {}{}\n", m.name, m.hub_id.empty() ? "" : " (" + m.hub_id + ")");
+  out += fmt::format("  parameters    {} ({:.0f})", units::format_count(pc.total), pc.total);
+  if (m.is_moe()) out += fmt::format(", {} active per token", units::format_count(pc.active));
+  out += "\n";
+  out += fmt::format("  layers        {}\n", m.layers);
+  out += fmt::format("  hidden        {}\n", m.hidden);
+  out += fmt::format("  heads         {} query, {} key/value, head dim {}\n", m.heads, m.kv_heads, m.head_dim);
+  out += fmt::format("  MLP           {} {}{}\n", spec::name(m.activation), m.ffn_hidden, m.is_moe() ? " per expert" : "");
+  out += fmt::format("  experts       {}\n", m.is_moe() ? fmt::format("{}, {} per token", m.moe.experts, m.moe.top_k)
+                                                        : std::string("none (dense)"));
+  out += fmt::format("  vocab         {}{}\n", m.vocab, m.tied_embeddings ? " (tied embeddings)" : "");
+  out += fmt::format("  sequence      up to {}, {} positions, {}{}\n", m.max_seq_len, spec::name(m.position),
+                     spec::name(m.norm), m.bias ? ", biases" : "");
+  for (const auto& n : m.notes) out += fmt::format("  note          {}\n", n);
+  return out;
+}
+
 }  // namespace
 
 void register_check(CLI::App& app, int& rc) {
-  auto files = std::make_shared<std::vector<std::string>>();
+  struct CheckArgs {
+    std::vector<std::string> files;
+    std::vector<std::string> sets;
+    bool verbose = false;
+  };
+  auto a = std::make_shared<CheckArgs>();
   auto* cmd = app.add_subcommand(
       "check", "Validate hardware profiles, models, plans, Hugging Face configs and measurement files");
-  cmd->add_option("files", *files,
+  cmd->add_option("files", a->files,
                   "Files to check; the kind comes from the folder (hardware_profiles/, models/, plans/) or, "
-                  "elsewhere, from the top-level keys")
+                  "elsewhere, from the top-level keys. A Hugging Face model folder is checked as its config.json; "
+                  "a name that is no file is looked up as --gpu, then as --model, would")
       ->required();
-  cmd->callback([files, &rc] {
+  cmd->add_flag("--verbose,-v", a->verbose,
+                "Print what was understood: a model's parameter count, layers, hidden size, heads and experts; a "
+                "GPU's peaks per precision, HBM bandwidth, ridge points, price and TDP");
+  cmd->add_option("--set", a->sets,
+                  "FIELD=VALUE (repeatable): check a profile or model with gpu.FIELD or model.FIELD overridden, as "
+                  "predict --set would read it")
+      ->type_name("FIELD=VALUE")
+      ->allow_extra_args(false);  // one value a --set: the files that follow are files
+  cmd->callback([a, &rc] {
     rc = guarded([&] {
+      const auto gpu_sets = field_overrides(a->sets, SetTarget::kGpu);
+      const auto model_sets = field_overrides(a->sets, SetTarget::kModel);
       int bad = 0;
-      for (const auto& f : *files) {
+      for (const auto& name : a->files) {
+        std::string f = name;
+        if (std::filesystem::is_directory(f) && std::filesystem::exists(std::filesystem::path(f) / "config.json"))
+          f = (std::filesystem::path(f) / "config.json").string();
+        else if (!std::filesystem::exists(f) && !f.ends_with(".yaml") && !f.ends_with(".json")) {
+          // A GPU name first (a Hub id has a '/', so is a model's), then a model name.
+          bool found = false;
+          std::optional<UsageError> gpu_error;
+          if (name.find('/') == std::string::npos) {
+            try {
+              f = resolve_gpu_path(name);
+              found = true;
+            } catch (const UsageError& e) {
+              gpu_error = e;
+            }
+          }
+          if (!found && name.find('/') != std::string::npos) f = resolve_model_path(name);
+          if (!found && name.find('/') == std::string::npos) {
+            try {
+              f = resolve_model_path(name);
+            } catch (const UsageError&) {
+              // A GPU name that is ambiguous says so; an unknown one is neither kind's.
+              if (gpu_error && !gpu_error->message.starts_with("unknown")) throw *gpu_error;
+              throw UsageError{"check", fmt::format("'{}' is not a file, nor the name of a GPU profile or a model "
+                                                    "(ridgeline list gpus, ridgeline list models)", name)};
+            }
+          }
+        }
         const SpecKind kind = spec_kind(f);
         try {
+          std::string understood;
           switch (kind) {
-            case SpecKind::kHardware: spec::load_hardware(f); break;
-            case SpecKind::kModel: spec::load_model(f); break;
+            case SpecKind::kHardware: understood = describe_gpu(spec::load_hardware_with_overrides(f, gpu_sets)); break;
+            case SpecKind::kModel: understood = describe_model(spec::load_model_with_overrides(f, model_sets)); break;
             case SpecKind::kPlan: spec::load_plan(f); break;
-            case SpecKind::kHfConfig: spec::load_hf_config(f); break;
+            case SpecKind::kHfConfig: understood = describe_model(spec::load_hf_config_with_overrides(f, model_sets)); break;
             case SpecKind::kMeasurements: spec::load_measurements(f); break;
             case SpecKind::kPublished: spec::load_published(f); break;
           }
           std::cout << f << ": ok (" << describe(kind) << ")\n";
+          if (a->verbose) std::cout << understood;
         } catch (const support::SpecError& e) {
           for (const auto& d : e.diagnostics()) std::cerr << d.format() << "\n";
           ++bad;

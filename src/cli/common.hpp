@@ -30,15 +30,42 @@ struct UsageError {
 
 /// Directory holding hardware_profiles/ and models/.
 std::string data_dir();
+/// The ids of gpu_entries() (subdir "hardware_profiles") or model_entries() ("models").
 std::vector<std::string> list_names(const std::string& subdir);
 
-/// A name under hardware_profiles/ or a YAML file; `sets` are the --set
-/// values (overrides.hpp): those aimed at gpu.* are applied to the profile's
-/// fields before it is read, validated as the YAML field would be.
+/// One GPU profile or model file that --gpu or --model can name.
+struct SpecEntry {
+  std::string id;    // file stem: "h100_sxm"
+  std::string path;
+  bool private_file = false;  // from a folder of RIDGELINE_PROFILE_PATH / RIDGELINE_MODEL_PATH
+  std::string replaces;       // the shipped file of the same id this one hides, or ""
+};
+/// The GPU profiles: every *.yaml in the folders of RIDGELINE_PROFILE_PATH
+/// (colon-separated; a folder that does not exist is a UsageError), then the
+/// shipped hardware_profiles/. They add to the shipped set; an id found twice
+/// is the first folder's (a private profile wins over a shipped one of the
+/// same name, and says so in `list gpus`). Sorted by id.
+std::vector<SpecEntry> gpu_entries();
+/// The models: RIDGELINE_MODEL_PATH's folders, then models/, as gpu_entries.
+std::vector<SpecEntry> model_entries();
+
+/// --gpu: a profile file (a path or NAME.yaml), else a profile id (exactly,
+/// then ignoring case), else a name sources print for one (the profile's
+/// `aliases` or `name`, compared by spec::normalize_gpu_name: "H100" is
+/// h100_sxm). A name that fits several profiles is an error listing them; an
+/// unknown one gets a did-you-mean. `sets` are the --set values
+/// (overrides.hpp): those aimed at gpu.* are applied to the profile's fields
+/// before it is read, validated as the YAML field would be.
 spec::HardwareSpec resolve_gpu(const std::string& name_or_file, const std::vector<std::string>& sets = {});
-/// A name under models/, a YAML file, or a Hugging Face config.json; `sets`
-/// aimed at model.* are applied as for resolve_gpu.
+/// --model: a YAML file, a Hugging Face config.json or a folder holding one
+/// (named after the folder), else a model id (exactly, then ignoring case),
+/// else a shipped model's Hub id ("meta-llama/Meta-Llama-3-8B") or display
+/// name ("Llama-3-8B"), both ignoring case. `sets` aimed at model.* are
+/// applied as for resolve_gpu (for a config.json, to its own keys).
 spec::ModelSpec resolve_model(const std::string& name_or_file, const std::vector<std::string>& sets = {});
+/// The file resolve_gpu / resolve_model would read for a name.
+std::string resolve_gpu_path(const std::string& name_or_file);
+std::string resolve_model_path(const std::string& name_or_file);
 
 /// Applies one technique assignment "key=value" (compare --vary, search --fix).
 void apply_setting(spec::PlanSpec& p, const std::string& key, const std::string& value, const std::string& flag);

@@ -1,10 +1,12 @@
 #include <fmt/format.h>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "overrides.hpp"
 #include "ridgeline/report/compare_view.hpp"
 #include "ridgeline/report/prediction_view.hpp"
 #include "ridgeline/search/compare.hpp"
@@ -28,6 +30,101 @@ struct CompareArgs {
   PlanFlags plan;
 };
 
+/// The rows' intervals, each from the traits of its own GPU (compare_intervals
+/// of that row alone), and their standings against the best: of the rows that
+/// fit, the one with the most tokens/s (the earlier on a tie). Rows are weighed
+/// on time per token, t / n (step time over tokens per step), so two rows whose
+/// steps take different numbers of tokens (a doubled micro-batch) are weighed
+/// by what they deliver; where every step takes the same tokens this is the
+/// step-time ranking of compare_intervals. Intervals scale with t, so their
+/// overlap on time per token is search::overlaps on t / n.
+search::CompareIntervals rank(const std::vector<search::CompareRow>& rows, const uncertainty::IntervalModel& im,
+                              double level) {
+  search::CompareIntervals out;
+  out.level = level;
+  out.rows.resize(rows.size());
+  std::vector<double> per_token_s(rows.size(), 0);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    out.rows[i] = search::compare_intervals({r}, *r.gpu, im, level).rows.front();
+    const bool fits = r.pred.status == engine::Status::kOk && r.pred.step.tokens_per_step > 0;
+    if (!fits) {
+      out.rows[i].standing = search::Standing::kDoesNotFit;
+      continue;
+    }
+    per_token_s[i] = r.pred.step.time_s / r.pred.step.tokens_per_step;
+    if (out.best < 0 || per_token_s[i] < per_token_s[out.best]) out.best = static_cast<int>(i);
+  }
+  if (out.best < 0) return out;
+  const auto& best = out.rows[out.best].time;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    auto& x = out.rows[i];
+    if (static_cast<int>(i) == out.best) x.standing = search::Standing::kBest;
+    else if (x.standing != search::Standing::kDoesNotFit)
+      x.standing = search::standing(per_token_s[i], x.time, per_token_s[out.best], best);
+  }
+  return out;
+}
+
+/// Resolves each row's GPU, model and base plan from the base flags and the
+/// row's subject values (search::is_subject_key): "gpu" and "model" replace
+/// --gpu and --model, "gpu.FIELD" and "model.FIELD" add "FIELD=VALUE" to the
+/// --set values. Each distinct GPU and model is read once. A value that names
+/// nothing, or does not validate, is "--vary: KEY=VALUE: message".
+class SubjectCache {
+ public:
+  SubjectCache(const CompareArgs& a, const std::vector<search::Variation>& vars) : a_(a), vars_(vars) {}
+
+  search::Subject operator()(const std::vector<std::string>& values) {
+    std::string gpu = a_.gpu, model = a_.model, gpu_what, model_what;
+    std::vector<std::string> gpu_sets = a_.plan.sets, model_sets = a_.plan.sets;
+    for (size_t i = 0; i < vars_.size(); ++i) {
+      const auto& k = vars_[i].key;
+      const std::string kv = k + "=" + values[i];
+      if (k == "gpu") gpu = values[i];
+      else if (k == "model") model = values[i];
+      else if (k.starts_with("gpu.")) gpu_sets.push_back(kv);
+      else if (k.starts_with("model.")) model_sets.push_back(kv);
+      else continue;
+      std::string& what = k == "gpu" || k.starts_with("gpu.") ? gpu_what : model_what;
+      what += (what.empty() ? "" : " ") + kv;
+    }
+    search::Subject s;
+    s.gpu = cached(gpus_, gpu, gpu_sets, gpu_what, [](const std::string& n, const std::vector<std::string>& sets) {
+      return resolve_gpu(n, sets);
+    });
+    s.model = cached(models_, model, model_sets, model_what,
+                     [](const std::string& n, const std::vector<std::string>& sets) { return resolve_model(n, sets); });
+    auto& plan = plans_[s.model.get()];
+    if (!plan) plan = std::make_shared<const spec::PlanSpec>(a_.plan.build(*s.model));
+    s.plan = *plan;
+    return s;
+  }
+
+ private:
+  template <class T, class Load>
+  std::shared_ptr<const T> cached(std::map<std::string, std::shared_ptr<const T>>& cache, const std::string& name,
+                                  const std::vector<std::string>& sets, const std::string& what, Load load) {
+    std::string key = name;
+    for (const auto& s : sets) key += "\n" + s;
+    auto& slot = cache[key];
+    if (slot) return slot;
+    try {
+      slot = std::make_shared<const T>(load(name, sets));
+    } catch (const UsageError& e) {
+      if (what.empty()) throw;
+      throw UsageError{"--vary", fmt::format("{}: {}", what, e.message)};
+    }
+    return slot;
+  }
+
+  const CompareArgs& a_;
+  const std::vector<search::Variation>& vars_;
+  std::map<std::string, std::shared_ptr<const spec::HardwareSpec>> gpus_;
+  std::map<std::string, std::shared_ptr<const spec::ModelSpec>> models_;
+  std::map<const spec::ModelSpec*, std::shared_ptr<const spec::PlanSpec>> plans_;
+};
+
 }  // namespace
 
 void register_compare(CLI::App& app, int& rc) {
@@ -36,20 +133,25 @@ void register_compare(CLI::App& app, int& rc) {
   cmd->add_option("--gpu", a->gpu, "GPU profile name or YAML file")->capture_default_str();
   cmd->add_option("--model", a->model, "Model name, YAML file or HF config.json")->capture_default_str();
   cmd->add_option("--vary", a->vary,
-                  "KEY=V1,V2,... (repeatable): framework, precision, recompute, attention, fusion, optimizer, finetune, "
-                  "lora_rank, micro_batch, seq, tp, pp, dp, cp, zero, vpp, sp, cuda_graphs")
+                  "KEY=V1,V2,... (repeatable): gpu, model, framework, precision, recompute, attention, fusion, "
+                  "optimizer, finetune, lora_rank, micro_batch, seq, tp, pp, dp, cp, zero, vpp, sp, cuda_graphs, or a "
+                  "--set FIELD (gpu.memory.hbm_bandwidth=\"3.35 TB/s\",\"4.8 TB/s\"); a comma inside quotes does not "
+                  "split. A combination the model or GPU cannot run is a row marked invalid, with its reason")
       ->required();
   cmd->add_option("--sort", a->sort,
-                  "none | time | memory | mfu (the baseline row stays first; the best row is always the fastest that "
-                  "fits)")
+                  "none | time | memory | mfu (the baseline row stays first, invalid rows last; the best row is "
+                  "always the one that fits with the most tokens/s)")
       ->capture_default_str();
-  cmd->add_option("--format", a->format, "table | json | csv")->capture_default_str();
+  cmd->add_option("--format", a->format, "table | json | csv | markdown")->capture_default_str();
   cmd->add_option("--output,-o", a->output, "Write to FILE (atomically)");
   add_interval_level(*cmd, a->interval_level);
   a->plan.add_to(*cmd);
   cmd->callback([a, &rc] {
     rc = guarded([&] {
-      const Format f = parse_format(a->format);
+      const bool markdown = a->format == "markdown";
+      if (!markdown && a->format != "table" && a->format != "json" && a->format != "csv")
+        throw UsageError{"--format", fmt::format("expected one of table, json, csv, markdown, got \"{}\"", a->format)};
+      const Format f = markdown ? Format::kTable : parse_format(a->format);
       check_interval_level(a->interval_level);
       search::SortKey sort = search::SortKey::kNone;
       if (a->sort == "time") sort = search::SortKey::kTime;
@@ -60,25 +162,42 @@ void register_compare(CLI::App& app, int& rc) {
       for (const auto& v : a->vary) {
         search::Variation var;
         if (auto e = search::parse_variation(v, var); !e.empty()) throw UsageError{"--vary", e};
+        for (const auto& prev : vars)
+          if (prev.key == var.key) throw UsageError{"--vary", fmt::format("{} is varied twice", var.key)};
         vars.push_back(std::move(var));
       }
-      auto gpu = resolve_gpu(a->gpu);
-      auto model = resolve_model(a->model);
-      auto base = a->plan.build(model);
+      // The --set values and the base GPU and model first, so a problem with them is their own.
+      const auto sets = parse_settings(a->plan.sets);
+      const auto varied = [&](const char* key) {
+        return std::any_of(vars.begin(), vars.end(), [&](const search::Variation& v) { return v.key == key; });
+      };
+      SubjectCache subjects(*a, vars);
+      if (!varied("model")) resolve_model(a->model, a->plan.sets);
+      if (!varied("gpu")) resolve_gpu(a->gpu, a->plan.sets);
+      if (a->plan.print_plan) {
+        const auto m = resolve_model(a->model, a->plan.sets);
+        write_output(a->output, spec::describe_plan(a->plan.build(m), a->plan.imported));
+        return kExitOk;
+      }
       std::string error;
-      auto rows = search::compare(model, base, gpu, vars, !a->plan.no_calibration, error);
+      auto rows = search::compare(vars, std::ref(subjects), !a->plan.no_calibration, error);
       if (!error.empty()) throw UsageError{"--vary", error};
       search::sort_rows(rows, sort);
-      const auto iv = search::compare_intervals(rows, gpu, uncertainty::shipped(), a->interval_level);
+      const auto iv = rank(rows, uncertainty::shipped(), a->interval_level);
       std::string text;
       if (f == Format::kJson) {
-        text = report::compare_json(vars, rows, model, iv).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+        std::vector<std::string> set_texts;
+        for (const auto& s : sets) set_texts.push_back(s.text);
+        text = report::compare_json(vars, rows, iv, set_texts).dump(2, ' ', false,
+                                                                     nlohmann::json::error_handler_t::replace) +
+               "\n";
       } else if (f == Format::kCsv) {
         text = report::compare_csv(vars, rows, iv);
       } else {
-        text = fmt::format("{} on {}; base plan: {}; capacity {}\n\n", model.name, gpu.name,
-                           spec::plan_summary(base), units::format_bytes(gpu.memory_bytes)) +
-               report::compare_table(vars, rows, iv);
+        const std::string header = report::compare_header(rows, spec::plan_summary(a->plan.build(*rows.front().model)),
+                                                          settings_summary(a->plan.sets));
+        text = markdown ? report::compare_markdown(vars, rows, iv, header)
+                        : header + "\n" + report::compare_table(vars, rows, iv);
       }
       write_output(a->output, text);
       return kExitOk;

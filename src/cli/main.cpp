@@ -1,10 +1,80 @@
 // ridgeline: training-step performance and memory prediction from GPU
 // profiles, model configs and a training plan.
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "common.hpp"
 #include "ridgeline/spec/framework.hpp"
+#include "ridgeline/support/diagnostics.hpp"
+#include <fmt/format.h>
+#include <algorithm>
+
+namespace {
+
+using ridgeline::support::closest_match;
+
+std::vector<std::string> command_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
+  return names;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+  return s;
+}
+
+/// The flags of `app` and the apps above it, as typed: "--micro-batch", "-o".
+std::vector<std::string> flag_names(const CLI::App* app) {
+  std::vector<std::string> names;
+  for (; app; app = app->get_parent())
+    for (const CLI::Option* o : app->get_options()) {
+      for (const auto& l : o->get_lnames()) names.push_back("--" + l);
+      for (const auto& s : o->get_snames()) names.push_back("-" + s);
+    }
+  return names;
+}
+
+/// One line naming the unknown command or flag a parse error is about, with a
+/// did-you-mean, or "" when the error is of another kind. Walks argv as CLI11
+/// does: words that name a subcommand select it; a word after "--" is a value.
+std::string unknown_word(const CLI::App& app, int argc, char** argv) {
+  const CLI::App* cur = &app;
+  bool command_given = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") break;
+    if (a.size() > 1 && a[0] == '-') {
+      if (a == "-h" || a == "--help") continue;
+      if (a.find_first_not_of("-0123456789.eE") == std::string::npos) continue;  // a negative number
+      const std::string flag = a.substr(0, a.find('='));
+      const auto known = flag_names(cur);
+      if (std::find(known.begin(), known.end(), flag) != known.end()) continue;
+      if (flag.size() > 2 && flag[1] != '-') continue;  // -ofile, -v3: short flags with values
+      const std::string guess = closest_match(flag, known);
+      const std::string where = cur == &app ? "" : fmt::format(" for '{}'", cur->get_name());
+      return guess.empty() ? fmt::format("error: unknown flag '{}'{}; run 'ridgeline {}--help' for the flags", flag,
+                                         where, cur == &app ? "" : cur->get_name() + " ")
+                           : fmt::format("error: unknown flag '{}'; did you mean '{}'?", flag, guess);
+    }
+    bool is_sub = false;
+    for (const CLI::App* sub : cur->get_subcommands([](const CLI::App*) { return true; }))
+      if (sub->get_name() == a) cur = sub, is_sub = true, command_given = true;
+    if (is_sub) continue;
+    if (!command_given && cur == &app) {
+      const auto names = command_names(app);
+      const std::string guess = closest_match(a, names);
+      return guess.empty() ? fmt::format("error: unknown command '{}'; commands: {}", a, join(names))
+                           : fmt::format("error: unknown command '{}'; did you mean '{}'?", a, guess);
+    }
+  }
+  return "";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace ridgeline::cli;
@@ -42,6 +112,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    if (const std::string line = unknown_word(app, argc, argv); !line.empty()) {
+      std::cerr << line << "\n";
+      return kExitBadInput;
+    }
     std::cerr << "error: " << e.what() << "\n";
     std::cerr << "run 'ridgeline --help' for usage\n";
     return kExitBadInput;

@@ -31,6 +31,17 @@ std::vector<Setting> parse_settings(const std::vector<std::string>& texts) {
   return out;
 }
 
+std::vector<spec::FieldOverride> field_overrides(const std::vector<std::string>& sets, SetTarget target) {
+  std::vector<spec::FieldOverride> out;
+  for (const auto& t : sets) {
+    Setting s = parse_setting(t);
+    if (s.target != target) continue;
+    const char* prefix = target == SetTarget::kGpu ? "gpu." : "model.";
+    out.push_back({s.field, std::move(s.value), "--set " + std::string(prefix) + s.field});
+  }
+  return out;
+}
+
 bool is_set_key(std::string_view key) {
   return key.starts_with("gpu.") || key.starts_with("model.") || key.starts_with("plan.");
 }

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ridgeline/spec/field_override.hpp"
 #include "ridgeline/spec/plan.hpp"
 
 namespace ridgeline::cli {
@@ -27,6 +28,10 @@ struct Setting {
 /// '=' or an unknown target.
 Setting parse_setting(std::string_view text);
 std::vector<Setting> parse_settings(const std::vector<std::string>& texts);
+
+/// The settings aimed at `target` (gpu.* or model.*) as loader overrides,
+/// each labelled "--set gpu.FIELD" for its diagnostics; empty without any.
+std::vector<spec::FieldOverride> field_overrides(const std::vector<std::string>& sets, SetTarget target);
 
 /// Whether a --vary key is a --set field (gpu.*, model.*, plan.*).
 bool is_set_key(std::string_view key);

@@ -1,9 +1,11 @@
 #include "plan_flags.hpp"
 
+#include <cmath>
 #include <fmt/format.h>
 
 #include "common.hpp"
 #include "overrides.hpp"
+#include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
 
 namespace ridgeline::cli {
@@ -25,6 +27,8 @@ void PlanFlags::add_to(CLI::App& app, bool with_parallel) {
       help += (help.back() == '(' ? "default " : ", default ") + spec::field_text(f, kDefault);
     help += ")";
     if (help.ends_with(" ()")) help.resize(help.size() - 3);
+    if (f.key == "parallel.sp")
+      help += "; default on with TP > 1 where the framework runs it so (megatron, torchtitan), else off";
     const std::string flag = "--" + std::string(f.flag);
     if (f.type == spec::FieldType::kBool) {
       // A flag function runs only when the flag is given (CLI11 assigns an
@@ -35,37 +39,186 @@ void PlanFlags::add_to(CLI::App& app, bool with_parallel) {
       continue;
     }
     const char* type = f.type == spec::FieldType::kInt ? "N" : f.type == spec::FieldType::kWord ? "WORD" : "X";
+    if (f.key == "global_batch") type = "N|TOKENS";
     app.add_option(flag, values[i], help)->type_name(type);
   }
+  app.add_option("--global-batch-tokens", global_batch_tokens,
+                 "Global batch in tokens (4M = 4 x 2^20; K, M, G binary as batch sizes are quoted): a whole "
+                 "number of sequences")
+      ->type_name("TOKENS");
+  const auto aliases = spec::megatron_aliases();
+  megatron.assign(aliases.size(), std::nullopt);
+  for (size_t i = 0; i < aliases.size(); ++i) {
+    const auto& a = aliases[i];
+    if (!with_parallel && a.parallel) continue;
+    const std::string flag = "--" + std::string(a.name);
+    if (a.takes_value) app.add_option(flag, megatron[i], std::string(a.help))->type_name("X");
+    else app.add_flag_function(flag, [this, i](std::int64_t) { megatron[i] = ""; }, std::string(a.help));
+  }
+  app.add_option("--from-megatron", from_megatron,
+                 "Import the plan from a file of Megatron-LM arguments (as a launch script passes them); flags "
+                 "override it")
+      ->type_name("ARGS_FILE");
+  app.add_option("--from-torchtitan", from_torchtitan, "Import the plan from a torchtitan train.toml; flags override it")
+      ->type_name("TOML");
+  app.add_option("--from-deepspeed", from_deepspeed, "Import the plan from a DeepSpeed ds_config.json; flags override it")
+      ->type_name("JSON");
+  app.add_flag("--print-plan", print_plan,
+               "Show the plan the flags and any imported launch config give (what each setting came from, what "
+               "was ignored), then stop");
   app.add_flag("--no-calibration", no_calibration, "Ignore the profile's calibration block");
   app.add_option("--set", sets,
                  "FIELD=VALUE (repeatable): override a field of the GPU profile (gpu.memory.hbm_bandwidth=\"4.8 TB/s\"), "
-                 "the model (model.layers=40) or the plan (plan.micro_batch=2), validated as in its YAML file")
-      ->type_name("FIELD=VALUE");
+                 "the model (model.layers=40) or the plan (plan.micro_batch=2), validated as in its YAML file; "
+                 "a price or bandwidth takes its unit: gpu.price_per_gpu_hour=\"2.10 USD/h\"")
+      ->type_name("FIELD=VALUE")
+      ->allow_extra_args(false);
 }
 
 bool PlanFlags::given(std::string_view key) const {
   const auto fields = spec::plan_fields();
   for (size_t i = 0; i < fields.size() && i < values.size(); ++i)
-    if (fields[i].key == key) return values[i].has_value() || switches[i].has_value();
+    if (fields[i].key == key && (values[i].has_value() || switches[i].has_value())) return true;
+  if (key == "global_batch" && global_batch_tokens) return true;
+  const auto aliases = spec::megatron_aliases();
+  for (size_t i = 0; i < aliases.size() && i < megatron.size(); ++i)
+    if (megatron[i] && aliases[i].key == key) return true;
+  // What the last build() imported.
+  for (const auto& s : imported.settings)
+    if (const auto* f = spec::find_plan_field(s.key); f && f->key == key) return true;
   return false;
 }
+
+std::optional<long long> parse_batch_tokens(std::string_view text, std::string& error) {
+  std::string_view s = text;
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  if (s.ends_with("tokens")) s.remove_suffix(6);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  double scale = 1;
+  if (!s.empty()) {
+    switch (s.back()) {
+      case 'K': case 'k': scale = 1024.0; break;
+      case 'M': scale = 1024.0 * 1024; break;
+      case 'G': scale = 1024.0 * 1024 * 1024; break;
+      default: break;
+    }
+    if (scale > 1) s.remove_suffix(1);
+  }
+  std::string e;
+  const std::string digits(s);
+  char* end = nullptr;
+  const double x = std::strtod(digits.c_str(), &end);
+  const double tokens = x * scale;
+  if (digits.empty() || end != digits.c_str() + digits.size() || !(tokens >= 1) || tokens > 1e15 ||
+      tokens != std::floor(tokens)) {
+    error = fmt::format("expected a token count such as 4M (4 x 2^20) or 4194304, got \"{}\"", text);
+    return std::nullopt;
+  }
+  return static_cast<long long>(tokens);
+}
+
+namespace {
+
+bool has_suffix_letter(std::string_view s) {
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return !s.empty() && (std::isalpha(static_cast<unsigned char>(s.back())) != 0);
+}
+
+}  // namespace
 
 spec::PlanSpec PlanFlags::build(const spec::ModelSpec& model) const {
   spec::PlanSpec p = plan_file.empty() ? spec::PlanSpec{} : spec::load_plan(plan_file);
   if (plan_file.empty()) p.seq_len = std::min(8192, model.max_seq_len);
   const auto fields = spec::plan_fields();
-  for (size_t i = 0; i < fields.size() && i < values.size(); ++i) {
-    const auto& f = fields[i];
-    if (switches[i]) f.bool_ref(p) = *switches[i];
-    if (!values[i]) continue;
-    if (auto e = spec::set_field(f, p, *values[i]); !e.empty()) throw UsageError{"--" + std::string(f.flag), e};
+  // Ridgeline's own flags. They are applied before the launch config too, so
+  // what an import derives from the layout (VPP from layers / PP, DP from
+  // the GPU count over TP x PP x CP) uses the layout the flags give.
+  auto apply_flags = [&] {
+    for (size_t i = 0; i < fields.size() && i < values.size(); ++i) {
+      const auto& f = fields[i];
+      if (switches[i]) {
+        f.bool_ref(p) = *switches[i];
+        if (f.key == "parallel.sp") p.sp_given = true;
+      }
+      if (!values[i]) continue;
+      const std::string flag = "--" + std::string(f.flag);
+      if (f.key == "global_batch" && has_suffix_letter(*values[i])) continue;  // tokens: below, once seq is known
+      if (auto e = spec::set_field(f, p, *values[i]); !e.empty()) throw UsageError{flag, e};
+    }
+  };
+  apply_flags();
+  // The launch config, at most one.
+  imported = spec::ImportReport{};
+  const int sources = !from_megatron.empty() + !from_torchtitan.empty() + !from_deepspeed.empty();
+  if (sources > 1)
+    throw UsageError{"--from-megatron", "give one of --from-megatron, --from-torchtitan and --from-deepspeed"};
+  if (!from_megatron.empty()) imported = spec::import_megatron(from_megatron);
+  if (!from_torchtitan.empty()) imported = spec::import_torchtitan(from_torchtitan);
+  if (!from_deepspeed.empty()) imported = spec::import_deepspeed(from_deepspeed);
+  if (sources == 1) {
+    std::vector<std::string> overridden;  // what Ridgeline's flags give
+    for (size_t i = 0; i < fields.size() && i < values.size(); ++i)
+      if (values[i] || switches[i]) overridden.emplace_back(fields[i].key);
+    spec::apply_launch(imported.values, p, model, imported, overridden);
   }
+  // Megatron-spelt flags: the same vocabulary as an args file.
+  {
+    const auto aliases = spec::megatron_aliases();
+    spec::LaunchValues v;
+    support::DiagnosticList d;
+    bool any = false;
+    for (size_t i = 0; i < aliases.size() && i < megatron.size(); ++i) {
+      if (!megatron[i]) continue;
+      any = true;
+      spec::take_megatron_arg(v, aliases[i].name, *megatron[i], {}, d);
+    }
+    if (any) {
+      spec::ImportReport flags_report;
+      try {
+        d.throw_if_errors();
+        spec::apply_launch(v, p, model, flags_report);
+      } catch (const support::SpecError& e) {
+        const auto& first = e.diagnostics().front();
+        throw UsageError{first.field, first.message};
+      }
+    }
+  }
+  apply_flags();  // over the launch config
   apply_plan_settings(p, sets);
+  for (const auto& s : sets) {
+    const std::string_view t = s;
+    if (t.starts_with("plan.sp=") || t.starts_with("plan.parallel.sp=") || t.starts_with("sp=")) p.sp_given = true;
+  }
+  // A global batch in tokens: a whole number of sequences of the plan's length.
+  std::optional<std::string> tokens_text = global_batch_tokens;
+  std::string tokens_flag = "--global-batch-tokens";
+  if (const auto* f = spec::find_plan_field("global_batch")) {
+    const auto i = static_cast<size_t>(f - fields.data());
+    if (i < values.size() && values[i] && has_suffix_letter(*values[i])) {
+      if (tokens_text) throw UsageError{"--global-batch", "give the global batch once: in sequences or in tokens"};
+      tokens_text = values[i];
+      tokens_flag = "--global-batch";
+    }
+  }
+  if (tokens_text) {
+    std::string e;
+    const auto tokens = parse_batch_tokens(*tokens_text, e);
+    if (!tokens) throw UsageError{tokens_flag, e};
+    const long long seq = p.seq_len > 0 ? p.seq_len : model.max_seq_len;
+    if (*tokens % seq != 0)
+      throw UsageError{tokens_flag, fmt::format("{} tokens = {} is not a whole number of {}-token sequences ({:.2f})",
+                                                *tokens_text, *tokens, seq, static_cast<double>(*tokens) / seq)};
+    if (*tokens / seq > (1LL << 30))
+      throw UsageError{tokens_flag, fmt::format("{} tokens = {} sequences of {} is out of range (at most 2^30)",
+                                                *tokens_text, *tokens / seq, seq)};
+    p.global_batch = static_cast<int>(*tokens / seq);
+  }
+  spec::apply_framework_defaults(p);
   if (p.global_batch > 0 && p.micro_batch > p.global_batch)
     throw UsageError{"--micro-batch", fmt::format("micro-batch {} exceeds the global batch {}", p.micro_batch,
                                                   p.global_batch)};
   return p;
 }
+
 
 }  // namespace ridgeline::cli

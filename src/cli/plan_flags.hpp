@@ -7,25 +7,45 @@
 #include <string_view>
 #include <vector>
 
+#include "ridgeline/spec/launch_config.hpp"
 #include "ridgeline/spec/model.hpp"
 #include "ridgeline/spec/plan.hpp"
 
 namespace ridgeline::cli {
 
 /// Plan flags shared by predict, compare, search and report: one per field
-/// of spec/plan_fields.hpp (same words, ranges and messages as a plan YAML).
+/// of spec/plan_fields.hpp (same words, ranges and messages as a plan YAML),
+/// the Megatron-LM spellings of the common ones (spec::megatron_aliases),
+/// and a launch config to import (--from-megatron, --from-torchtitan,
+/// --from-deepspeed). Precedence, lowest first: --plan, the imported launch
+/// config, Megatron-spelt flags, Ridgeline's flags, --set; then the
+/// framework's defaults for what none of them gave (SP with TP > 1 under
+/// Megatron and torchtitan: spec::apply_framework_defaults).
 struct PlanFlags {
   std::string plan_file;
   std::vector<std::optional<std::string>> values;  // by plan_fields() index: text as given
   std::vector<std::optional<bool>> switches;       // by plan_fields() index: boolean fields
+  std::vector<std::optional<std::string>> megatron;  // by spec::megatron_aliases() index; "" for a switch
+  std::optional<std::string> global_batch_tokens;
+  std::string from_megatron, from_torchtitan, from_deepspeed;
+  /// --print-plan: show what the flags and any imported launch config set, then stop.
+  bool print_plan = false;
   bool no_calibration = false;
   /// --set FIELD=VALUE (repeatable, overrides.hpp), as given.
   std::vector<std::string> sets;
+  /// What the last build() imported (kind "" when no launch config was given).
+  mutable spec::ImportReport imported;
   void add_to(CLI::App& app, bool with_parallel = true);
   /// Whether the flag of the field with this YAML key was given.
   bool given(std::string_view key) const;
-  /// Plan file (if any) with the flags applied; throws UsageError or SpecError.
+  /// Plan file (if any), imported launch config and flags applied; throws UsageError or SpecError.
   spec::PlanSpec build(const spec::ModelSpec& model) const;
 };
+
+
+/// A token count as batch sizes are quoted: a whole number with an optional
+/// binary suffix K, M or G (4M = 4 x 2^20 = 4194304) and an optional word
+/// "tokens"; nullopt with `error` set otherwise.
+std::optional<long long> parse_batch_tokens(std::string_view text, std::string& error);
 
 }  // namespace ridgeline::cli

@@ -3,6 +3,7 @@
 // GPU count to search layouts for and a budget to size the model for.
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +15,7 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "overrides.hpp"
 #include "ridgeline/report/capacity_text.hpp"
 #include "ridgeline/report/capacity_view.hpp"
 #include "ridgeline/report/html.hpp"
@@ -153,6 +155,41 @@ std::vector<search::Variation> technique_variations(const spec::HardwareSpec& hw
   return v;
 }
 
+/// Each technique combination's own layout search: the report's search with
+/// the combination's recomputation and precision fixed and its attention and
+/// fusion in the base plan (the rest of the layout as the report searched
+/// it), then its best layout predicted. A combination that cannot be valid
+/// (check_fixed, or an invalid plan) is not searched and says why.
+std::vector<report::TechniqueSearch> search_techniques(const std::vector<search::CompareRow>& rows,
+                                                       const search::SearchSpec& s, const spec::ModelSpec& model,
+                                                       const spec::HardwareSpec& gpu, bool use_cal) {
+  std::vector<report::TechniqueSearch> out;
+  out.reserve(rows.size());
+  engine::EvalOptions opt;
+  opt.use_calibration = use_cal;
+  for (const auto& r : rows) {
+    report::TechniqueSearch t;
+    search::SearchSpec st = s;
+    st.top = 1;
+    st.recompute = {r.plan.recompute};
+    st.precision = {r.plan.precision};
+    if (r.pred.status == engine::Status::kInvalid) {
+      t.problem = r.pred.problem.message;
+    } else if (auto pr = search::check_fixed(st, model, r.plan); !pr.field.empty()) {
+      t.problem = pr.message;
+    } else {
+      t.searched = true;
+      t.result = search::run(st, model, r.plan, gpu, use_cal);
+      if (!t.result.top.empty()) {
+        t.plan = search::plan_for(r.plan, t.result.top.front().layout, st.global_batch);
+        t.pred = engine::evaluate(model, t.plan, gpu, opt);
+      }
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 /// GPU counts for the scaling chart: N/4, N/2, N, 2N (whole numbers only).
 std::vector<int> scaling_counts(int n) {
   std::vector<int> out;
@@ -208,9 +245,13 @@ void register_report(CLI::App& app, int& rc) {
         throw UsageError{"--objective", fmt::format("expected one of time, cost, mfu, got \"{}\"", a->objective)};
       const Target target = resolve_target(a->output);
 
-      auto gpu = resolve_gpu(a->gpu);
-      auto model = resolve_model(a->model);
+      auto gpu = resolve_gpu(a->gpu, a->plan.sets);
+      auto model = resolve_model(a->model, a->plan.sets);
       auto base = a->plan.build(model);
+      if (a->plan.print_plan) {
+        write_output("", spec::describe_plan(base, a->plan.imported));
+        return kExitOk;
+      }
       base.source_file.clear();
       if (budget.kind == report::BudgetKind::kUsd && gpu.price_per_gpu_hour_usd <= 0)
         throw UsageError{"--budget-usd", fmt::format("{} has no price per GPU-hour; give --budget-gpu-hours instead",
@@ -224,6 +265,7 @@ void register_report(CLI::App& app, int& rc) {
       in.budget = budget;
       in.command = command_line(*cmd);
       in.interval_level = a->interval_level;
+      in.settings = settings_summary(a->plan.sets);
       // With --gpus: search the layouts at N (and N/4, N/2, 2N for the scaling
       // chart) and predict the best one. The ranking is a total order, so the
       // answer is the same on any number of threads.
@@ -251,6 +293,7 @@ void register_report(CLI::App& app, int& rc) {
         if (auto pr = search::check_fixed(s, model, base); !pr.field.empty()) throw UsageError{pr.field, pr.message};
         in.searched = true;
         in.search_spec = s;
+        in.headroom_frac = s.headroom;  // layouts qualify with this much memory left free
       }
       engine::EvalOptions opt;
       opt.use_calibration = use_cal;
@@ -316,6 +359,14 @@ void register_report(CLI::App& app, int& rc) {
       std::string error;
       in.compare_rows = search::compare(model, plan, gpu, in.vary, use_cal, error);
       if (!error.empty()) throw UsageError{"--plan", "technique comparison: " + error};
+      // With a layout search, each combination searches its own layout: a
+      // technique that does not fit at the bf16 layout may fit at another.
+      double technique_search_s = 0;
+      if (in.searched) {
+        const auto t0 = std::chrono::steady_clock::now();
+        in.technique_searches = search_techniques(in.compare_rows, s, model, gpu, use_cal);
+        technique_search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
 
       const report::CapacityView view = report::make_capacity_view(in);
       const std::string md = report::capacity_markdown(view, target.stem);
@@ -325,8 +376,12 @@ void register_report(CLI::App& app, int& rc) {
           report::capacity_json(view).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       write_all(target, {{".md", md}, {".html", html}, {".json", json}});
       const fs::path stem_path = target.dir / target.stem;
+      if (!in.settings.empty()) std::cout << in.settings << "\n";
       std::cout << fmt::format("wrote {0}.md, {0}.html and {0}.json\n{1}\n", stem_path.string(),
                                report::text::headline(view));
+      if (in.searched)
+        std::cout << fmt::format("technique grid: {} combinations, each with its own layout search, in {:.2f} s\n",
+                                 in.technique_searches.size(), technique_search_s);
       if (!view.answer.memory.fits) {
         std::cerr << fmt::format("does not fit: needs {} of {} per GPU; see the report's techniques{} for what does\n",
                                  units::format_bytes(view.answer.memory.total),

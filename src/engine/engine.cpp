@@ -19,6 +19,16 @@ std::string_view name(Status s) {
   return "ok";
 }
 
+std::string_view name(TokensBasis b) {
+  switch (b) {
+    case TokensBasis::kPlan: return "plan";
+    case TokensBasis::kChinchilla: return "chinchilla_20_per_param";
+    case TokensBasis::kPerBillion: return "per_billion_tokens";
+    case TokensBasis::kDataset: return "dataset_epoch";
+  }
+  return "plan";
+}
+
 double micro_batches(const spec::PlanSpec& p) {
   const double per_step = static_cast<double>(p.micro_batch) * std::max(1, p.parallel.dp);
   if (p.global_batch <= 0) return 1;
@@ -46,6 +56,11 @@ Problem check_framework(const spec::PlanSpec& p) {
   if (!fw.recompute.empty()) {
     bool ok = false;
     for (const spec::RecomputeKind k : fw.recompute_kinds) ok = ok || k == p.recompute.kind;
+    // block:K is offered only where the framework names it (Megatron's --recompute-method block).
+    if (ok && p.recompute.block_layers > 0) {
+      ok = false;
+      for (const auto& r : fw.recompute) ok = ok || r.maps_to.starts_with("block:");
+    }
     if (!ok) {
       std::string offered;
       for (const auto& r : fw.recompute)
@@ -85,8 +100,15 @@ Problem check_plan(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec
                                        m.kv_heads)};
   if (m.ffn_hidden % q.tp != 0)
     return {"parallel.tp", fmt::format("TP {} does not divide the FFN size {}", q.tp, m.ffn_hidden)};
+  const bool uneven = q.first_stage_layers > 0 || q.last_stage_layers > 0;
+  if (uneven) {
+    if (auto e = spec::check_stage_layers(m.layers, q.pp, q.first_stage_layers, q.last_stage_layers); !e.empty())
+      return {q.first_stage_layers > 0 ? "parallel.first_stage_layers" : "parallel.last_stage_layers", e};
+    if (q.virtual_stages > 1)
+      return {"parallel.virtual_stages", "uneven pipeline stages with virtual stages are not modelled"};
+  }
   const long long stages = static_cast<long long>(q.pp) * std::max(1, q.virtual_stages);
-  if (m.layers % stages != 0)
+  if (!uneven && m.layers % stages != 0)
     return {"parallel.pp", q.virtual_stages > 1
                                ? fmt::format("PP {} x {} virtual stages does not divide {} layers", q.pp,
                                              q.virtual_stages, m.layers)
@@ -124,6 +146,14 @@ Problem check_plan(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec
   // FlashAttention-3 is written for Hopper's wgmma and TMA (Shah et al. 2024, Sec. 3).
   if (p.attention == spec::AttentionKind::kFlash3 && !hw.has_fa3())
     return {"attention", fmt::format("flash3 needs Hopper (wgmma and TMA); {} is {}", hw.name, spec::name(hw.generation))};
+  if (p.recompute.block_layers > 0) {
+    if (q.virtual_stages > 1)
+      return {"recompute", "block recomputation with virtual pipeline stages is not modelled"};
+    const int most = spec::max_stage_layers(m.layers, q.pp, q.first_stage_layers, q.last_stage_layers);
+    if (p.recompute.block_layers > most)
+      return {"recompute", fmt::format("block:{} recomputes more layers than a stage holds ({})",
+                                       p.recompute.block_layers, most)};
+  }
   if (p.finetune.mode != spec::FinetuneMode::kFull && p.finetune.rank > m.hidden)
     return {"finetune.rank", fmt::format("LoRA rank {} exceeds the hidden size {}", p.finetune.rank, m.hidden)};
   if (Problem f = check_framework(p); !f.field.empty()) return f;
@@ -327,8 +357,14 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   // Training-run totals.
   auto& tt = out.totals;
   tt = TrainingTotals{};
-  tt.tokens_default = p.tokens <= 0;
-  tt.tokens = p.tokens > 0 ? p.tokens : 20.0 * out.params.total;  // Chinchilla: D ~ 20 N
+  // A plan's tokens; else a fine-tune's 1B-token rate; else Chinchilla's D ~ 20 N.
+  tt.basis = p.tokens > 0                                   ? TokensBasis::kPlan
+             : p.finetune.mode != spec::FinetuneMode::kFull ? TokensBasis::kPerBillion
+                                                            : TokensBasis::kChinchilla;
+  tt.tokens_default = tt.basis == TokensBasis::kChinchilla;
+  tt.tokens = tt.basis == TokensBasis::kPlan         ? p.tokens
+              : tt.basis == TokensBasis::kPerBillion ? 1e9
+                                                     : 20.0 * out.params.total;
   tt.steps = tt.tokens / st.tokens_per_step;
   tt.wall_s = tt.steps * step;
   tt.gpu_hours = tt.wall_s * gpus / 3600.0;

@@ -84,7 +84,8 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
   const Dtype gemm_dt = pol.linear_gemm;
   G.act_bytes = D.e;
   G.tokens = D.T;
-  G.layers = static_cast<int>(std::ceil(static_cast<double>(M.layers) / std::max(1, par.pp)));
+  // The busiest stage's layers (uneven stages: spec::stage_layers); it sets the pipeline's pace.
+  G.layers = spec::max_stage_layers(M.layers, par.pp, par.first_stage_layers, par.last_stage_layers);
 
   const double L = G.layers;
   const double Tph = D.Tp * D.h;

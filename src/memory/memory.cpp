@@ -17,7 +17,10 @@ double in_flight_microbatches(const spec::PlanSpec& p, double m, PipelineStage s
   // 1F1B warms stage i up with p - i - 1 forwards; Megatron's interleaved
   // schedule with 2 (p - i - 1) + (v - 1) p chunk forwards; each then holds one more.
   const double first = v > 1 ? pp + (pp - 1) / v : pp;
-  const double n = stage == PipelineStage::kLast ? ((v - 1) * pp + 1) / v : first;
+  // kMiddle: stage 1 (uneven stages have no virtual stages): p - 1.
+  const double n = stage == PipelineStage::kLast ? ((v - 1) * pp + 1) / v
+                   : stage == PipelineStage::kMiddle ? pp - 1
+                                                     : first;
   return std::min(n, std::max(1.0, m));
 }
 
@@ -103,7 +106,14 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
   const bool only = std::max(1, p.parallel.pp) == 1;
   const bool first = only || stage == PipelineStage::kFirst;
   const bool last = only || stage == PipelineStage::kLast;
+  // Uneven stages: this stage's own layers; the graph holds the busiest stage's.
+  const auto& q = p.parallel;
+  const double layers = only || (q.first_stage_layers <= 0 && q.last_stage_layers <= 0)
+                            ? g.layers
+                            : spec::stage_layers(m.layers, q.pp, q.first_stage_layers, q.last_stage_layers,
+                                                 first ? 0 : last ? q.pp - 1 : 1);
   StageMemory s;
+  s.layers = layers;
   const ModelState ms = model_state(m, p, g.fp8_linear_params, stage);
   s.weights = ms.weights;
   s.gradients = ms.gradients;
@@ -113,7 +123,7 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
   // tensors go with the first stage's micro-batches; the head's (one
   // micro-batch: its backward follows its forward) with the last's.
   s.in_flight_microbatches = in_flight_microbatches(p, mb, stage);
-  s.activations = s.in_flight_microbatches * (g.layers * g.layer_alive + (first ? g.first_saved : 0.0)) +
+  s.activations = s.in_flight_microbatches * (layers * g.layer_alive + (first ? g.first_saved : 0.0)) +
                   (last ? g.last_saved : 0.0) + g.recompute_working;
   // The last stage's logits: an eager loss's fp32 copy and the logits'
   // gradient (T x V / t at the activation width).
@@ -160,15 +170,23 @@ MemoryResult estimate(const GraphFacts& g, const spec::ModelSpec& m, const spec:
                      ? stage_memory(g, m, p, micro_batches, PipelineStage::kLast, fixed, r.allocator_reserve)
                      : r.first_stage;
   const bool last_peaks = pipelined && r.last_stage.total > r.first_stage.total;
-  const StageMemory& s = last_peaks ? r.last_stage : r.first_stage;
-  r.peak_stage = !pipelined ? "only" : last_peaks ? "last" : "first";
+  // Uneven stages over PP > 2: stage 1, with the most layers between the
+  // ends and p - 1 micro-batches in flight, may hold more than either end.
+  const bool uneven = par.first_stage_layers > 0 || par.last_stage_layers > 0;
+  if (pipelined && uneven && par.pp > 2)
+    r.middle_stage = stage_memory(g, m, p, micro_batches, PipelineStage::kMiddle, fixed, r.allocator_reserve);
+  const bool middle_peaks =
+      r.middle_stage.total > std::max(r.first_stage.total, pipelined ? r.last_stage.total : 0.0);
+  const StageMemory& s = middle_peaks ? r.middle_stage : last_peaks ? r.last_stage : r.first_stage;
+  r.peak_stage = !pipelined ? "only" : middle_peaks ? "middle" : last_peaks ? "last" : "first";
   set_stage(r, s);
   r.workspace = kWorkspaceBytes + (par.gpus() > 1 ? kNcclBytes : 0.0);
 
   r.activations_per_layer = g.layer_saved;
   r.in_flight_microbatches = s.in_flight_microbatches;
-  r.activations_per_microbatch = g.layers * g.layer_alive + (!pipelined || !last_peaks ? g.first_saved : 0.0) +
-                                 (!pipelined || last_peaks ? g.last_saved : 0.0);
+  r.activations_per_microbatch = s.layers * g.layer_alive +
+                                 (!pipelined || (!last_peaks && !middle_peaks) ? g.first_saved : 0.0) +
+                                 (!pipelined || (last_peaks && !middle_peaks) ? g.last_saved : 0.0);
   r.recompute_working = g.recompute_working;
   r.total = 0;
   for (const auto& c : kMemoryCategories) r.total += r.*c.bytes;

@@ -22,13 +22,15 @@ std::string usd_range(const Range& r) { return r.valid ? range(r.lo, r.hi, usd) 
 std::string tokens_note(const CapacityView& v) {
   if (v.plan.tokens_source == "budget") return "what the budget buys at the predicted step time";
   if (v.plan.tokens_source == "plan") return "as asked";
+  if (v.plan.tokens_source == "per_billion_tokens") return "per 1B tokens: a fine-tune has no compute-optimal length";
+  if (v.plan.tokens_source == "dataset_epoch") return "one epoch of the dataset";
   return "Chinchilla: 20 tokens per parameter";
 }
 
 }  // namespace
 
 std::string usd(double v) {
-  if (!std::isfinite(v)) return "n/a";
+  if (!std::isfinite(v)) return "unknown";
   if (std::fabs(v) < 1000) return fmt::format("${:.2f}", v);
   return fmt::format("${}", format_count(v));
 }
@@ -88,16 +90,20 @@ std::string headline(const CapacityView& v) {
   const std::string fit = !a.memory.fits                ? "Does not fit"
                           : a.memory_range.fits_high ? "Fits"
                                                      : "Fits at the point estimate only";
+  const bool priced = std::isfinite(a.cost_usd);
   std::string s = fmt::format("{}: {} of {} per GPU; {} per step; MFU {}; {} and {} for {} tokens", fit,
                               format_bytes(a.memory.total), format_bytes(a.memory.capacity),
-                              format_seconds(a.step_time_s), format_percent(a.mfu), days(a.days), usd(a.cost_usd),
+                              format_seconds(a.step_time_s), format_percent(a.mfu), days(a.days),
+                              priced ? usd(a.cost_usd) : std::string("an unknown cost (the profile has no price)"),
                               format_count(a.tokens));
   if (a.interval.valid()) {
     if (v.plan.tokens_source == "budget")
       s += fmt::format(" ({} tokens)", interval(a.interval, a.tokens_range, format_count));
-    else
+    else if (priced && a.cost_range.valid)
       s += fmt::format(" ({}, {})", interval(a.interval, a.days_range, days),
                        range(a.cost_range.lo, a.cost_range.hi, usd));
+    else
+      s += fmt::format(" ({})", interval(a.interval, a.days_range, days));
   }
   return s;
 }
@@ -113,8 +119,12 @@ std::vector<Fact> question(const CapacityView& v) {
   const auto& p = v.plan;
   std::vector<Fact> f;
   f.push_back({"GPU", fmt::format("{} ({})", g.name, g.id),
-               fmt::format("{} HBM at {}; dense {}; {}/GPU-hour; {:.0f} W", format_bytes(g.memory_bytes),
-                           format_byte_rate(g.hbm_bytes_per_s), peaks, usd(g.price_per_gpu_hour_usd), g.tdp_w)});
+               fmt::format("{} HBM at {}; dense {}; {}; {}; profile {}", format_bytes(g.memory_bytes),
+                           format_byte_rate(g.hbm_bytes_per_s), peaks,
+                           g.price_known ? usd(g.price_per_gpu_hour_usd) + "/GPU-hour" : std::string("price unknown"),
+                           g.tdp_known ? fmt::format("{:.0f} W", g.tdp_w) : std::string("TDP unknown"),
+                           g.source_file)});
+  if (!v.settings.empty()) f.push_back({"Settings", v.settings, "--set: applied to the files before they were read"});
   f.push_back({"Calibration", v.calibration.used ? "calibrated" : "not calibrated", v.calibration.status});
   f.push_back({"Model", fmt::format("{} ({})", m.name, m.id),
                fmt::format("{} parameters ({} trainable); {} layers, hidden {}, {} heads ({} KV), FFN {}, vocab {}; {}",
@@ -203,9 +213,15 @@ std::vector<Fact> answer(const CapacityView& v) {
                                                                               format_count(a.steps),
                                                                               format_count(a.tokens_per_step)))});
   f.push_back({"GPU-hours", format_count(a.gpu_hours), total(a.gpu_hours_range, format_count, "")});
-  f.push_back({"Cost", usd(a.cost_usd),
-               total(a.cost_range, usd, fmt::format("at {} per GPU-hour", usd(v.gpu.price_per_gpu_hour_usd)))});
-  f.push_back({"Energy", format_count(a.energy_kwh) + " kWh", total(a.energy_range, format_count, "GPUs only")});
+  if (v.gpu.price_known)
+    f.push_back({"Cost", usd(a.cost_usd),
+                 total(a.cost_range, usd, fmt::format("at {} per GPU-hour", usd(v.gpu.price_per_gpu_hour_usd)))});
+  else
+    f.push_back({"Cost", "unknown", "the profile gives no price_per_gpu_hour (--set gpu.price_per_gpu_hour=... gives one)"});
+  if (v.gpu.tdp_known)
+    f.push_back({"Energy", format_count(a.energy_kwh) + " kWh", total(a.energy_range, format_count, "GPUs only")});
+  else
+    f.push_back({"Energy", "unknown", "the profile gives no tdp"});
   return f;
 }
 
@@ -242,15 +258,24 @@ Table techniques(const CapacityView& v) {
     t.head.push_back(k);
     t.numeric.push_back(false);
   }
+  if (v.techniques_searched) {
+    t.head.push_back("its best layout");
+    t.numeric.push_back(false);
+  }
   const std::string lv = level(v.interval_level);
   for (const std::string& h : {std::string("step time"), lv + " interval", std::string("tokens/s"), std::string("MFU"),
                               std::string("HFU"), std::string("peak memory"), std::string("memory range"),
-                              std::string("fits"), std::string("fits at the upper bound"), std::string("speed-up")}) {
+                              std::string(v.techniques_searched ? "a layout fits" : "fits"),
+                              std::string("fits at the upper bound"), std::string("speed-up")}) {
     t.head.push_back(h);
     t.numeric.push_back(true);
   }
   for (const auto& r : v.techniques) {
     std::vector<std::string> c = r.settings;
+    if (v.techniques_searched)
+      c.push_back(r.any_layout_fits ? r.layout
+                                    : fmt::format("none of {} layouts fits; figures at the report's layout",
+                                                  format_count(static_cast<double>(r.layouts_evaluated))));
     c.push_back(format_seconds(r.step_time_s));
     c.push_back(r.step_time_range.valid ? range(r.step_time_range.lo, r.step_time_range.hi, format_seconds) : "");
     c.push_back(format_count(r.tokens_per_s));
@@ -258,7 +283,7 @@ Table techniques(const CapacityView& v) {
     c.push_back(format_percent(r.hfu));
     c.push_back(format_bytes(r.peak_memory_bytes));
     c.push_back(range(r.memory_range.lo, r.memory_range.hi, format_bytes));
-    c.push_back(r.fits ? "yes" : "no");
+    c.push_back(r.fits ? "yes" : "no");  // with a search: whether any layout fits
     c.push_back(fits_at_upper_bound(r.memory_range));
     c.push_back(fmt::format("{:.2f}x", r.speedup));
     t.rows.push_back(std::move(c));
@@ -268,11 +293,16 @@ Table techniques(const CapacityView& v) {
 }
 
 std::string best_technique(const CapacityView& v) {
-  if (v.best_technique < 0) return "No combination fits in memory.";
+  const std::string how = v.techniques_searched
+                              ? "Each combination searched its own best layout (its recomputation and precision "
+                                "fixed, the rest of the layout free). "
+                              : "Every combination at the report's layout. ";
+  if (v.best_technique < 0) return how + (v.techniques_searched ? "No combination fits with any layout." : "No combination fits in memory.");
   const auto& r = v.techniques[v.best_technique];
-  return fmt::format("Fastest combination that fits: {} ({}): {} per step, MFU {}, {} per GPU, {:.2f}x the first row.",
-                     r.label, fmt::join(v.vary_keys, " · "), format_seconds(r.step_time_s), format_percent(r.mfu),
-                     format_bytes(r.peak_memory_bytes), r.speedup);
+  return how + fmt::format("Fastest combination that fits: {} ({}){}: {} per step, MFU {}, {} per GPU, {:.2f}x the first row.",
+                           r.label, fmt::join(v.vary_keys, " · "), r.layout.empty() ? "" : " at " + r.layout,
+                           format_seconds(r.step_time_s), format_percent(r.mfu), format_bytes(r.peak_memory_bytes),
+                           r.speedup);
 }
 
 Table layouts(const CapacityView& v) {
@@ -340,8 +370,30 @@ Table shares_table(const std::vector<TimeShare>& v, const char* what) {
 
 }  // namespace
 
-Table time_by_class(const CapacityView& v) { return shares_table(v.time_by_class, "kernel class"); }
-Table time_by_phase(const CapacityView& v) { return shares_table(v.time_by_phase, "phase"); }
+Table step_spent(const CapacityView& v) {
+  const auto& s = v.step;
+  Table t{{"the step, as spent", "time per step", "share of the step"}, {}, {false, true, true}};
+  for (const auto& p : s.parts) t.rows.push_back({p.name, format_seconds(p.time_s), format_percent(p.share)});
+  t.rows.push_back({"step", format_seconds(s.step_time_s), format_percent(1.0)});
+  t.highlight = static_cast<int>(t.rows.size()) - 1;
+  return t;
+}
+
+Table hidden_comm(const CapacityView& v) {
+  const auto& s = v.step;
+  Table t{{"communication per step", "time per step", "share of the communication"}, {}, {false, true, true}};
+  if (!(s.comm_total_s > 0)) return t;
+  t.rows.push_back({"hidden behind compute (not part of the step)", format_seconds(s.comm_hidden_s),
+                    format_percent(s.comm_hidden_s / s.comm_total_s)});
+  t.rows.push_back({"exposed (in the step)", format_seconds(s.comm_exposed_s),
+                    format_percent(s.comm_exposed_s / s.comm_total_s)});
+  t.rows.push_back({"all communication kernels", format_seconds(s.comm_total_s), format_percent(1.0)});
+  return t;
+}
+
+Table time_by_class(const CapacityView& v) { return step_spent(v); }
+Table time_by_phase(const CapacityView& v) { return hidden_comm(v); }
+Table kernel_time_by_phase(const CapacityView& v) { return shares_table(v.time_by_phase, "kernel time by phase"); }
 
 Table top_kernels(const CapacityView& v, int n) {
   Table t{{"kernel", "phase", "class", "intensity (FLOP/B)", "achieved FLOP/s", "bound", "time per step", "share"},

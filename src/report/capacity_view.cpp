@@ -2,13 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fmt/format.h>
+#include <limits>
 
 #include "ridgeline/cost/cost.hpp"
 #include "ridgeline/memory/memory.hpp"
 #include "ridgeline/report/prediction_view.hpp"
 #include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
+#include "ridgeline/techniques/passes.hpp"
 #include "ridgeline/units/units.hpp"
 
 namespace ridgeline::report {
@@ -52,7 +55,9 @@ std::string peak_text(const spec::HardwareSpec& hw, spec::Peak p) {
   return units::format_flop_rate(hw.peak(p));
 }
 
-LayoutRow layout_row(const search::Candidate& c, int rank) {
+constexpr double kUnknown = std::numeric_limits<double>::quiet_NaN();
+
+LayoutRow layout_row(const search::Candidate& c, int rank, bool price_known) {
   LayoutRow r;
   const auto& l = c.layout;
   r.rank = rank;
@@ -76,8 +81,48 @@ LayoutRow layout_row(const search::Candidate& c, int rank) {
   r.exposed_comm_s = c.exposed_comm_s;
   r.days = c.days;
   r.gpu_hours = c.gpu_hours;
-  r.cost_usd = c.cost_usd;
+  r.cost_usd = price_known ? c.cost_usd : kUnknown;
   return r;
+}
+
+/// The step as it is spent (StepSpent). The engine's step is
+///   X (compute + exposed communication + bubble + host wait),
+/// X = techniques::executed_steps_per_step (fp16 steps redone after an
+/// overflow); exposed communication includes the SM contention of
+/// overlapped collectives (StepResult::comm_slowdown_s), shown as its own
+/// bar. The host wait is what remains of the step over the rest.
+StepSpent make_step_spent(const engine::Prediction& pred, const spec::PlanSpec& plan) {
+  StepSpent s;
+  const auto& st = pred.step;
+  s.step_time_s = st.time_s;
+  const int coll = static_cast<int>(spec::KernelClass::kCollective), p2p = static_cast<int>(spec::KernelClass::kP2p);
+  std::vector<StepPart> compute;
+  for (int i = 0; i < spec::kKernelClassCount; ++i) {
+    if (i == coll || i == p2p || !(pred.time_by_class[i] > 0)) continue;
+    compute.push_back({std::string(spec::name(static_cast<spec::KernelClass>(i))), "compute", pred.time_by_class[i], 0});
+  }
+  std::stable_sort(compute.begin(), compute.end(), [](const StepPart& a, const StepPart& b) { return a.time_s > b.time_s; });
+  double compute_s = 0;
+  for (const auto& c : compute) compute_s += c.time_s;
+  s.comm_total_s = pred.time_by_class[coll] + pred.time_by_class[p2p];
+  const double contention = std::max(0.0, st.comm_slowdown_s);
+  s.comm_exposed_s = std::max(0.0, st.exposed_comm_s - contention);
+  s.comm_hidden_s = std::max(0.0, s.comm_total_s - s.comm_exposed_s);
+  const double x = techniques::executed_steps_per_step(plan);
+  const double once = x > 0 ? st.time_s / x : st.time_s;
+  const double host_wait = std::max(0.0, once - compute_s - st.exposed_comm_s - st.bubble_s);
+  s.parts = std::move(compute);
+  const auto add = [&](const char* name, const char* kind, double t) {
+    if (t > 0) s.parts.push_back({name, kind, t, 0});
+  };
+  add("exposed communication", "exposed_comm", s.comm_exposed_s);
+  add("comm SM contention", "comm_contention", contention);
+  add("pipeline bubble", "bubble", st.bubble_s);
+  // Below a nanosecond the remainder is rounding, not a wait.
+  add("host dispatch wait", "host_wait", host_wait > 1e-9 * std::max(1.0, once) ? host_wait : 0.0);
+  add("redone fp16 steps", "skipped_steps", st.time_s - once);
+  for (auto& p : s.parts) p.share = st.time_s > 0 ? p.time_s / st.time_s : 0;
+  return s;
 }
 
 std::vector<TimeShare> shares(const double* times, int n, std::string_view (*label)(int)) {
@@ -240,16 +285,24 @@ std::vector<Assumption> make_assumptions(const CapacityInputs& in, const Capacit
                "DESIGN.md 'Reference formulas'; causal = core attention's masked half skipped (current Megatron), "
                "full = the older convention of Korthikanti et al. and Narayanan et al."});
   a.push_back({"Training tokens",
-               v.plan.tokens_source == "plan"     ? "as given (--tokens or the plan)"
-               : v.plan.tokens_source == "budget" ? "what the budget buys at the predicted step time"
-                                                  : "20 tokens per parameter",
+               v.plan.tokens_source == "plan"                 ? "as given (--tokens or the plan)"
+               : v.plan.tokens_source == "budget"             ? "what the budget buys at the predicted step time"
+               : v.plan.tokens_source == "per_billion_tokens" ? "1B tokens (a fine-tune has no compute-optimal length)"
+               : v.plan.tokens_source == "dataset_epoch"      ? "one epoch of the dataset (--dataset-tokens)"
+                                                              : "20 tokens per parameter",
                "Chinchilla (Hoffmann et al. 2022): compute-optimal D ~ 20 N"});
   a.push_back({"Compute-optimal sizing", "C = 6 N D and D = 20 N, so N = sqrt(C / 120)",
                "Hoffmann et al. 2022 (Chinchilla); C = budget GPU-hours x 3600 s x the achieved model FLOP/s per GPU"});
-  a.push_back({"Price", fmt::format("${:.2f} per GPU-hour", hw.price_per_gpu_hour_usd),
-               hw.sources.count("price_per_gpu_hour") ? hw.sources.at("price_per_gpu_hour") : "profile"});
-  a.push_back({"Energy", fmt::format("{} x TDP {:.0f} W per GPU", format_percent(in.plan.power_utilization), hw.tdp_w),
-               "plan power_utilization (average draw as a fraction of TDP)"});
+  a.push_back({"Price",
+               hw.has_price() ? fmt::format("${:.2f} per GPU-hour", hw.price_per_gpu_hour_usd)
+                              : std::string("unknown: cost is not computed"),
+               hw.has_price() ? (hw.sources.count("price_per_gpu_hour") ? hw.sources.at("price_per_gpu_hour") : "profile")
+                              : std::string("the profile gives no price_per_gpu_hour")});
+  a.push_back({"Energy",
+               hw.has_tdp() ? fmt::format("{} x TDP {:.0f} W per GPU", format_percent(in.plan.power_utilization), hw.tdp_w)
+                            : std::string("unknown: energy is not computed"),
+               hw.has_tdp() ? std::string("plan power_utilization (average draw as a fraction of TDP)")
+                            : std::string("the profile gives no tdp")});
   return a;
 }
 
@@ -301,8 +354,11 @@ CapacityView make_capacity_view(const CapacityInputs& in) {
   g.architecture = hw.architecture;
   g.memory_bytes = hw.memory_bytes;
   g.hbm_bytes_per_s = hw.hbm_bytes_per_s;
-  g.price_per_gpu_hour_usd = hw.price_per_gpu_hour_usd;
-  g.tdp_w = hw.tdp_w;
+  g.source_file = std::filesystem::path(hw.source_file).lexically_normal().string();
+  g.price_known = hw.has_price();
+  g.tdp_known = hw.has_tdp();
+  g.price_per_gpu_hour_usd = g.price_known ? hw.price_per_gpu_hour_usd : kUnknown;
+  g.tdp_w = g.tdp_known ? hw.tdp_w : kUnknown;
   for (int i = 0; i < spec::kPeakCount; ++i)
     if (hw.peak_flop_per_s[i] > 0) g.peaks.emplace_back(std::string(spec::kPeakNames[i]), hw.peak_flop_per_s[i]);
   for (const auto& [field, text] : hw.sources) g.sources.push_back({field, text});
@@ -349,9 +405,8 @@ CapacityView make_capacity_view(const CapacityInputs& in) {
   pf.global_batch = in.plan.effective_global_batch();
   pf.seq_len = graph::seq_len(m, in.plan);
   pf.tokens = pred.totals.tokens;
-  pf.tokens_source = in.budget.kind != BudgetKind::kNone ? "budget"
-                     : pred.totals.tokens_default       ? "chinchilla_20_per_param"
-                                                        : "plan";
+  pf.tokens_source = in.budget.kind != BudgetKind::kNone ? std::string("budget")
+                                                        : std::string(engine::name(pred.totals.basis));
 
   auto& a = v.answer;
   const auto& st = pred.step;
@@ -384,8 +439,8 @@ CapacityView make_capacity_view(const CapacityInputs& in) {
   a.steps = t.steps;
   a.days = t.wall_s / 86400.0;
   a.gpu_hours = t.gpu_hours;
-  a.cost_usd = t.cost_usd;
-  a.energy_kwh = t.energy_kwh;
+  a.cost_usd = hw.has_price() ? t.cost_usd : kUnknown;
+  a.energy_kwh = hw.has_tdp() ? t.energy_kwh : kUnknown;
   a.interval = intervals.run_interval(uncertainty::traits_of(pred, in.plan, hw), in.interval_level);
   a.step_time_range = time_range(a.interval, a.step_time_s);
   a.tokens_per_s_range = rate_range(a.interval, a.tokens_per_s);
@@ -405,6 +460,8 @@ CapacityView make_capacity_view(const CapacityInputs& in) {
     a.cost_range = time_range(a.interval, a.cost_usd);
     a.energy_range = time_range(a.interval, a.energy_kwh);
   }
+  if (!hw.has_price()) a.cost_range = {};
+  if (!hw.has_tdp()) a.energy_range = {};
   a.memory_range = uncertainty::memory_interval(pred.memory);
 
   const char* what = in.plan.finetune.mode == spec::FinetuneMode::kLora    ? "LoRA fine-tuning"
@@ -413,27 +470,50 @@ CapacityView make_capacity_view(const CapacityInputs& in) {
   v.title = fmt::format("{} {} on {} x {}", m.name, what, pf.gpus, hw.name);
 
   for (const auto& var : in.vary) v.vary_keys.push_back(var.key);
+  v.techniques_searched = !in.technique_searches.empty() && in.technique_searches.size() == in.compare_rows.size();
   double best_time = 0;
   for (size_t i = 0; i < in.compare_rows.size(); ++i) {
     const auto& r = in.compare_rows[i];
     TechniqueRow row;
     row.settings = r.values;
     for (size_t k = 0; k < r.values.size(); ++k) row.label += (k ? " · " : "") + r.values[k];
-    row.status = std::string(engine::name(r.pred.status));
-    row.step_time_s = r.pred.step.time_s;
-    row.tokens_per_s = r.pred.step.tokens_per_s;
-    row.mfu = r.pred.step.mfu;
-    row.hfu = r.pred.step.hfu;
-    row.peak_memory_bytes = r.pred.memory.total;
+    // Re-searched: the combination's own best layout when one fits; else
+    // what it needs at the report's layout.
+    const engine::Prediction* pr = &r.pred;
+    const spec::PlanSpec* pl = &r.plan;
+    if (v.techniques_searched) {
+      const auto& ts = in.technique_searches[i];
+      row.layouts_evaluated = ts.result.counts.evaluated;
+      row.layouts_pruned = ts.result.counts.pruned;
+      if (ts.searched && !ts.result.top.empty()) {
+        row.any_layout_fits = true;
+        row.layout = layout_label(ts.result.top.front().layout);
+        pr = &ts.pred;
+        pl = &ts.plan;
+      }
+    }
+    row.status = std::string(engine::name(pr->status));
+    row.step_time_s = pr->step.time_s;
+    row.tokens_per_s = pr->step.tokens_per_s;
+    row.mfu = pr->step.mfu;
+    row.hfu = pr->step.hfu;
+    row.peak_memory_bytes = pr->memory.total;
     row.speedup = r.speedup;
     row.memory_saved_bytes = r.memory_saved;
-    row.fits = r.pred.memory.fits;
-    const auto& mm = r.pred.memory;
+    if (v.techniques_searched && !in.compare_rows.empty()) {
+      // Against the first row as it is shown (its own best layout, when it has one).
+      const auto& first = in.technique_searches[0];
+      const engine::Prediction& base = first.searched && !first.result.top.empty() ? first.pred : in.compare_rows[0].pred;
+      row.speedup = row.step_time_s > 0 ? base.step.time_s / row.step_time_s : 0;
+      row.memory_saved_bytes = base.memory.total - row.peak_memory_bytes;
+    }
+    row.fits = pr->memory.fits && (!v.techniques_searched || row.any_layout_fits);
+    const auto& mm = pr->memory;
     row.memory = mm;
-    row.interval = intervals.run_interval(uncertainty::traits_of(r.pred, r.plan, hw), in.interval_level);
+    row.interval = intervals.run_interval(uncertainty::traits_of(*pr, *pl, hw), in.interval_level);
     row.step_time_range = time_range(row.interval, row.step_time_s);
     row.memory_range = uncertainty::memory_interval(mm);
-    if (row.fits && r.pred.status == engine::Status::kOk && (v.best_technique < 0 || row.step_time_s < best_time)) {
+    if (row.fits && pr->status == engine::Status::kOk && (v.best_technique < 0 || row.step_time_s < best_time)) {
       v.best_technique = static_cast<int>(i);
       best_time = row.step_time_s;
     }
@@ -450,7 +530,7 @@ CapacityView make_capacity_view(const CapacityInputs& in) {
     lf.counts = in.search.counts;
     int rank = 0;
     for (const auto& c : in.search.top) {
-      lf.top.push_back(layout_row(c, ++rank));
+      lf.top.push_back(layout_row(c, ++rank, hw.has_price()));
       const size_t i = lf.top.size() - 1;
       set_layout_interval(lf.top.back(), i < in.top_traits.size() ? &in.top_traits[i] : nullptr, intervals,
                           in.interval_level);
@@ -461,7 +541,7 @@ CapacityView make_capacity_view(const CapacityInputs& in) {
       p.chosen = run.gpus == in.search_spec.gpus;
       p.feasible = !run.result.top.empty();
       if (p.feasible) {
-        p.best = layout_row(run.result.top.front(), 1);
+        p.best = layout_row(run.result.top.front(), 1, hw.has_price());
         set_layout_interval(p.best, run.best_traits ? &*run.best_traits : nullptr, intervals, in.interval_level);
       }
       lf.scaling.push_back(std::move(p));
@@ -472,6 +552,9 @@ CapacityView make_capacity_view(const CapacityInputs& in) {
   v.roofline = make_roofline(in);
   v.time_by_class = shares(pred.time_by_class.data(), spec::kKernelClassCount, class_label);
   v.time_by_phase = shares(pred.time_by_phase.data(), spec::kPhaseCount, phase_label);
+  v.step = make_step_spent(pred, in.plan);
+  v.headroom_frac = in.headroom_frac;
+  v.settings = in.settings;
   v.assumptions = make_assumptions(in, v);
   return v;
 }
@@ -524,6 +607,7 @@ json capacity_json(const CapacityView& v) {
   j["command"] = v.command;
   j["version"] = v.version;
   j["interval_level"] = num(v.interval_level);
+  j["settings"] = v.settings;
 
   json gpu = {{"id", v.gpu.id},
               {"name", v.gpu.name},
@@ -531,7 +615,8 @@ json capacity_json(const CapacityView& v) {
               {"memory_bytes", num(v.gpu.memory_bytes)},
               {"hbm_bytes_per_s", num(v.gpu.hbm_bytes_per_s)},
               {"price_per_gpu_hour_usd", num(v.gpu.price_per_gpu_hour_usd)},
-              {"tdp_w", num(v.gpu.tdp_w)}};
+              {"tdp_w", num(v.gpu.tdp_w)},
+              {"source_file", v.gpu.source_file}};
   gpu["peak_flop_per_s"] = json::object();
   for (const auto& [p, f] : v.gpu.peaks) gpu["peak_flop_per_s"][p] = num(f);
   gpu["sources"] = json::object();
@@ -617,7 +702,10 @@ json capacity_json(const CapacityView& v) {
                  {"cost_usd_interval", range_json(a.cost_range)},
                  {"energy_kwh_interval", range_json(a.energy_range)}};
 
-  json tech = {{"vary", v.vary_keys}, {"best_index", v.best_technique}, {"rows", json::array()}};
+  json tech = {{"vary", v.vary_keys},
+               {"best_index", v.best_technique},
+               {"searched", v.techniques_searched},
+               {"rows", json::array()}};
   for (const auto& r : v.techniques) {
     json e = {{"label", r.label},
               {"status", r.status},
@@ -630,6 +718,10 @@ json capacity_json(const CapacityView& v) {
               {"memory_saved_bytes", num(r.memory_saved_bytes)},
               {"fits", r.fits},
               {"best", r.best},
+              {"layout", r.layout.empty() ? json(nullptr) : json(r.layout)},
+              {"any_layout_fits", r.any_layout_fits},
+              {"layouts_evaluated", r.layouts_evaluated},
+              {"layouts_pruned", r.layouts_pruned},
               {"memory", memory_json(r.memory)},
               {"step_time_s_interval", range_json(r.step_time_range)},
               {"interval", interval_json(r.interval)}};
@@ -702,7 +794,17 @@ json capacity_json(const CapacityView& v) {
     for (const auto& s : v) arr.push_back({{"name", s.name}, {"time_s", num(s.time_s)}, {"share", num(s.share)}});
     return arr;
   };
-  j["time_breakdown"] = {{"by_class", share_json(v.time_by_class)}, {"by_phase", share_json(v.time_by_phase)}};
+  json step = {{"step_time_s", num(v.step.step_time_s)},
+               {"comm_total_s", num(v.step.comm_total_s)},
+               {"comm_exposed_s", num(v.step.comm_exposed_s)},
+               {"comm_hidden_s", num(v.step.comm_hidden_s)},
+               {"parts", json::array()}};
+  for (const auto& p : v.step.parts)
+    step["parts"].push_back({{"name", p.name}, {"kind", p.kind}, {"time_s", num(p.time_s)}, {"share", num(p.share)}});
+  j["time_breakdown"] = {{"step", std::move(step)},
+                         {"by_class", share_json(v.time_by_class)},
+                         {"by_phase", share_json(v.time_by_phase)}};
+  j["answer"]["memory"]["headroom_fraction"] = num(v.headroom_frac);
   j["assumptions"] = json::array();
   for (const auto& x : v.assumptions) j["assumptions"].push_back({{"name", x.name}, {"value", x.value}, {"source", x.source}});
   return j;

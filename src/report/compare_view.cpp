@@ -6,6 +6,7 @@
 
 #include "ridgeline/report/capacity_text.hpp"
 #include "ridgeline/report/prediction_view.hpp"
+#include "ridgeline/spec/framework.hpp"
 #include "ridgeline/units/units.hpp"
 
 namespace ridgeline::report {
@@ -28,8 +29,6 @@ json pair_or_null(const uncertainty::Interval& iv, double lo, double hi) {
   return json::array({lo, hi});
 }
 
-/// An interval's end for CSV: empty without one.
-std::string csv_end(const uncertainty::Interval& iv, double x) { return iv.valid() ? fmt::format("{}", x) : ""; }
 
 }  // namespace
 
@@ -94,22 +93,49 @@ void add_ranked_json(json& e, const search::RankedRow& r, double time_s, double 
   e["distinguishable_from_best"] = d < 0 ? json(nullptr) : json(d == 1);
 }
 
-std::string compare_table(const std::vector<search::Variation>& vars, const std::vector<search::CompareRow>& rows,
-                          const search::CompareIntervals& iv) {
+namespace {
+
+bool invalid(const search::CompareRow& r) { return r.pred.status == engine::Status::kInvalid; }
+
+/// "invalid: parallel.tp: TP 3 does not divide 32 attention heads".
+std::string problem_text(const search::CompareRow& r) {
+  return fmt::format("invalid: {}: {}", r.pred.problem.field, r.pred.problem.message);
+}
+
+/// The training framework's id ("megatron").
+std::string framework_id(const search::CompareRow& r) { return std::string(spec::framework(r.plan.framework).id); }
+
+/// The cost for the plan's tokens, or unknown (the profile has no price).
+bool cost_known(const search::CompareRow& r) { return r.gpu && r.gpu->price_per_gpu_hour_usd > 0; }
+
+/// The table's cells: the head, then per row its values and figures (only its values when invalid: the
+/// problem takes the figures' place).
+struct Cells {
+  std::vector<std::string> head;
+  std::vector<std::vector<std::string>> rows;
+  size_t names = 0;  // leading columns that are names (the variations' values), left-aligned like the last
+};
+
+Cells compare_cells(const std::vector<search::Variation>& vars, const std::vector<search::CompareRow>& rows,
+                    const search::CompareIntervals& iv) {
   using namespace units;
   const std::string l = text::level(iv.level);
-  std::vector<std::vector<std::string>> cells;
-  std::vector<std::string> head;
-  for (const auto& v : vars) head.push_back(v.key);
-  for (const std::string& h : {std::string("step time"), l + " step time", std::string("tokens/s"), l + " tokens/s",
-                               std::string("MFU"), std::string("HFU"), std::string("peak memory"), std::string("fits"),
-                               std::string("speed-up"), std::string("memory saved"), std::string("vs best")})
-    head.push_back(h);
-  cells.push_back(head);
+  Cells out;
+  out.names = vars.size();
+  for (const auto& v : vars) out.head.push_back(v.key);
+  for (const std::string& h :
+       {std::string("step time"), l + " step time", std::string("tokens/s"), l + " tokens/s", std::string("MFU"),
+        std::string("HFU"), std::string("peak memory"), std::string("fits"), std::string("speed-up (tokens/s)"),
+        std::string("memory saved"), std::string("wall clock"), std::string("cost"), std::string("vs best")})
+    out.head.push_back(h);
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
-    const auto& x = ranked_row(iv.rows, i);
     std::vector<std::string> c = r.values;
+    if (invalid(r)) {
+      out.rows.push_back(std::move(c));
+      continue;
+    }
+    const auto& x = ranked_row(iv.rows, i);
     const auto& p = r.pred;
     c.push_back(format_seconds(p.step.time_s));
     c.push_back(time_cell(x.time, p.step.time_s));
@@ -119,68 +145,195 @@ std::string compare_table(const std::vector<search::Variation>& vars, const std:
     c.push_back(format_percent(p.step.hfu));
     c.push_back(format_bytes(p.memory.total));
     c.push_back(p.memory.fits ? "yes" : "NO");
-    c.push_back(fmt::format("{:.2f}x", r.speedup));
-    c.push_back(fmt::format("{}{}", r.memory_saved >= 0 ? "" : "-", format_bytes(std::abs(r.memory_saved))));
+    c.push_back(r.compared ? fmt::format("{:.2f}x", r.speedup) : "-");
+    c.push_back(r.compared ? fmt::format("{}{}", r.memory_saved >= 0 ? "" : "-", format_bytes(std::abs(r.memory_saved)))
+                           : "-");
+    c.push_back(text::days(p.totals.wall_s / 86400.0));
+    c.push_back(cost_known(r) ? text::usd(p.totals.cost_usd) : "unknown");
     c.push_back(standing_marker(x.standing));
-    cells.push_back(c);
+    out.rows.push_back(std::move(c));
   }
-  // Names (the variations' values) and the marker read left-aligned; figures right-aligned.
-  const auto left = [&](size_t col) { return col < vars.size() || col + 1 == head.size(); };
-  std::vector<size_t> width(head.size(), 0);
-  for (const auto& row : cells)
+  return out;
+}
+
+/// Whether a column reads left-aligned: names and the marker; figures right-aligned.
+bool left_aligned(const Cells& c, size_t col) { return col < c.names || col + 1 == c.head.size(); }
+
+/// A Markdown cell: '|' escaped.
+std::string md_cell(const std::string& s) {
+  std::string o;
+  for (char ch : s) {
+    if (ch == '|') o += '\\';
+    o += ch;
+  }
+  return o;
+}
+
+/// A CSV field, quoted where it holds a comma, a quote or a line break (RFC 4180).
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char ch : s) {
+    if (ch == '"') o += '"';
+    o += ch;
+  }
+  return o + "\"";
+}
+
+/// A figure for JSON: null where the row has none.
+json num_or_null(bool known, double v) { return known && std::isfinite(v) ? json(v) : json(nullptr); }
+
+/// A figure for CSV: empty where the row has none.
+std::string csv_num(bool known, double v) { return known && std::isfinite(v) ? fmt::format("{}", v) : ""; }
+
+/// The tokens a row's totals are for; unknown for an invalid row without a planned count.
+double row_tokens(const search::CompareRow& r) { return invalid(r) ? r.plan.tokens : r.pred.totals.tokens; }
+
+}  // namespace
+
+std::string compare_header(const std::vector<search::CompareRow>& rows, const std::string& plan_summary,
+                           const std::string& set_summary) {
+  if (rows.empty()) return "";
+  const auto same = [&](auto get) {
+    return std::all_of(rows.begin(), rows.end(), [&](const search::CompareRow& r) { return get(r) == get(rows[0]); });
+  };
+  const bool one_model = same([](const search::CompareRow& r) { return r.model->name; });
+  const bool one_gpu = same([](const search::CompareRow& r) { return r.gpu->name; });
+  const bool one_capacity = same([](const search::CompareRow& r) { return r.gpu->memory_bytes; });
+  std::string o = fmt::format("{} on {}; base plan: {}", one_model ? rows[0].model->name : "Each row's model",
+                              one_gpu ? rows[0].gpu->name : "each row's GPU", plan_summary);
+  if (one_capacity) o += "; capacity " + units::format_bytes(rows[0].gpu->memory_bytes);
+  o += "\n";
+  if (!set_summary.empty()) o += set_summary + "\n";
+  return o;
+}
+
+std::string compare_table(const std::vector<search::Variation>& vars, const std::vector<search::CompareRow>& rows,
+                          const search::CompareIntervals& iv) {
+  const Cells cells = compare_cells(vars, rows, iv);
+  std::vector<size_t> width(cells.head.size(), 0);
+  for (size_t i = 0; i < cells.head.size(); ++i) width[i] = columns(cells.head[i]);
+  for (const auto& row : cells.rows)
     for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], columns(row[i]));
-  std::string out;
-  for (size_t r = 0; r < cells.size(); ++r) {
+  const auto line_of = [&](const std::vector<std::string>& row) {
     std::string line = " ";
-    for (size_t i = 0; i < cells[r].size(); ++i) {
-      const auto& s = cells[r][i];
+    for (size_t i = 0; i < row.size(); ++i) {
+      const auto& s = row[i];
       const std::string padding(width[i] - columns(s), ' ');
+      const bool left = left_aligned(cells, i);
       line += ' ';
-      line += left(i) ? s : padding;
-      line += left(i) ? padding : s;
+      line += left ? s : padding;
+      line += left ? padding : s;
       line += ' ';
     }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-    if (r == 0) {
-      std::string rule = " ";
-      for (size_t i = 0; i < width.size(); ++i) {
-        rule += ' ';
-        rule.append(width[i], '-');
-        rule += ' ';
-      }
-      out += rule.substr(0, rule.size() - 1) + "\n";
-    }
+    return line;
+  };
+  const auto trimmed = [](std::string s) {
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    return s + "\n";
+  };
+  std::string out = trimmed(line_of(cells.head));
+  std::string rule = " ";
+  for (size_t w : width) rule += " " + std::string(w, '-') + " ";
+  out += rule.substr(0, rule.size() - 1) + "\n";
+  for (size_t r = 0; r < cells.rows.size(); ++r) {
+    std::string line = line_of(cells.rows[r]);
+    // An invalid row: its problem in place of the figures.
+    if (invalid(rows[r])) line += " " + problem_text(rows[r]);
+    out += trimmed(line);
   }
   return out + "\n" + ranking_legend(iv.rows, iv.level);
 }
 
+std::string compare_markdown(const std::vector<search::Variation>& vars, const std::vector<search::CompareRow>& rows,
+                             const search::CompareIntervals& iv, const std::string& header) {
+  const Cells cells = compare_cells(vars, rows, iv);
+  std::string o;
+  if (!header.empty()) o += header + "\n";
+  const auto line = [](const std::vector<std::string>& row) {
+    std::string s = "|";
+    for (const auto& c : row) s += " " + md_cell(c) + " |";
+    return s + "\n";
+  };
+  o += line(cells.head);
+  std::string rule = "|";
+  for (size_t i = 0; i < cells.head.size(); ++i) rule += left_aligned(cells, i) ? " :--- |" : " ---: |";
+  o += rule + "\n";
+  for (size_t r = 0; r < cells.rows.size(); ++r) {
+    std::vector<std::string> row = cells.rows[r];
+    if (invalid(rows[r])) {
+      // The problem in the first figure's cell, the others empty: a pipe table has no spanning cells.
+      row.push_back(problem_text(rows[r]));
+      row.resize(cells.head.size());
+    }
+    o += line(row);
+  }
+  // The legend as a paragraph of lines (two trailing spaces: a line break).
+  std::string legend = ranking_legend(iv.rows, iv.level);
+  if (!legend.empty()) {
+    o += "\n";
+    size_t pos = 0;
+    while (pos < legend.size()) {
+      const auto nl = legend.find('\n', pos);
+      const std::string l = legend.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+      pos = nl == std::string::npos ? legend.size() : nl + 1;
+      o += l + (pos < legend.size() ? "  \n" : "\n");
+    }
+  }
+  return o;
+}
+
 json compare_json(const std::vector<search::Variation>& vars, const std::vector<search::CompareRow>& rows,
-                  const spec::ModelSpec& model, const search::CompareIntervals& iv) {
+                  const search::CompareIntervals& iv, const std::vector<std::string>& sets) {
   json j;
-  j["schema"] = "ridgeline.compare/1";
+  j["schema"] = "ridgeline.compare/2";
   j["vary"] = json::object();
   for (const auto& v : vars) j["vary"][v.key] = v.values;
+  j["set"] = sets;
   j["interval_level"] = iv.level;
   j["best_row"] = iv.best < 0 ? json(nullptr) : json(iv.best);  // index into rows: the fastest that fits
   j["rows"] = json::array();
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
+    const bool ok = !invalid(r);
     json e;
+    e["settings"] = json::object();
     for (size_t k = 0; k < vars.size(); ++k) e["settings"][vars[k].key] = r.values[k];
-    e["plan"] = report::plan_json(r.plan, model);
+    e["gpu"] = r.gpu->id;
+    e["gpu_name"] = r.gpu->name;
+    e["model"] = r.model->id;
+    e["model_name"] = r.model->name;
+    e["framework"] = framework_id(r);
+    e["tokens"] = num_or_null(row_tokens(r) > 0, row_tokens(r));
+    e["tokens_source"] = ok ? json(std::string(engine::name(r.pred.totals.basis))) : json(nullptr);
+    e["plan"] = report::plan_json(r.plan, *r.model);
     e["status"] = std::string(engine::name(r.pred.status));
-    e["step_time_s"] = r.pred.step.time_s;
-    e["tokens_per_s"] = r.pred.step.tokens_per_s;
-    e["mfu"] = r.pred.step.mfu;
-    e["hfu"] = r.pred.step.hfu;
-    e["peak_memory_bytes"] = r.pred.memory.total;
-    e["capacity_bytes"] = r.pred.memory.capacity;
-    e["fits"] = r.pred.memory.fits;
-    e["speedup"] = r.speedup;
-    e["memory_saved_bytes"] = r.memory_saved;
-    e["memory"] = report::memory_json(r.pred.memory);
-    add_ranked_json(e, ranked_row(iv.rows, i), r.pred.step.time_s, r.pred.step.tokens_per_s, "step_time_s");
+    e["problem"] = ok ? json(nullptr) : json{{"field", r.pred.problem.field}, {"message", r.pred.problem.message}};
+    const auto& s = r.pred.step;
+    const auto& t = r.pred.totals;
+    e["step_time_s"] = num_or_null(ok, s.time_s);
+    e["tokens_per_s"] = num_or_null(ok, s.tokens_per_s);
+    e["mfu"] = num_or_null(ok, s.mfu);
+    e["hfu"] = num_or_null(ok, s.hfu);
+    e["peak_memory_bytes"] = num_or_null(ok, r.pred.memory.total);
+    e["capacity_bytes"] = r.gpu->memory_bytes;
+    e["fits"] = ok ? json(r.pred.memory.fits) : json(nullptr);
+    e["speedup"] = num_or_null(r.compared, r.speedup);
+    e["memory_saved_bytes"] = num_or_null(r.compared, r.memory_saved);
+    e["wall_clock_days"] = num_or_null(ok, t.wall_s / 86400.0);
+    e["gpu_hours"] = num_or_null(ok, t.gpu_hours);
+    e["cost_usd"] = num_or_null(ok && cost_known(r), t.cost_usd);
+    e["memory"] = ok ? report::memory_json(r.pred.memory) : json(nullptr);
+    if (ok) {
+      add_ranked_json(e, ranked_row(iv.rows, i), s.time_s, s.tokens_per_s, "step_time_s");
+    } else {
+      e["interval"] = nullptr;
+      e["step_time_s_interval"] = nullptr;
+      e["tokens_per_s_interval"] = nullptr;
+      e["best"] = false;
+      e["standing"] = nullptr;
+      e["distinguishable_from_best"] = nullptr;
+    }
     j["rows"].push_back(std::move(e));
   }
   return j;
@@ -189,21 +342,31 @@ json compare_json(const std::vector<search::Variation>& vars, const std::vector<
 std::string compare_csv(const std::vector<search::Variation>& vars, const std::vector<search::CompareRow>& rows,
                         const search::CompareIntervals& iv) {
   std::string o;
-  for (const auto& v : vars) o += v.key + ",";
-  o += "status,step_time_s,step_time_lo_s,step_time_hi_s,tokens_per_s,tokens_per_s_lo,tokens_per_s_hi,mfu,hfu,"
-       "peak_memory_bytes,fits,speedup,memory_saved_bytes,standing,distinguishable_from_best\n";
+  for (const auto& v : vars) o += csv_field(v.key) + ",";
+  o += "gpu,model,framework,tokens,status,step_time_s,step_time_lo_s,step_time_hi_s,tokens_per_s,tokens_per_s_lo,"
+       "tokens_per_s_hi,mfu,hfu,peak_memory_bytes,fits,speedup,memory_saved_bytes,wall_clock_days,gpu_hours,cost_usd,"
+       "standing,distinguishable_from_best,problem\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
+    const bool ok = !invalid(r);
     const auto& x = ranked_row(iv.rows, i);
     const auto& s = r.pred.step;
-    for (const auto& v : r.values) o += v + ",";
-    const int d = search::distinguishable(x.standing);
-    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", engine::name(r.pred.status), s.time_s,
-                     csv_end(x.time, x.time.time_lo(s.time_s)), csv_end(x.time, x.time.time_hi(s.time_s)),
-                     s.tokens_per_s, csv_end(x.time, x.time.rate_lo(s.tokens_per_s)),
-                     csv_end(x.time, x.time.rate_hi(s.tokens_per_s)), s.mfu, s.hfu, r.pred.memory.total,
-                     r.pred.memory.fits, r.speedup, r.memory_saved, search::name(x.standing),
-                     d < 0 ? "" : (d == 1 ? "true" : "false"));
+    const auto& t = r.pred.totals;
+    for (const auto& v : r.values) o += csv_field(v) + ",";
+    const bool has_iv = ok && x.time.valid();
+    const int d = ok ? search::distinguishable(x.standing) : -1;
+    o += fmt::format("{},{},{},{},{},", csv_field(r.gpu->id), csv_field(r.model->id), csv_field(framework_id(r)),
+                     csv_num(row_tokens(r) > 0, row_tokens(r)), engine::name(r.pred.status));
+    o += fmt::format("{},{},{},{},{},{},{},{},{},{},", csv_num(ok, s.time_s),
+                     csv_num(has_iv, x.time.time_lo(s.time_s)), csv_num(has_iv, x.time.time_hi(s.time_s)),
+                     csv_num(ok, s.tokens_per_s), csv_num(has_iv, x.time.rate_lo(s.tokens_per_s)),
+                     csv_num(has_iv, x.time.rate_hi(s.tokens_per_s)), csv_num(ok, s.mfu), csv_num(ok, s.hfu),
+                     csv_num(ok, r.pred.memory.total), ok ? (r.pred.memory.fits ? "true" : "false") : "");
+    o += fmt::format("{},{},{},{},{},{},{},{}\n", csv_num(r.compared, r.speedup), csv_num(r.compared, r.memory_saved),
+                     csv_num(ok, t.wall_s / 86400.0), csv_num(ok, t.gpu_hours), csv_num(ok && cost_known(r), t.cost_usd),
+                     ok ? std::string(search::name(x.standing)) : std::string(),
+                     d < 0 ? "" : (d == 1 ? "true" : "false"),
+                     ok ? std::string() : csv_field(r.pred.problem.field + ": " + r.pred.problem.message));
   }
   return o;
 }

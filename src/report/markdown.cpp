@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "ridgeline/report/capacity_text.hpp"
+#include "ridgeline/spec/plan_fields.hpp"
 
 namespace ridgeline::report {
 
@@ -58,7 +59,7 @@ std::string capacity_markdown(const CapacityView& v, const std::string& stem) {
     o += "Validation residuals of the calibration (|predicted - measured| / measured):\n\n";
     o += table(text::residuals(v));
   }
-  o += fmt::format("Sources of the profile's figures (`hardware_profiles/{}.yaml`):\n\n", v.gpu.id);
+  o += fmt::format("Sources of the profile's figures (`{}`):\n\n", v.gpu.source_file);
   o += table(text::gpu_sources(v));
 
   o += "## The answer\n\n";
@@ -67,8 +68,8 @@ std::string capacity_markdown(const CapacityView& v, const std::string& stem) {
   o += table(text::memory_breakdown(v));
 
   o += "## Where the step time goes\n\n";
-  o += "Kernel time per GPU per step. Overlapped communication is counted here but hidden in the step time; "
-       "the step time adds the pipeline bubble and exposed communication.\n\n";
+  o += "The step as it is spent per GPU: compute by kernel class, exposed communication and the pipeline bubble "
+       "add up to the step time; communication hidden behind compute is listed apart and is not part of the step.\n\n";
   o += table(text::time_by_class(v));
   o += table(text::time_by_phase(v));
   o += "Roofs of the GPU (dense peaks; ridge point = peak / HBM bandwidth):\n\n";
@@ -102,6 +103,37 @@ std::string capacity_markdown(const CapacityView& v, const std::string& stem) {
 
   o += "## Assumptions\n\n";
   o += table(text::assumptions(v));
+  return o;
+}
+
+std::string prediction_markdown(const engine::Prediction& pred, const Inputs& in, int top_kernels) {
+  std::string o;
+  if (in.gpu && in.model && in.plan)
+    o += fmt::format("# {} on {} x {}{}\n\n", in.model->name, in.plan->parallel.gpus(), in.gpu->name,
+                     pred.calibrated ? " (calibrated)" : "");
+  else
+    o += "# Prediction\n\n";
+  if (in.micro_batch_max) o += micro_batch_max_line(*in.micro_batch_max) + "\n\n";
+  if (in.model && in.plan)
+    o += fmt::format("Plan: micro-batch {}, global batch {}, sequence {}; {}.\n\n", in.plan->micro_batch,
+                     in.plan->effective_global_batch(), graph::seq_len(*in.model, *in.plan),
+                     spec::plan_summary(*in.plan));
+  if (pred.status == engine::Status::kInvalid)
+    return o + fmt::format("**Invalid plan:** {}: {}\n", cell(pred.problem.field), cell(pred.problem.message));
+  // The summary's continuation lines (no label) join the line above.
+  o += "| | |\n|---|---|\n";
+  std::vector<SummaryLine> lines;
+  for (const auto& l : prediction_summary(pred, in)) {
+    if (l.label.empty() && !lines.empty()) lines.back().text += "; " + l.text;
+    else lines.push_back(l);
+  }
+  for (const auto& l : lines) o += fmt::format("| {} | {} |\n", cell(l.label), cell(l.text));
+  o += "\n## Top kernels by time (per step)\n\n";
+  o += table(prediction_kernels(pred, top_kernels));
+  o += "## Memory per GPU\n\n";
+  o += table(prediction_memory(pred));
+  o += "## Training run\n\n";
+  for (const auto& l : training_lines(pred, in)) o += l + "\n\n";
   return o;
 }
 

@@ -86,9 +86,53 @@ uncertainty::Interval kernel_interval(const engine::KernelResult& k, const engin
   return model_of(in).kernel_interval(t, in.interval_level);
 }
 
+namespace {
+
+/// A whole count (bytes, kernel instances, micro-batches) as a JSON integer;
+/// null when not finite.
+json whole(double v) { return std::isfinite(v) ? json(static_cast<long long>(std::llround(v))) : json(nullptr); }
+
+/// [lo, hi] of whole bytes; null when there is none.
+json whole_pair(double lo, double hi) {
+  if (!std::isfinite(lo) || !std::isfinite(hi)) return nullptr;
+  return json::array({whole(lo), whole(hi)});
+}
+
+/// "989 TFLOP/s": a dense peak in TFLOP/s, whole, as spec sheets quote it.
+std::string peak_text(double flop_per_s) { return fmt::format("{:.0f} TFLOP/s", flop_per_s / kTera); }
+
+/// "1 micro-batch", "8 micro-batches".
+std::string micro_batches_text(double n) {
+  return fmt::format("{:.0f} {}", n, std::llround(n) == 1 ? "micro-batch" : "micro-batches");
+}
+
+std::vector<const engine::KernelResult*> by_time(const engine::Prediction& pred) {
+  std::vector<const engine::KernelResult*> ks;
+  for (const auto& k : pred.kernels) ks.push_back(&k);
+  std::stable_sort(ks.begin(), ks.end(), [](auto* a, auto* b) { return a->time_s > b->time_s; });
+  return ks;
+}
+
+/// Whole optimizer steps of a run: the last, partial step is a step.
+double whole_steps(double steps) { return std::isfinite(steps) ? std::ceil(steps - 1e-9) : steps; }
+
+}  // namespace
+
+MfuPeaks mfu_peaks(const engine::Prediction& pred, const Inputs& in) {
+  MfuPeaks r;
+  r.precision = in.plan ? spec::to_string(in.plan->precision) : "bf16";
+  r.bf16_flop_per_s = in.gpu ? in.gpu->peak(spec::Peak::kBf16) : 0;
+  // The engine's mfu_dtype = model FLOPs / (time x GPUs x precision peak), so
+  // the precision's peak = bf16 peak x mfu / mfu_dtype.
+  const auto& s = pred.step;
+  r.precision_flop_per_s = s.mfu_dtype > 0 ? r.bf16_flop_per_s * s.mfu / s.mfu_dtype : r.bf16_flop_per_s;
+  r.other = r.precision != "bf16";
+  return r;
+}
+
 json memory_json(const memory::MemoryResult& m) {
   json j = json::object();
-  for (const auto& c : memory::kMemoryCategories) j[std::string(c.json_key)] = num(m.*c.bytes);
+  for (const auto& c : memory::kMemoryCategories) j[std::string(c.json_key)] = whole(m.*c.bytes);
   return j;
 }
 
@@ -106,21 +150,23 @@ memory::MemoryResult stage_memory(const memory::MemoryResult& m, const memory::S
 
 json stage_json(const memory::MemoryResult& r) {
   json j = memory_json(r);
-  j.update({{"total_bytes", num(r.total)},
-            {"allocated_bytes", num(r.allocated)},
-            {"reserved_bytes", num(r.reserved)},
-            {"in_flight_microbatches", num(r.in_flight_microbatches)}});
+  j.update({{"total_bytes", whole(r.total)},
+            {"allocated_bytes", whole(r.allocated)},
+            {"reserved_bytes", whole(r.reserved)},
+            {"in_flight_microbatches", whole(r.in_flight_microbatches)}});
   return j;
 }
 
 json plan_json(const spec::PlanSpec& p, const spec::ModelSpec& m) {
   // Every field that applies to this plan, at its YAML path, so the object
-  // reads back as a plan file; then the resolved defaults.
+  // reads back as a plan file (but for parallel.vpp, the YAML's
+  // parallel.virtual_stages: the name every schema uses); then the resolved
+  // defaults.
   json j = json::object();
   for (const auto& f : spec::plan_fields()) {
     if (!spec::applies(f, p)) continue;
     json* at = &j;
-    std::string_view key = f.key;
+    std::string_view key = f.key == "parallel.virtual_stages" ? std::string_view("parallel.vpp") : f.key;
     for (auto dot = key.find('.'); dot != std::string_view::npos; dot = key.find('.')) {
       at = &(*at)[std::string(key.substr(0, dot))];
       key.remove_prefix(dot + 1);
@@ -146,7 +192,7 @@ json plan_json(const spec::PlanSpec& p, const spec::ModelSpec& m) {
 
 json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_kernels) {
   json j;
-  j["schema"] = "ridgeline.prediction/1";
+  j["schema"] = "ridgeline.prediction/2";
   j["status"] = std::string(engine::name(pred.status));
   if (pred.status == engine::Status::kInvalid) {
     j["problem"] = {{"field", pred.problem.field}, {"message", pred.problem.message}};
@@ -154,7 +200,7 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
   }
   if (in.gpu)
     j["gpu"] = {{"id", in.gpu->id}, {"name", in.gpu->name}, {"calibrated", pred.calibrated},
-                {"memory_bytes", num(in.gpu->memory_bytes)},
+                {"memory_bytes", whole(in.gpu->memory_bytes)},
                 {"peak_bf16_flop_per_s", num(in.gpu->peak(spec::Peak::kBf16))},
                 {"hbm_bytes_per_s", num(in.gpu->hbm_bytes_per_s)}};
   if (in.model)
@@ -163,49 +209,54 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
                   {"layers", in.model->layers}, {"hidden", in.model->hidden}};
   if (in.plan && in.model) j["plan"] = plan_json(*in.plan, *in.model);
   const auto& s = pred.step;
-  j["step"] = {{"time_s", num(s.time_s)},
+  const MfuPeaks peaks = mfu_peaks(pred, in);
+  j["step"] = {{"step_time_s", num(s.time_s)},
                {"tokens_per_step", num(s.tokens_per_step)},
                {"tokens_per_s", num(s.tokens_per_s)},
                {"tokens_per_s_per_gpu", num(s.tokens_per_s / std::max(1LL, s.gpus))},
                {"mfu", num(s.mfu)},
                {"mfu_dtype", num(s.mfu_dtype)},
+               {"mfu_precision", peaks.precision},
+               {"precision_peak_flop_per_s", num(peaks.precision_flop_per_s)},
                {"hfu", num(s.hfu)},
                {"model_flops", num(s.model_flops)},
                {"recompute_flops", num(s.recompute_flops)},
                {"hardware_flops", num(s.hardware_flops)},
                {"flops_convention", s.flops_convention},
-               {"micro_batches", num(s.micro_batches)},
+               {"micro_batches", whole(s.micro_batches)},
                {"microbatch_time_s", num(s.microbatch_time_s)},
                {"compute_time_s", num(s.compute_time_s)},
                {"exposed_comm_s", num(s.exposed_comm_s)},
                {"bubble_s", num(s.bubble_s)},
                {"bubble_fraction", num(s.bubble_fraction)},
+               {"bubble_share_of_step", num(s.time_s > 0 ? s.bubble_s / s.time_s : 0.0)},
                {"optimizer_s", num(s.optimizer_s)},
                {"host_s", num(s.host_s)},
                {"host_bound", s.host_bound},
                {"comm_slowdown_s", num(s.comm_slowdown_s)},
                {"gpus", s.gpus}};
   const PredictionIntervals iv = prediction_intervals(pred, in);
-  j["step"]["time_s_interval"] = range_json(time_range(iv.step, s.time_s));
+  j["step"]["step_time_s_interval"] = range_json(time_range(iv.step, s.time_s));
   j["step"]["tokens_per_s_interval"] = range_json(rate_range(iv.step, s.tokens_per_s));
   j["step"]["mfu_interval"] = range_json(rate_range(iv.step, s.mfu));
+  j["step"]["mfu_dtype_interval"] = range_json(rate_range(iv.step, s.mfu_dtype));
   j["interval"] = {{"level", num(iv.step.level)},   {"pool", iv.step.pool},
                    {"rows", iv.step.rows},           {"fallback", iv.step.fallback},
                    {"note", iv.step.note},           {"calibrated", iv.step.calibrated},
                    {"calibration_note", iv.step.calibration_note}};
   const auto& m = pred.memory;
   j["memory"] = memory_json(m);
-  j["memory"].update({{"total_bytes", num(m.total)},
-                      {"capacity_bytes", num(m.capacity)},
+  j["memory"].update({{"peak_memory_bytes", whole(m.total)},
+                      {"capacity_bytes", whole(m.capacity)},
                       {"fits", m.fits},
-                      {"allocated_bytes", num(m.allocated)},
-                      {"reserved_bytes", num(m.reserved)},
+                      {"allocated_bytes", whole(m.allocated)},
+                      {"reserved_bytes", whole(m.reserved)},
                       {"allocator_reserve", num(m.allocator_reserve)},
                       {"peak_stage", std::string(m.peak_stage)},
-                      {"activations_per_layer_bytes", num(m.activations_per_layer)},
-                      {"in_flight_microbatches", num(m.in_flight_microbatches)},
-                      {"cp_kv_buffers_bytes", num(m.cp_kv_buffers)},
-                      {"total_bytes_interval", json::array({num(iv.memory.lo), num(iv.memory.hi)})},
+                      {"activations_per_layer_bytes", whole(m.activations_per_layer)},
+                      {"in_flight_microbatches", whole(m.in_flight_microbatches)},
+                      {"cp_kv_buffers_bytes", whole(m.cp_kv_buffers)},
+                      {"peak_memory_bytes_interval", whole_pair(iv.memory.lo, iv.memory.hi)},
                       {"fits_at_upper_bound", iv.memory.fits_high},
                       {"interval_basis", iv.memory.basis}});
   if (m.peak_stage != "only") {
@@ -213,18 +264,27 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
     j["memory"]["last_stage"] = stage_json(stage_memory(m, m.last_stage));
   }
   const auto& t = pred.totals;
+  // A profile without a price (or TDP) has an unknown cost (or energy): null, never 0.
+  const bool priced = !in.gpu || in.gpu->has_price(), powered = !in.gpu || in.gpu->has_tdp();
   j["training"] = {{"tokens", num(t.tokens)},
-                   {"tokens_source", t.tokens_default ? "chinchilla_20_per_param" : "plan"},
-                   {"steps", num(t.steps)},
+                   {"tokens_source", std::string(engine::name(t.basis))},
+                   {"steps", whole(whole_steps(t.steps))},
                    {"wall_clock_days", num(t.wall_s / 86400.0)},
                    {"gpu_hours", num(t.gpu_hours)},
-                   {"cost_usd", num(t.cost_usd)},
-                   {"energy_kwh", num(t.energy_kwh)},
+                   {"cost_usd", priced ? num(t.cost_usd) : json(nullptr)},
+                   {"energy_kwh", powered ? num(t.energy_kwh) : json(nullptr)},
                    {"power_utilization", num(t.power_utilization)},
                    {"wall_clock_days_interval", range_json(time_range(iv.step, t.wall_s / 86400.0))},
                    {"gpu_hours_interval", range_json(time_range(iv.step, t.gpu_hours))},
-                   {"cost_usd_interval", range_json(time_range(iv.step, t.cost_usd))},
-                   {"energy_kwh_interval", range_json(time_range(iv.step, t.energy_kwh))}};
+                   {"cost_usd_interval", priced ? range_json(time_range(iv.step, t.cost_usd)) : json(nullptr)},
+                   {"energy_kwh_interval", powered ? range_json(time_range(iv.step, t.energy_kwh)) : json(nullptr)}};
+  if (in.micro_batch_max) {
+    const auto& x = *in.micro_batch_max;
+    j["micro_batch_max"] = {{"micro_batch", x.max},
+                            {"next", x.next > 0 ? json(x.next) : json(nullptr)},
+                            {"next_peak_memory_bytes", x.next_fits_not ? whole(x.next_peak_bytes) : json(nullptr)},
+                            {"why", micro_batch_max_line(x)}};
+  }
   json by_class = json::object(), by_phase = json::object();
   for (int i = 0; i < spec::kKernelClassCount; ++i)
     if (pred.time_by_class[i] > 0) by_class[std::string(spec::name(static_cast<spec::KernelClass>(i)))] = num(pred.time_by_class[i]);
@@ -232,9 +292,7 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
     if (pred.time_by_phase[i] > 0) by_phase[std::string(spec::name(static_cast<spec::Phase>(i)))] = num(pred.time_by_phase[i]);
   j["time_by_class_s"] = by_class;
   j["time_by_phase_s"] = by_phase;
-  std::vector<const engine::KernelResult*> ks;
-  for (const auto& k : pred.kernels) ks.push_back(&k);
-  std::stable_sort(ks.begin(), ks.end(), [](auto* a, auto* b) { return a->time_s > b->time_s; });
+  auto ks = by_time(pred);
   if (top_kernels >= 0 && static_cast<int>(ks.size()) > top_kernels) ks.resize(top_kernels);
   json karr = json::array();
   KernelIntervals kernel_iv(pred, in);
@@ -243,9 +301,9 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
               {"phase", std::string(spec::name(k->phase))},
               {"class", std::string(spec::name(k->cls))},
               {"dtype", std::string(spec::name(k->dtype))},
-              {"count", num(k->count)},
+              {"count", whole(k->count)},
               {"flops", num(k->flops)},
-              {"hbm_bytes", num(k->hbm_bytes)},
+              {"hbm_bytes", whole(k->hbm_bytes)},
               {"intensity", num(k->intensity)},
               {"bound", std::string(cost::name(k->bound))},
               {"time_s", num(k->time_s)},
@@ -259,56 +317,61 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
   return j;
 }
 
-std::string prediction_table(const engine::Prediction& pred, const Inputs& in, int top_kernels) {
-  std::string o;
-  if (in.gpu && in.model && in.plan) {
-    o += fmt::format("{} on {} x {}{}\n", in.model->name, in.plan->parallel.gpus(), in.gpu->name,
-                     pred.calibrated ? " (calibrated)" : "");
-    o += fmt::format("plan: micro-batch {}, global batch {}, sequence {}; {}\n", in.plan->micro_batch,
-                     in.plan->effective_global_batch(),
-                     graph::seq_len(*in.model, *in.plan), spec::plan_summary(*in.plan));
-  }
-  if (pred.status == engine::Status::kInvalid) {
-    o += fmt::format("invalid plan: {}: {}\n", pred.problem.field, pred.problem.message);
-    return o;
-  }
+std::string micro_batch_max_line(const MicroBatchMax& x) {
+  std::string why;
+  if (x.next <= 0) why = x.why;
+  else if (x.next_fits_not)
+    why = fmt::format("{} does not fit: needs {} of {}", x.next, format_bytes(x.next_peak_bytes),
+                      format_bytes(x.capacity_bytes));
+  else
+    why = fmt::format("{}: {}", x.next, x.why);
+  if (x.max <= 0) return fmt::format("micro-batch max: none ({})", why);
+  return fmt::format("micro-batch max: {} ({})", x.max, why);
+}
+
+std::vector<SummaryLine> prediction_summary(const engine::Prediction& pred, const Inputs& in) {
+  std::vector<SummaryLine> o;
+  const auto line = [&](std::string label, std::string text) { o.push_back({std::move(label), std::move(text)}); };
   const auto& s = pred.step;
   const auto& m = pred.memory;
-  o += "\n";
-  // One summary line: the label in a column wide enough for the longest
-  // ("comm SM contention"), then the figure and its note.
-  auto line = [&](std::string_view label, const std::string& text) {
-    o += "  " + pad(std::string(label), 19) + text + "\n";
-  };
   const PredictionIntervals iv = prediction_intervals(pred, in);
   // "   80% interval 690–910 ms" after a figure; nothing without an interval.
   const auto within = [&](const Range& r, std::string (*format)(double)) {
     const std::string t = text::interval(iv.step, r, format);
     return t.empty() ? t : "   " + t;
   };
-  line("step time", fmt::format("{}{}   ({} micro-batches of {})", format_seconds(s.time_s),
-                                within(time_range(iv.step, s.time_s), format_seconds), s.micro_batches,
-                                format_seconds(s.microbatch_time_s)));
+  line("step time", fmt::format("{}{}   ({} of {})", format_seconds(s.time_s),
+                                within(time_range(iv.step, s.time_s), format_seconds),
+                                micro_batches_text(s.micro_batches), format_seconds(s.microbatch_time_s)));
   line("throughput", fmt::format("{} tokens/s{}   ({} tokens/s per GPU)", format_count(s.tokens_per_s),
                                  within(rate_range(iv.step, s.tokens_per_s), text::tokens_per_s),
                                  format_count(s.tokens_per_s / std::max(1LL, s.gpus))));
-  const bool other_dtype = in.plan && in.plan->precision != spec::Precision::kBf16;
-  line("MFU", fmt::format("{}{}   (vs the dense bf16 peak{}; attention FLOPs {})", format_percent(s.mfu),
-                          within(rate_range(iv.step, s.mfu), format_percent),
-                          other_dtype ? fmt::format("; {} vs the {} peak", format_percent(s.mfu_dtype),
-                                                    spec::to_string(in.plan->precision))
-                                      : std::string(),
-                          s.flops_convention));
+  // MFU against the peak of the precision the GEMMs run in first (never above
+  // 100%), then against the dense bf16 peak, both named; a ratio to the bf16
+  // peak above 1 (fp8 GEMMs run above it) is written as "1.12x", not "112%".
+  const MfuPeaks peaks = mfu_peaks(pred, in);
+  if (!peaks.other) {
+    line("MFU", fmt::format("{} of the dense bf16 peak ({}){}   (attention FLOPs {})", format_percent(s.mfu),
+                            peak_text(peaks.bf16_flop_per_s), within(rate_range(iv.step, s.mfu), format_percent),
+                            s.flops_convention));
+  } else {
+    line("MFU", fmt::format("{} of the {} peak ({}){}", format_percent(s.mfu_dtype), peaks.precision,
+                            peak_text(peaks.precision_flop_per_s),
+                            within(rate_range(iv.step, s.mfu_dtype), format_percent)));
+    line("", fmt::format("{} the dense bf16 peak ({}); attention FLOPs {}",
+                         s.mfu < 1 ? format_percent(s.mfu) + " of" : fmt::format("{:.2f}x", s.mfu),
+                         peak_text(peaks.bf16_flop_per_s), s.flops_convention));
+  }
   line("interval", text::interval_source(iv.step));
   if (iv.step.fallback) line("", iv.step.note);
   if (iv.step.calibrated) line("", iv.step.calibration_note);
-  line("HFU", fmt::format("{}   (model + recompute FLOPs)", format_percent(s.hfu)));
+  line("HFU", fmt::format("{}   (model + recompute FLOPs, of the dense bf16 peak)", format_percent(s.hfu)));
   line("model FLOPs", fmt::format("{} per step", format_flops(s.model_flops)));
   if (s.exposed_comm_s > 0 || s.bubble_s > 0)
     line("exposed comm",
          format_seconds(s.exposed_comm_s) +
-             (s.bubble_s > 0 ? fmt::format("   pipeline bubble {} ({})", format_seconds(s.bubble_s),
-                                           format_percent(s.bubble_fraction))
+             (s.bubble_s > 0 ? fmt::format("   pipeline bubble {} ({} of the step)", format_seconds(s.bubble_s),
+                                           format_percent(s.time_s > 0 ? s.bubble_s / s.time_s : 0.0))
                              : std::string()));
   if (s.comm_slowdown_s > 0)
     line("comm SM contention", fmt::format("{}   (overlapped NCCL kernels take SMs from the GEMMs they overlap)",
@@ -331,61 +394,199 @@ std::string prediction_table(const engine::Prediction& pred, const Inputs& in, i
                                 format_bytes(m.reserved),
                                 in.plan ? spec::framework(in.plan->framework).id : std::string("framework"),
                                 format_percent(m.allocator_reserve)));
+  return o;
+}
 
-  o += "\ntop kernels by time (per step)\n";
-  std::vector<const engine::KernelResult*> ks;
-  for (const auto& k : pred.kernels) ks.push_back(&k);
-  std::stable_sort(ks.begin(), ks.end(), [](auto* a, auto* b) { return a->time_s > b->time_s; });
-  o += fmt::format("  {} {} {} {} {} {} {} {} {} {}\n", pad("kernel", 26), pad("phase", 13), pad("class", 11),
-                   pad("count", 7, true), pad("FLOPs", 12, true), pad("bytes", 11, true), pad("FLOP/B", 8, true),
-                   pad("bound", 8), pad("time", 10, true), pad("share", 6, true));
+text::Table prediction_kernels(const engine::Prediction& pred, int top_kernels) {
+  text::Table t;
+  t.head = {"kernel", "phase", "class", "count", "FLOPs", "bytes", "FLOP/B", "bound", "time", "share"};
+  t.numeric = {false, false, false, true, true, true, true, false, true, true};
   int shown = 0;
-  for (const auto* k : ks) {
-    if (shown++ >= top_kernels) break;
-    o += fmt::format("  {} {} {} {} {} {} {} {} {} {}\n", pad(std::string(k->name), 26),
-                     pad(std::string(spec::name(k->phase)), 13), pad(std::string(spec::name(k->cls)), 11),
-                     pad(fmt::format("{:.0f}", k->count), 7, true), pad(format_flops(k->flops), 12, true),
-                     pad(format_bytes(k->hbm_bytes), 11, true), pad(fmt::format("{:.1f}", k->intensity), 8, true),
-                     pad(std::string(cost::name(k->bound)), 8), pad(format_seconds(k->time_s), 10, true),
-                     pad(format_percent(k->share), 6, true));
+  for (const auto* k : by_time(pred)) {
+    if (top_kernels >= 0 && shown++ >= top_kernels) break;
+    t.rows.push_back({std::string(k->name), std::string(spec::name(k->phase)), std::string(spec::name(k->cls)),
+                      format_whole(k->count), format_flops(k->flops), format_bytes(k->hbm_bytes),
+                      fmt::format("{:.1f}", k->intensity), std::string(cost::name(k->bound)),
+                      format_seconds(k->time_s), format_percent(k->share)});
   }
-  o += "\nmemory per GPU\n";
-  auto row = [&](std::string_view label, double v) {
-    o += fmt::format("  {} {}  {}\n", pad(std::string(label), 16), pad(format_bytes(v), 11, true),
-                     pad(format_percent(m.capacity > 0 ? v / m.capacity : 0), 6, true));
+  return t;
+}
+
+text::Table prediction_memory(const engine::Prediction& pred) {
+  const auto& m = pred.memory;
+  text::Table t;
+  t.head = {"per GPU", "size", "of capacity"};
+  t.numeric = {false, true, true};
+  const auto row = [&](std::string_view label, double v) {
+    t.rows.push_back({std::string(label), format_bytes(v), format_percent(m.capacity > 0 ? v / m.capacity : 0)});
   };
   for (const auto& c : memory::kMemoryCategories) row(c.label, m.*c.bytes);
   row("total", m.total);
-  o += fmt::format("  {} {}\n", pad("capacity", 16), pad(format_bytes(m.capacity), 11, true));
-  o += fmt::format("  range {}: {}\n", text::range(iv.memory.lo, iv.memory.hi, format_bytes), iv.memory.basis);
+  t.rows.push_back({"capacity", format_bytes(m.capacity), "100.0%"});
+  return t;
+}
+
+std::vector<std::string> training_lines(const engine::Prediction& pred, const Inputs& in) {
   const auto& t = pred.totals;
-  o += fmt::format("\ntraining run: {} tokens{} -> {:.0f} steps, {:.1f} days, {} GPU-hours, ${}, {} kWh\n",
-                   format_count(t.tokens), t.tokens_default ? " (20 per parameter)" : "", t.steps,
-                   t.wall_s / 86400.0, format_count(t.gpu_hours), format_count(t.cost_usd),
-                   format_count(t.energy_kwh));
+  const PredictionIntervals iv = prediction_intervals(pred, in);
+  std::string what;
+  switch (t.basis) {
+    case engine::TokensBasis::kPlan: what = fmt::format("training run: {} tokens", format_count(t.tokens)); break;
+    case engine::TokensBasis::kChinchilla:
+      what = fmt::format("training run: {} tokens (Chinchilla: 20 per parameter; --tokens sets the run)",
+                         format_count(t.tokens));
+      break;
+    case engine::TokensBasis::kPerBillion:
+      what = "per 1B tokens (a fine-tune has no compute-optimal length: --tokens N or --dataset-tokens N for the run)";
+      break;
+    case engine::TokensBasis::kDataset:
+      what = fmt::format("one epoch: {} tokens (--dataset-tokens)", format_count(t.tokens));
+      break;
+  }
+  std::vector<std::string> o;
+  const bool priced = !in.gpu || in.gpu->has_price(), powered = !in.gpu || in.gpu->has_tdp();
+  const std::string cost = priced ? text::usd(t.cost_usd) : "cost unknown (the profile has no price)";
+  const std::string energy = powered ? format_count(t.energy_kwh) + " kWh" : "energy unknown (the profile has no TDP)";
+  const double steps = whole_steps(t.steps);
+  o.push_back(fmt::format("{} -> {} {}, {}, {} GPU-hours, {}, {}", what, format_whole(steps),
+                          std::llround(steps) == 1 ? "step" : "steps", format_duration(t.wall_s),
+                          format_count(t.gpu_hours), cost, energy));
   if (iv.step.valid()) {
-    const auto days = [](double d) { return fmt::format("{:.1f} days", d); };
-    const auto dollars = [](double c) { return fmt::format("${}", format_count(c)); };
+    const auto dollars = [](double c) { return text::usd(c); };
     const auto kwh = [](double e) { return format_count(e) + " kWh"; };
     const auto r = [&](double x, std::string (*format)(double)) {
       const Range q = time_range(iv.step, x);
       return text::range(q.lo, q.hi, format);
     };
-    o += fmt::format("  {} interval: {}, {} GPU-hours, {}, {}\n", text::level(iv.step.level),
-                     r(t.wall_s / 86400.0, +days), r(t.gpu_hours, format_count), r(t.cost_usd, +dollars),
-                     r(t.energy_kwh, +kwh));
+    std::string tail;
+    if (priced) tail += ", " + r(t.cost_usd, +dollars);
+    if (powered) tail += ", " + r(t.energy_kwh, +kwh);
+    o.push_back(fmt::format("{} interval: {}, {} GPU-hours{}", text::level(iv.step.level),
+                            r(t.wall_s, format_duration), r(t.gpu_hours, format_count), tail));
   }
   return o;
 }
 
+std::string prediction_table(const engine::Prediction& pred, const Inputs& in, int top_kernels) {
+  std::string o;
+  if (in.micro_batch_max) o += micro_batch_max_line(*in.micro_batch_max) + "\n";
+  if (in.gpu && in.model && in.plan) {
+    o += fmt::format("{} on {} x {}{}\n", in.model->name, in.plan->parallel.gpus(), in.gpu->name,
+                     pred.calibrated ? " (calibrated)" : "");
+    o += fmt::format("plan: micro-batch {}, global batch {}, sequence {}; {}\n", in.plan->micro_batch,
+                     in.plan->effective_global_batch(),
+                     graph::seq_len(*in.model, *in.plan), spec::plan_summary(*in.plan));
+  }
+  if (pred.status == engine::Status::kInvalid) {
+    o += fmt::format("invalid plan: {}: {}\n", pred.problem.field, pred.problem.message);
+    return o;
+  }
+  o += "\n";
+  // The label in a column wide enough for the longest ("comm SM contention").
+  for (const auto& l : prediction_summary(pred, in)) o += "  " + pad(l.label, 19) + l.text + "\n";
+
+  o += "\ntop kernels by time (per step)\n";
+  const text::Table k = prediction_kernels(pred, top_kernels);
+  const size_t kw[] = {26, 13, 11, 7, 12, 11, 8, 8, 10, 6};
+  const auto krow = [&](const std::vector<std::string>& r) {
+    std::string line = " ";
+    for (size_t i = 0; i < r.size(); ++i) line += " " + pad(r[i], kw[i], k.numeric[i]);
+    return line + "\n";
+  };
+  o += krow(k.head);
+  for (const auto& r : k.rows) o += krow(r);
+
+  o += "\nmemory per GPU\n";
+  const text::Table mem = prediction_memory(pred);
+  o += fmt::format("  {} {}  {}\n", pad("", 16), pad("", 11, true), mem.head[2]);
+  for (const auto& r : mem.rows)
+    o += fmt::format("  {} {}  {}\n", pad(r[0], 16), pad(r[1], 11, true), pad(r[2], mem.head[2].size(), true));
+  const PredictionIntervals iv = prediction_intervals(pred, in);
+  o += fmt::format("  range {}: {}\n", text::range(iv.memory.lo, iv.memory.hi, format_bytes), iv.memory.basis);
+  o += "\n";
+  const auto totals = training_lines(pred, in);
+  for (size_t i = 0; i < totals.size(); ++i) o += (i == 0 ? "" : "  ") + totals[i] + "\n";
+  return o;
+}
+
+namespace {
+
+/// A CSV field: quoted when it holds a comma, a quote or a line break.
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return o + "\"";
+}
+
+std::string csv_num(double v) { return std::isfinite(v) ? fmt::format("{}", v) : ""; }
+
+}  // namespace
+
 std::string prediction_csv(const engine::Prediction& pred, const Inputs& in) {
+  const auto& s = pred.step;
+  const auto& m = pred.memory;
+  const auto& t = pred.totals;
+  const PredictionIntervals iv = prediction_intervals(pred, in);
+  const Range time = time_range(iv.step, s.time_s);
+  const MfuPeaks peaks = mfu_peaks(pred, in);
+  const spec::PlanSpec plan = in.plan ? *in.plan : spec::PlanSpec{};
+  const auto& q = plan.parallel;
+  std::string o =
+      "gpu,model,framework,tokens,step_time_s,tokens_per_s,mfu,peak_memory_bytes,fits,wall_clock_days,gpu_hours,"
+      "cost_usd,energy_kwh,status,gpus,tp,pp,dp,cp,ep,vpp,sp,zero,micro_batch,global_batch,seq_len,precision,"
+      "recompute,micro_batches,mfu_dtype,mfu_precision,hfu,capacity_bytes,step_time_lo_s,step_time_hi_s,"
+      "tokens_source\n";
+  const std::vector<std::string> f = {
+      csv_field(in.gpu ? in.gpu->id : ""),
+      csv_field(in.model ? in.model->id : ""),
+      csv_field(spec::framework(plan.framework).id),
+      csv_num(t.tokens),
+      csv_num(s.time_s),
+      csv_num(s.tokens_per_s),
+      csv_num(s.mfu),
+      fmt::format("{}", std::llround(m.total)),
+      m.fits ? "true" : "false",
+      csv_num(t.wall_s / 86400.0),
+      csv_num(t.gpu_hours),
+      in.gpu && !in.gpu->has_price() ? std::string() : csv_num(t.cost_usd),
+      in.gpu && !in.gpu->has_tdp() ? std::string() : csv_num(t.energy_kwh),
+      std::string(engine::name(pred.status)),
+      fmt::format("{}", q.gpus()),
+      fmt::format("{}", q.tp),
+      fmt::format("{}", q.pp),
+      fmt::format("{}", q.dp),
+      fmt::format("{}", q.cp),
+      fmt::format("{}", q.ep),
+      fmt::format("{}", q.virtual_stages),
+      q.sp ? "true" : "false",
+      fmt::format("{}", q.zero),
+      fmt::format("{}", plan.micro_batch),
+      fmt::format("{}", plan.effective_global_batch()),
+      in.model ? fmt::format("{}", graph::seq_len(*in.model, plan)) : std::string(),
+      spec::to_string(plan.precision),
+      csv_field(spec::to_string(plan.recompute)),
+      fmt::format("{}", std::llround(s.micro_batches)),
+      csv_num(s.mfu_dtype),
+      peaks.precision,
+      csv_num(s.hfu),
+      fmt::format("{}", std::llround(m.capacity)),
+      time.valid ? csv_num(time.lo) : "",
+      time.valid ? csv_num(time.hi) : "",
+      std::string(engine::name(t.basis))};
+  for (size_t i = 0; i < f.size(); ++i) o += (i ? "," : "") + f[i];
+  return o + "\n";
+}
+
+std::string kernels_csv(const engine::Prediction& pred, const Inputs& in) {
   std::string o = "name,phase,class,dtype,count,flops,hbm_bytes,intensity,bound,time_s,share,time_lo_s,time_hi_s\n";
   KernelIntervals kernel_iv(pred, in);
   for (const auto& k : pred.kernels) {
     const Range r = time_range(kernel_iv.of(k), k.time_s);
     o += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", k.name, spec::name(k.phase), spec::name(k.cls),
-                     spec::name(k.dtype), k.count, k.flops, k.hbm_bytes, k.intensity, cost::name(k.bound), k.time_s,
-                     k.share, r.valid ? fmt::format("{}", r.lo) : "", r.valid ? fmt::format("{}", r.hi) : "");
+                     spec::name(k.dtype), std::llround(k.count), k.flops, std::llround(k.hbm_bytes), k.intensity,
+                     cost::name(k.bound), k.time_s, k.share, r.valid ? fmt::format("{}", r.lo) : "",
+                     r.valid ? fmt::format("{}", r.hi) : "");
   }
   return o;
 }

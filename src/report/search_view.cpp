@@ -1,6 +1,7 @@
 #include "ridgeline/report/search_view.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 
 #include "ridgeline/report/capacity_text.hpp"
@@ -13,6 +14,8 @@ namespace ridgeline::report {
 using nlohmann::json;
 
 namespace {
+
+constexpr const char* kSchema = "ridgeline.search/2";
 
 /// What a candidate's interval is drawn from, by name, so that a merge draws
 /// the same interval again.
@@ -34,7 +37,194 @@ std::string traits_from_json(const json& j, uncertainty::RunTraits& t) {
   return "";
 }
 
+json layout_json(const search::Layout& l) {
+  return {{"tp", l.tp},
+          {"pp", l.pp},
+          {"dp", l.dp},
+          {"cp", l.cp},
+          {"ep", l.ep},
+          {"micro_batch", l.micro_batch},
+          {"vpp", l.vpp},
+          {"zero", l.zero},
+          {"sp", l.sp},
+          {"recompute", spec::to_string(l.recompute)},
+          {"precision", spec::to_string(l.precision)},
+          {"framework", spec::framework(l.framework).id}};
+}
+
+/// "" or what is wrong.
+std::string layout_from_json(const json& e, search::Layout& l) {
+  l.tp = e.at("tp");
+  l.pp = e.at("pp");
+  l.dp = e.at("dp");
+  l.cp = e.at("cp");
+  l.ep = e.value("ep", 1);
+  l.micro_batch = e.at("micro_batch");
+  l.vpp = e.at("vpp");
+  l.zero = e.at("zero");
+  l.sp = e.at("sp");
+  auto rec = spec::parse_recompute(e.at("recompute").get<std::string>());
+  auto prec = spec::parse_precision(e.at("precision").get<std::string>());
+  auto fw = spec::find_framework(e.value("framework", std::string("megatron")));
+  if (!rec || !prec || !fw) return "unknown recompute, precision or framework in a top entry";
+  l.recompute = *rec;
+  l.precision = *prec;
+  l.framework = *fw;
+  return "";
+}
+
+bool price_known(const json& q) {
+  return q.is_object() && q.contains("price_per_gpu_hour_usd") && q["price_per_gpu_hour_usd"].is_number() &&
+         q["price_per_gpu_hour_usd"].get<double>() > 0;
+}
+
+bool searched(const json& q, const char* dim) {
+  if (!q.is_object() || !q.contains("searched")) return false;
+  for (const auto& s : q["searched"])
+    if (s == dim) return true;
+  return false;
+}
+
+std::string percent_text(double frac) { return fmt::format("{:g}%", frac * 100); }
+
+/// The rows as cells, shared by the text and Markdown tables.
+text::Table rows_table(const search::SearchResult& r, const json& q, const search::SearchIntervals& iv) {
+  using namespace units;
+  text::Table t;
+  const std::string l = text::level(iv.level);
+  const bool ep = q.value("moe", false) || searched(q, "ep") ||
+                  std::any_of(r.top.begin(), r.top.end(), [](const auto& c) { return c.layout.ep > 1; });
+  const bool fw = searched(q, "framework");
+  const bool ties = std::any_of(r.top.begin(), r.top.end(), [](const auto& c) { return !c.equivalent.empty(); });
+  const bool known = price_known(q);
+  auto col = [&](std::string h, bool numeric) {
+    t.head.push_back(std::move(h));
+    t.numeric.push_back(numeric);
+  };
+  col("#", true);
+  col("TP", true);
+  col("PP", true);
+  col("DP", true);
+  col("CP", true);
+  if (ep) col("EP", true);
+  col("SP", false);
+  col("mb", true);
+  col("v", true);
+  col("ZeRO", true);
+  col("recompute", false);
+  col("prec", false);
+  if (fw) col("framework", false);
+  col("step", true);
+  col(l + " step", true);
+  col("MFU", true);
+  col("mem/GPU", true);
+  col("tokens/s", true);
+  col(l + " tokens/s", true);
+  col("days", true);
+  col("cost", true);
+  col("vs best", false);
+  if (ties) col("equivalent", false);
+  for (size_t i = 0; i < r.top.size(); ++i) {
+    const auto& c = r.top[i];
+    const auto& y = c.layout;
+    const auto& x = ranked_row(iv.top, i);
+    const auto& iv_t = x.time;
+    std::vector<std::string> row = {std::to_string(i + 1), std::to_string(y.tp), std::to_string(y.pp),
+                                    std::to_string(y.dp), std::to_string(y.cp)};
+    if (ep) row.push_back(std::to_string(y.ep));
+    row.push_back(y.sp ? "on" : "off");
+    row.push_back(std::to_string(y.micro_batch));
+    row.push_back(std::to_string(y.vpp));
+    row.push_back(std::to_string(y.zero));
+    row.push_back(spec::to_string(y.recompute));
+    row.push_back(spec::to_string(y.precision));
+    if (fw) row.push_back(spec::framework(y.framework).id);
+    row.push_back(format_seconds(c.step_time_s));
+    row.push_back(iv_t.valid() ? text::range(iv_t.time_lo(c.step_time_s), iv_t.time_hi(c.step_time_s), format_seconds)
+                               : "");
+    row.push_back(format_percent(c.mfu));
+    row.push_back(format_bytes(c.memory_bytes));
+    row.push_back(format_count(c.tokens_per_s));
+    row.push_back(iv_t.valid() ? text::range(iv_t.rate_lo(c.tokens_per_s), iv_t.rate_hi(c.tokens_per_s), format_count)
+                               : "");
+    row.push_back(fmt::format("{:.1f}", c.days));
+    row.push_back(cost_text(c.cost_usd, known));
+    row.push_back(standing_marker(x.standing));
+    if (ties) row.push_back(search::tie_text(c));
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+/// A table of cells, padded by terminal columns (the interval cells hold "–").
+std::string plain(const text::Table& t) {
+  std::vector<size_t> w(t.head.size(), 0);
+  for (size_t i = 0; i < t.head.size(); ++i) w[i] = columns(t.head[i]);
+  for (const auto& row : t.rows)
+    for (size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], columns(row[i]));
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string o = " ";
+    for (size_t i = 0; i < cells.size(); ++i) {
+      const std::string pad(w[i] - columns(cells[i]), ' ');
+      const bool last = i + 1 == cells.size();
+      o += " " + (t.numeric[i] ? pad + cells[i] : cells[i] + (last ? "" : pad));
+    }
+    return o + "\n";
+  };
+  std::string o = line(t.head);
+  for (const auto& row : t.rows) o += line(row);
+  return o;
+}
+
+/// A Markdown table (pipes escaped).
+std::string markdown(const text::Table& t) {
+  auto cell = [](const std::string& s) {
+    std::string o;
+    for (char c : s) o += c == '|' ? std::string("\\|") : std::string(1, c == '\n' ? ' ' : c);
+    return o;
+  };
+  std::string o = "|";
+  for (const auto& h : t.head) o += " " + cell(h) + " |";
+  o += "\n|";
+  for (size_t i = 0; i < t.head.size(); ++i) o += t.numeric[i] ? "---:|" : "---|";
+  o += "\n";
+  for (const auto& row : t.rows) {
+    o += "|";
+    for (const auto& c : row) o += " " + cell(c) + " |";
+    o += "\n";
+  }
+  return o;
+}
+
+std::string counts_line(const search::SearchResult& r) {
+  using units::format_whole;
+  return fmt::format("{} configurations enumerated, {} pruned (invalid or cannot fit), {} evaluated, {} over memory; "
+                     "{} graphs; {:.2f} s on {} threads ({} evaluated/s)",
+                     format_whole(r.counts.enumerated), format_whole(r.counts.pruned),
+                     format_whole(r.counts.evaluated), format_whole(r.counts.infeasible),
+                     format_whole(r.counts.graphs), r.seconds, r.threads,
+                     units::format_count(r.seconds > 0 ? r.counts.evaluated / r.seconds : 0));
+}
+
+std::string csv_quote(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return o + "\"";
+}
+
+std::string layout_label(const search::Layout& l, bool ep, bool fw) {
+  std::string o = fmt::format("TP{} PP{} DP{} CP{}", l.tp, l.pp, l.dp, l.cp);
+  if (ep) o += fmt::format(" EP{}", l.ep);
+  o += fmt::format("{} mb{} v{} ZeRO-{} {} {}", l.sp ? " +SP" : "", l.micro_batch, l.vpp, l.zero,
+                   spec::to_string(l.recompute), spec::to_string(l.precision));
+  if (fw) o += " " + spec::framework(l.framework).id;
+  return o;
+}
+
 }  // namespace
+
+std::string cost_text(double usd, bool known) { return known ? text::usd(usd) : "unknown"; }
 
 std::string within_best_line(const search::SearchIntervals& iv) {
   const auto& w = iv.within;
@@ -51,26 +241,110 @@ std::string within_best_line(const search::SearchIntervals& iv) {
                      w.of, l);
 }
 
-nlohmann::json search_query_json(const search::SearchSpec& s, const spec::ModelSpec& m, const spec::HardwareSpec& hw,
-                                 const spec::PlanSpec& base) {
-  return {{"gpu", hw.id},           {"gpu_name", hw.name},
-          {"model", m.id},          {"model_name", m.name},
-          {"gpus", s.gpus},         {"global_batch", s.global_batch},
+json search_query_json(const search::SearchSpec& s, const spec::ModelSpec& m, const spec::HardwareSpec& hw,
+                       const spec::PlanSpec& base, const SearchQueryExtras& x) {
+  json fixed = json::array();
+  for (const auto& [k, v] : x.fixed) fixed.push_back({{"dimension", k}, {"value", v}});
+  return {{"gpu", hw.id},
+          {"gpu_name", hw.name},
+          {"model", m.id},
+          {"model_name", m.name},
+          {"gpus", s.gpus},
+          {"global_batch", s.global_batch},
           {"seq_len", graph::seq_len(m, base)},
           {"objective", search::to_string(s.objective)},
-          {"shard", fmt::format("{}/{}", s.shard_index, s.shard_count)}};
+          {"shard", fmt::format("{}/{}", s.shard_index, s.shard_count)},
+          {"searched", x.searched},
+          {"fixed", fixed},
+          {"set", x.sets},
+          {"set_summary", x.sets_summary},
+          {"headroom", s.headroom},
+          {"capacity_bytes", hw.memory_bytes},
+          {"price_per_gpu_hour_usd", hw.price_per_gpu_hour_usd > 0 ? json(hw.price_per_gpu_hour_usd) : json(nullptr)},
+          {"moe", m.is_moe()},
+          {"heads", m.heads},
+          {"layers", m.layers},
+          {"framework", spec::framework(base.framework).id}};
+}
+
+std::vector<std::string> search_header(const json& q) {
+  std::vector<std::string> o;
+  if (!q.is_object()) return o;
+  o.push_back(fmt::format("{} on {} x {}, global batch {}, sequence {}; objective {}", q.value("model_name", ""),
+                          q.value("gpus", 0), q.value("gpu_name", ""), q.value("global_batch", 0),
+                          q.value("seq_len", 0), q.value("objective", "")));
+  if (q.contains("searched")) {
+    std::string s, f;
+    for (const auto& d : q["searched"]) s += (s.empty() ? "" : ", ") + d.get<std::string>();
+    for (const auto& d : q.value("fixed", json::array()))
+      f += (f.empty() ? "" : ", ") + d.value("dimension", "") + " " + d.value("value", "");
+    o.push_back(fmt::format("searched: {}; fixed: {}", s.empty() ? "nothing" : s, f.empty() ? "nothing" : f));
+  }
+  if (const auto sets = q.value("set_summary", ""); !sets.empty()) o.push_back(sets);
+  if (q.contains("headroom")) {
+    const double h = q["headroom"].get<double>(), cap = q.value("capacity_bytes", 0.0);
+    o.push_back(fmt::format("memory headroom {}: a layout qualifies when its peak memory's upper end is at most {} of "
+                            "{}",
+                            percent_text(h), units::format_bytes(cap * (1 - h)), units::format_bytes(cap)));
+  }
+  return o;
+}
+
+std::vector<std::string> why_nothing_qualifies(const search::SearchResult& r, const json& q) {
+  using units::format_whole;
+  const auto& n = r.counts;
+  std::vector<std::string> o;
+  o.push_back(fmt::format("no configuration qualifies; {} layouts:", format_whole(n.enumerated)));
+  if (n.shape > 0) {
+    std::string why =
+        n.shape == n.enumerated
+            ? fmt::format("{} GPUs has no TP x PP x DP x CP factorisation with TP | {} heads, PP | {} layers and "
+                          "CP | sequence {}{}",
+                          q.value("gpus", 0), q.value("heads", 0), q.value("layers", 0), q.value("seq_len", 0),
+                          q.value("fixed", json::array()).empty() ? "" : " at the fixed values")
+            : "TP x PP x CP does not divide the GPU count, or TP, PP, CP or EP does not divide the heads, layers, "
+              "sequence or experts";
+    o.push_back(fmt::format("  {} do not divide ({})", format_whole(n.shape), why));
+  }
+  if (n.batch > 0)
+    o.push_back(fmt::format("  {} have a global batch of {} that is not a multiple of micro-batch x DP",
+                            format_whole(n.batch), q.value("global_batch", 0)));
+  if (n.redundant > 0)
+    o.push_back(fmt::format("  {} repeat another layout (ZeRO with nothing to shard) or have no whole interleaved "
+                            "chunks",
+                            format_whole(n.redundant)));
+  if (n.plan > 0)
+    o.push_back(fmt::format("  {} are refused by the plan checks{}", format_whole(n.plan),
+                            r.first_problem.field.empty()
+                                ? ""
+                                : fmt::format(" (first: {}: {})", r.first_problem.field, r.first_problem.message)));
+  const double h = q.value("headroom", search::kDefaultHeadroom), cap = q.value("capacity_bytes", 0.0);
+  if (n.state > 0)
+    o.push_back(fmt::format("  {} cannot hold the model state alone (weights, gradients, optimizer) in {}{}",
+                            format_whole(n.state), units::format_bytes(cap * (1 - h)),
+                            r.state_min_gpus > 0
+                                ? fmt::format("; model state alone needs >= {} GPUs at ZeRO-3", r.state_min_gpus)
+                                : ""));
+  if (n.over_memory > 0)
+    o.push_back(fmt::format("  {} exceed memory with {} headroom (peak memory's upper end above {} of {})",
+                            format_whole(n.over_memory), percent_text(h), units::format_bytes(cap * (1 - h)),
+                            units::format_bytes(cap)));
+  return o;
 }
 
 json search_json(const search::SearchResult& r, const json& query, const search::SearchIntervals& iv,
                  bool feasible_times) {
   json j;
-  j["schema"] = "ridgeline.search/1";
+  j["schema"] = kSchema;
   j["query"] = query;
-  j["counts"] = {{"enumerated", r.counts.enumerated}, {"pruned", r.counts.pruned}, {"evaluated", r.counts.evaluated},
-                 {"infeasible", r.counts.infeasible}, {"graphs", r.counts.graphs}};
+  const auto& n = r.counts;
+  j["counts"] = {{"enumerated", n.enumerated}, {"pruned", n.pruned},         {"evaluated", n.evaluated},
+                 {"infeasible", n.infeasible}, {"graphs", n.graphs},         {"do_not_divide", n.shape},
+                 {"batch", n.batch},           {"redundant", n.redundant},   {"plan_refused", n.plan},
+                 {"model_state", n.state},     {"over_memory", n.over_memory}};
   j["seconds"] = r.seconds;
   j["threads"] = r.threads;
-  j["evaluated_per_s"] = r.seconds > 0 ? r.counts.evaluated / r.seconds : 0.0;
+  j["evaluated_per_s"] = r.seconds > 0 ? n.evaluated / r.seconds : 0.0;
   j["interval_level"] = iv.level;
   const auto& w = iv.within;
   j["within_best_interval"] = {{"count", w.known ? json(w.count) : json(nullptr)},
@@ -78,18 +352,35 @@ json search_json(const search::SearchResult& r, const json& query, const search:
                                {"level", iv.level},
                                {"step_time_s_at_most", w.known ? json(w.time_hi_s) : json(nullptr)},
                                {"note", w.known ? std::string() : within_best_line(iv)}};
+  if (r.top.empty()) {
+    j["why_nothing_qualifies"] = why_nothing_qualifies(r, query);
+    j["state_min_gpus"] = r.state_min_gpus > 0 ? json(r.state_min_gpus) : json(nullptr);
+  }
+  const bool known = price_known(query);
   j["top"] = json::array();
   for (size_t i = 0; i < r.top.size(); ++i) {
     const auto& c = r.top[i];
-    const auto& l = c.layout;
-    json e = {{"tp", l.tp}, {"pp", l.pp}, {"dp", l.dp}, {"cp", l.cp}, {"micro_batch", l.micro_batch},
-              {"vpp", l.vpp}, {"zero", l.zero}, {"sp", l.sp},
-              {"recompute", spec::to_string(l.recompute)}, {"precision", spec::to_string(l.precision)},
-              {"step_time_s", c.step_time_s}, {"mfu", c.mfu}, {"hfu", c.hfu},
-              {"memory_bytes", c.memory_bytes}, {"tokens_per_s", c.tokens_per_s},
-              {"bubble_fraction", c.bubble_fraction}, {"exposed_comm_s", c.exposed_comm_s},
-              {"days", c.days}, {"gpu_hours", c.gpu_hours}, {"cost_usd", c.cost_usd}, {"score", c.score},
-              {"traits", traits_json(c.traits)}};
+    json e = layout_json(c.layout);
+    e["gpu"] = query.value("gpu", "");
+    e["model"] = query.value("model", "");
+    e["tokens"] = c.tokens;
+    e["step_time_s"] = c.step_time_s;
+    e["mfu"] = c.mfu;
+    e["hfu"] = c.hfu;
+    e["peak_memory_bytes"] = c.memory_bytes;
+    e["peak_memory_hi_bytes"] = c.memory_hi_bytes;
+    e["tokens_per_s"] = c.tokens_per_s;
+    e["bubble_fraction"] = c.bubble_fraction;
+    e["exposed_comm_s"] = c.exposed_comm_s;
+    e["wall_clock_days"] = c.days;
+    e["gpu_hours"] = c.gpu_hours;
+    e["cost_usd"] = known ? json(c.cost_usd) : json(nullptr);
+    e["score"] = c.score;
+    e["traits"] = traits_json(c.traits);
+    e["equivalent"] = json::array();
+    for (const auto& l : c.equivalent) e["equivalent"].push_back(layout_json(l));
+    e["equivalent_text"] = search::tie_text(c);
+    e["predict_command"] = c.predict_command;
     add_ranked_json(e, ranked_row(iv.top, i), c.step_time_s, c.tokens_per_s, "step_time_s");
     j["top"].push_back(std::move(e));
   }
@@ -104,45 +395,53 @@ json search_json(const search::SearchResult& r, const json& query, const search:
 search::SearchResult search_from_json(const json& j, std::string& error) {
   search::SearchResult r;
   try {
-    if (j.value("schema", "") != "ridgeline.search/1") {
-      error = "not a search result (schema ridgeline.search/1)";
+    if (j.value("schema", "") != kSchema) {
+      error = fmt::format("not a search result of this version (schema {})", kSchema);
       return r;
     }
     const auto& c = j.at("counts");
-    r.counts = {c.at("enumerated").get<std::uint64_t>(), c.at("pruned").get<std::uint64_t>(),
-                c.at("evaluated").get<std::uint64_t>(), c.at("infeasible").get<std::uint64_t>(),
-                c.value("graphs", std::uint64_t{0})};
+    auto& n = r.counts;
+    n.enumerated = c.at("enumerated").get<std::uint64_t>();
+    n.pruned = c.at("pruned").get<std::uint64_t>();
+    n.evaluated = c.at("evaluated").get<std::uint64_t>();
+    n.infeasible = c.at("infeasible").get<std::uint64_t>();
+    n.graphs = c.value("graphs", std::uint64_t{0});
+    n.shape = c.value("do_not_divide", std::uint64_t{0});
+    n.batch = c.value("batch", std::uint64_t{0});
+    n.redundant = c.value("redundant", std::uint64_t{0});
+    n.plan = c.value("plan_refused", std::uint64_t{0});
+    n.state = c.value("model_state", std::uint64_t{0});
+    n.over_memory = c.value("over_memory", std::uint64_t{0});
     r.seconds = j.value("seconds", 0.0);
+    if (j.contains("state_min_gpus") && j["state_min_gpus"].is_number()) r.state_min_gpus = j["state_min_gpus"];
     for (const auto& e : j.at("top")) {
       search::Candidate k;
-      auto& l = k.layout;
-      l.tp = e.at("tp");
-      l.pp = e.at("pp");
-      l.dp = e.at("dp");
-      l.cp = e.at("cp");
-      l.micro_batch = e.at("micro_batch");
-      l.vpp = e.at("vpp");
-      l.zero = e.at("zero");
-      l.sp = e.at("sp");
-      auto rec = spec::parse_recompute(e.at("recompute").get<std::string>());
-      auto prec = spec::parse_precision(e.at("precision").get<std::string>());
-      if (!rec || !prec) {
-        error = "unknown recompute or precision in a top entry";
+      if (auto why = layout_from_json(e, k.layout); !why.empty()) {
+        error = why;
         return r;
       }
-      l.recompute = *rec;
-      l.precision = *prec;
       k.step_time_s = e.at("step_time_s");
       k.mfu = e.at("mfu");
       k.hfu = e.at("hfu");
-      k.memory_bytes = e.at("memory_bytes");
+      k.memory_bytes = e.at("peak_memory_bytes");
+      k.memory_hi_bytes = e.value("peak_memory_hi_bytes", k.memory_bytes);
       k.tokens_per_s = e.at("tokens_per_s");
       k.bubble_fraction = e.value("bubble_fraction", 0.0);
       k.exposed_comm_s = e.value("exposed_comm_s", 0.0);
-      k.days = e.value("days", 0.0);
+      k.days = e.value("wall_clock_days", 0.0);
       k.gpu_hours = e.value("gpu_hours", 0.0);
-      k.cost_usd = e.value("cost_usd", 0.0);
+      k.cost_usd = e.contains("cost_usd") && e["cost_usd"].is_number() ? e["cost_usd"].get<double>() : 0.0;
+      k.tokens = e.value("tokens", 0.0);
       k.score = e.at("score");
+      k.predict_command = e.value("predict_command", "");
+      for (const auto& x : e.value("equivalent", json::array())) {
+        search::Layout l;
+        if (auto why = layout_from_json(x, l); !why.empty()) {
+          error = why;
+          return r;
+        }
+        k.equivalent.push_back(l);
+      }
       if (auto why = traits_from_json(e.at("traits"), k.traits); !why.empty()) {
         error = why;
         return r;
@@ -152,7 +451,7 @@ search::SearchResult search_from_json(const json& j, std::string& error) {
     r.feasible_times_kept = j.contains("feasible_step_times_s");
     if (r.feasible_times_kept) {
       r.feasible_step_times_s = j.at("feasible_step_times_s").get<std::vector<double>>();
-      const std::uint64_t feasible = r.counts.evaluated - r.counts.infeasible;
+      const std::uint64_t feasible = n.evaluated - n.infeasible;
       if (r.feasible_step_times_s.size() != feasible) {
         error = fmt::format("feasible_step_times_s holds {} times; the counts say {} feasible configurations",
                             r.feasible_step_times_s.size(), feasible);
@@ -166,69 +465,147 @@ search::SearchResult search_from_json(const json& j, std::string& error) {
 }
 
 std::string search_table(const search::SearchResult& r, const json& q, const search::SearchIntervals& iv) {
-  using namespace units;
   std::string o;
-  if (q.is_object())
-    o += fmt::format("{} on {} x {}, global batch {}, sequence {}; objective {}\n", q.value("model_name", ""),
-                     q.value("gpus", 0), q.value("gpu_name", ""), q.value("global_batch", 0), q.value("seq_len", 0),
-                     q.value("objective", ""));
-  o += fmt::format("{} configurations enumerated, {} pruned (invalid or cannot fit), {} evaluated, {} infeasible; "
-                   "{} graphs; {:.2f} s on {} threads ({} evaluated/s)\n",
-                   r.counts.enumerated, r.counts.pruned, r.counts.evaluated, r.counts.infeasible, r.counts.graphs,
-                   r.seconds, r.threads, format_count(r.seconds > 0 ? r.counts.evaluated / r.seconds : 0));
+  for (const auto& line : search_header(q)) o += line + "\n";
+  o += counts_line(r) + "\n";
   if (r.top.empty()) {
-    o += "\nno configuration fits\n";
+    o += "\n";
+    for (const auto& line : why_nothing_qualifies(r, q)) o += line + "\n";
     return o;
   }
   o += within_best_line(iv) + "\n\n";
-  // The interval columns hold "–" (three bytes, one column): padded by hand.
-  const std::string l = text::level(iv.level);
-  std::vector<std::string> step_iv, rate_iv;
-  size_t step_w = columns(l + " step"), rate_w = columns(l + " tokens/s");
-  for (size_t i = 0; i < r.top.size(); ++i) {
-    const auto& t = ranked_row(iv.top, i).time;
-    const auto& c = r.top[i];
-    step_iv.push_back(t.valid() ? text::range(t.time_lo(c.step_time_s), t.time_hi(c.step_time_s), format_seconds) : "");
-    rate_iv.push_back(t.valid() ? text::range(t.rate_lo(c.tokens_per_s), t.rate_hi(c.tokens_per_s), format_count) : "");
-    step_w = std::max(step_w, columns(step_iv.back()));
-    rate_w = std::max(rate_w, columns(rate_iv.back()));
-  }
-  const auto right = [](const std::string& s, size_t w) { return std::string(w - columns(s), ' ') + s; };
-  o += fmt::format("  {:>3} {:>3} {:>3} {:>5} {:>3} {:>3} {:>3} {:>4} {:<10} {:<5} {:>10} {} {:>6} {:>10} {:>10} {} {:>8} "
-                   "{:>10}  {}\n",
-                   "#", "TP", "PP", "DP", "CP", "mb", "v", "ZeRO", "recompute", "prec", "step", right(l + " step", step_w),
-                   "MFU", "mem/GPU", "tokens/s", right(l + " tokens/s", rate_w), "days", "cost", "vs best");
-  for (size_t i = 0; i < r.top.size(); ++i) {
-    const auto& c = r.top[i];
-    const auto& y = c.layout;
-    o += fmt::format("  {:>3} {:>3} {:>3} {:>5} {:>3} {:>3} {:>3} {:>4} {:<10} {:<5} {:>10} {} {:>6} {:>10} {:>10} {} "
-                     "{:>8.1f} {:>10}  {}\n",
-                     i + 1, y.tp, y.pp, y.dp, y.cp, y.micro_batch, y.vpp, y.zero, spec::to_string(y.recompute),
-                     spec::to_string(y.precision), format_seconds(c.step_time_s), right(step_iv[i], step_w),
-                     format_percent(c.mfu), format_bytes(c.memory_bytes), format_count(c.tokens_per_s),
-                     right(rate_iv[i], rate_w), c.days, "$" + format_count(c.cost_usd),
-                     standing_marker(ranked_row(iv.top, i).standing));
-  }
-  return o + "\n" + ranking_legend(iv.top, iv.level);
+  return o + plain(rows_table(r, q, iv)) + "\n" + ranking_legend(iv.top, iv.level);
 }
 
-std::string search_csv(const search::SearchResult& r, const search::SearchIntervals& iv) {
-  std::string o = "rank,tp,pp,dp,cp,micro_batch,vpp,zero,sp,recompute,precision,step_time_s,step_time_lo_s,"
-                  "step_time_hi_s,mfu,hfu,memory_bytes,tokens_per_s,tokens_per_s_lo,tokens_per_s_hi,days,gpu_hours,"
-                  "cost_usd,standing,distinguishable_from_best\n";
+std::string search_markdown(const search::SearchResult& r, const json& q, const search::SearchIntervals& iv) {
+  std::string o = "## Search\n\n";
+  for (const auto& line : search_header(q)) o += "- " + line + "\n";
+  o += "- " + counts_line(r) + "\n\n";
+  if (r.top.empty()) {
+    const auto why = why_nothing_qualifies(r, q);
+    o += why.front() + "\n\n";
+    for (size_t i = 1; i < why.size(); ++i) o += "- " + why[i].substr(2) + "\n";
+    return o;
+  }
+  o += within_best_line(iv) + "\n\n" + markdown(rows_table(r, q, iv)) + "\n";
+  const std::string legend = ranking_legend(iv.top, iv.level);
+  return legend.empty() ? o : o + legend;
+}
+
+std::string search_csv(const search::SearchResult& r, const json& q, const search::SearchIntervals& iv) {
+  std::string o = "rank,gpu,model,framework,tokens,tp,pp,dp,cp,ep,micro_batch,vpp,zero,sp,recompute,precision,"
+                  "step_time_s,step_time_lo_s,step_time_hi_s,mfu,hfu,peak_memory_bytes,tokens_per_s,tokens_per_s_lo,"
+                  "tokens_per_s_hi,wall_clock_days,gpu_hours,cost_usd,standing,distinguishable_from_best,equivalent,"
+                  "predict_command\n";
   const auto end = [](const uncertainty::Interval& t, double x) { return t.valid() ? fmt::format("{}", x) : ""; };
+  const bool known = price_known(q);
   for (size_t i = 0; i < r.top.size(); ++i) {
     const auto& c = r.top[i];
     const auto& l = c.layout;
     const auto& x = ranked_row(iv.top, i);
     const auto& t = x.time;
     const int d = search::distinguishable(x.standing);
-    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i + 1, l.tp, l.pp,
-                     l.dp, l.cp, l.micro_batch, l.vpp, l.zero, l.sp, spec::to_string(l.recompute),
-                     spec::to_string(l.precision), c.step_time_s, end(t, t.time_lo(c.step_time_s)),
-                     end(t, t.time_hi(c.step_time_s)), c.mfu, c.hfu, c.memory_bytes, c.tokens_per_s,
-                     end(t, t.rate_lo(c.tokens_per_s)), end(t, t.rate_hi(c.tokens_per_s)), c.days, c.gpu_hours,
-                     c.cost_usd, search::name(x.standing), d < 0 ? "" : (d == 1 ? "true" : "false"));
+    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},", i + 1, q.value("gpu", ""),
+                     q.value("model", ""), spec::framework(l.framework).id, c.tokens, l.tp, l.pp, l.dp, l.cp, l.ep,
+                     l.micro_batch, l.vpp, l.zero, l.sp, spec::to_string(l.recompute), spec::to_string(l.precision));
+    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", c.step_time_s,
+                     end(t, t.time_lo(c.step_time_s)), end(t, t.time_hi(c.step_time_s)), c.mfu, c.hfu, c.memory_bytes,
+                     c.tokens_per_s, end(t, t.rate_lo(c.tokens_per_s)), end(t, t.rate_hi(c.tokens_per_s)), c.days,
+                     c.gpu_hours, known ? fmt::format("{}", c.cost_usd) : "", search::name(x.standing),
+                     d < 0 ? "" : (d == 1 ? "true" : "false"), csv_quote(search::tie_text(c)),
+                     csv_quote(c.predict_command));
+  }
+  return o;
+}
+
+namespace {
+
+/// tokens per US dollar: tokens/s x 3600 / (GPUs x price per GPU-hour).
+double tokens_per_usd(const search::Candidate& c, const json& q) {
+  return c.tokens_per_s * 3600.0 / (q.value("gpus", 1) * q["price_per_gpu_hour_usd"].get<double>());
+}
+
+}  // namespace
+
+std::string gpu_table(const std::vector<GpuSearch>& runs, bool md) {
+  text::Table t;
+  t.head = {"gpu", "best layout", "step", "tokens/s", "MFU", "mem/GPU", "days", "cost", "tokens/$"};
+  t.numeric = {false, false, true, true, true, true, true, true, true};
+  std::string notes;
+  for (const auto& g : runs) {
+    const auto& q = g.query;
+    if (g.result.top.empty()) {
+      t.rows.push_back({q.value("gpu", ""), "no configuration qualifies", "", "", "", "", "", "", ""});
+      const auto why = why_nothing_qualifies(g.result, q);
+      notes += q.value("gpu", "") + ": " + why.front() + "\n";
+      for (size_t i = 1; i < why.size(); ++i) notes += why[i] + "\n";
+      continue;
+    }
+    const auto& c = g.result.top.front();
+    const bool known = price_known(q);
+    t.rows.push_back({q.value("gpu", ""), layout_label(c.layout, q.value("moe", false), searched(q, "framework")),
+                      units::format_seconds(c.step_time_s), units::format_count(c.tokens_per_s),
+                      units::format_percent(c.mfu), units::format_bytes(c.memory_bytes), fmt::format("{:.1f}", c.days),
+                      cost_text(c.cost_usd, known), known ? units::format_count(tokens_per_usd(c, q)) : "unknown"});
+  }
+  std::string o;
+  if (!runs.empty()) {
+    auto head = search_header(runs.front().query);
+    head.front() = fmt::format("{} on {} GPUs of each kind, global batch {}, sequence {}; objective {}; one best "
+                               "row per GPU",
+                               runs.front().query.value("model_name", ""), runs.front().query.value("gpus", 0),
+                               runs.front().query.value("global_batch", 0), runs.front().query.value("seq_len", 0),
+                               runs.front().query.value("objective", ""));
+    // Capacities differ between the GPUs: the headroom as a fraction.
+    if (head.back().starts_with("memory headroom"))
+      head.back() = fmt::format("memory headroom {}: a layout qualifies when its peak memory's upper end is at most "
+                                "{} of the GPU's capacity",
+                                percent_text(runs.front().query.value("headroom", search::kDefaultHeadroom)),
+                                percent_text(1 - runs.front().query.value("headroom", search::kDefaultHeadroom)));
+    for (auto& h : head) o += (md ? "- " : "") + h + "\n";
+    o += "\n";
+  }
+  o += md ? markdown(t) : plain(t);
+  if (!notes.empty()) o += "\n" + notes;
+  return o;
+}
+
+json gpu_json(const std::vector<GpuSearch>& runs) {
+  json j;
+  j["schema"] = kSchema;
+  j["gpus"] = json::array();
+  for (const auto& g : runs) {
+    const search::SearchIntervals none;
+    json one = search_json(g.result, g.query, none);
+    if (!g.result.top.empty() && price_known(g.query))
+      one["tokens_per_usd"] = tokens_per_usd(g.result.top.front(), g.query);
+    else one["tokens_per_usd"] = nullptr;
+    j["gpus"].push_back(std::move(one));
+  }
+  return j;
+}
+
+std::string gpu_csv(const std::vector<GpuSearch>& runs) {
+  std::string o = "gpu,gpu_name,model,framework,tokens,tp,pp,dp,cp,ep,micro_batch,vpp,zero,sp,recompute,precision,"
+                  "step_time_s,tokens_per_s,mfu,peak_memory_bytes,wall_clock_days,gpu_hours,cost_usd,tokens_per_usd,"
+                  "predict_command\n";
+  for (const auto& g : runs) {
+    const auto& q = g.query;
+    if (g.result.top.empty()) {
+      o += fmt::format("{},{},{},,,,,,,,,,,,,,,,,,,,,,\n", q.value("gpu", ""), csv_quote(q.value("gpu_name", "")),
+                       q.value("model", ""));
+      continue;
+    }
+    const auto& c = g.result.top.front();
+    const auto& l = c.layout;
+    const bool known = price_known(q);
+    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},", q.value("gpu", ""),
+                     csv_quote(q.value("gpu_name", "")), q.value("model", ""), spec::framework(l.framework).id,
+                     c.tokens, l.tp, l.pp, l.dp, l.cp, l.ep, l.micro_batch, l.vpp, l.zero, l.sp,
+                     spec::to_string(l.recompute), spec::to_string(l.precision));
+    o += fmt::format("{},{},{},{},{},{},{},{},{}\n", c.step_time_s, c.tokens_per_s, c.mfu, c.memory_bytes, c.days,
+                     c.gpu_hours, known ? fmt::format("{}", c.cost_usd) : "",
+                     known ? fmt::format("{}", tokens_per_usd(c, q)) : "", csv_quote(c.predict_command));
   }
   return o;
 }

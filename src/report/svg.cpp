@@ -59,6 +59,13 @@ double text_width(std::string_view s, double size) {
   return static_cast<double>(glyphs) * size * 0.56;
 }
 
+/// Conservative text width for collision checks: DejaVu Sans (the font
+/// headless Chromium falls back to here) draws digits 0.64 em wide, bold
+/// text about 8% wider.
+double label_width(std::string_view s, double size, bool bold) {
+  return text_width(s, size) * (0.64 / 0.56) * (bold ? 1.08 : 1.0);
+}
+
 /// `interval`: the chart's error bars, "" for a chart without them, "none"
 /// when none could be drawn (data-interval on the root, read by
 /// tests/browser/check_reports.sh).
@@ -419,22 +426,48 @@ std::string memory(const CapacityView& v) {
   return o;
 }
 
+namespace {
+
+/// Fill of a bar of the step as spent: compute by its class colour, the rest
+/// in greys (exposed communication the darkest: the step waits for it).
+const char* part_colour(const StepPart& p) {
+  if (p.kind == "compute") return class_colour(p.name);
+  if (p.kind == "exposed_comm") return "#333333";
+  if (p.kind == "comm_contention") return "#6E6E6E";
+  if (p.kind == "bubble") return "#B0B0B0";
+  if (p.kind == "host_wait") return "#8C6D31";
+  return "#999999";
+}
+
+}  // namespace
+
 std::string time_breakdown(const CapacityView& v) {
-  // The step time with its prediction interval on top, then the two panels.
+  // The step time with its prediction interval on top; below it, left: the
+  // step as it is spent (the bars add up to the step); right: the
+  // communication hidden behind compute (not part of the step), then kernel
+  // time by phase.
   const double W = 1000, S = 66, T = S + 40, pitch = 26, bar_h = 17, B = 20, gap = 40;
   const double panel_w = (W - gap) / 2;
-  const size_t nrows = std::max(v.time_by_class.size(), v.time_by_phase.size());
-  const double H = T + pitch * static_cast<double>(std::max<size_t>(nrows, 1)) + B;
+  const auto& st = v.step;
+  const bool comm = st.comm_total_s > 0;
+  const size_t left_rows = std::max<size_t>(st.parts.size(), 1);
+  // Right: hidden and exposed bars (or one line saying there is none), a
+  // heading, then the phases.
+  const size_t right_rows = (comm ? 2 : 1) + 2 + v.time_by_phase.size();
+  const double H = T + pitch * static_cast<double>(std::max(left_rows, right_rows)) + B;
   const auto& a = v.answer;
   const auto& iv = a.interval;
   std::string o = open_svg("time", W, H,
-                           "Step time with its prediction interval, and kernel time by class and by phase",
+                           "Step time with its prediction interval; the step as it is spent; communication hidden "
+                           "behind compute",
                            "A bar of the predicted step time with a whisker over its prediction interval; then "
-                           "horizontal bars: kernel time per GPU per step summed by kernel class (left) and by phase "
-                           "(right), with the time and its share.",
+                           "horizontal bars: the step as it is spent per GPU (compute by kernel class, exposed "
+                           "communication, pipeline bubble; they add up to the step time) on the left; on the right "
+                           "the communication hidden behind compute, which is not part of the step, against the "
+                           "exposed part, and kernel time by phase.",
                            iv.valid() ? "step" : "none");
   {
-    const double label_w = 110, value_w = 360, y = 30;
+    const double label_w = 150, value_w = 360, y = 30;
     const double x0 = label_w + 8, pw = W - x0 - value_w;
     const double tmax = std::max(a.step_time_s, a.step_time_range.valid ? a.step_time_range.hi : 0.0);
     const auto px = [&](double t) { return x0 + (tmax > 0 ? t / tmax * pw : 0); };
@@ -460,28 +493,182 @@ std::string time_breakdown(const CapacityView& v) {
               iv.valid() ? fmt::format("interval from {}: {} validated runs", iv.pool, iv.rows) : iv.note,
               fmt::format("font-size=\"11.5\" fill=\"{}\"", kMuted));
   }
-  auto panel = [&](const std::vector<TimeShare>& rows, double ox, const char* title, const char* kind,
-                   const char* (*colour)(const std::string&)) {
-    const double label_w = 110, value_w = 130;
-    const double x0 = ox + label_w + 8, pw = panel_w - label_w - 8 - value_w;
-    double tmax = 0;
-    for (const auto& r : rows) tmax = std::max(tmax, r.time_s);
-    o += text(ox, S + 22, title, "font-size=\"14\" font-weight=\"700\"");
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const auto& r = rows[i];
-      const double y = T + pitch * static_cast<double>(i);
-      const double w = tmax > 0 ? r.time_s / tmax * pw : 0;
-      o += text(ox + label_w, y + bar_h - 4, r.name, "text-anchor=\"end\" font-size=\"12.5\"");
-      o += fmt::format("<rect class=\"time\" data-breakdown=\"{}\" data-name=\"{}\" data-time-s=\"{}\" "
-                       "data-share=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>\n",
-                       kind, e(r.name), d(r.time_s), d(r.share), c(x0), c(y), c(std::max(w, 1.0)), c(bar_h),
-                       colour(r.name));
-      o += text(x0 + w + 6, y + bar_h - 4, fmt::format("{} · {}", format_seconds(r.time_s), format_percent(r.share)),
-                "font-size=\"12.5\"");
-    }
+  const double label_w = 168, value_w = 170;
+  // One bar: label, rect (dashed outline when `hollow`), value.
+  auto bar = [&](double ox, double y, double w, const std::string& name, const std::string& attrs, const char* fill,
+                 bool hollow, const std::string& value) {
+    const double x0 = ox + label_w + 8;
+    o += text(ox + label_w, y + bar_h - 4, name, "text-anchor=\"end\" font-size=\"12.5\"");
+    o += fmt::format("<rect class=\"time\" {} x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"{}/>\n", attrs,
+                     c(x0), c(y), c(std::max(w, 1.0)), c(bar_h), hollow ? "#ffffff" : fill,
+                     hollow ? fmt::format(" stroke=\"{}\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"", fill)
+                            : std::string());
+    o += text(x0 + std::max(w, 1.0) + 6, y + bar_h - 4, value, "font-size=\"12.5\"");
   };
-  panel(v.time_by_class, 0, "By kernel class", "class", class_colour);
-  panel(v.time_by_phase, panel_w + gap, "By phase", "phase", phase_colour);
+  const double pw = panel_w - label_w - 8 - value_w;
+  {  // Left: the step as spent, scaled to the step time.
+    o += text(0, S + 22, "The step, as it is spent", "font-size=\"14\" font-weight=\"700\"");
+    const double tmax = st.step_time_s;
+    for (size_t i = 0; i < st.parts.size(); ++i) {
+      const auto& p = st.parts[i];
+      const double y = T + pitch * static_cast<double>(i);
+      bar(0, y, tmax > 0 ? p.time_s / tmax * pw : 0, p.name,
+          fmt::format("data-breakdown=\"step\" data-kind=\"{}\" data-name=\"{}\" data-time-s=\"{}\" data-share=\"{}\"",
+                      e(p.kind), e(p.name), d(p.time_s), d(p.share)),
+          part_colour(p), false, fmt::format("{} · {}", format_seconds(p.time_s), format_percent(p.share)));
+    }
+  }
+  {  // Right: hidden communication, then kernel time by phase.
+    const double ox = panel_w + gap;
+    o += text(ox, S + 22, "Hidden behind compute (not part of the step)", "font-size=\"14\" font-weight=\"700\"");
+    double y = T;
+    if (comm) {
+      const double tmax = st.comm_total_s;
+      bar(ox, y, st.comm_hidden_s / tmax * pw, "hidden comm",
+          fmt::format("data-breakdown=\"hidden\" data-name=\"hidden communication\" data-time-s=\"{}\" "
+                      "data-share=\"{}\"",
+                      d(st.comm_hidden_s), d(st.comm_hidden_s / tmax)),
+          "#333333", true, fmt::format("{} · {} of all comm", format_seconds(st.comm_hidden_s),
+                                       format_percent(st.comm_hidden_s / tmax)));
+      y += pitch;
+      bar(ox, y, st.comm_exposed_s / tmax * pw, "exposed comm",
+          fmt::format("data-breakdown=\"hidden\" data-name=\"exposed communication\" data-time-s=\"{}\" "
+                      "data-share=\"{}\"",
+                      d(st.comm_exposed_s), d(st.comm_exposed_s / tmax)),
+          "#333333", false, fmt::format("{} · in the step", format_seconds(st.comm_exposed_s)));
+      y += pitch;
+    } else {
+      o += text(ox + label_w + 8, y + bar_h - 4, "no communication: nothing to hide",
+                fmt::format("font-size=\"12.5\" fill=\"{}\"", kMuted));
+      y += pitch;
+    }
+    o += text(ox, y + pitch - 4, "Kernel time by phase (hidden comm included)", "font-size=\"14\" font-weight=\"700\"");
+    y += 2 * pitch;
+    double tmax = 0;
+    for (const auto& r : v.time_by_phase) tmax = std::max(tmax, r.time_s);
+    for (const auto& r : v.time_by_phase) {
+      bar(ox, y, tmax > 0 ? r.time_s / tmax * pw : 0, r.name,
+          fmt::format("data-breakdown=\"phase\" data-name=\"{}\" data-time-s=\"{}\" data-share=\"{}\"", e(r.name),
+                      d(r.time_s), d(r.share)),
+          phase_colour(r.name), false, fmt::format("{} · {}", format_seconds(r.time_s), format_percent(r.share)));
+      y += pitch;
+    }
+  }
+  o += "</svg>\n";
+  return o;
+}
+
+std::string footprint(const CapacityView& v) {
+  const auto& a = v.answer;
+  const auto& m = a.memory;
+  // Under pipeline parallelism both end stages, the peak one marked.
+  struct Row {
+    std::string label;
+    const memory::MemoryResult* mem;
+    bool peak;
+  };
+  std::vector<Row> rows;
+  if (m.peak_stage == "only") {
+    rows.push_back({"per GPU", &m, true});
+  } else {
+    rows.push_back({m.peak_stage == "first" ? "first stage (peak)" : "first stage", &a.first_stage, m.peak_stage == "first"});
+    rows.push_back({m.peak_stage == "last" ? "last stage (peak)" : "last stage", &a.last_stage, m.peak_stage == "last"});
+  }
+  const double W = 1000, label_w = 130, value_w = 170, T = 40, pitch = 34, bar_h = 22;
+  const double x0 = label_w + 10, pw = W - x0 - value_w;
+  const double capacity = m.capacity > 0 ? m.capacity : v.gpu.memory_bytes;
+  double top = std::max(capacity, a.memory_range.hi);
+  for (const auto& r : rows) top = std::max(top, r.mem->total);
+  const double xmax = top * 1.06;
+  auto px = [&](double b) { return x0 + (xmax > 0 ? b / xmax * pw : 0); };
+  // Legend: one entry per category of the peak row with its bytes, in
+  // columns wide enough for the longest entry, so that no two touch.
+  const memory::MemoryResult& peak = m.peak_stage == "only" ? m : (m.peak_stage == "first" ? a.first_stage : a.last_stage);
+  std::vector<std::pair<int, std::string>> legend;
+  double entry_w = 0;
+  for (int i = 0; i < memory::kMemoryCategoryCount; ++i) {
+    const std::string s = fmt::format("{} {}", memory::kMemoryCategories[i].label,
+                                      format_bytes(peak.*(memory::kMemoryCategories[i].bytes)));
+    legend.emplace_back(i, s);
+    entry_w = std::max(entry_w, 18 + text_width(s, 12) * 1.1 + 16);
+  }
+  const int per_row = std::max(1, static_cast<int>((W - 16) / entry_w));
+  const int legend_rows = (static_cast<int>(legend.size()) + per_row - 1) / per_row;
+  const double axis_y = T + pitch * static_cast<double>(rows.size()) + 4;
+  const double H = axis_y + 40 + 20.0 * legend_rows + 8;
+
+  std::string o = open_svg(
+      "footprint", W, H, "Memory per GPU of the chosen plan by component, against the capacity",
+      "Stacked horizontal bar of the plan's peak memory per GPU (per end stage under pipeline parallelism): "
+      "weights, gradients, master weights, optimizer state, activations, buffers, workspace and fragmentation; the "
+      "whisker is the peak's range; the dashed line is the GPU's memory capacity, the dotted line the capacity "
+      "less the memory headroom when one applies.",
+      "memory");
+  const double step = nice_step(xmax / kGiB, 8) * kGiB;
+  o += "<g class=\"grid\" font-size=\"12\">\n";
+  for (double b = 0; b <= xmax + 1; b += step) {
+    o += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\"/>\n", c(px(b)), c(T - 6), c(px(b)),
+                     c(axis_y), kGrid);
+    o += text(px(b), axis_y + 16, fmt::format("{:g}", b / kGiB), fmt::format("text-anchor=\"middle\" fill=\"{}\"", kMuted));
+  }
+  o += "</g>\n";
+  o += text(x0 + pw / 2, axis_y + 34, "Memory per GPU (GiB)", "text-anchor=\"middle\" font-size=\"13\"");
+  for (size_t k = 0; k < rows.size(); ++k) {
+    const auto& r = rows[k];
+    const double y = T + pitch * static_cast<double>(k);
+    o += fmt::format("<g class=\"bar\" data-row=\"{}\" data-label=\"{}\" data-total-bytes=\"{}\" data-peak=\"{}\">\n", k,
+                     e(r.label), d(r.mem->total), r.peak ? "true" : "false");
+    o += text(label_w, y + bar_h - 6, r.label,
+              std::string("text-anchor=\"end\" font-size=\"12.5\"") + (r.peak ? " font-weight=\"700\"" : ""));
+    double acc = 0;
+    for (int i = 0; i < memory::kMemoryCategoryCount; ++i) {
+      const std::string name(memory::kMemoryCategories[i].label);
+      const double b = r.mem->*(memory::kMemoryCategories[i].bytes);
+      if (b <= 0) continue;
+      const double xa = px(acc), xb = px(acc + b);
+      acc += b;
+      o += fmt::format("<rect class=\"segment\" data-segment=\"{}\" data-bytes=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" "
+                       "height=\"{}\" fill=\"{}\"><title>{}: {}</title></rect>\n",
+                       name, d(b), c(xa), c(y), c(xb - xa), c(bar_h), kSegmentColours[i], e(name), format_bytes(b));
+    }
+    double right = px(r.mem->total);
+    if (r.peak) {
+      const auto& mr = a.memory_range;
+      o += error_bar(true, px(mr.lo), y + bar_h / 2, px(mr.hi), y + bar_h / 2, bar_h / 2 - 2,
+                     fmt::format("data-lo-bytes=\"{}\" data-hi-bytes=\"{}\" data-fits-high=\"{}\"", d(mr.lo), d(mr.hi),
+                                 mr.fits_high ? "true" : "false"),
+                     fmt::format("peak memory {}, range {}; fits at the upper bound: {}", format_bytes(r.mem->total),
+                                 text::range(mr.lo, mr.hi, format_bytes), text::fits_at_upper_bound(mr)));
+      right = std::max(right, px(mr.hi));
+    }
+    const bool fits = r.mem->total <= capacity;
+    o += text(std::max(right, px(capacity)) + 8, y + bar_h - 6,
+              fmt::format("{}{}", format_bytes(r.mem->total), fits ? "" : " · does not fit"),
+              fmt::format("font-size=\"12.5\" fill=\"{}\"{}", fits ? kInk : kAlert, r.peak ? " font-weight=\"700\"" : ""));
+    o += "</g>\n";
+  }
+  o += fmt::format("<line class=\"capacity\" data-bytes=\"{}\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" "
+                   "stroke-width=\"2\" stroke-dasharray=\"6 4\"/>\n",
+                   d(capacity), c(px(capacity)), c(T - 12), c(px(capacity)), c(axis_y), kAlert);
+  // Capacity (and headroom) labels above the bars, right-aligned to their
+  // lines when the headroom line would collide with the capacity's.
+  const std::string cap_label = "capacity " + format_bytes(capacity);
+  if (v.headroom_frac > 0) {
+    const double usable = capacity * (1 - v.headroom_frac);
+    o += fmt::format("<line class=\"headroom\" data-bytes=\"{}\" data-headroom-fraction=\"{}\" x1=\"{}\" y1=\"{}\" "
+                     "x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2\" stroke-dasharray=\"2 3\"/>\n",
+                     d(usable), d(v.headroom_frac), c(px(usable)), c(T - 12), c(px(usable)), c(axis_y), kMuted);
+    o += text(px(usable) - 4, T - 16, fmt::format("headroom {} · usable {}", format_percent(v.headroom_frac), format_bytes(usable)),
+              fmt::format("text-anchor=\"end\" font-size=\"12\" fill=\"{}\"", kMuted));
+  }
+  o += text(px(capacity) + 4, T - 16, cap_label, fmt::format("font-size=\"12\" font-weight=\"600\" fill=\"{}\"", kAlert));
+  for (size_t k = 0; k < legend.size(); ++k) {
+    const double lx = 8 + entry_w * static_cast<double>(k % per_row);
+    const double ly = axis_y + 52 + 20.0 * static_cast<double>(k / per_row);
+    o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/>\n", c(lx), c(ly - 11),
+                     kSegmentColours[legend[k].first]);
+    o += text(lx + 18, ly, legend[k].second, "font-size=\"12\"");
+  }
   o += "</svg>\n";
   return o;
 }
@@ -534,6 +721,12 @@ std::string scaling(const CapacityView& v) {
     }
     if (!line.empty())
       o += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"#0072B2\" stroke-width=\"2.5\"/>\n", line);
+    struct Wanted {
+      double x, y, hi, lo;  // the point and its whisker's ends (px)
+      std::string text;
+      bool bold;
+    };
+    std::vector<Wanted> wanted;
     for (size_t i = 0; i < pts.size(); ++i) {
       const auto& p = pts[i];
       if (!p.feasible) {
@@ -555,18 +748,55 @@ std::string scaling(const CapacityView& v) {
                        "stroke-width=\"2\"><title>{} GPUs: {}</title></circle>\n",
                        p.gpus, d(p.best.mfu), d(p.best.days), d(p.best.cost_usd), d(p.best.step_time_s), c(px(i)), c(y),
                        p.chosen ? "7" : "5", p.chosen ? "#0072B2" : "#ffffff", p.gpus, e(p.best.label));
-      // Above the point and its whisker, inside the frame (below them when near the top).
       const std::string s = label(p.best);
-      const double half = text_width(s, 12) / 2 + 2;
-      const double tx = std::clamp(px(i), x0 + half, x0 + pw - half);
       const Range r = range(p.best);
-      const double top = r.valid ? std::min(y - 12, py(r.hi) - 6) : y - 12;
-      const double bottom = r.valid ? std::max(y + 22, py(r.lo) + 16) : y + 22;
-      const double ty = top < T + 14 ? std::min(bottom, T + ph - 4) : top;
-      o += text(tx, ty, s,
-                std::string("text-anchor=\"middle\" font-size=\"12\" stroke=\"#ffffff\" stroke-width=\"3\" "
-                            "paint-order=\"stroke\"") +
-                    (p.chosen ? " font-weight=\"700\"" : ""));
+      wanted.push_back({px(i), y, r.valid ? py(r.hi) : y, r.valid ? py(r.lo) : y, s, p.chosen});
+    }
+    // Labels: above each point and its whisker, else below, else staggered
+    // further out; a position is taken only when its box keeps kLabelGap
+    // from every label already placed and from every point, inside the frame.
+    struct Box {
+      double x0, y0, x1, y1;
+    };
+    std::vector<Box> taken;
+    for (const auto& w : wanted) taken.push_back({w.x - 7, w.y - 7, w.x + 7, w.y + 7});
+    const auto clear = [&](const Box& b) {
+      if (b.x0 < x0 + 1 || b.x1 > x0 + pw - 1 || b.y0 < T + 1 || b.y1 > T + ph - 1) return false;
+      for (const auto& t : taken)
+        if (b.x0 < t.x1 + kLabelGap && t.x0 < b.x1 + kLabelGap && b.y0 < t.y1 + kLabelGap && t.y0 < b.y1 + kLabelGap)
+          return false;
+      return true;
+    };
+    for (const auto& w : wanted) {
+      const double half = label_width(w.text, 12, w.bold) / 2 + 1;
+      const double tx = std::clamp(w.x, x0 + half + 2, x0 + pw - half - 2);
+      // Clear of its own point (radius 7) by kLabelGap: the box ends 3 px below the baseline.
+      const double above = std::min(w.y - 7 - kLabelGap - 3.5, w.hi - 6), below = std::max(w.y + 22, w.lo + 16);
+      std::vector<double> tries;
+      for (int k = 0; k < 8; ++k) {
+        tries.push_back(above - 16.0 * k);
+        tries.push_back(below + 16.0 * k);
+      }
+      Box box{tx - half, above - 12, tx + half, above + 3};
+      bool placed = false;
+      for (double ty : tries) {
+        const Box b{tx - half, ty - 12, tx + half, ty + 3};
+        if (clear(b)) {
+          box = b;
+          placed = true;
+          break;
+        }
+      }
+      if (!placed) {  // crowded: the first position inside the frame
+        const double ty = std::clamp(above, T + 14, T + ph - 4);
+        box = {tx - half, ty - 12, tx + half, ty + 3};
+      }
+      taken.push_back(box);
+      o += text(tx, box.y1 - 3, w.text,
+                fmt::format("class=\"point-label\" data-quantity=\"{}\" data-box=\"{} {} {} {}\" "
+                            "text-anchor=\"middle\" font-size=\"12\" stroke=\"#ffffff\" stroke-width=\"3\" "
+                            "paint-order=\"stroke\"{}",
+                            quantity, c(box.x0), c(box.y0), c(box.x1), c(box.y1), w.bold ? " font-weight=\"700\"" : ""));
     }
   };
   panel(

@@ -40,7 +40,7 @@ CompareIntervals compare_intervals(const std::vector<CompareRow>& rows, const sp
   out.rows.resize(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
-    out.rows[i].time = model.run_interval(uncertainty::traits_of(r.pred, r.plan, hw), level);
+    out.rows[i].time = model.run_interval(uncertainty::traits_of(r.pred, r.plan, r.gpu ? *r.gpu : hw), level);
     const bool fits = r.pred.status == engine::Status::kOk;
     if (!fits) out.rows[i].standing = Standing::kDoesNotFit;
     // The fastest that fits; strictly faster, so a tie keeps the earlier row.

@@ -5,14 +5,19 @@
 #include <cmath>
 #include <compare>
 #include <fmt/format.h>
+#include <limits>
 #include <thread>
 #include <tuple>
 
 #include "ridgeline/memory/memory.hpp"
+#include "ridgeline/spec/framework.hpp"
 
 namespace ridgeline::search {
 
 namespace {
+
+constexpr std::string_view kDimNames[kDimCount] = {"tp",  "pp",   "dp",        "cp",        "ep",       "mb",
+                                                   "vpp", "zero", "recompute", "precision", "framework"};
 
 std::vector<int> values_or(int fixed, std::vector<int> all) {
   if (fixed > 0 || (fixed == 0 && !all.empty() && all.front() == 0)) return {fixed};
@@ -20,12 +25,13 @@ std::vector<int> values_or(int fixed, std::vector<int> all) {
 }
 
 struct Dims {
-  std::vector<int> tp, pp, cp, micro, vpp, zero;
+  std::vector<int> tp, pp, cp, ep, micro, vpp, zero;
   std::vector<spec::Recompute> rec;
   std::vector<spec::Precision> prec;
+  std::vector<std::uint8_t> fw;
 };
 
-Dims dims_for(const SearchSpec& s, const spec::ModelSpec& m, const spec::HardwareSpec& hw) {
+Dims dims_for(const SearchSpec& s, const spec::ModelSpec& m, const spec::PlanSpec& base) {
   Dims d;
   d.tp = values_or(s.tp, {1, 2, 4, 8, 16, 32});
   std::vector<int> pps;
@@ -33,6 +39,13 @@ Dims dims_for(const SearchSpec& s, const spec::ModelSpec& m, const spec::Hardwar
     if (m.layers % p == 0) pps.push_back(p);
   d.pp = values_or(s.pp, pps);
   d.cp = values_or(s.cp, {1, 2, 4, 8});
+  // Expert parallelism, for a mixture of experts: powers of two that divide
+  // the experts, up to the GPU count (engine::check_plan: EP | experts, EP | DP x CP).
+  std::vector<int> eps{1};
+  if (m.is_moe())
+    for (int e = 2; e <= m.moe.experts && e <= s.gpus; e *= 2)
+      if (m.moe.experts % e == 0) eps.push_back(e);
+  d.ep = values_or(s.ep, eps);
   d.micro = values_or(s.micro_batch, {1, 2, 4, 8, 16});
   d.vpp = values_or(s.vpp, {1, 2, 4});
   d.zero = s.zero >= 0 ? std::vector<int>{s.zero} : std::vector<int>{0, 1, 2, 3};
@@ -40,11 +53,8 @@ Dims dims_for(const SearchSpec& s, const spec::ModelSpec& m, const spec::Hardwar
                                                              {spec::RecomputeKind::kSelective, 0},
                                                              {spec::RecomputeKind::kFull, 0}}
                               : s.recompute;
-  if (!s.precision.empty()) d.prec = s.precision;
-  else {
-    d.prec = {spec::Precision::kBf16};
-    if (hw.supports(spec::Peak::kFp8)) d.prec.push_back(spec::Precision::kFp8);
-  }
+  d.prec = s.precision.empty() ? std::vector<spec::Precision>{base.precision} : s.precision;
+  d.fw = s.frameworks.empty() ? std::vector<std::uint8_t>{base.framework} : s.frameworks;
   return d;
 }
 
@@ -63,17 +73,21 @@ double score(Objective o, const engine::Prediction& p) {
 /// before DP: at a fixed GPU count, an exact tie then goes to the plainer
 /// layout (fewer context-parallel ranks, more data-parallel replicas).
 auto layout_key(const Layout& l) {
-  const auto& [tp, pp, dp, cp, micro_batch, vpp, zero, sp, recompute, precision] = l;
-  const auto& [recompute_kind, every_k] = recompute;
-  return std::tuple(tp, pp, cp, dp, micro_batch, vpp, zero, sp, static_cast<int>(recompute_kind), every_k,
-                    static_cast<int>(precision));
+  const auto& [tp, pp, dp, cp, ep, micro_batch, vpp, zero, sp, recompute, precision, framework] = l;
+  const auto& [recompute_kind, every_k, block_layers] = recompute;
+  return std::tuple(tp, pp, cp, dp, ep, micro_batch, vpp, zero, sp, static_cast<int>(recompute_kind), every_k,
+                    block_layers, static_cast<int>(precision), static_cast<int>(framework));
 }
+
+/// Candidates kept per worker for `top` rows: rows are exact-tie groups, so
+/// more candidates than rows; a group cut off by this limit is dropped (run()).
+size_t keep_count(int top) { return static_cast<size_t>(std::max(top, 0)) * 8 + 64; }
 
 /// Keeps the best k seen so far in a heap whose front is the worst kept
 /// (the one that ranks last); a candidate enters only if it ranks before it.
-void keep_top(std::vector<Candidate>& top, const Candidate& c, int k) {
+void keep_top(std::vector<Candidate>& top, const Candidate& c, size_t k) {
   if (k < 1) return;
-  if (static_cast<int>(top.size()) < k) {
+  if (top.size() < k) {
     top.push_back(c);
     std::push_heap(top.begin(), top.end(), ranks_before);
     return;
@@ -84,12 +98,67 @@ void keep_top(std::vector<Candidate>& top, const Candidate& c, int k) {
   std::push_heap(top.begin(), top.end(), ranks_before);
 }
 
+/// Sorted candidates of single layouts -> rows: each exact tie collapses onto
+/// its first (plainest) layout. `cut`: the list was cut at a limit, so its
+/// last group may be incomplete and is dropped (unless it is the only one).
+std::vector<Candidate> collapse(std::vector<Candidate>& sorted, int top, bool cut) {
+  std::vector<Candidate> rows;
+  for (auto& c : sorted) {
+    if (!rows.empty() && ties(rows.back(), c)) rows.back().equivalent.push_back(c.layout);
+    else rows.push_back(std::move(c));
+  }
+  if (cut && rows.size() > 1) rows.pop_back();
+  if (static_cast<int>(rows.size()) > top) rows.resize(std::max(0, top));
+  return rows;
+}
+
+void add_counts(SearchCounts& a, const SearchCounts& b) {
+  a.enumerated += b.enumerated;
+  a.pruned += b.pruned;
+  a.evaluated += b.evaluated;
+  a.infeasible += b.infeasible;
+  a.graphs += b.graphs;
+  a.shape += b.shape;
+  a.batch += b.batch;
+  a.redundant += b.redundant;
+  a.plan += b.plan;
+  a.state += b.state;
+  a.over_memory += b.over_memory;
+}
+
 }  // namespace
+
+std::string_view name(Dim d) { return kDimNames[static_cast<int>(d)]; }
+
+std::optional<Dim> parse_dim(std::string_view s) {
+  if (s == "micro_batch") return Dim::kMicroBatch;
+  for (int i = 0; i < kDimCount; ++i)
+    if (kDimNames[i] == s) return static_cast<Dim>(i);
+  return std::nullopt;
+}
+
+std::string dim_choices() {
+  std::string o;
+  for (int i = 0; i < kDimCount; ++i) o += (i ? ", " : "") + std::string(kDimNames[i]);
+  return o;
+}
+
+std::vector<spec::Precision> searchable_precisions(const spec::HardwareSpec& hw, const spec::PlanSpec& base) {
+  std::vector<spec::Precision> out{spec::Precision::kBf16};
+  if (hw.supports(spec::Peak::kFp8) && base.finetune.mode != spec::FinetuneMode::kQlora)
+    out.push_back(spec::Precision::kFp8);
+  return out;
+}
 
 bool ranks_before(const Candidate& a, const Candidate& b) {
   if (const auto c = std::strong_order(a.score, b.score); c != 0) return c < 0;
   if (const auto c = std::strong_order(a.memory_bytes, b.memory_bytes); c != 0) return c < 0;
   return layout_key(a.layout) < layout_key(b.layout);
+}
+
+bool ties(const Candidate& a, const Candidate& b) {
+  return std::strong_order(a.score, b.score) == 0 && std::strong_order(a.step_time_s, b.step_time_s) == 0 &&
+         std::strong_order(a.memory_bytes, b.memory_bytes) == 0;
 }
 
 std::string to_string(Objective o) {
@@ -107,49 +176,124 @@ spec::PlanSpec plan_for(const spec::PlanSpec& base, const Layout& l, int global_
   p.parallel.pp = l.pp;
   p.parallel.dp = l.dp;
   p.parallel.cp = l.cp;
+  p.parallel.ep = l.ep;
   p.parallel.sp = l.sp;
   p.parallel.zero = l.zero;
   p.parallel.virtual_stages = l.vpp;
   p.micro_batch = l.micro_batch;
   p.recompute = l.recompute;
   p.precision = l.precision;
+  if (l.framework != base.framework) {
+    p.framework = l.framework;
+    const auto& f = spec::framework(l.framework);
+    if (!p.attention_given) p.attention = f.attention;
+    if (!p.fusion_given) p.fusion = f.fusion;
+  }
   if (global_batch > 0) p.global_batch = global_batch;
   return p;
+}
+
+double memory_upper_bytes(const memory::MemoryResult& m) {
+  return std::max(m.allocated * (1 + 2 * m.allocator_reserve) + m.workspace, m.total);
+}
+
+int min_gpus_for_state(const spec::ModelSpec& m, const spec::PlanSpec& base, const spec::HardwareSpec& hw,
+                       double headroom) {
+  const double limit = hw.memory_bytes * (1 - headroom);
+  auto fits = [&](int n) {
+    spec::PlanSpec p = base;
+    p.parallel = {};
+    p.parallel.dp = n;
+    p.parallel.zero = 3;
+    return memory::model_state(m, p).total() <= limit;
+  };
+  constexpr int kMax = 1 << 20;
+  int hi = 1;
+  while (hi <= kMax && !fits(hi)) hi *= 2;
+  if (hi > kMax) return 0;
+  int lo = hi / 2;  // does not fit (or 0)
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    (fits(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+std::string tie_text(const Candidate& c) {
+  if (c.equivalent.empty()) return "";
+  std::vector<const Layout*> all{&c.layout};
+  for (const auto& l : c.equivalent) all.push_back(&l);
+  using Get = std::string (*)(const Layout&);
+  static const Get kFields[] = {
+      [](const Layout& l) { return fmt::format("TP{}", l.tp); },
+      [](const Layout& l) { return fmt::format("PP{}", l.pp); },
+      [](const Layout& l) { return fmt::format("DP{}", l.dp); },
+      [](const Layout& l) { return fmt::format("CP{}", l.cp); },
+      [](const Layout& l) { return fmt::format("EP{}", l.ep); },
+      [](const Layout& l) { return fmt::format("mb{}", l.micro_batch); },
+      [](const Layout& l) { return fmt::format("v{}", l.vpp); },
+      [](const Layout& l) { return fmt::format("ZeRO-{}", l.zero); },
+      [](const Layout& l) { return std::string(l.sp ? "SP" : "no SP"); },
+      [](const Layout& l) { return spec::to_string(l.recompute); },
+      [](const Layout& l) { return spec::to_string(l.precision); },
+      [](const Layout& l) { return spec::framework(l.framework).id; },
+  };
+  std::string out;
+  for (Get get : kFields) {
+    std::vector<std::string> values;
+    for (const Layout* l : all)
+      if (auto v = get(*l); std::find(values.begin(), values.end(), v) == values.end()) values.push_back(std::move(v));
+    if (values.size() < 2) continue;
+    std::string part;
+    for (const auto& v : values) part += (part.empty() ? "" : "/") + v;
+    out += (out.empty() ? "" : " · ") + part;
+  }
+  return out;
 }
 
 engine::Problem check_fixed(const SearchSpec& s, const spec::ModelSpec& m, const spec::PlanSpec& base) {
   const int seq = graph::seq_len(m, base);
   if (s.gpus < 1) return {"--gpus", "expected at least 1 GPU"};
   if (s.tp > 0 && m.heads % s.tp != 0)
-    return {"--fix tp", fmt::format("TP {} does not divide {} attention heads", s.tp, m.heads)};
+    return {"--tp", fmt::format("TP {} does not divide {} attention heads", s.tp, m.heads)};
   if (s.pp > 0 && m.layers % s.pp != 0)
-    return {"--fix pp", fmt::format("PP {} does not divide {} layers", s.pp, m.layers)};
+    return {"--pp", fmt::format("PP {} does not divide {} layers", s.pp, m.layers)};
   if (s.cp > 0 && seq % s.cp != 0)
-    return {"--fix cp", fmt::format("CP {} does not divide the sequence length {}", s.cp, seq)};
-  const int fixed_product = (s.tp > 0 ? s.tp : 1) * (s.pp > 0 ? s.pp : 1) * (s.cp > 0 ? s.cp : 1) * (s.dp > 0 ? s.dp : 1);
-  if (s.gpus % fixed_product != 0 ||
-      (s.tp > 0 && s.pp > 0 && s.cp > 0 && s.dp > 0 && fixed_product != s.gpus))
-    return {"--fix", fmt::format("TP x PP x CP x DP = {} does not match {} GPUs", fixed_product, s.gpus)};
+    return {"--cp", fmt::format("CP {} does not divide the sequence length {}", s.cp, seq)};
+  if (s.ep > 1 && !m.is_moe()) return {"--ep", "expert parallelism needs a mixture-of-experts model"};
+  if (s.ep > 1 && m.moe.experts % s.ep != 0)
+    return {"--ep", fmt::format("EP {} does not divide {} experts", s.ep, m.moe.experts)};
+  const long long fixed_product = static_cast<long long>(s.tp > 0 ? s.tp : 1) * (s.pp > 0 ? s.pp : 1) *
+                                  (s.cp > 0 ? s.cp : 1) * (s.dp > 0 ? s.dp : 1);
+  if (s.gpus % fixed_product != 0 || (s.tp > 0 && s.pp > 0 && s.cp > 0 && s.dp > 0 && fixed_product != s.gpus))
+    return {"--gpus", fmt::format("TP x PP x CP x DP = {} does not match {} GPUs", fixed_product, s.gpus)};
   const int gb = s.global_batch > 0 ? s.global_batch : base.global_batch;
   if (gb <= 0) return {"--global-batch", "a search needs the global batch (sequences per step)"};
+  if (s.micro_batch > 0 && s.micro_batch > gb)
+    return {"--micro-batch", fmt::format("micro-batch {} exceeds the global batch {}", s.micro_batch, gb)};
+  if (!(s.headroom >= 0 && s.headroom < 1)) return {"--headroom", "expected from 0% to under 100%"};
   return {};
 }
 
 SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::PlanSpec& base,
                  const spec::HardwareSpec& hw, bool use_calibration) {
   const auto t0 = std::chrono::steady_clock::now();
-  const Dims d = dims_for(s, m, hw);
+  const Dims d = dims_for(s, m, base);
   engine::EvalOptions ro;
   ro.use_calibration = use_calibration;
   const cost::CostParams c = engine::resolve_for(hw, base, ro);
   const int gb = s.global_batch > 0 ? s.global_batch : base.global_batch;
   const int seq = graph::seq_len(m, base);
-  // Outer index: one micro-batch graph (tp, pp, cp, micro, vpp, recompute, precision);
+  const double memory_limit = hw.memory_bytes * (1 - s.headroom);
+  // Outer index: one micro-batch graph (tp, pp, cp, ep, micro, recompute, precision, framework);
   // inner: the layouts that share it (dp follows from the GPU count; zero stages).
-  const size_t outer = d.tp.size() * d.pp.size() * d.cp.size() * d.micro.size() * d.rec.size() * d.prec.size();
+  const size_t outer = d.tp.size() * d.pp.size() * d.cp.size() * d.ep.size() * d.micro.size() * d.rec.size() *
+                       d.prec.size() * d.fw.size();
   const size_t inner = d.vpp.size() * d.zero.size();
+  const size_t keep = keep_count(s.top);
   int threads = s.threads > 0 ? s.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<SearchResult> parts(threads);
+  std::vector<size_t> first_problem_at(threads, std::numeric_limits<size_t>::max());
   // A worker takes every (shard_count x threads)-th graph: at most this many
   // graphs, `inner` layouts each. Reserving their step times once keeps the
   // per-layout path free of heap allocation (tests/unit/allocation_test.cpp);
@@ -161,7 +305,9 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
   const size_t times_per_worker = (outer / stride + 1) * inner;
   auto worker = [&](int tid) {
     SearchResult& r = parts[tid];
+    SearchCounts& n = r.counts;
     r.feasible_step_times_s.reserve(times_per_worker);
+    r.top.reserve(keep);
     graph::Graph g, sg;
     engine::MicrobatchSummary sum;
     engine::Prediction pred;
@@ -173,55 +319,74 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
       if (static_cast<int>(o % s.shard_count) != s.shard_index) continue;
       if (static_cast<int>((o / s.shard_count) % threads) != tid) continue;
       size_t rem = o;
-      auto take = [&rem](size_t n) {
-        const size_t i = rem % n;
-        rem /= n;
+      auto take = [&rem](size_t k) {
+        const size_t i = rem % k;
+        rem /= k;
         return i;
       };
       Layout l;
+      l.framework = d.fw[take(d.fw.size())];
       l.precision = d.prec[take(d.prec.size())];
       l.recompute = d.rec[take(d.rec.size())];
       l.micro_batch = d.micro[take(d.micro.size())];
+      l.ep = d.ep[take(d.ep.size())];
       l.cp = d.cp[take(d.cp.size())];
       l.pp = d.pp[take(d.pp.size())];
       l.tp = d.tp[take(d.tp.size())];
-      l.sp = l.tp > 1;
-      r.counts.enumerated += inner;
+      l.sp = s.sp < 0 ? l.tp > 1 : s.sp == 1;
+      n.enumerated += inner;
       const int tpc = l.tp * l.pp * l.cp;
       const bool valid_shape = s.gpus % tpc == 0 && m.heads % l.tp == 0 && m.layers % l.pp == 0 &&
                                seq % l.cp == 0 && (l.cp == 1 || seq / l.cp >= 128);
       l.dp = valid_shape ? s.gpus / tpc : 0;
-      if (!valid_shape || (s.dp > 0 && l.dp != s.dp) || gb % (static_cast<long long>(l.micro_batch) * l.dp) != 0) {
-        r.counts.pruned += inner;
+      if (!valid_shape || (s.dp > 0 && l.dp != s.dp) ||
+          (l.ep > 1 && (m.moe.experts % l.ep != 0 || (l.dp * l.cp) % l.ep != 0))) {
+        n.pruned += inner;
+        n.shape += inner;
+        continue;
+      }
+      if (gb % (static_cast<long long>(l.micro_batch) * l.dp) != 0) {
+        n.pruned += inner;
+        n.batch += inner;
         continue;
       }
       bool built = false;
       for (size_t z = 0; z < inner; ++z) {
         l.vpp = d.vpp[z / d.zero.size()];
         l.zero = d.zero[z % d.zero.size()];
-        if (l.zero > 0 && l.dp * l.cp == 1) {  // nothing to shard: same as ZeRO-0
-          ++r.counts.pruned;
-          continue;
-        }
-        if (l.vpp > 1 && (l.pp == 1 || m.layers % (l.pp * l.vpp) != 0)) {  // interleaving needs whole chunks
-          ++r.counts.pruned;
+        if ((l.zero > 0 && l.dp * l.cp == 1) ||                            // nothing to shard: same as ZeRO-0
+            (l.vpp > 1 && (l.pp == 1 || m.layers % (l.pp * l.vpp) != 0))) {  // interleaving needs whole chunks
+          ++n.pruned;
+          ++n.redundant;
           continue;
         }
         const spec::PlanSpec p = plan_for(base, l, gb);
-        if (!engine::check_plan(m, p, hw).field.empty() || memory::model_state(m, p).total() > hw.memory_bytes) {
-          ++r.counts.pruned;
+        if (auto pr = engine::check_plan(m, p, hw); !pr.field.empty()) {
+          ++n.pruned;
+          ++n.plan;
+          if (first_problem_at[tid] == std::numeric_limits<size_t>::max()) {
+            first_problem_at[tid] = o * inner + z;
+            r.first_problem = std::move(pr);
+          }
+          continue;
+        }
+        if (memory::model_state(m, p).total() > memory_limit) {  // a lower bound on the peak's upper end
+          ++n.pruned;
+          ++n.state;
           continue;
         }
         if (!built) {
           engine::summarize_microbatch(sum, g, m, p, hw, c, nullptr, 1);
-          ++r.counts.graphs;
+          ++n.graphs;
           built = true;
         }
         pred.status = engine::Status::kOk;
         engine::finish(pred, sum, sg, m, p, hw, c, opt);
-        ++r.counts.evaluated;
-        if (pred.status != engine::Status::kOk) {
-          ++r.counts.infeasible;
+        ++n.evaluated;
+        const double hi = memory_upper_bytes(pred.memory);
+        if (pred.status != engine::Status::kOk || hi > memory_limit) {
+          ++n.infeasible;
+          ++n.over_memory;
           continue;
         }
         r.feasible_step_times_s.push_back(pred.step.time_s);
@@ -231,15 +396,17 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
         cand.mfu = pred.step.mfu;
         cand.hfu = pred.step.hfu;
         cand.memory_bytes = pred.memory.total;
+        cand.memory_hi_bytes = hi;
         cand.tokens_per_s = pred.step.tokens_per_s;
         cand.bubble_fraction = pred.step.bubble_fraction;
         cand.exposed_comm_s = pred.step.exposed_comm_s;
         cand.days = pred.totals.wall_s / 86400.0;
         cand.gpu_hours = pred.totals.gpu_hours;
         cand.cost_usd = pred.totals.cost_usd;
+        cand.tokens = pred.totals.tokens;
         cand.score = score(s.objective, pred);
         cand.traits = uncertainty::traits_of(pred, p, hw);
-        keep_top(r.top, cand, s.top);
+        keep_top(r.top, cand, keep);
       }
     }
   };
@@ -247,7 +414,26 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
   for (int t = 1; t < threads; ++t) pool.emplace_back(worker, t);
   worker(0);
   for (auto& th : pool) th.join();
-  SearchResult out = merge(parts, s.top);
+
+  SearchResult out;
+  std::vector<Candidate> all;
+  size_t times = 0, first = 0;
+  for (const auto& p : parts) times += p.feasible_step_times_s.size();
+  out.feasible_step_times_s.reserve(times);
+  for (size_t t = 0; t < parts.size(); ++t) {
+    auto& p = parts[t];
+    add_counts(out.counts, p.counts);
+    all.insert(all.end(), std::make_move_iterator(p.top.begin()), std::make_move_iterator(p.top.end()));
+    out.feasible_step_times_s.insert(out.feasible_step_times_s.end(), p.feasible_step_times_s.begin(),
+                                     p.feasible_step_times_s.end());
+    if (first_problem_at[t] < first_problem_at[first]) first = t;
+  }
+  out.first_problem = parts[first].first_problem;
+  std::sort(all.begin(), all.end(), ranks_before);
+  const bool cut = times > keep;
+  if (all.size() > keep) all.resize(keep);
+  out.top = collapse(all, s.top, cut);
+  if (out.top.empty() && out.counts.state > 0) out.state_min_gpus = min_gpus_for_state(m, base, hw, s.headroom);
   out.threads = threads;
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
@@ -258,20 +444,29 @@ SearchResult merge(const std::vector<SearchResult>& parts, int top) {
   size_t times = 0;
   for (const auto& p : parts) times += p.feasible_step_times_s.size();
   out.feasible_step_times_s.reserve(times);
+  std::vector<Candidate> all;
   for (const auto& p : parts) {
-    out.counts.enumerated += p.counts.enumerated;
-    out.counts.pruned += p.counts.pruned;
-    out.counts.evaluated += p.counts.evaluated;
-    out.counts.infeasible += p.counts.infeasible;
-    out.counts.graphs += p.counts.graphs;
+    add_counts(out.counts, p.counts);
     out.seconds = std::max(out.seconds, p.seconds);
-    out.top.insert(out.top.end(), p.top.begin(), p.top.end());
+    for (const auto& c : p.top) {
+      Candidate one = c;
+      one.equivalent.clear();
+      for (const auto& l : c.equivalent) {
+        Candidate tie = one;
+        tie.layout = l;
+        tie.predict_command.clear();
+        all.push_back(std::move(tie));
+      }
+      all.push_back(std::move(one));
+    }
     out.feasible_step_times_s.insert(out.feasible_step_times_s.end(), p.feasible_step_times_s.begin(),
                                      p.feasible_step_times_s.end());
     out.feasible_times_kept = out.feasible_times_kept && p.feasible_times_kept;
+    if (out.first_problem.field.empty()) out.first_problem = p.first_problem;
+    out.state_min_gpus = std::max(out.state_min_gpus, p.state_min_gpus);
   }
-  std::sort(out.top.begin(), out.top.end(), ranks_before);
-  if (static_cast<int>(out.top.size()) > top) out.top.resize(std::max(0, top));
+  std::sort(all.begin(), all.end(), ranks_before);
+  out.top = collapse(all, top, false);
   return out;
 }
 

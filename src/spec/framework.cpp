@@ -32,7 +32,8 @@ constexpr const char* kShardingChoices = "ddp, distributed_optimizer, fsdp1, fsd
 
 /// Each behaviour is a map {value, source}: the value and where it comes from.
 template <class Read>
-void behaviour(MapReader& r, const std::string& key, Read read) {
+void behaviour(MapReader& r, const std::string& key, Read read, bool required = true) {
+  if (!required && !r.has(key)) return;
   auto sub = r.map(key, true);
   if (!sub) return;
   read(*sub);
@@ -123,6 +124,14 @@ FrameworkSpec load_framework(const std::string& path) {
       f.recompute.push_back(std::move(n));
     }
   });
+  behaviour(r, "sequence_parallel", [&](MapReader& m) {
+    auto v = m.word("value", [](std::string_view s) -> std::optional<bool> {
+      if (s == "with_tp") return true;
+      if (s == "off") return false;
+      return std::nullopt;
+    }, "with_tp, off", true);
+    if (v) f.sequence_parallel_with_tp = *v;
+  }, false);
   behaviour(r, "refuses", [&](MapReader& m) {
     if (auto v = m.boolean("zero2_with_pp", true)) f.refuses_zero2_with_pp = *v;
     if (auto v = m.boolean("interleave_indivisible_microbatches", true))
@@ -156,7 +165,10 @@ std::optional<Recompute> framework_recompute(const FrameworkSpec& f, std::string
     if (n.ends_with(":K")) {
       n.remove_suffix(1);  // "selective_layer:"
       if (!name.starts_with(n)) continue;
-      return parse_recompute("every:" + std::string(name.substr(n.size())));
+      // Ridgeline's word of the entry's kind ("every:2" -> "every:"), then K.
+      const std::string_view as = r.maps_to;
+      const std::string kind(as.substr(0, as.find(':') + 1));
+      return parse_recompute((kind.empty() ? "every:" : kind) + std::string(name.substr(n.size())));
     }
     if (n == name) return parse_recompute(r.maps_to);
   }

@@ -223,9 +223,12 @@ double clock_at_power(const HardwareSpec& hw, double power_w) {
   return hw.clock_hz > 0 ? std::min(hw.clock_hz, f_hz) : f_hz;
 }
 
-HardwareSpec load_hardware(const std::string& path) {
+HardwareSpec load_hardware(const std::string& path) { return load_hardware_with_overrides(path, {}); }
+
+HardwareSpec load_hardware_with_overrides(const std::string& path, std::span<const FieldOverride> overrides) {
   YAML::Node root = load_yaml_file(path);
   support::DiagnosticList diags;
+  apply_overrides(root, overrides, diags);
   HardwareSpec hw;
   hw.source_file = path;
   hw.id = std::filesystem::path(path).stem().string();
@@ -326,7 +329,8 @@ HardwareSpec load_hardware(const std::string& path) {
   if (hw.peak(Peak::kFp8) > 0 && hw.peak(Peak::kBf16) > 0 && hw.peak(Peak::kFp8) > 2.5 * hw.peak(Peak::kBf16))
     diags.error(loc_of(path, root["compute"]["peak"]["fp8"]), "compute.peak.fp8",
                 "more than 2x the bf16 peak; give the dense figure, not the sparsity one");
-  diags.throw_if_errors();
+  relabel_overrides(diags, overrides).throw_if_errors();
+  for (const FieldOverride& o : overrides) hw.sources[o.field] = o.label + " on the command line";
   return hw;
 }
 

@@ -334,6 +334,42 @@ JsonValue parse_json(std::string_view text, const std::string& file) { return Pa
 
 JsonValue load_json_file(const std::string& path) { return parse_json(read_text_file(path), path); }
 
+void apply_overrides(JsonValue& root, std::span<const FieldOverride> overrides, support::DiagnosticList& d) {
+  for (const FieldOverride& o : overrides) {
+    const std::vector<std::string> parts = split_field_path(o.field);
+    JsonValue* cur = &root;
+    bool ok = true;
+    for (size_t i = 0; i < parts.size() && ok; ++i) {
+      if (cur->kind != JsonValue::Kind::kObject) {
+        std::string prefix = parts[0];
+        for (size_t k = 1; k < i; ++k) prefix += "." + parts[k];
+        d.error({}, o.label, fmt::format("'{}' holds a value, not an object of fields", prefix));
+        ok = false;
+        break;
+      }
+      auto it = std::find_if(cur->members.begin(), cur->members.end(),
+                             [&](const JsonMember& m) { return m.key == parts[i]; });
+      if (it == cur->members.end()) {
+        cur->members.push_back({parts[i], JsonValue{}});
+        it = cur->members.end() - 1;
+        if (i + 1 < parts.size()) it->value.kind = JsonValue::Kind::kObject;
+      }
+      cur = &it->value;
+    }
+    if (!ok) continue;
+    JsonValue v;
+    try {
+      v = parse_json(o.value, "");
+    } catch (const support::SpecError&) {
+      v = JsonValue{};
+      v.kind = JsonValue::Kind::kString;
+      v.text = o.value;
+    }
+    v.loc = {};
+    *cur = std::move(v);
+  }
+}
+
 JsonMapReader::JsonMapReader(const JsonValue& object, std::string file, std::string path,
                              support::DiagnosticList& diags)
     : object_(&object), file_(std::move(file)), path_(std::move(path)), diags_(&diags) {
@@ -344,11 +380,13 @@ JsonMapReader::JsonMapReader(const JsonValue& object, std::string file, std::str
 }
 
 bool JsonMapReader::has(const std::string& key) const {
+  read_.push_back(key);
   const JsonValue* v = valid_ ? object_->find(key) : nullptr;
   return v && v->kind != JsonValue::Kind::kNull;
 }
 
 std::optional<support::SourceLoc> JsonMapReader::loc(const std::string& key) const {
+  read_.push_back(key);
   const JsonValue* v = valid_ ? object_->find(key) : nullptr;
   if (!v) return std::nullopt;
   return v->loc;
@@ -360,6 +398,7 @@ void JsonMapReader::error_at(const std::string& key, const std::string& message)
 
 const JsonValue* JsonMapReader::get(const std::string& key, bool required, JsonValue::Kind kind,
                                     const char* expected) {
+  read_.push_back(key);
   const JsonValue* v = valid_ ? object_->find(key) : nullptr;
   if (!v) {
     if (required && valid_) missing_.push_back(key);

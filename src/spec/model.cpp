@@ -1,9 +1,12 @@
 #include "ridgeline/spec/model.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <string_view>
+#include <utility>
 #include <fmt/format.h>
 
 #include "ridgeline/spec/json_reader.hpp"
@@ -69,6 +72,59 @@ void check(const ModelSpec& m, const YAML::Node* root, const std::string& file, 
   check(m, locate, root_loc, root && (*root)["head_dim"].IsDefined(), k_heads, k_kv, k_hidden, d);
 }
 
+/// "owner/name": two non-empty parts of letters, digits, '-', '_' and '.'
+/// (the Hub's repository naming rule).
+bool valid_hub_id(std::string_view s) {
+  const size_t slash = s.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 == s.size()) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (i == slash) continue;
+    if (!std::isalnum(c) && c != '-' && c != '_' && c != '.') return false;
+  }
+  return true;
+}
+
+/// An override of a config.json key that no getter read would change nothing:
+/// an unknown key gets a did-you-mean among the keys read, a key the file
+/// has but Ridgeline does not read says so.
+void check_overrides_read(const JsonMapReader& r, std::span<const FieldOverride> overrides, const std::string& type,
+                          support::DiagnosticList& d) {
+  std::vector<std::string> read;
+  for (const auto& k : r.read_keys())
+    if (std::find(read.begin(), read.end(), k) == read.end()) read.push_back(k);
+  for (const FieldOverride& o : overrides) {
+    const std::string key = split_field_path(o.field).front();
+    if (std::find(read.begin(), read.end(), key) != read.end() && key == o.field) continue;
+    // The models/*.yaml name of a field, for the config.json key it maps to.
+    static constexpr std::pair<std::string_view, std::string_view> kYamlToHf[] = {
+        {"layers", "num_hidden_layers"}, {"layers", "n_layer"},
+        {"hidden", "hidden_size"},       {"hidden", "n_embd"},
+        {"heads", "num_attention_heads"}, {"heads", "n_head"},
+        {"kv_heads", "num_key_value_heads"}, {"ffn_hidden", "intermediate_size"},
+        {"ffn_hidden", "n_inner"},       {"vocab", "vocab_size"},
+        {"max_seq_len", "max_position_embeddings"}, {"max_seq_len", "n_positions"},
+        {"tied_embeddings", "tie_word_embeddings"}, {"moe.experts", "num_local_experts"},
+        {"moe.experts", "n_routed_experts"}, {"moe.experts", "num_experts"},
+        {"moe.top_k", "num_experts_per_tok"}};
+    std::string hf_key;
+    for (const auto& [yaml, json] : kYamlToHf)
+      if (yaml == o.field && hf_key.empty() && std::find(read.begin(), read.end(), json) != read.end())
+        hf_key = json;
+    if (!hf_key.empty()) {
+      d.error({}, o.label, fmt::format("a {} config.json names this field '{}' (--set model.{}=...)", type, hf_key,
+                                       hf_key));
+      continue;
+    }
+    std::string all;
+    for (const auto& k : read) all += (all.empty() ? "" : ", ") + k;
+    if (const std::string guess = support::closest_match(key, read); !guess.empty())
+      d.error({}, o.label, fmt::format("unknown key '{}'; did you mean '{}'?", key, guess));
+    else
+      d.error({}, o.label, fmt::format("Ridgeline does not read '{}' from a {} config.json; it reads {}", key, type, all));
+  }
+}
+
 }  // namespace
 
 std::string_view name(Activation a) {
@@ -123,14 +179,22 @@ void validate_model(const ModelSpec& m, const std::string& file) {
   d.throw_if_errors();
 }
 
-ModelSpec load_model(const std::string& path) {
+ModelSpec load_model(const std::string& path) { return load_model_with_overrides(path, {}); }
+
+ModelSpec load_model_with_overrides(const std::string& path, std::span<const FieldOverride> overrides) {
   YAML::Node root = load_yaml_file(path);
   support::DiagnosticList d;
+  apply_overrides(root, overrides, d);
   ModelSpec m;
   m.source_file = path;
   m.id = std::filesystem::path(path).stem().string();
   MapReader r(root, path, "", d);
   m.name = r.string("name", true).value_or(m.id);
+  if (auto hub = r.string("hub_id")) {
+    if (valid_hub_id(*hub)) m.hub_id = *hub;
+    else r.error_at("hub_id", fmt::format("expected a Hugging Face repository such as \"meta-llama/Meta-Llama-3-8B\" "
+                                          "(owner/name), got \"{}\"", *hub));
+  }
   m.layers = static_cast<int>(r.integer("layers", true, 1, 100000).value_or(0));
   m.hidden = static_cast<int>(r.integer("hidden", true, 1, 1 << 24).value_or(0));
   m.heads = static_cast<int>(r.integer("heads", true, 1, 1 << 20).value_or(0));
@@ -154,36 +218,62 @@ ModelSpec load_model(const std::string& path) {
   r.allow("source");
   r.finish();
   if (!d.has_errors()) check(m, &root, path, "heads", "kv_heads", "hidden", d);
-  d.throw_if_errors();
+  relabel_overrides(d, overrides).throw_if_errors();
   return m;
 }
 
-ModelSpec load_hf_config(const std::string& path) {
-  const JsonValue root = load_json_file(path);
+ModelSpec load_hf_config(const std::string& path) { return load_hf_config_with_overrides(path, {}); }
+
+ModelSpec load_hf_config_with_overrides(const std::string& path, std::span<const FieldOverride> overrides) {
+  JsonValue root = load_json_file(path);
   support::DiagnosticList d;
+  apply_overrides(root, overrides, d);
+  const auto throw_if_errors = [&] { relabel_overrides(d, overrides).throw_if_errors(); };
+  throw_if_errors();
   ModelSpec m;
   m.source_file = path;
-  m.id = std::filesystem::path(path).stem().string();
+  const std::filesystem::path fp(path);
+  // A downloaded model is a folder holding config.json: the folder names it.
+  const std::string folder = fp.has_parent_path() ? fp.parent_path().filename().string() : "";
+  const bool named_by_folder = fp.filename() == "config.json" && !folder.empty() && folder != "." && folder != "..";
+  m.id = named_by_folder ? folder : fp.stem().string();
   // Unknown keys are ignored (configs carry many Ridgeline has no use for);
   // a null optional field takes its default, as in transformers.
   JsonMapReader r(root, path, "", d);
-  d.throw_if_errors();
+  throw_if_errors();
   const auto type = r.string("model_type", true);
   r.finish();
-  d.throw_if_errors();
-  static const std::vector<std::string> kTypes = {"llama", "mistral", "mixtral", "qwen2", "gpt2", "gpt_neox"};
-  if (std::find(kTypes.begin(), kTypes.end(), *type) == kTypes.end()) {
-    r.error_at("model_type", fmt::format("unsupported model type '{}'; supported: llama, mistral, mixtral, qwen2, "
-                                         "gpt2, gpt_neox", *type));
-    d.throw_if_errors();
+  throw_if_errors();
+  static const std::vector<std::string> kTypes = {"llama", "mistral", "mixtral", "qwen2",   "qwen2_moe", "qwen3",
+                                                  "qwen3_moe", "gemma", "gemma2", "phi3", "gpt2", "gpt_neox"};
+  if (*type == "deepseek_v2" || *type == "deepseek_v3") {
+    // One line naming every part of the architecture Ridgeline's layer lacks.
+    const auto num = [&](const char* key) {
+      const JsonValue* v = root.find(key);
+      return v && v->kind == JsonValue::Kind::kNumber ? v->text : std::string("?");
+    };
+    r.error_at("model_type", fmt::format("{} is not modelled: multi-head latent attention (kv_lora_rank {}), shared "
+                                         "experts (n_shared_experts {}) and dense first layers (first_k_dense_replace "
+                                         "{}); Ridgeline's layer has grouped-query attention and routed experts only",
+                                         *type, num("kv_lora_rank"), num("n_shared_experts"),
+                                         num("first_k_dense_replace")));
+    throw_if_errors();
   }
-  m.name = fmt::format("{} ({})", m.id, *type);
+  if (std::find(kTypes.begin(), kTypes.end(), *type) == kTypes.end()) {
+    std::string all;
+    for (const auto& t : kTypes) all += (all.empty() ? "" : ", ") + t;
+    r.error_at("model_type", fmt::format("unsupported model type '{}'; supported: {}", *type, all));
+    throw_if_errors();
+  }
+  m.name = named_by_folder ? folder : fmt::format("{} ({})", m.id, *type);
   auto i = [&](const char* key, bool req, long long dflt) {
     return static_cast<int>(r.integer(key, req, 1, 1LL << 30).value_or(dflt));
   };
   const char* k_heads = "num_attention_heads";
   const char* k_kv = "num_key_value_heads";
   const char* k_hidden = "hidden_size";
+  const bool gemma = *type == "gemma" || *type == "gemma2";
+  const bool moe = *type == "mixtral" || *type == "qwen2_moe" || *type == "qwen3_moe";
   if (*type == "gpt2") {
     k_heads = "n_head";
     k_kv = "n_head";
@@ -210,7 +300,10 @@ ModelSpec load_hf_config(const std::string& path) {
     m.layers = i("num_hidden_layers", true, 0);
     m.heads = i("num_attention_heads", true, 0);
     m.kv_heads = r.has(k_kv) ? i(k_kv, false, m.heads) : m.heads;
-    m.ffn_hidden = i("intermediate_size", true, 0);
+    // The MoE types' experts have their own width (moe_intermediate_size);
+    // intermediate_size is then the width of dense layers, which these have none of.
+    const bool expert_width = (*type == "qwen2_moe" || *type == "qwen3_moe");
+    m.ffn_hidden = expert_width ? i("moe_intermediate_size", true, 0) : i("intermediate_size", true, 0);
     m.vocab = i("vocab_size", true, 0);
     m.max_seq_len = i("max_position_embeddings", false, 2048);
     m.position = Position::kRope;
@@ -221,24 +314,64 @@ ModelSpec load_hf_config(const std::string& path) {
       m.tied_embeddings = r.boolean("tie_word_embeddings").value_or(false);
       m.dropout = r.number("hidden_dropout", false, 0.0, 0.99).value_or(0.0);
     } else {
-      const auto act = r.string("hidden_act").value_or("silu");
+      // Gemma names its MLP activation hidden_activation (gelu_pytorch_tanh) and
+      // keeps hidden_act for older checkpoints; both gate the MLP (GeGLU).
+      std::string act = r.string("hidden_act").value_or(gemma ? "gelu_pytorch_tanh" : "silu");
+      if (gemma && r.has("hidden_activation")) act = r.string("hidden_activation").value_or(act);
       m.activation = (act == "silu" || act == "swish") ? Activation::kSwiglu : Activation::kGeglu;
       m.norm = Norm::kRmsNorm;
       m.bias = false;
-      m.tied_embeddings = r.boolean("tie_word_embeddings").value_or(false);
+      // transformers' GemmaConfig and Gemma2Config tie the embeddings by default.
+      m.tied_embeddings = r.boolean("tie_word_embeddings").value_or(gemma);
       m.dropout = 0.0;
     }
     if (*type == "mixtral") {
       m.moe.experts = i("num_local_experts", true, 0);
       m.moe.top_k = i("num_experts_per_tok", false, 2);
+    } else if (moe) {
+      m.moe.experts = i("num_experts", true, 0);
+      m.moe.top_k = i("num_experts_per_tok", true, 0);
+      // Every layer an MoE layer: decoder_sparse_step 1 and no mlp_only_layers.
+      const int step = i("decoder_sparse_step", false, 1);
+      const JsonValue* dense = root.find("mlp_only_layers");
+      r.loc("mlp_only_layers");
+      if (step != 1)
+        r.error_at("decoder_sparse_step", fmt::format("an MoE layer every {} layers is not modelled; Ridgeline's "
+                                                      "MoE models have experts in every layer (1)", step));
+      else if (dense && dense->kind == JsonValue::Kind::kArray && !dense->items.empty())
+        r.error_at("mlp_only_layers", fmt::format("{} dense layers among the MoE layers are not modelled; "
+                                                  "Ridgeline's MoE models have experts in every layer",
+                                                  dense->items.size()));
+      if (*type == "qwen2_moe" && r.has("shared_expert_intermediate_size")) {
+        const auto shared = r.integer("shared_expert_intermediate_size", false, 0, 1LL << 30);
+        if (shared && *shared > 0)
+          r.error_at("shared_expert_intermediate_size",
+                     fmt::format("a shared expert (width {}) is not modelled; Ridgeline's MoE layer has routed "
+                                 "experts only", *shared));
+      }
+    }
+    if (*type == "qwen3" || *type == "qwen3_moe")
+      m.notes.push_back("the per-head RMSNorm of queries and keys (2 x head_dim weights a layer) is not counted");
+    if (*type == "gemma2")
+      m.notes.push_back("the norms after attention and after the MLP (2 x hidden weights a layer) are not counted");
+    // A sliding window in use (mistral, phi3, gemma2's every other layer) is
+    // modelled as full attention: exact up to the window, attention FLOPs
+    // overestimated beyond it. Qwen configs carry a window they do not use.
+    const bool window_used = !r.has("use_sliding_window") || r.boolean("use_sliding_window").value_or(false);
+    if (r.has("sliding_window") && window_used) {
+      if (const auto w = r.integer("sliding_window", false, 1, 1LL << 30); w && *w < m.max_seq_len)
+        m.notes.push_back(fmt::format("sliding-window attention ({} tokens{}) is modelled as full attention: exact "
+                                      "for sequences up to the window, attention work overestimated beyond it",
+                                      *w, *type == "gemma2" ? ", every other layer" : ""));
     }
   }
   m.head_dim = r.has("head_dim") ? i("head_dim", false, 0) : (m.heads > 0 ? m.hidden / m.heads : 0);
   r.finish();
+  check_overrides_read(r, overrides, *type, d);
   if (!d.has_errors())
     check(m, [&](const char* key) { return r.loc(key); }, r.self_loc(), r.has("head_dim"), k_heads, k_kv, k_hidden,
           d);
-  d.throw_if_errors();
+  throw_if_errors();
   return m;
 }
 

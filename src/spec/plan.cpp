@@ -4,6 +4,7 @@
 #include <charconv>
 #include <fmt/format.h>
 
+#include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
 #include "ridgeline/spec/yaml_reader.hpp"
 
@@ -76,11 +77,13 @@ std::optional<Recompute> parse_recompute(std::string_view s) {
   if (s == "selective") return Recompute{RecomputeKind::kSelective, 0};
   if (s == "full") return Recompute{RecomputeKind::kFull, 0};
   if (s == "sqrt") return Recompute{RecomputeKind::kSqrt, 0};
-  if (s.rfind("every:", 0) == 0) {
+  const bool every = s.starts_with("every:"), block = s.starts_with("block:");
+  if (every || block) {
     auto num = s.substr(6);
     int k = 0;
     auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), k);
     if (ec != std::errc() || p != num.data() + num.size() || k < 1) return std::nullopt;
+    if (block) return Recompute{RecomputeKind::kFull, 0, k};
     return Recompute{RecomputeKind::kEvery, k};
   }
   return std::nullopt;
@@ -118,7 +121,7 @@ std::string to_string(const Recompute& r) {
   switch (r.kind) {
     case RecomputeKind::kNone: return "none";
     case RecomputeKind::kSelective: return "selective";
-    case RecomputeKind::kFull: return "full";
+    case RecomputeKind::kFull: return r.block_layers > 0 ? fmt::format("block:{}", r.block_layers) : "full";
     case RecomputeKind::kSqrt: return "sqrt";
     case RecomputeKind::kEvery: return fmt::format("every:{}", r.every_k);
   }
@@ -135,7 +138,7 @@ std::string lora_targets_to_string(std::uint8_t mask) {
 }
 
 std::string precision_choices() { return choices_of(kPrecisions); }
-std::string recompute_choices() { return "none, selective, full, every:K, sqrt"; }
+std::string recompute_choices() { return "none, selective, full, every:K, block:K, sqrt"; }
 std::string attention_choices() { return choices_of(kAttention); }
 std::string fusion_choices() { return choices_of(kFusion); }
 std::string optimizer_choices() { return choices_of(kOptimizers); }
@@ -145,6 +148,52 @@ std::string attention_flops_choices() { return choices_of(kAttnFlops); }
 std::string lora_target_choices() { return "a comma list of q, k, v, o, gate, up, down, or all, attention"; }
 std::string master_weights_choices() { return choices_of(kMasterWeights); }
 std::string main_grads_choices() { return choices_of(kMainGrads); }
+
+int stage_layers(int layers, int pp, int first, int last, int stage) {
+  pp = std::max(1, pp);
+  if (first <= 0 && last <= 0) return (layers + pp - 1) / pp;
+  if (pp == 1) return layers;
+  if (stage == 0 && first > 0) return first;
+  if (stage == pp - 1 && last > 0) return last;
+  const int others = pp - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0);
+  const int rest = layers - std::max(0, first) - std::max(0, last);
+  if (others <= 0 || rest <= 0 || rest % others != 0) return 0;
+  return rest / others;
+}
+
+int max_stage_layers(int layers, int pp, int first, int last) {
+  int most = 0;
+  // The end stages and one stage between them cover every distinct count.
+  for (int i : {0, std::min(1, std::max(0, pp - 1)), std::max(0, pp - 1)})
+    most = std::max(most, stage_layers(layers, pp, first, last, i));
+  return most;
+}
+
+std::string check_stage_layers(int layers, int pp, int first, int last) {
+  if (first <= 0 && last <= 0) return "";
+  if (pp <= 1) return "uneven pipeline stages need PP > 1";
+  const int given = std::max(0, first) + std::max(0, last);
+  const int others = pp - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0);
+  const int rest = layers - given;
+  std::string ends;
+  if (first > 0) ends = fmt::format("the first stage's {}", first);
+  if (last > 0) ends += fmt::format("{}the last stage's {}", ends.empty() ? "" : " and ", last);
+  if (others == 0) {
+    if (rest == 0) return "";
+    return fmt::format("{} add up to {} layers, not the model's {}", ends, given, layers);
+  }
+  if (rest < others)
+    return fmt::format("{} layers less {} leave {}, fewer than one for each of the {} other stages", layers, ends,
+                       rest, others);
+  if (rest % others != 0)
+    return fmt::format("{} layers less {} leave {}, which {} other stages do not divide", layers, ends, rest,
+                       others);
+  return "";
+}
+
+void apply_framework_defaults(PlanSpec& p) {
+  if (!p.sp_given && p.parallel.tp > 1 && framework(p.framework).sequence_parallel_with_tp) p.parallel.sp = true;
+}
 
 const std::vector<std::string>& setting_keys() {
   static const std::vector<std::string> keys = [] {
@@ -216,6 +265,7 @@ PlanSpec load_plan(const std::string& path) {
   MapReader r(root, path, "", d);
   read_fields(r, "", p);
   r.finish();
+  if (root.IsMap() && root["parallel"].IsMap() && root["parallel"]["sp"]) p.sp_given = true;
   if (!d.has_errors() && p.global_batch > 0 && p.micro_batch > p.global_batch)
     d.error(loc_of(path, root["micro_batch"]), "micro_batch",
             fmt::format("micro-batch {} exceeds the global batch {}", p.micro_batch, p.global_batch));

@@ -33,7 +33,9 @@ const PlanField kFields[] = {
     {.key = "micro_batch", .flag = "micro-batch", .help = "Micro-batch size per GPU", .type = FieldType::kInt,
      .lo = 1, .hi = 1 << 24, .int_ref = [](PlanSpec& p) -> int& { return p.micro_batch; }, .summary = "mb{}"},
     {.key = "global_batch", .flag = "global-batch",
-     .help = "Global batch in sequences (default: micro-batch x DP, one micro-batch per step)",
+     .help = "Global batch in sequences, or in tokens with a K, M or G suffix (binary, as batch sizes are "
+             "quoted: 4M = 4 x 2^20 tokens = 512 sequences of 8192; it must be a whole number of sequences) "
+             "(default: micro-batch x DP, one micro-batch per step)",
      .type = FieldType::kInt, .lo = 1, .hi = 1 << 30,
      .int_ref = [](PlanSpec& p) -> int& { return p.global_batch; }},
     {.key = "seq_len", .setting = "seq", .flag = "seq",
@@ -94,8 +96,10 @@ const PlanField kFields[] = {
      .word = [](const PlanSpec& p) { return to_string(p.fusion); }, .choices = fusion_choices,
      .group = SummaryGroup::kTechnique, .show = Show::kAlways, .summary = "fusion {}"},
     {.key = "recompute", .flag = "recompute",
-     .help = "Activation recomputation (also the framework's own names: activation_checkpointing, "
-             "gradient_checkpointing, selective_op, selective_layer:K, uniform:K)",
+     .help = "Activation recomputation (block:K: full recomputation of the first K layers of each pipeline "
+             "stage, the others keep their activations, Megatron-LM's --recompute-method block; also the "
+             "framework's own names: activation_checkpointing, gradient_checkpointing, selective_op, "
+             "selective_layer:K, uniform:K)",
      .type = FieldType::kWord,
      .parse_word = [](PlanSpec& p, std::string_view s) {
        auto v = parse_recompute(s);
@@ -165,6 +169,19 @@ const PlanField kFields[] = {
      .help = "Virtual pipeline stages per GPU (interleaved 1F1B when > 1)", .type = FieldType::kInt, .lo = 1,
      .hi = 1024, .int_ref = [](PlanSpec& p) -> int& { return p.parallel.virtual_stages; },
      .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "v{}"},
+    // Uneven pipeline stages (Megatron-LM --decoder-first-pipeline-num-layers
+    // / --decoder-last-pipeline-num-layers; Llama 3 405B: 126 layers on PP16,
+    // the first and last stages 7, the others 8). 0 = an even share.
+    {.key = "parallel.first_stage_layers", .setting = "first_stage_layers", .flag = "first-stage-layers",
+     .help = "Decoder layers on the first pipeline stage; the stages without a count split the rest evenly "
+             "(default 0: an even share)",
+     .type = FieldType::kInt, .lo = 0, .hi = 1 << 16,
+     .int_ref = [](PlanSpec& p) -> int& { return p.parallel.first_stage_layers; },
+     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "first-stage:{}L"},
+    {.key = "parallel.last_stage_layers", .setting = "last_stage_layers", .flag = "last-stage-layers",
+     .help = "Decoder layers on the last pipeline stage (default 0: an even share)", .type = FieldType::kInt,
+     .lo = 0, .hi = 1 << 16, .int_ref = [](PlanSpec& p) -> int& { return p.parallel.last_stage_layers; },
+     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "last-stage:{}L"},
     {.key = "parallel.tp_comm_overlap", .setting = "tp_comm_overlap", .flag = "tp-comm-overlap",
      .help = "Overlap TP communication with GEMMs", .type = FieldType::kBool,
      .bool_ref = [](PlanSpec& p) -> bool& { return p.parallel.tp_comm_overlap; },

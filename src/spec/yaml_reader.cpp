@@ -200,6 +200,66 @@ std::optional<double> parse_real_number(const std::string& text, double min, dou
   return v;
 }
 
+std::vector<std::string> split_field_path(const std::string& field) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = field.find('.', start);
+    parts.push_back(field.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return parts;
+}
+
+void apply_overrides(YAML::Node& root, std::span<const FieldOverride> overrides, support::DiagnosticList& d) {
+  for (const FieldOverride& o : overrides) {
+    const std::vector<std::string> parts = split_field_path(o.field);
+    if (std::any_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); })) {
+      d.error({}, o.label, "expected a field path such as memory.hbm_bandwidth");
+      continue;
+    }
+    YAML::Node cur = root;  // shares root's nodes
+    bool ok = true;
+    for (size_t i = 0; i + 1 < parts.size() && ok; ++i) {
+      if (!std::as_const(cur)[parts[i]].IsDefined()) cur[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      YAML::Node next = cur[parts[i]];
+      if (!next.IsMap()) {
+        std::string prefix = parts[0];
+        for (size_t k = 1; k <= i; ++k) prefix += "." + parts[k];
+        d.error({}, o.label, fmt::format("'{}' holds a value, not a section of fields", prefix));
+        ok = false;
+      }
+      cur.reset(next);
+    }
+    if (ok) cur[parts.back()] = YAML::Node(o.value);
+  }
+}
+
+support::DiagnosticList relabel_overrides(const support::DiagnosticList& d, std::span<const FieldOverride> overrides) {
+  if (overrides.empty()) return d;
+  support::DiagnosticList out;
+  for (const support::Diagnostic& diag : d.items()) {
+    const FieldOverride* about = nullptr;
+    for (const FieldOverride& o : overrides) {
+      if (diag.field == o.label) about = &o;
+      const std::string& f = diag.field;
+      if (f == o.field || (f.starts_with(o.field) && (f[o.field.size()] == '.' || f[o.field.size()] == '[')))
+        about = &o;
+      const std::vector<std::string> parts = split_field_path(o.field);
+      std::string parent;
+      for (size_t i = 0; i < parts.size() && !about; ++i) {
+        if (f == parent && diag.message.starts_with("unknown key '" + parts[i] + "'")) about = &o;
+        parent += (i ? "." : "") + parts[i];
+      }
+      if (about) break;
+    }
+    if (about) out.add({{}, about->label, diag.message, diag.severity});
+    else out.add(diag);
+  }
+  return out;
+}
+
 MapReader::MapReader(const YAML::Node& node, std::string file, std::string path, support::DiagnosticList& diags)
     : node_(node), file_(std::move(file)), path_(std::move(path)), diags_(&diags) {
   if (!node_.IsMap()) {

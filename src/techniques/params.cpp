@@ -34,9 +34,8 @@ LocalParams local_params(const spec::ModelSpec& m, const spec::PlanSpec& p, Pipe
   const double t = std::max(1, p.parallel.tp);
   const double pp = std::max(1, p.parallel.pp);
   const double ep = std::max(1, p.parallel.ep);
-  const double L_local = std::ceil(m.layers / pp);
   LocalParams lp;
-  lp.layers_local = L_local;
+  double L_local = std::ceil(m.layers / pp);
   lp.model_total = pc.total;
   const double h = m.hidden, q = m.q_dim(), f = m.ffn_hidden, V = m.vocab;
   const double nb = m.bias ? 1.0 : 0.0;
@@ -62,8 +61,15 @@ LocalParams local_params(const spec::ModelSpec& m, const spec::PlanSpec& p, Pipe
     if (stage == PipelineStage::kLargest)
       stage = emb >= head + pc.final_norm ? PipelineStage::kFirst : PipelineStage::kLast;
     first = stage == PipelineStage::kFirst;
-    last = !first;
+    last = stage == PipelineStage::kLast;
+    // Uneven stages: this stage's own layers (the largest end's for kLargest).
+    const auto& par = p.parallel;
+    if (par.first_stage_layers > 0 || par.last_stage_layers > 0) {
+      const int index = first ? 0 : last ? par.pp - 1 : 1;
+      L_local = spec::stage_layers(m.layers, par.pp, par.first_stage_layers, par.last_stage_layers, index);
+    }
   }
+  lp.layers_local = L_local;
   const double ends = (first ? emb : 0.0) + (last ? head + pc.final_norm : 0.0);
   const double end_matrices = (first ? 1.0 : 0.0) + (last && head > 0 ? 1.0 : 0.0);
   lp.weights = L_local * layer + ends;

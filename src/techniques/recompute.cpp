@@ -31,6 +31,11 @@ int checkpoint_count(const spec::Recompute& r, int layers) {
 /// backward (the output projection still saves O as its input). As for the
 /// naive core, the recomputed tensors (here O and the log-sum-exp) live only
 /// within their layer's backward and are not counted as a working set.
+/// block:K (Megatron-LM --recompute-method block): the first K layers of
+/// the stage recompute fully, one layer at a time (each keeps only its
+/// input); the other L - K keep their saved tensors. The graph's layer
+/// kernels stand for all L layers, so the forward kernels keep (L - K) / L of
+/// their saved bytes and the recompute copies run for K of the L layers.
 /// full / every:K / sqrt (Chen et al. 2016): each segment of K layers keeps
 /// only its input; before its backward the segment's forward runs again and
 /// its K layers' saved tensors are alive at once (the working set).
@@ -65,9 +70,25 @@ void apply_recompute(graph::Graph& g, const spec::MicrobatchPlan& p) {
     }
     return;
   }
+  const int L = g.layers;
+  if (p.recompute.block_layers > 0 && L > 0) {
+    const double k = std::min(p.recompute.block_layers, L);
+    for (size_t i = 0; i < n; ++i) {
+      Kernel& f = ks[i];
+      if (f.phase != spec::Phase::kForward || !f.has(graph::kLayer)) continue;
+      Kernel r = f;
+      r.phase = spec::Phase::kRecompute;
+      r.count = f.count * k / L;
+      r.saved_fraction = 1.0 / k;  // one recomputed layer's tensors alive at a time
+      ks.push_back(r);
+      // The first norm saves the layer input: kept by every layer (the
+      // recomputed ones as their checkpoint).
+      if (ks[i].op != graph::Op::kNorm1) ks[i].saved_fraction *= (L - k) / L;
+    }
+    return;
+  }
   // Each layer's forward kernels free their saved tensors; their recompute
   // copies rebuild them, one segment of K layers alive at a time.
-  const int L = g.layers;
   const double working = L > 0 ? std::min(segment_layers(p.recompute, L), L) / static_cast<double>(L) : 0.0;
   for (size_t i = 0; i < n; ++i) {
     Kernel& k = ks[i];

@@ -165,4 +165,27 @@ std::string format_count(double n) {
 
 std::string format_percent(double frac) { return fmt::format("{:.1f}%", frac * 100.0); }
 
+std::string format_duration(double s) {
+  if (!std::isfinite(s) || s < 0) return "unknown";
+  if (s < 60.0) return format_seconds(s);
+  if (s < 3600.0) {
+    const double min = s / 60.0;
+    return min < 9.95 ? fmt::format("{:.1f} min", min) : fmt::format("{:.0f} min", min);
+  }
+  if (s < 2 * 86400.0) return fmt::format("{:.1f} h", s / 3600.0);
+  return fmt::format("{:.1f} days", s / 86400.0);
+}
+
+std::string format_whole(double n) {
+  if (!std::isfinite(n)) return "unknown";
+  const double r = std::round(n);
+  std::string digits = fmt::format("{:.0f}", std::fabs(r));
+  std::string o;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) o += ',';
+    o += digits[i];
+  }
+  return r < 0 ? "-" + o : o;
+}
+
 }  // namespace ridgeline::units

@@ -92,9 +92,9 @@ TEST_CASE("cli: the shipped default runs and says whether it fits") {
   const auto j = test::run_cli("predict --dp 8 --zero 3 --global-batch 8 --format json");
   CHECK(j.status == 0);
   const auto doc = nlohmann::json::parse(j.out);
-  for (const char* k : {"time_s", "tokens_per_s", "mfu", "hfu", "model_flops"}) CHECK(doc["step"].contains(k));
+  for (const char* k : {"step_time_s", "tokens_per_s", "mfu", "hfu", "model_flops"}) CHECK(doc["step"].contains(k));
   for (const char* k : {"weights_bytes", "gradients_bytes", "master_weights_bytes", "optimizer_bytes",
-                        "activations_bytes", "buffers_bytes", "total_bytes", "capacity_bytes", "fits"})
+                        "activations_bytes", "buffers_bytes", "peak_memory_bytes", "capacity_bytes", "fits"})
     CHECK(doc["memory"].contains(k));
   CHECK(doc["memory"]["fits"] == true);
   const auto& k0 = doc["kernels"][0];

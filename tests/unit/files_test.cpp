@@ -146,7 +146,7 @@ TEST_CASE("files: report writes its three files together, or none") {
 
   // Bad input: nothing written.
   TempDir bad("report_bad");
-  r = run_cli("report --gpu h100 --model gpt3_125m -o " + (bad.path / "plan").string());
+  r = run_cli("report --gpu h10 --model gpt3_125m -o " + (bad.path / "plan").string());
   CHECK(r.status == 2);
   CHECK(bad.entries().empty());
 

@@ -224,7 +224,9 @@ struct SmallSearch {
 /// Every feasible configuration of the small search, found without search::run:
 /// each layout of the same value lists through engine::evaluate. Left out, as
 /// the search leaves them out: ZeRO > 0 with nothing to shard (the same as
-/// ZeRO-0), interleaving without whole chunks, and plans engine::check_plan rejects.
+/// ZeRO-0), interleaving without whole chunks, plans engine::check_plan
+/// rejects, and those whose peak memory's upper end leaves less than the
+/// default headroom (search::kDefaultHeadroom).
 std::vector<engine::Prediction> enumerate(const SmallSearch& x) {
   std::vector<engine::Prediction> out;
   const auto& m = x.m;
@@ -256,7 +258,10 @@ std::vector<engine::Prediction> enumerate(const SmallSearch& x) {
                 const auto p = search::plan_for(x.base, l, x.s.global_batch);
                 if (!engine::check_plan(m, p, x.hw).field.empty()) continue;
                 auto pred = engine::evaluate(m, p, x.hw, opt);
-                if (pred.status == engine::Status::kOk) out.push_back(std::move(pred));
+                // Qualifies: fits, with peak memory's upper end inside the default headroom.
+                if (pred.status == engine::Status::kOk &&
+                    uncertainty::memory_interval(pred.memory).hi <= x.hw.memory_bytes * (1 - search::kDefaultHeadroom))
+                  out.push_back(std::move(pred));
               }
   return out;
 }

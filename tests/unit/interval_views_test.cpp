@@ -111,7 +111,7 @@ TEST_CASE("intervals: predict JSON bounds are the point times the shipped interv
   const auto iv = c.interval();
   const json j = report::prediction_json(c.pred, c.inputs());
   const auto& s = c.pred.step;
-  const auto [t_lo, t_hi] = pair_of(j["step"]["time_s_interval"]);
+  const auto [t_lo, t_hi] = pair_of(j["step"]["step_time_s_interval"]);
   CHECK(t_lo == doctest::Approx(s.time_s * iv.lo));
   CHECK(t_hi == doctest::Approx(s.time_s * iv.hi));
   CHECK(t_lo <= s.time_s);
@@ -143,9 +143,9 @@ TEST_CASE("intervals: predict JSON bounds are the point times the shipped interv
   CHECK(k["note"] == iv.note);
   // Peak memory: the allocator's range, and fits judged at its upper end too.
   const auto mi = uncertainty::memory_interval(c.pred.memory);
-  const auto [b_lo, b_hi] = pair_of(j["memory"]["total_bytes_interval"]);
-  CHECK(b_lo == mi.lo);
-  CHECK(b_hi == mi.hi);
+  const auto [b_lo, b_hi] = pair_of(j["memory"]["peak_memory_bytes_interval"]);
+  CHECK(b_lo == std::llround(mi.lo));  // whole bytes
+  CHECK(b_hi == std::llround(mi.hi));
   CHECK(b_lo <= c.pred.memory.total);
   CHECK(b_hi >= c.pred.memory.total);
   CHECK(j["memory"]["fits_at_upper_bound"] == (mi.hi <= c.pred.memory.capacity));
@@ -180,7 +180,7 @@ TEST_CASE("intervals: a GEMM or attention kernel has the kernel pools' interval;
   CHECK(gemm > 0);
   CHECK(other > 0);
   // The CSV: the same bounds as its last two columns, empty where there are none.
-  const std::string csv = report::prediction_csv(c.pred, in);
+  const std::string csv = report::kernels_csv(c.pred, in);
   std::istringstream lines(csv);
   std::string line;
   std::getline(lines, line);
@@ -215,12 +215,12 @@ TEST_CASE("intervals: a higher level gives a wider or equal interval, and memory
     CAPTURE(level);
     const json j = report::prediction_json(c.pred, c.inputs(level));
     CHECK(j["interval"]["level"].get<double>() == level);
-    const auto [t_lo, t_hi] = pair_of(j["step"]["time_s_interval"]);
+    const auto [t_lo, t_hi] = pair_of(j["step"]["step_time_s_interval"]);
     CHECK(t_lo <= lo * c.pred.step.time_s * (1 + 1e-12));
     CHECK(t_hi >= hi * c.pred.step.time_s * (1 - 1e-12));
     lo = t_lo / c.pred.step.time_s;
     hi = t_hi / c.pred.step.time_s;
-    if (!previous.is_null()) CHECK(j["memory"]["total_bytes_interval"] == previous["memory"]["total_bytes_interval"]);
+    if (!previous.is_null()) CHECK(j["memory"]["peak_memory_bytes_interval"] == previous["memory"]["peak_memory_bytes_interval"]);
     previous = j;
   }
   CHECK(hi > lo);
@@ -238,7 +238,7 @@ TEST_CASE("intervals: the predict table shows each figure's interval, its pool a
   CHECK(t.find(format_count(s.tokens_per_s) + " tokens/s   80% interval " +
                report::text::range(s.tokens_per_s / iv.hi, s.tokens_per_s / iv.lo, report::text::tokens_per_s)) !=
         std::string::npos);
-  CHECK(t.find(format_percent(s.mfu) + "   80% interval " +
+  CHECK(t.find(format_percent(s.mfu) + " of the dense bf16 peak (989 TFLOP/s)   80% interval " +
                report::text::range(s.mfu / iv.hi, s.mfu / iv.lo, format_percent)) != std::string::npos);
   CHECK(t.find(fmt::format("  interval           80%, from {}, {} validated runs\n", iv.pool, iv.rows)) !=
         std::string::npos);
@@ -273,14 +273,14 @@ TEST_CASE("intervals: without residuals no interval is drawn, and the views say 
   const uncertainty::IntervalModel none;
   const auto in = c.inputs(0.8, &none);
   const json j = report::prediction_json(c.pred, in);
-  CHECK(j["step"]["time_s_interval"].is_null());
+  CHECK(j["step"]["step_time_s_interval"].is_null());
   CHECK(j["step"]["mfu_interval"].is_null());
   CHECK(j["training"]["cost_usd_interval"].is_null());
   CHECK(j["interval"]["rows"] == 0);
   const std::string note = j["interval"]["note"];
   CHECK(note.find("no residuals to draw an interval from") == 0);
   // Memory's range needs no residuals.
-  CHECK(j["memory"]["total_bytes_interval"].is_array());
+  CHECK(j["memory"]["peak_memory_bytes_interval"].is_array());
   check_finite(j);
   const std::string t = report::prediction_table(c.pred, in);
   CHECK(t.find("% interval") == std::string::npos);
@@ -443,14 +443,14 @@ TEST_CASE("intervals: --interval-level on predict and report: the level asked fo
   const json j = json::parse(r.out);
   CHECK(j["interval"]["level"].get<double>() == 0.9);
   const Case c;  // the same plan
-  REQUIRE(j["step"]["time_s"].get<double>() == doctest::Approx(c.pred.step.time_s));
+  REQUIRE(j["step"]["step_time_s"].get<double>() == doctest::Approx(c.pred.step.time_s));
   const auto iv = c.interval(0.9);
-  CHECK(pair_of(j["step"]["time_s_interval"]).second == doctest::Approx(j["step"]["time_s"].get<double>() * iv.hi));
+  CHECK(pair_of(j["step"]["step_time_s_interval"]).second == doctest::Approx(j["step"]["step_time_s"].get<double>() * iv.hi));
   const auto table = test::run_cli(base + "--interval-level 0.95");
   CHECK(table.status == 0);
   CHECK(table.out.find("95% interval") != std::string::npos);
   CHECK(table.out.find("  interval           95%, from ") != std::string::npos);
-  const auto csv = test::run_cli(base + "--format csv");
+  const auto csv = test::run_cli(base + "--format csv --kernels");
   CHECK(csv.status == 0);
   CHECK(csv.out.rfind("name,phase,class,dtype,count,flops,hbm_bytes,intensity,bound,time_s,share,time_lo_s,time_hi_s\n",
                       0) == 0);

@@ -105,7 +105,7 @@ TEST_CASE("search pruning bound <= predicted peak memory over the shipped grid")
   CHECK(checked > 500);
 }
 
-TEST_CASE("QLoRA search: a 65B fine-tune on one 48 GB GPU finds the layout predict says fits") {
+TEST_CASE("QLoRA search: a 65B fine-tune on one 48 GB GPU is evaluated, not pruned by the model-state bound") {
   // Dettmers et al. 2023 fine-tune LLaMA-65B on one 48 GB GPU (r = 64 on all
   // linear layers). The search must not prune it with a bound that prices the
   // NF4 base at 16 bits or adds fp32 masters.
@@ -124,10 +124,18 @@ TEST_CASE("QLoRA search: a 65B fine-tune on one 48 GB GPU finds the layout predi
   s.recompute = {{spec::RecomputeKind::kFull, 0}};
   s.precision = {spec::Precision::kBf16};
   const auto r = search::run(s, m, base, hw);
-  REQUIRE(!r.top.empty());
-  const auto& best = r.top.front();
-  const auto pred = engine::evaluate(m, search::plan_for(base, best.layout, 1), hw);
+  // The model-state bound does not prune it: the one layout of one GPU is evaluated.
+  CHECK(r.counts.state == 0);
+  REQUIRE(r.counts.evaluated == 1);
+  // predict says it fits at the point estimate (47.99 GB of 48.3 GB); the
+  // search asks more since issue 16: its peak memory's upper end (allocator
+  // reserve twice over, 50.2 GB) within 95% of capacity, so it does not qualify.
+  search::Layout l;
+  l.recompute = {spec::RecomputeKind::kFull, 0};
+  const auto pred = engine::evaluate(m, search::plan_for(base, l, 1), hw);
   CHECK(pred.status == engine::Status::kOk);
   CHECK(pred.memory.total < 48e9);
-  CHECK(best.memory_bytes == doctest::Approx(pred.memory.total));
+  CHECK(search::memory_upper_bytes(pred.memory) > hw.memory_bytes * (1 - search::kDefaultHeadroom));
+  CHECK(r.top.empty());
+  CHECK(r.counts.over_memory == 1);
 }

@@ -396,7 +396,7 @@ TEST_CASE("report: three files; every chart is well-formed SVG plotting the JSON
   for (const auto& attr : {"src=\"http", "href=\"http", "url(http", "@import"}) CHECK(g.html.find(attr) == std::string::npos);
 
   const auto svgs = svgs_of(g.html);
-  REQUIRE(svgs.size() == 4);
+  REQUIRE(svgs.size() == 5);
   std::map<std::string, std::string> chart;
   for (const auto& s : svgs) {
     CAPTURE(s.substr(0, 200));
@@ -410,6 +410,7 @@ TEST_CASE("report: three files; every chart is well-formed SVG plotting the JSON
   REQUIRE(chart.count("memory"));
   REQUIRE(chart.count("time"));
   REQUIRE(chart.count("scaling"));
+  REQUIRE(chart.count("footprint"));
 
   SUBCASE("roofline: the roofs of the spec sheet, and each kernel where the JSON puts it") {
     const std::string& s = chart["roofline"];
@@ -476,17 +477,20 @@ TEST_CASE("report: three files; every chart is well-formed SVG plotting the JSON
       if (r["fits"].get<bool>()) CHECK(r["step_time_s"].get<double>() >= rows[best]["step_time_s"].get<double>());
   }
 
-  SUBCASE("time: by kernel class and by phase") {
+  SUBCASE("time: the step as spent, and kernel time by phase") {
     const std::string& s = chart["time"];
-    for (const char* kind : {"class", "phase"}) {
-      CAPTURE(kind);
-      const auto& by = j["time_breakdown"][std::string("by_") + kind];
-      REQUIRE(by.size() > 0);
-      const auto r = find_tag(s, "rect", {{"data-breakdown", kind}, {"data-name", by[0]["name"].get<std::string>()}});
-      CHECK(number(r, "data-time-s") == by[0]["time_s"].get<double>());
-      CHECK(number(r, "data-share") == by[0]["share"].get<double>());
+    const auto& parts = j["time_breakdown"]["step"]["parts"];
+    REQUIRE(parts.size() > 0);
+    const auto r = find_tag(s, "rect", {{"data-breakdown", "step"}, {"data-name", parts[0]["name"].get<std::string>()}});
+    CHECK(number(r, "data-time-s") == parts[0]["time_s"].get<double>());
+    CHECK(number(r, "data-share") == parts[0]["share"].get<double>());
+    const auto& by = j["time_breakdown"]["by_phase"];
+    REQUIRE(by.size() > 0);
+    const auto ph = find_tag(s, "rect", {{"data-breakdown", "phase"}, {"data-name", by[0]["name"].get<std::string>()}});
+    CHECK(number(ph, "data-time-s") == by[0]["time_s"].get<double>());
+    for (const auto* list : {&parts, &by}) {
       double share = 0;
-      for (const auto& e : by) share += e["share"].get<double>();
+      for (const auto& e : *list) share += e["share"].get<double>();
       CHECK(share == doctest::Approx(1.0));
     }
   }

@@ -2,8 +2,11 @@
 // score exactly, then memory per GPU, then every field of the layout. Each
 // layout is evaluated independently of the thread that evaluates it, so its
 // score is the same bits on any thread; with every tie broken, the best K of
-// the evaluated set is a function of the set alone. Hence, from the model:
-//   - any split of the candidates (threads, shards) merges to the same top K;
+// the evaluated set is a function of the set alone. Exact ties (same score,
+// step time and memory) are one row, on their plainest layout, listing the
+// others. Hence, from the model:
+//   - any split of the candidates (threads, shards) merges to the same top K
+//     rows, each with the same equivalent layouts;
 //   - the top K are the first K of the top K' for K < K';
 //   - `search` prints the same answer on 1, 2, 3 or 4 threads.
 #include <doctest/doctest.h>
@@ -34,7 +37,14 @@ search::Candidate candidate(double score, double memory_bytes, search::Layout l 
 bool same_layout(const search::Layout& a, const search::Layout& b) {
   return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp && a.cp == b.cp && a.micro_batch == b.micro_batch &&
          a.vpp == b.vpp && a.zero == b.zero && a.sp == b.sp && a.recompute == b.recompute &&
-         a.precision == b.precision;
+         a.precision == b.precision && a.ep == b.ep && a.framework == b.framework;
+}
+
+bool same_layouts(const std::vector<search::Layout>& a, const std::vector<search::Layout>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!same_layout(a[i], b[i])) return false;
+  return true;
 }
 
 /// The JSON text without its three timing lines (wall seconds, the thread
@@ -75,7 +85,7 @@ TEST_CASE("search order: ranks_before breaks every tie, exactly") {
 
   // Same score and memory: each Layout field alone decides.
   search::Layout base;
-  std::vector<search::Layout> one_field_more(11, base);
+  std::vector<search::Layout> one_field_more(14, base);
   one_field_more[0].tp = 2;
   one_field_more[1].pp = 2;
   one_field_more[2].dp = 2;
@@ -87,6 +97,9 @@ TEST_CASE("search order: ranks_before breaks every tie, exactly") {
   one_field_more[8].recompute = {spec::RecomputeKind::kSelective, 0};
   one_field_more[9].recompute = {spec::RecomputeKind::kNone, 2};
   one_field_more[10].precision = spec::Precision::kFp8;
+  one_field_more[11].ep = 2;
+  one_field_more[12].framework = 1;
+  one_field_more[13].recompute = {spec::RecomputeKind::kFull, 0, 2};
   for (size_t i = 0; i < one_field_more.size(); ++i) {
     CAPTURE(i);
     CHECK(ranks_before(candidate(1.0, 1, base), candidate(1.0, 1, one_field_more[i])));
@@ -107,7 +120,8 @@ TEST_CASE("search order: ranks_before breaks every tie, exactly") {
 }
 
 TEST_CASE("search order: merge keeps the same top K however the candidates are split") {
-  // 600 distinct layouts with three scores and two memories: ties everywhere.
+  // 600 distinct layouts with three scores and two memories: six exact-tie
+  // groups of 100 layouts (rows), each row on its first layout by the key.
   std::vector<search::Candidate> all;
   for (int tp : {1, 2, 4, 8, 16})
     for (int pp : {1, 2, 4, 8, 16})
@@ -125,8 +139,19 @@ TEST_CASE("search order: merge keeps the same top K however the candidates are s
           }
   REQUIRE(all.size() == 600);
   const auto whole = search::merge({search::SearchResult{{}, all}}, 50);
-  REQUIRE(whole.top.size() == 50);
+  REQUIRE(whole.top.size() == 6);
   for (size_t i = 1; i < whole.top.size(); ++i) CHECK(search::ranks_before(whole.top[i - 1], whole.top[i]));
+  for (const auto& row : whole.top) {
+    CHECK(row.equivalent.size() == 99);
+    // The row's layout is the group's first; its ties follow in rank order.
+    search::Candidate prev = row;
+    for (const auto& l : row.equivalent) {
+      search::Candidate next = row;
+      next.layout = l;
+      CHECK(search::ranks_before(prev, next));
+      prev = next;
+    }
+  }
 
   std::mt19937 rng(7);
   for (int parts : {2, 3, 4, 7}) {
@@ -135,11 +160,14 @@ TEST_CASE("search order: merge keeps the same top K however the candidates are s
     std::shuffle(shuffled.begin(), shuffled.end(), rng);
     std::vector<search::SearchResult> split(parts);
     for (size_t i = 0; i < shuffled.size(); ++i) split[i % parts].top.push_back(shuffled[i]);
-    // Each part keeps its own best 50 first, as a thread or a shard does.
+    // Each part keeps its own best 50 rows first, as a thread or a shard does.
     for (auto& p : split) p = search::merge({p}, 50);
     const auto merged = search::merge(split, 50);
     REQUIRE(merged.top.size() == whole.top.size());
-    for (size_t i = 0; i < merged.top.size(); ++i) CHECK(same_layout(merged.top[i].layout, whole.top[i].layout));
+    for (size_t i = 0; i < merged.top.size(); ++i) {
+      CHECK(same_layout(merged.top[i].layout, whole.top[i].layout));
+      CHECK(same_layouts(merged.top[i].equivalent, whole.top[i].equivalent));
+    }
   }
   const auto five = search::merge({search::SearchResult{{}, all}}, 5);
   REQUIRE(five.top.size() == 5);

@@ -50,9 +50,19 @@ struct StepResult {
   std::string flops_convention;  // "causal" or "full"
 };
 
+/// Where a run's token count comes from: the plan's `tokens`; Chinchilla's
+/// 20 tokens per parameter (Hoffmann et al. 2022), the pre-training default;
+/// one billion tokens, the default of a fine-tune (LoRA, QLoRA), whose length
+/// is its data set's and has no compute-optimal default, so the totals are a
+/// rate per 1B tokens; or one epoch of a data set (`predict --dataset-tokens`).
+enum class TokensBasis : std::uint8_t { kPlan, kChinchilla, kPerBillion, kDataset };
+/// "plan", "chinchilla_20_per_param", "per_billion_tokens", "dataset_epoch" (the JSON's training.tokens_source).
+std::string_view name(TokensBasis b);
+
 struct TrainingTotals {
   double tokens = 0;
-  bool tokens_default = true;  // Chinchilla's 20 per parameter
+  TokensBasis basis = TokensBasis::kChinchilla;
+  bool tokens_default = true;  // basis == kChinchilla (kept for the capacity view)
   double steps = 0;
   double wall_s = 0;
   double gpu_hours = 0;

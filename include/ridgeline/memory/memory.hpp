@@ -41,6 +41,7 @@ struct StageMemory {
   double allocated = 0;  // the above: what the caching allocator hands out at the peak
   double total = 0;      // allocated + allocator reserve + workspace
   double in_flight_microbatches = 1;  // micro-batches whose layer activations the stage holds
+  double layers = 0;                  // decoder layers on the stage
 };
 
 struct MemoryResult {
@@ -53,9 +54,11 @@ struct MemoryResult {
   double allocated = 0, reserved = 0;
   double allocator_reserve = 0;  // the framework's reserved / allocated - 1
   /// The stage the categories above describe: "only" (no PP), "first" or
-  /// "last" (the larger of the two end stages).
+  /// "last" (the larger of the two end stages), or "middle" (uneven stages:
+  /// stage 1, when it holds more than either end).
   std::string_view peak_stage = "only";
   StageMemory first_stage, last_stage;  // without PP both are the only stage
+  StageMemory middle_stage;  // uneven stages over PP > 2 only (else zero)
   // Detail.
   double activations_per_layer = 0;     // saved per layer per micro-batch (before recomputation drops them)
   double activations_per_microbatch = 0;  // of the peak stage

@@ -45,8 +45,19 @@ std::string best_technique(const CapacityView& v);
 Table layouts(const CapacityView& v);
 Table scaling(const CapacityView& v);
 std::vector<Fact> sizing(const CapacityView& v);
+/// The step as it is spent (CapacityView::step): compute by kernel class,
+/// exposed communication, SM contention, pipeline bubble, host wait; then the
+/// step, 100%.
+Table step_spent(const CapacityView& v);
+/// Communication hidden behind compute (not part of the step) against the
+/// exposed part and the whole; no rows without communication.
+Table hidden_comm(const CapacityView& v);
+/// The two tables of "Where the step time goes" as the Markdown printer asks
+/// for them: step_spent and hidden_comm.
 Table time_by_class(const CapacityView& v);
 Table time_by_phase(const CapacityView& v);
+/// Kernel time by phase (hidden communication included); the shares are of the kernel time.
+Table kernel_time_by_phase(const CapacityView& v);
 /// The kernels that take most of the step, with their roofline coordinates.
 Table top_kernels(const CapacityView& v, int n = 12);
 Table roofs(const CapacityView& v);

@@ -49,6 +49,18 @@ struct ScalingRun {
   std::optional<uncertainty::RunTraits> best_traits;
 };
 
+/// A technique combination's own layout search (search::run with the
+/// combination's recompute and precision fixed, its attention and fusion in
+/// the base plan): the row of the technique grid it belongs to, the best
+/// layout that fits (when any does) and its prediction.
+struct TechniqueSearch {
+  bool searched = false;         // false: the row stays at the report's layout
+  std::string problem;           // why no search could run ("" when it ran)
+  search::SearchResult result;   // result.top.front() is the best layout, when any fits
+  spec::PlanSpec plan;           // the best layout's plan (valid when result.top is not empty)
+  engine::Prediction pred;       // its prediction
+};
+
 /// Everything the report is built from: the caller runs the engine, compare
 /// and search; the view only reads them.
 struct CapacityInputs {
@@ -59,6 +71,9 @@ struct CapacityInputs {
   bool use_calibration = true;
   std::vector<search::Variation> vary;
   std::vector<search::CompareRow> compare_rows;
+  /// One per compare row when the report searched layouts (each technique
+  /// combination re-searched); empty: every row is at the report's layout.
+  std::vector<TechniqueSearch> technique_searches;
   bool searched = false;
   search::SearchSpec search_spec;
   search::SearchResult search;      // at search_spec.gpus
@@ -70,6 +85,11 @@ struct CapacityInputs {
   /// The traits of each search.top candidate, in order (the caller evaluates
   /// them); shorter: the rest have no interval.
   std::vector<uncertainty::RunTraits> top_traits;
+  /// Memory headroom the plan must leave free, as a fraction of capacity
+  /// (0: none; the memory chart draws its line when > 0).
+  double headroom_frac = 0;
+  /// "set gpu.price_per_gpu_hour=2.10, model.layers=40" (cli settings_summary) or "".
+  std::string settings;
 };
 
 /// A figure's prediction interval: the measured value is expected in
@@ -98,7 +118,10 @@ struct Residual {
 
 struct GpuFacts {
   std::string id, name, architecture;
+  std::string source_file;  // the profile as it was read ("hardware_profiles/h100_sxm.yaml", a user's file)
+  /// Price and TDP: NaN when the profile has none (cost and energy are then unknown, never $0).
   double memory_bytes = 0, hbm_bytes_per_s = 0, price_per_gpu_hour_usd = 0, tdp_w = 0;
+  bool price_known = false, tdp_known = false;
   std::vector<std::pair<std::string, double>> peaks;  // precision -> dense FLOP/s, supported ones
   std::vector<SourceLine> sources;
 };
@@ -147,6 +170,7 @@ struct Answer {
   memory::MemoryResult first_stage, last_stage;
   double memory_fraction = 0;  // peak memory / capacity
   double tokens_per_step = 0;
+  /// cost_usd is NaN when the profile has no price, energy_kwh when it has no TDP.
   double tokens = 0, steps = 0, days = 0, gpu_hours = 0, cost_usd = 0, energy_kwh = 0;
   /// The step time's prediction interval and the figures it bounds. With a
   /// budget the run's days, GPU-hours, cost and energy are the budget's (a
@@ -164,6 +188,13 @@ using MemorySegments = memory::MemoryResult;
 struct TechniqueRow {
   std::vector<std::string> settings;  // one per CapacityView::vary_keys
   std::string label;                  // "selective · bf16 · flash2 · fused"
+  /// Re-searched (CapacityView::techniques_searched): the best layout of this
+  /// combination ("TP2 PP1 DP4 ..."), or "" when no layout fits; the figures
+  /// below are that layout's. When no layout fits, they are the report's
+  /// layout's (what the combination needs there).
+  std::string layout;
+  bool any_layout_fits = false;
+  std::uint64_t layouts_evaluated = 0, layouts_pruned = 0;
   std::string status;
   double step_time_s = 0, tokens_per_s = 0, mfu = 0, hfu = 0, peak_memory_bytes = 0, speedup = 1;
   double memory_saved_bytes = 0;
@@ -244,6 +275,29 @@ struct TimeShare {
   double share = 0;  // of the sum over the breakdown
 };
 
+/// One bar of the step as it is spent: the parts add up to the step time.
+struct StepPart {
+  std::string name;  // "gemm", "exposed communication", "pipeline bubble", ...
+  std::string kind;  // "compute", "exposed_comm", "comm_contention", "bubble", "host_wait", "skipped_steps"
+  double time_s = 0;
+  double share = 0;  // of the step time
+};
+
+/// Where the step time goes, as spent: kernel classes that compute, then
+/// exposed communication (collectives the step waits for), the compute
+/// slowed by the SMs overlapped collectives occupy, the pipeline bubble, the
+/// host's dispatch when the GPU waits for it, and fp16 steps redone after an
+/// overflow. Communication hidden behind compute is separate: it is not part
+/// of the step.
+///   hidden = all communication kernel time - (exposed - contention)
+struct StepSpent {
+  double step_time_s = 0;
+  std::vector<StepPart> parts;  // in the order above; compute by time, longest first; non-zero only
+  double comm_total_s = 0;      // every collective and p2p kernel of the step
+  double comm_exposed_s = 0;    // of which the step waits for
+  double comm_hidden_s = 0;     // of which overlaps compute (not in the step)
+};
+
 struct Assumption {
   std::string name, value, source;
 };
@@ -261,6 +315,11 @@ struct CapacityView {
   std::vector<std::string> vary_keys;
   std::vector<TechniqueRow> techniques;
   int best_technique = -1;  // index into techniques; -1 when none fits
+  /// Each combination searched its own best layout (a report with --gpus).
+  bool techniques_searched = false;
+  double headroom_frac = 0;   // CapacityInputs::headroom_frac
+  std::string settings;       // CapacityInputs::settings
+  StepSpent step;
   LayoutsFacts layouts;
   Sizing sizing;
   Roofline roofline;

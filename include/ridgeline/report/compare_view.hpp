@@ -1,8 +1,12 @@
 // Views of a technique comparison (search::compare rows): a table for people,
-// CSV, and a JSON document ("ridgeline.compare/1") for scripts and reports.
-// Each row shows its step-time and tokens/s prediction intervals and where it
-// stands against the best, the fastest configuration that fits
-// (search::compare_intervals, search/interval_ranking.hpp).
+// Markdown, CSV, and a JSON document ("ridgeline.compare/2") for scripts and
+// reports. Each row shows what it runs on (its own GPU profile, model and
+// framework), its step-time and tokens/s prediction intervals, its speed-up
+// on tokens/s against the baseline, the run's wall-clock days and cost for
+// the plan's tokens (engine::TrainingTotals; cost unknown where the profile
+// has no price), and where it stands against the best (CompareIntervals). A
+// row whose plan its model or GPU cannot run shows its status and problem in
+// place of numbers.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -14,15 +18,30 @@
 
 namespace ridgeline::report {
 
+/// The line above a comparison: "Llama-3-8B on NVIDIA H100 SXM5 80GB; base plan: PLAN; capacity 80.0 GiB",
+/// with "Each row's model" / "each row's GPU" (and no capacity) where the rows' differ, then
+/// `set_summary` ("set gpu.memory.hbm_bandwidth=4.8 TB/s") on a line of its own when not empty.
+std::string compare_header(const std::vector<search::CompareRow>& rows, const std::string& plan_summary,
+                           const std::string& set_summary);
+
 /// The table, then the legend: what "best" and "≈ best" mean at the level and
 /// which pools the intervals come from.
 std::string compare_table(const std::vector<search::Variation>& vars, const std::vector<search::CompareRow>& rows,
                           const search::CompareIntervals& iv);
+/// The header (compare_header) as a paragraph, the table as a Markdown pipe table, the legend.
+std::string compare_markdown(const std::vector<search::Variation>& vars, const std::vector<search::CompareRow>& rows,
+                             const search::CompareIntervals& iv, const std::string& header);
+/// "ridgeline.compare/2": vary, set (the --set texts), interval_level, best_row and one entry per row: settings,
+/// gpu, gpu_name, model, model_name, framework, tokens, tokens_source, plan, status, problem {field, message} (null unless
+/// invalid), step_time_s, tokens_per_s, mfu, hfu, peak_memory_bytes, capacity_bytes, fits, speedup (on tokens/s),
+/// memory_saved_bytes, wall_clock_days, gpu_hours, cost_usd (null without a price), memory, the interval and
+/// standing (add_ranked_json). An invalid row's figures are null.
 nlohmann::json compare_json(const std::vector<search::Variation>& vars, const std::vector<search::CompareRow>& rows,
-                            const spec::ModelSpec& model, const search::CompareIntervals& iv);
-/// One line per row: the variations' values, then status, step_time_s, its interval's ends, tokens_per_s and
-/// its interval's ends, mfu, hfu, peak_memory_bytes, fits, speedup, memory_saved_bytes, standing,
-/// distinguishable_from_best; an interval's ends are empty where it has none.
+                            const search::CompareIntervals& iv, const std::vector<std::string>& sets);
+/// One line per row: the variations' values, gpu, model, framework, tokens, status, step_time_s, its interval's
+/// ends, tokens_per_s and its interval's ends, mfu, hfu, peak_memory_bytes, fits, speedup, memory_saved_bytes,
+/// wall_clock_days, gpu_hours, cost_usd, standing, distinguishable_from_best, problem; a figure is empty where
+/// there is none (an interval's ends without an interval, cost without a price, every figure of an invalid row).
 std::string compare_csv(const std::vector<search::Variation>& vars, const std::vector<search::CompareRow>& rows,
                         const search::CompareIntervals& iv);
 

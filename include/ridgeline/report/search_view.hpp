@@ -1,20 +1,36 @@
-// Views of a search result: table, CSV and JSON ("ridgeline.search/1"); the
-// JSON reads back (search_from_json) so shards can be merged. Each top row
-// shows its step-time and tokens/s prediction intervals and where it stands
-// against the best; the views say how many feasible configurations lie
-// within the best's interval (search::search_intervals).
+// Views of a search result: table, Markdown, CSV and JSON
+// ("ridgeline.search/2"); the JSON reads back (search_from_json) so shards
+// can be merged. The header says which dimensions were searched and which
+// fixed (and at what), the --set overrides and the memory headroom. Each row
+// shows every setting that reproduces it (its `predict` command line in
+// JSON), its exact ties, its step-time and tokens/s prediction intervals and
+// where it stands against the best; the views say how many qualifying
+// configurations lie within the best's interval (search::search_intervals),
+// and, when nothing qualifies, why, with a count per cause.
+// Field names follow one scheme: step_time_s, peak_memory_bytes, vpp,
+// tokens_per_s, mfu, wall_clock_days, gpu_hours, cost_usd (null when the
+// profile has no price), gpu, gpu_name, model, model_name, framework, tokens.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "ridgeline/search/interval_ranking.hpp"
 #include "ridgeline/search/search.hpp"
 
 namespace ridgeline::report {
 
+/// What the search was asked, beyond SearchSpec, for its header.
+struct SearchQueryExtras {
+  std::vector<std::string> searched;                         // --search names, in order
+  std::vector<std::pair<std::string, std::string>> fixed;    // (name, value): ("precision", "bf16")
+  std::vector<std::string> sets;                             // --set texts, as given
+  std::string sets_summary;                                  // cli::settings_summary, "" for none
+};
+
 nlohmann::json search_query_json(const search::SearchSpec& s, const spec::ModelSpec& m, const spec::HardwareSpec& hw,
-                                 const spec::PlanSpec& base);
+                                 const spec::PlanSpec& base, const SearchQueryExtras& extras = {});
 /// With `feasible_times` (a shard's output, for --merge), every feasible
 /// configuration's step time, ascending, as "feasible_step_times_s".
 nlohmann::json search_json(const search::SearchResult& r, const nlohmann::json& query,
@@ -24,9 +40,27 @@ nlohmann::json search_json(const search::SearchResult& r, const nlohmann::json& 
 search::SearchResult search_from_json(const nlohmann::json& j, std::string& error);
 std::string search_table(const search::SearchResult& r, const nlohmann::json& query,
                          const search::SearchIntervals& iv);
-std::string search_csv(const search::SearchResult& r, const search::SearchIntervals& iv);
+std::string search_markdown(const search::SearchResult& r, const nlohmann::json& query,
+                            const search::SearchIntervals& iv);
+std::string search_csv(const search::SearchResult& r, const nlohmann::json& query, const search::SearchIntervals& iv);
 /// "12 of 3,456 feasible configurations lie within the best's 80% interval (step time at most 1.23 s)",
 /// or why they cannot be counted.
 std::string within_best_line(const search::SearchIntervals& iv);
+/// The header lines: the question; "searched: ...; fixed: ..."; the --set
+/// line; the headroom rule.
+std::vector<std::string> search_header(const nlohmann::json& query);
+/// When nothing qualifies: one line per cause with its count ("25,920 do not divide (...)").
+std::vector<std::string> why_nothing_qualifies(const search::SearchResult& r, const nlohmann::json& query);
+/// "$1.23M", or "unknown" when the profile has no price (`price_known` false).
+std::string cost_text(double usd, bool price_known);
+
+/// One best row per GPU (search --gpu a,b,c): the GPU's search and its query.
+struct GpuSearch {
+  nlohmann::json query;
+  search::SearchResult result;
+};
+std::string gpu_table(const std::vector<GpuSearch>& runs, bool markdown);
+nlohmann::json gpu_json(const std::vector<GpuSearch>& runs);
+std::string gpu_csv(const std::vector<GpuSearch>& runs);
 
 }  // namespace ridgeline::report

@@ -1,17 +1,22 @@
-// Configuration search: enumerates TP x PP x DP x CP x micro-batch x virtual
-// stages x recomputation x ZeRO stage x precision for a GPU count and global
-// batch, prunes what cannot be valid or cannot fit (model state alone above
-// capacity), evaluates the rest with the engine (reusing one micro-batch
-// graph across the layouts that share it) and keeps the best K.
+// Configuration search: enumerates TP x PP x DP x CP x EP x micro-batch x
+// virtual stages x recomputation x ZeRO stage x precision x framework for a
+// GPU count and global batch, prunes what cannot be valid or cannot fit
+// (model state alone above capacity), evaluates the rest with the engine
+// (reusing one micro-batch graph across the layouts that share it) and keeps
+// the best K rows. A dimension given a value (SearchSpec's fixed fields) is
+// not searched. Exact ties (the same step time and peak memory) are one row
+// that lists its equivalent layouts (Candidate::equivalent).
 // Shardable (--shard i/N): shard i evaluates every N-th micro-batch graph.
-// Besides the best K, it keeps every feasible configuration's step time (8
+// Besides the best K, it keeps every qualifying configuration's step time (8
 // bytes each, in a vector reserved once per worker), so that how many lie
 // within the best's prediction interval (search/interval_ranking.hpp) can be
-// counted once the best is known.
+// counted once the best is known. Units: seconds, bytes; headroom a fraction.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ridgeline/engine/engine.hpp"
@@ -21,6 +26,25 @@ namespace ridgeline::search {
 
 enum class Objective : std::uint8_t { kTime, kCost, kMfu };
 
+/// The dimensions a search varies, by their --search names.
+enum class Dim : std::uint8_t { kTp, kPp, kDp, kCp, kEp, kMicroBatch, kVpp, kZero, kRecompute, kPrecision, kFramework };
+inline constexpr int kDimCount = 11;
+/// "tp", "pp", "dp", "cp", "ep", "mb", "vpp", "zero", "recompute", "precision", "framework".
+std::string_view name(Dim d);
+std::optional<Dim> parse_dim(std::string_view s);
+/// "tp, pp, dp, cp, ep, mb, vpp, zero, recompute, precision, framework".
+std::string dim_choices();
+
+/// The default memory headroom: a layout qualifies only when the upper end
+/// of its peak-memory interval (uncertainty::memory_interval: the tensors
+/// plus twice the framework's allocator reserve) is at most capacity x (1 -
+/// headroom). The interval's upper end already covers the caching
+/// allocator's usual reserve; 5% more is left for what no model of the
+/// tensors sees: allocator fragmentation beyond the reserve (PyTorch's
+/// expandable segments are not always on), NCCL and cuBLAS workspaces grown
+/// at run time, and the CUDA context, about 0.5-1 GiB of an 80 GiB card.
+inline constexpr double kDefaultHeadroom = 0.05;
+
 struct SearchSpec {
   int gpus = 8;
   int global_batch = 0;  // sequences; 0 = the base plan's
@@ -28,46 +52,77 @@ struct SearchSpec {
   int top = 10;
   int shard_index = 0, shard_count = 1;
   int threads = 0;  // 0 = hardware concurrency
-  // Fixed values (from --fix); -1 / empty = free.
-  int tp = -1, pp = -1, dp = -1, cp = -1, micro_batch = -1, vpp = -1, zero = -1;
+  /// Fixed values (plan flags given, --fix, or the plan's values for the
+  /// dimensions --search leaves out); -1 / empty = searched.
+  int tp = -1, pp = -1, dp = -1, cp = -1, ep = -1, micro_batch = -1, vpp = -1, zero = -1;
+  int sp = -1;  // -1: on with TP > 1 (Megatron's practice); 0 off; 1 on
   std::vector<spec::Recompute> recompute;       // empty = none, selective, full
-  std::vector<spec::Precision> precision;       // empty = bf16 (+ fp8 where supported)
+  std::vector<spec::Precision> precision;       // empty = the base plan's precision
+  std::vector<std::uint8_t> frameworks;         // empty = the base plan's framework
+  double headroom = kDefaultHeadroom;           // fraction of capacity left free
 };
 
+/// The precisions `--search precision` tries on `hw` for `base`: bf16, and
+/// fp8 where the GPU has fp8 tensor cores and the plan is not QLoRA (its NF4
+/// base is dequantized to bf16 for every GEMM).
+std::vector<spec::Precision> searchable_precisions(const spec::HardwareSpec& hw, const spec::PlanSpec& base);
+
 struct Layout {
-  int tp = 1, pp = 1, dp = 1, cp = 1, micro_batch = 1, vpp = 1, zero = 0;
+  int tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, micro_batch = 1, vpp = 1, zero = 0;
   bool sp = false;
   spec::Recompute recompute;
   spec::Precision precision = spec::Precision::kBf16;
+  std::uint8_t framework = 0;  // index into spec::frameworks()
 };
 
 struct Candidate {
   Layout layout;
   double step_time_s = 0, mfu = 0, hfu = 0, memory_bytes = 0, tokens_per_s = 0;
+  double memory_hi_bytes = 0;  // the upper end of its peak-memory interval
   double bubble_fraction = 0, exposed_comm_s = 0;
-  double days = 0, gpu_hours = 0, cost_usd = 0;
+  double days = 0, gpu_hours = 0, cost_usd = 0, tokens = 0;
   double score = 0;  // lower is better
   uncertainty::RunTraits traits;  // what its prediction interval is drawn from (uncertainty::traits_of)
+  /// The other layouts of an exact tie (same score, step time and peak
+  /// memory), in rank order; empty for a row of one layout.
+  std::vector<Layout> equivalent;
+  /// Filled by the CLI: the `ridgeline predict` command line that reproduces it.
+  std::string predict_command;
 };
 
+/// Every enumerated layout lands in exactly one count:
+///   enumerated = shape + batch + redundant + plan + state + evaluated,
+///   evaluated = qualifying + over_memory.
 struct SearchCounts {
   std::uint64_t enumerated = 0;  // the whole cross product
-  std::uint64_t pruned = 0;      // invalid layouts and those whose model state cannot fit
+  std::uint64_t pruned = 0;      // shape + batch + redundant + plan + state
   std::uint64_t evaluated = 0;   // run through the engine
-  std::uint64_t infeasible = 0;  // evaluated and did not fit
+  std::uint64_t infeasible = 0;  // evaluated and did not qualify (= over_memory)
   std::uint64_t graphs = 0;      // distinct micro-batch graphs built
+  std::uint64_t shape = 0;       // TP x PP x CP does not divide the GPUs, or TP/PP/CP/EP the heads, layers, sequence, experts
+  std::uint64_t batch = 0;       // the global batch is not a multiple of micro-batch x DP
+  std::uint64_t redundant = 0;   // ZeRO with nothing to shard, interleaving without whole chunks
+  std::uint64_t plan = 0;        // engine::check_plan rejects the plan (KV heads, FFN size, fp8, framework)
+  std::uint64_t state = 0;       // model state alone (weights, gradients, optimizer) above capacity
+  std::uint64_t over_memory = 0; // peak memory's upper end above capacity x (1 - headroom)
 };
 
 struct SearchResult {
   SearchCounts counts;
-  std::vector<Candidate> top;  // best first (ranks_before)
+  std::vector<Candidate> top;  // best first (ranks_before), one per row; ties in Candidate::equivalent
   double seconds = 0;
   int threads = 1;
-  /// The step time of every feasible configuration evaluated, in no
+  /// The step time of every qualifying configuration evaluated, in no
   /// particular order (counts.evaluated - counts.infeasible of them when
   /// `feasible_times_kept`; a merged part read from JSON without them clears it).
   std::vector<double> feasible_step_times_s;
   bool feasible_times_kept = true;
+  /// The first plan check that rejected a layout (counts.plan), for the
+  /// "nothing qualifies" message; empty when none did.
+  engine::Problem first_problem;
+  /// When model state pruned layouts: the fewest GPUs whose ZeRO-3 shards
+  /// of the model state fit (0 when not computed or more than 2^20).
+  int state_min_gpus = 0;
 };
 
 /// Fixed values that can never be valid are errors (field, message); "" when fine.
@@ -83,19 +138,42 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
 ///   1. lower score, compared exactly (a tolerance is not transitive, and
 ///      each layout's score is computed the same way on any thread);
 ///   2. less memory per GPU;
-///   3. the layout key: tp, pp, cp, dp, micro_batch, vpp, zero, sp,
-///      recompute (kind, every_k), precision, each ascending (so an exact tie
-///      goes to the plainer layout). It holds every field of Layout, so only
-///      equal layouts rank equal.
+///   3. the layout key: tp, pp, cp, dp, ep, micro_batch, vpp, zero, sp,
+///      recompute (kind, every_k, block_layers), precision, framework, each
+///      ascending (so
+///      an exact tie goes to the plainer layout). It holds every field of
+///      Layout, so only equal layouts rank equal.
 /// Doubles compare in IEEE total order (std::strong_order): NaN ranks last.
 bool ranks_before(const Candidate& a, const Candidate& b);
 
-/// Merges shard results: counts add, top lists merge and re-rank by
-/// ranks_before, feasible step times concatenate.
+/// Whether two candidates are an exact tie: the same score, step time and
+/// peak memory, bit for bit (one row of the output).
+bool ties(const Candidate& a, const Candidate& b);
+
+/// Merges shard results: counts add; rows (each expanded to its layouts)
+/// merge, re-rank by ranks_before and collapse exact ties again; the first
+/// `top` rows are kept; feasible step times concatenate.
 SearchResult merge(const std::vector<SearchResult>& parts, int top);
 
-/// The plan for a layout (base plan with the layout applied).
+/// The plan for a layout (base plan with the layout applied; a framework
+/// other than the base's brings its default attention and fusion unless the
+/// plan gave them).
 spec::PlanSpec plan_for(const spec::PlanSpec& base, const Layout& l, int global_batch);
+
+/// The upper end of a prediction's peak-memory interval: the same number as
+/// uncertainty::memory_interval(m).hi (max(allocated x (1 + 2 x reserve) +
+/// workspace, total)), without its text, so the search's loop allocates nothing.
+double memory_upper_bytes(const memory::MemoryResult& m);
+
+/// The fewest GPUs (at most 2^20) on which the model state alone, sharded
+/// by ZeRO-3 across them all, fits in capacity x (1 - headroom); 0 when none.
+int min_gpus_for_state(const spec::ModelSpec& m, const spec::PlanSpec& base, const spec::HardwareSpec& hw,
+                       double headroom);
+
+/// "CP1/CP2 · selective/none": the settings in which a row's equivalent
+/// layouts differ, each as the values of the row and its ties joined by "/";
+/// "" for a row of one layout.
+std::string tie_text(const Candidate& c);
 
 std::string to_string(Objective o);
 

@@ -75,6 +75,9 @@ struct FrameworkSpec {
   // Recompute policies offered, under the framework's names.
   std::vector<RecomputeName> recompute;
   std::vector<RecomputeKind> recompute_kinds;  // recompute's maps_to, parsed (one per entry)
+  /// Sequence parallelism whenever TP > 1, unless the plan says otherwise
+  /// (frameworks/NAME.yaml sequence_parallel: with_tp; spec::apply_framework_defaults).
+  bool sequence_parallel_with_tp = false;
   // Refusals.
   bool refuses_zero2_with_pp = false;          // DeepSpeed: ZeRO-2/3 with pipeline parallelism
   bool interleave_needs_divisible_microbatches = false;  // Megatron: micro-batches % PP == 0

@@ -12,10 +12,12 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "ridgeline/spec/field_override.hpp"
 #include "ridgeline/spec/kinds.hpp"
 
 namespace ridgeline::spec {
@@ -203,8 +205,13 @@ struct HardwareSpec {
   double launch_overhead_s = 0.0;  // 0 = default
 
   InterconnectSpec interconnect;
+  /// Board power (`power.tdp`) and rental price (`price_per_gpu_hour`), both
+  /// optional: 0 means the profile does not say, and a view shows energy or
+  /// cost as "unknown" (never 0 W or $0.00) for a value <= 0.
   double tdp_w = 0.0;
   double price_per_gpu_hour_usd = 0.0;
+  bool has_tdp() const { return tdp_w > 0.0; }
+  bool has_price() const { return price_per_gpu_hour_usd > 0.0; }
 
   std::map<std::string, std::string> sources;  // field path -> where the figure comes from
   CalibrationSpec calibration;
@@ -240,5 +247,11 @@ double clock_at_power(const HardwareSpec& hw, double power_w);
 /// most `compute.boost_clock` (and is the boost clock when left out); two
 /// aliases of one profile may not normalise to the same name.
 HardwareSpec load_hardware(const std::string& path);
+/// load_hardware with `overrides` (--set gpu.FIELD=VALUE) replacing or adding
+/// fields before the profile is read, so each is validated as the field in
+/// the file; a problem with one is reported under its label, without a file
+/// position (field_override.hpp). A name of its own, so that load_hardware
+/// stays one function (callers pass it as a function pointer).
+HardwareSpec load_hardware_with_overrides(const std::string& path, std::span<const FieldOverride> overrides);
 
 }  // namespace ridgeline::spec

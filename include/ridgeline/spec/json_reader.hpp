@@ -9,10 +9,12 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "ridgeline/spec/field_override.hpp"
 #include "ridgeline/support/diagnostics.hpp"
 
 namespace ridgeline::spec {
@@ -45,6 +47,12 @@ JsonValue parse_json(std::string_view text, const std::string& file);
 /// read_text_file + parse_json; an empty file is "file is empty; expected a mapping of fields".
 JsonValue load_json_file(const std::string& path);
 
+/// Puts each override into the object `root` (adding the key when absent):
+/// the value is read as a JSON literal (`40`, `true`, `null`, `"silu"`), and
+/// text that is not one is a string, so `hidden_act=gelu` works unquoted.
+/// Labelled diagnostics (field_override.hpp) for a path through a non-object.
+void apply_overrides(JsonValue& root, std::span<const FieldOverride> overrides, support::DiagnosticList& d);
+
 /// MapReader's typed getters over a JSON object: a value must have the JSON
 /// kind the getter reads (a number, true/false, a string), so `"32"` for a
 /// count is an error at the value. A null is the field's default when the
@@ -71,6 +79,8 @@ class JsonMapReader {
 
   /// Reports the required fields that are absent, at this object.
   void finish();
+  /// The keys a getter (or has/loc) asked for, in order, repeats included.
+  const std::vector<std::string>& read_keys() const { return read_; }
 
   void error_at(const std::string& key, const std::string& message);
   std::string field(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
@@ -84,6 +94,7 @@ class JsonMapReader {
   std::string path_;
   support::DiagnosticList* diags_;
   std::vector<std::string> missing_;
+  mutable std::vector<std::string> read_;
   bool valid_ = true;
 };
 

@@ -3,7 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
+#include <vector>
+
+#include "ridgeline/spec/field_override.hpp"
 
 namespace ridgeline::spec {
 
@@ -19,9 +23,15 @@ struct MoeSpec {
 };
 
 struct ModelSpec {
-  std::string id;  // file stem or config name
+  std::string id;  // file stem, or a config.json's folder name
   std::string name;
+  /// The Hugging Face Hub repository the architecture is published under
+  /// ("meta-llama/Meta-Llama-3-8B"), so --model accepts that name; "" = none.
+  std::string hub_id;
   std::string source_file;
+  /// What the loader approximated (a config.json feature Ridgeline does not
+  /// model but that changes little), one sentence each; `check --verbose` prints them.
+  std::vector<std::string> notes;
   int layers = 0;
   int hidden = 0;
   int heads = 0;
@@ -59,9 +69,21 @@ struct ParamCounts {
 
 ParamCounts count_params(const ModelSpec& m);
 
+/// Loads and validates models/NAME.yaml.
 ModelSpec load_model(const std::string& path);
-/// Reads a Hugging Face config.json (model_type llama, mistral, mixtral, qwen2, gpt2, gpt_neox).
+/// load_model with `overrides` (--set model.FIELD=VALUE) replacing or adding
+/// fields before it is read, validated as the field in the file and reported
+/// under their label (field_override.hpp).
+ModelSpec load_model_with_overrides(const std::string& path, std::span<const FieldOverride> overrides);
+/// Reads a Hugging Face config.json: model_type llama, mistral, mixtral,
+/// qwen2, qwen3, qwen3_moe, gemma, gemma2, phi3, gpt2, gpt_neox; qwen2_moe
+/// without shared experts. deepseek_v2/v3 and a qwen2_moe with shared
+/// experts are refused, naming what is not modelled. A file named config.json
+/// takes its folder's name (id and name), any other file its stem.
+/// `overrides` name the config's own keys (num_hidden_layers, not layers); one
+/// naming a key Ridgeline does not read is an error, not a silent no-op.
 ModelSpec load_hf_config(const std::string& path);
+ModelSpec load_hf_config_with_overrides(const std::string& path, std::span<const FieldOverride> overrides);
 /// Validates cross-field constraints (heads divide hidden, ...); used by both loaders.
 void validate_model(const ModelSpec& m, const std::string& file);
 

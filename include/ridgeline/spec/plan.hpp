@@ -47,6 +47,10 @@ struct MoePlan {
 struct Recompute {
   RecomputeKind kind = RecomputeKind::kNone;
   int every_k = 0;  // kEvery: checkpoint every k-th layer's input, recompute the others
+  /// kFull only: recompute the first K layers of each pipeline stage and keep
+  /// the others' activations (Megatron-LM --recompute-method block
+  /// --recompute-num-layers K, spelt "block:K"); 0 = every layer.
+  int block_layers = 0;
   bool operator==(const Recompute&) const = default;
 };
 
@@ -78,6 +82,12 @@ struct ParallelSpec {
   int zero = 0;     // 0..3
   int virtual_stages = 1;  // interleaved 1F1B when > 1 (Narayanan et al. 2021)
   bool tp_comm_overlap = false;
+  /// Uneven pipeline stages: layers of the first and of the last stage
+  /// (Megatron-LM --decoder-first-pipeline-num-layers /
+  /// --decoder-last-pipeline-num-layers); 0 = an even share. The stages
+  /// between split the remaining layers evenly (stage_layers below).
+  int first_stage_layers = 0;
+  int last_stage_layers = 0;
   /// dp x tp x pp x cp in 64 bits (flags can ask for more GPUs than an int holds).
   long long gpus() const {
     return static_cast<long long>(dp) * tp * pp * cp;
@@ -91,6 +101,9 @@ struct PlanSpec {
   /// defaults unless the plan gives them.
   std::uint8_t framework = 0;
   bool attention_given = false, fusion_given = false;
+  /// Whether the plan gave parallel.sp (YAML, flag, --set or an imported
+  /// launch config); if not, apply_framework_defaults may turn it on.
+  bool sp_given = false;
   int micro_batch = 1;
   int global_batch = 0;  // 0 = micro_batch * dp (one micro-batch per step)
   int seq_len = 0;       // 0 = model's max_seq_len
@@ -130,6 +143,7 @@ struct MicrobatchPlan {
   struct Parallel {
     int tp = 1, pp = 1, cp = 1, ep = 1;
     bool sp = false, tp_comm_overlap = false;
+    int first_stage_layers = 0, last_stage_layers = 0;  // uneven stages: the graph holds the busiest stage's layers
   };
   int micro_batch = 1;
   int seq_len = 0;
@@ -155,13 +169,33 @@ struct MicrobatchPlan {
         optimizer(p.optimizer),
         finetune(p.finetune), attention_flops(p.attention_flops),
         parallel{p.parallel.tp, p.parallel.pp, p.parallel.cp, p.parallel.ep, p.parallel.sp,
-                 p.parallel.tp_comm_overlap},
+                 p.parallel.tp_comm_overlap, p.parallel.first_stage_layers, p.parallel.last_stage_layers},
         master_weights(p.master_weights), main_grads(p.main_grads), moe(p.moe) {}
 };
 
+/// Decoder layers on pipeline stage `stage` (0-based) of `pp`: the first
+/// and last stages' given counts (0 = even share), the stages between
+/// splitting the rest evenly. Even split: ceil(layers / pp) on every stage
+/// (engine::check_plan requires pp | layers). 0 when the counts do not add up.
+int stage_layers(int layers, int pp, int first, int last, int stage);
+/// The most decoder layers any stage holds: the slowest stage, which sets
+/// the pipeline's pace.
+int max_stage_layers(int layers, int pp, int first, int last);
+/// "" when the uneven-stage counts split `layers` over `pp` stages, else the
+/// problem ("126 layers less the first stage's 7 and the last stage's 7
+/// leave 112, which 14 middle stages do not divide").
+std::string check_stage_layers(int layers, int pp, int first, int last);
+
+/// The training framework's defaults for what the plan did not give:
+/// sequence parallelism with TP > 1 where the framework turns it on with TP
+/// (FrameworkSpec::sequence_parallel_with_tp). The plan-building layer (CLI
+/// flags, plan YAML) calls it; PlanSpec's own default stays off, so plans
+/// built elsewhere (published validation rows, search) are as they state.
+void apply_framework_defaults(PlanSpec& p);
+
 // One spelling for every value, shared by the YAML loader and the CLI.
 std::optional<Precision> parse_precision(std::string_view s);
-std::optional<Recompute> parse_recompute(std::string_view s);  // none|selective|full|every:K|sqrt
+std::optional<Recompute> parse_recompute(std::string_view s);  // none|selective|full|every:K|block:K|sqrt
 std::optional<AttentionKind> parse_attention(std::string_view s);
 std::optional<Fusion> parse_fusion(std::string_view s);
 std::optional<OptimizerKind> parse_optimizer(std::string_view s);

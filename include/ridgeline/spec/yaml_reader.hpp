@@ -11,10 +11,12 @@
 #include <yaml-cpp/yaml.h>
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "ridgeline/spec/field_override.hpp"
 #include "ridgeline/support/diagnostics.hpp"
 #include "ridgeline/units/units.hpp"
 
@@ -40,6 +42,21 @@ std::optional<long long> parse_whole_number(const std::string& text, long long m
                                             std::string& error);
 /// The text of a finite number within [min, max], or nullopt with `error` set.
 std::optional<double> parse_real_number(const std::string& text, double min, double max, std::string& error);
+
+/// Puts each override's value into `root` as a text value, creating the maps
+/// on its path (a field the file lacks is added). A path through a value that
+/// is not a map is reported under the override's label.
+void apply_overrides(YAML::Node& root, std::span<const FieldOverride> overrides, support::DiagnosticList& d);
+
+/// The diagnostics of `d`, those about an overridden field relabelled: no file
+/// position (the value came from elsewhere) and the override's label as the
+/// field. A diagnostic is about an override when its field is the override's
+/// field (or inside it), or when it reports an unknown key that is a step of
+/// the override's path ("unknown key 'hbm_bandwith'; did you mean ...").
+support::DiagnosticList relabel_overrides(const support::DiagnosticList& d, std::span<const FieldOverride> overrides);
+
+/// The dotted path split at its dots ("memory.hbm_bandwidth" -> memory, hbm_bandwidth).
+std::vector<std::string> split_field_path(const std::string& field);
 
 class MapReader {
  public:

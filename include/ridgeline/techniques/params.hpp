@@ -30,7 +30,8 @@ struct LocalParams {
 /// last the final norm and LM head (with tied embeddings under PP, Megatron
 /// keeps a copy of the word embeddings there as the output layer); kLargest
 /// is whichever of the two holds more. With PP = 1 every view is the whole model.
-enum class PipelineStage : std::uint8_t { kLargest, kFirst, kLast };
+/// kMiddle: a stage between the ends (uneven stages: the busiest of them, stage 1).
+enum class PipelineStage : std::uint8_t { kLargest, kFirst, kLast, kMiddle };
 
 /// The data-parallel groups ZeRO shards over and gradients are reduced in:
 /// dense parameters are replicated over DP x CP ranks; an expert's

@@ -72,6 +72,13 @@ std::string format_flop_rate(double flop_per_s);   // "989 TFLOP/s"
 std::string format_byte_rate(double bytes_per_s);  // "3.35 TB/s"
 std::string format_count(double n);                // "8.03B"
 std::string format_percent(double frac);           // "45.1%"
+/// A run's length in the unit that reads: seconds below a minute
+/// (format_seconds), then "18 min" (one decimal below 10 min), "3.5 h" below
+/// two days, "17.9 days" from two days on. Non-finite or negative: "unknown".
+std::string format_duration(double seconds);
+/// A whole count with thousands separators: 305176 -> "305,176" (rounded to
+/// the nearest whole number; non-finite: "unknown").
+std::string format_whole(double n);
 
 inline constexpr double kKiB = 1024.0;
 inline constexpr double kMiB = 1024.0 * 1024.0;

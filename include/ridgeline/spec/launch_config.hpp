@@ -1,0 +1,124 @@
+// Launch configurations of the training frameworks, read as plans: a file of
+// Megatron-LM arguments (as a launch script passes them to pretrain_gpt.py),
+// a torchtitan train.toml and a DeepSpeed ds_config.json. Each importer reads
+// the file into LaunchValues (the settings it gave, each with where it said
+// so); apply_launch then turns them into plan settings through the plan's own
+// fields (spec/plan_fields.hpp), so a value is checked and worded as a plan
+// YAML's would be, with the launch file's line. The Megatron vocabulary is
+// defined once (take_megatron_arg) and serves both --from-megatron files and
+// the CLI's Megatron-spelt alias flags (--tensor-model-parallel-size 8).
+//
+// What a file gives that has no effect on step time or memory (learning
+// rates, paths, logging) is listed as ignored; what would change them but is
+// not modelled (CPU offload, a custom pipeline layout) is an error at its
+// file:line. Units: counts (GPUs, layers, sequences, tokens).
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ridgeline/spec/model.hpp"
+#include "ridgeline/spec/plan.hpp"
+#include "ridgeline/support/diagnostics.hpp"
+
+namespace ridgeline::spec {
+
+/// One value a launch config gave: its text, what the file said and where.
+struct LaunchValue {
+  std::string text;  // "8", "selective", "true"
+  std::string said;  // "--tensor-model-parallel-size 8", "parallelism.tensor_parallel_degree = 8"
+  support::SourceLoc loc;
+  bool given() const { return !said.empty(); }
+};
+
+/// The settings of a launch config, before they are combined into a plan
+/// (Megatron's recompute is three arguments; its DP degree is the world size
+/// over TP x PP x CP; DeepSpeed's global batch is micro x accumulation x DP).
+struct LaunchValues {
+  // Plan settings as they are (spec::apply_setting keys).
+  LaunchValue tp, pp, cp, ep, dp, zero, sp, tp_comm_overlap, vpp, first_stage_layers, last_stage_layers;
+  LaunchValue micro_batch, global_batch, seq_len, precision, fp8_recipe, attention, fusion, optimizer;
+  LaunchValue main_grads, recompute;  // recompute: a whole recompute word (torchtitan)
+  LaunchValue expert_tp;  // Megatron --expert-tensor-parallel-size: modelled only as TP
+  // Combined with others when applied.
+  LaunchValue recompute_granularity, recompute_method, recompute_num_layers;  // Megatron
+  LaunchValue layers_per_virtual_stage;  // Megatron: vpp = layers / PP / N
+  LaunchValue nproc_per_node, nnodes;    // torchrun: DP = GPUs / (TP x PP x CP)
+  LaunchValue dp_shard, dp_replicate;    // torchtitan: DP = shard x replicate; shard > 1: ZeRO-3 (FSDP2)
+  LaunchValue grad_accum;                // DeepSpeed gradient_accumulation_steps
+  LaunchValue train_iters, train_samples;  // tokens = iterations x global batch x seq, samples x seq
+  // The model the file describes, checked against the plan's model.
+  LaunchValue num_layers, hidden_size, num_heads, ffn_hidden_size;
+};
+
+/// One plan setting an import made, for --print-plan.
+struct ImportedSetting {
+  std::string key;    // the plan setting: "tp", "recompute"
+  std::string value;  // as set: "8", "block:4"
+  std::string said;   // what the file said ("--recompute-method block, --recompute-num-layers 4")
+  int line = 0;       // 0 = not from a file line (a flag, a default)
+};
+
+/// What an import understood: what it set, what it ignored and why values were derived.
+struct ImportReport {
+  std::string kind;       // "Megatron-LM args", "torchtitan TOML", "DeepSpeed JSON"; "" = nothing imported
+  std::string file;
+  std::string framework;  // frameworks/ id the file implies ("megatron"); "" = none
+  std::string model;      // a shipped model id the file names (torchtitan model.name/flavor), or ""
+  LaunchValues values;
+  std::vector<ImportedSetting> settings;  // filled by apply_launch, in plan-field order
+  std::vector<std::string> ignored;       // "--lr 0.00015 (line 12)": no effect on step time or memory
+  std::vector<std::string> notes;         // derived values and framework conventions
+};
+
+/// Reads a file of Megatron-LM arguments: flags and values as a launch
+/// script writes them, with backslash continuations, # comments, quotes and
+/// bash array lines; a relevant argument whose value is a shell variable
+/// ($TP) is an error (Ridgeline does not run the script). Throws SpecError.
+ImportReport import_megatron(const std::string& path);
+/// Reads a torchtitan train.toml ([parallelism], [training],
+/// [activation_checkpoint], [model], [float8], [optimizer]). Throws SpecError.
+ImportReport import_torchtitan(const std::string& path);
+/// Reads a DeepSpeed ds_config.json (zero_optimization.stage, batch sizes,
+/// bf16 / fp16, optimizer). Throws SpecError.
+ImportReport import_deepspeed(const std::string& path);
+
+/// Takes one Megatron-LM argument ("--tensor-model-parallel-size", "8") into
+/// `v`: false when the name is not one Ridgeline reads (`value` is then
+/// unused). A value that is a shell variable or not an accepted word is an
+/// error in `d` at `loc`. `value` is "" for a switch (--sequence-parallel).
+bool take_megatron_arg(LaunchValues& v, std::string_view name, std::string_view value, const support::SourceLoc& loc,
+                       support::DiagnosticList& d);
+/// Whether the Megatron argument `name` takes a value (false: a switch);
+/// nullopt when Ridgeline does not know it.
+std::optional<bool> megatron_arg_takes_value(std::string_view name);
+
+/// The Megatron-LM spellings the CLI accepts as alias flags, with their help.
+struct MegatronAlias {
+  std::string_view name;  // without the dashes
+  bool takes_value;
+  std::string_view help;
+  bool parallel;  // sets the layout (TP, PP, ..., ZeRO): not offered where the command searches it
+  std::string_view key;  // the plan field it sets (YAML key): "parallel.tp"
+};
+std::span<const MegatronAlias> megatron_aliases();
+
+/// Applies the values to the plan: each through the plan field it sets
+/// (errors at the value's file:line, worded as the field's), derived values
+/// (recompute, VPP, DP, global batch, tokens) computed with the model, and
+/// the file's model checked against `m`. Appends to `report` the settings
+/// made and the derivations. `overridden`: plan fields (YAML keys) the
+/// caller's flags give: the file's values for them are left out, so what is
+/// derived from them (DP from the GPU count over TP x PP x CP) uses the
+/// flags'. Throws SpecError.
+void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, ImportReport& report,
+                  const std::vector<std::string>& overridden = {});
+
+/// --print-plan's text: what an import set (each setting with the line that
+/// gave it), what it derived and ignored, then the resulting plan.
+std::string describe_plan(const PlanSpec& p, const ImportReport& imported);
+
+}  // namespace ridgeline::spec

@@ -1,0 +1,773 @@
+#include "ridgeline/spec/launch_config.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include "ridgeline/spec/framework.hpp"
+#include "ridgeline/spec/json_reader.hpp"
+#include "ridgeline/spec/plan_fields.hpp"
+#include "ridgeline/spec/yaml_reader.hpp"
+
+namespace ridgeline::spec {
+
+namespace {
+
+// ---- Megatron-LM arguments ----
+
+/// What a Megatron argument sets: a LaunchValues member, or a fixed value
+/// into one (switches: --sequence-parallel sets sp to "true"), or a check
+/// (`relevant` arguments Ridgeline does not model are errors).
+struct MegatronArg {
+  std::string_view name;
+  bool takes_value;
+  LaunchValue LaunchValues::*target;  // nullptr: not modelled (error) or handled below
+  std::string_view fixed = {};        // a switch's value ("true", "1", "fp8")
+  std::string_view words = {};        // accepted values, comma-separated ("" = any)
+  std::string_view help = {};         // non-empty: a CLI alias flag
+  std::string_view unsupported = {};  // non-empty: an error, this reason
+};
+
+// megatron/training/arguments.py spellings. Switches are store_true.
+const MegatronArg kMegatronArgs[] = {
+    {"tensor-model-parallel-size", true, &LaunchValues::tp, {}, {}, "Megatron-LM spelling of --tp"},
+    {"pipeline-model-parallel-size", true, &LaunchValues::pp, {}, {}, "Megatron-LM spelling of --pp"},
+    {"context-parallel-size", true, &LaunchValues::cp, {}, {}, "Megatron-LM spelling of --cp"},
+    {"expert-model-parallel-size", true, &LaunchValues::ep, {}, {}, "Megatron-LM spelling of --ep"},
+    {"sequence-parallel", false, &LaunchValues::sp, "true", {}, "Megatron-LM spelling of --sp"},
+    {"recompute-granularity", true, &LaunchValues::recompute_granularity, {}, "full, selective",
+     "Megatron-LM recomputation: selective (--recompute selective) or full (with --recompute-method)"},
+    {"recompute-method", true, &LaunchValues::recompute_method, {}, "uniform, block",
+     "Megatron-LM full recomputation: uniform (every:K, K = --recompute-num-layers) or block (block:K: the "
+     "first K layers of each stage)"},
+    {"recompute-num-layers", true, &LaunchValues::recompute_num_layers, {}, {},
+     "Megatron-LM: layers per recomputed chunk (uniform) or recomputed layers per stage (block)"},
+    {"recompute-activations", false, &LaunchValues::recompute_granularity, "selective"},
+    {"fp8-format", true, &LaunchValues::precision, "fp8", "e4m3, hybrid",
+     "Megatron-LM fp8 training (e4m3 or hybrid: --precision fp8)"},
+    {"fp8-recipe", true, &LaunchValues::fp8_recipe, {}, "delayed, tensorwise, blockwise, mxfp8"},
+    {"fp4-format", true, &LaunchValues::precision, "nvfp4", "e2m1"},
+    {"bf16", false, &LaunchValues::precision, "bf16"},
+    {"fp16", false, &LaunchValues::precision, "fp16"},
+    {"micro-batch-size", true, &LaunchValues::micro_batch, {}, {}, "Megatron-LM spelling of --micro-batch"},
+    {"global-batch-size", true, &LaunchValues::global_batch, {}, {},
+     "Megatron-LM spelling of --global-batch (sequences)"},
+    {"seq-length", true, &LaunchValues::seq_len, {}, {}, "Megatron-LM spelling of --seq"},
+    {"use-distributed-optimizer", false, &LaunchValues::zero, "1", {},
+     "Megatron-LM's distributed optimizer: --zero 1"},
+    {"num-layers-per-virtual-pipeline-stage", true, &LaunchValues::layers_per_virtual_stage, {}, {},
+     "Megatron-LM: layers per virtual pipeline stage N (--vpp = layers / PP / N)"},
+    {"num-virtual-stages-per-pipeline-rank", true, &LaunchValues::vpp, {}, {}, "Megatron-LM spelling of --vpp"},
+    {"decoder-first-pipeline-num-layers", true, &LaunchValues::first_stage_layers, {}, {},
+     "Megatron-LM spelling of --first-stage-layers"},
+    {"decoder-last-pipeline-num-layers", true, &LaunchValues::last_stage_layers, {}, {},
+     "Megatron-LM spelling of --last-stage-layers"},
+    {"tp-comm-overlap", false, &LaunchValues::tp_comm_overlap, "true"},
+    {"accumulate-allreduce-grads-in-fp32", false, &LaunchValues::main_grads, "fp32"},
+    {"attention-backend", true, &LaunchValues::attention, {}, "flash, fused, unfused, local, auto"},
+    {"use-flash-attn", false, &LaunchValues::attention, "flash"},
+    {"optimizer", true, &LaunchValues::optimizer, {}, "adam, sgd"},
+    {"train-iters", true, &LaunchValues::train_iters},
+    {"train-samples", true, &LaunchValues::train_samples},
+    {"num-layers", true, &LaunchValues::num_layers},
+    {"hidden-size", true, &LaunchValues::hidden_size},
+    {"num-attention-heads", true, &LaunchValues::num_heads},
+    {"ffn-hidden-size", true, &LaunchValues::ffn_hidden_size},
+    {"expert-tensor-parallel-size", true, &LaunchValues::expert_tp},
+    {"nproc_per_node", true, &LaunchValues::nproc_per_node},
+    {"nproc-per-node", true, &LaunchValues::nproc_per_node},
+    {"nnodes", true, &LaunchValues::nnodes},
+    {"optimizer-cpu-offload", false, nullptr, {}, {}, {}, "optimizer CPU offload is not modelled"},
+    {"cpu-offloading", false, nullptr, {}, {}, {}, "activation CPU offload is not modelled"},
+    {"use-torch-fsdp2", false, nullptr, {}, {}, {},
+     "Megatron's FSDP2 is not modelled; import the run as --framework fsdp or torchtitan"},
+    {"use-custom-fsdp", false, nullptr, {}, {}, {}, "Megatron-FSDP is not modelled; use --zero 3 under megatron"},
+    {"use-megatron-fsdp", false, nullptr, {}, {}, {}, "Megatron-FSDP is not modelled; use --zero 3 under megatron"},
+    {"pipeline-model-parallel-layout", true, nullptr, {}, {}, {},
+     "a custom pipeline layout is not modelled; give --decoder-first-pipeline-num-layers and "
+     "--decoder-last-pipeline-num-layers"},
+    {"account-for-embedding-in-pipeline-split", false, nullptr, {}, {}, {},
+     "counting the embedding as a layer in the pipeline split is not modelled"},
+    {"account-for-loss-in-pipeline-split", false, nullptr, {}, {}, {},
+     "counting the loss as a layer in the pipeline split is not modelled"},
+};
+
+const MegatronArg* find_megatron(std::string_view name) {
+  for (const auto& a : kMegatronArgs)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+std::vector<std::string> split_words(std::string_view words) {
+  std::vector<std::string> out;
+  while (!words.empty()) {
+    const auto comma = words.find(',');
+    auto w = words.substr(0, comma);
+    while (!w.empty() && w.front() == ' ') w.remove_prefix(1);
+    out.emplace_back(w);
+    if (comma == std::string_view::npos) break;
+    words.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+bool has_shell_variable(std::string_view s) { return s.find('$') != std::string_view::npos; }
+
+}  // namespace
+
+std::optional<bool> megatron_arg_takes_value(std::string_view name) {
+  if (const MegatronArg* a = find_megatron(name)) return a->takes_value;
+  return std::nullopt;
+}
+
+std::span<const MegatronAlias> megatron_aliases() {
+  static const std::vector<MegatronAlias> all = [] {
+    std::vector<MegatronAlias> v;
+    for (const auto& a : kMegatronArgs) {
+      if (a.help.empty()) continue;
+      const auto t = a.target;
+      const bool parallel = t == &LaunchValues::tp || t == &LaunchValues::pp || t == &LaunchValues::cp ||
+                            t == &LaunchValues::ep || t == &LaunchValues::sp || t == &LaunchValues::zero ||
+                            t == &LaunchValues::vpp || t == &LaunchValues::layers_per_virtual_stage ||
+                            t == &LaunchValues::first_stage_layers || t == &LaunchValues::last_stage_layers;
+      std::string_view key;
+      static const std::pair<LaunchValue LaunchValues::*, std::string_view> kKeys[] = {
+          {&LaunchValues::tp, "parallel.tp"}, {&LaunchValues::pp, "parallel.pp"}, {&LaunchValues::cp, "parallel.cp"},
+          {&LaunchValues::ep, "parallel.ep"}, {&LaunchValues::sp, "parallel.sp"}, {&LaunchValues::zero, "parallel.zero"},
+          {&LaunchValues::vpp, "parallel.virtual_stages"},
+          {&LaunchValues::layers_per_virtual_stage, "parallel.virtual_stages"},
+          {&LaunchValues::first_stage_layers, "parallel.first_stage_layers"},
+          {&LaunchValues::last_stage_layers, "parallel.last_stage_layers"},
+          {&LaunchValues::recompute_granularity, "recompute"}, {&LaunchValues::recompute_method, "recompute"},
+          {&LaunchValues::recompute_num_layers, "recompute"}, {&LaunchValues::precision, "precision"},
+          {&LaunchValues::micro_batch, "micro_batch"}, {&LaunchValues::global_batch, "global_batch"},
+          {&LaunchValues::seq_len, "seq_len"}};
+      for (const auto& [m, k] : kKeys)
+        if (m == t) key = k;
+      v.push_back({a.name, a.takes_value, a.help, parallel, key});
+    }
+    return v;
+  }();
+  return all;
+}
+
+bool take_megatron_arg(LaunchValues& v, std::string_view name, std::string_view value, const support::SourceLoc& loc,
+                       support::DiagnosticList& d) {
+  const MegatronArg* a = find_megatron(name);
+  if (!a) return false;
+  const std::string field = "--" + std::string(name);
+  if (!a->unsupported.empty()) {
+    d.error(loc, field, std::string(a->unsupported));
+    return true;
+  }
+  if (a->takes_value && has_shell_variable(value)) {
+    d.error(loc, field,
+            fmt::format("\"{}\" is a shell variable; Ridgeline reads the file as text and does not expand it: "
+                        "write the value",
+                        value));
+    return true;
+  }
+  if (!a->words.empty() && a->takes_value) {
+    const auto ok = split_words(a->words);
+    if (std::find(ok.begin(), ok.end(), std::string(value)) == ok.end()) {
+      d.error(loc, field, fmt::format("expected one of {}, got \"{}\"", a->words, value));
+      return true;
+    }
+  }
+  LaunchValue& t = v.*(a->target);
+  // --bf16 beside --fp8-format: fp8 GEMMs, bf16 elsewhere; the fp8 word wins.
+  if (name == "bf16" || name == "fp16")
+    if (t.text == "fp8" || t.text == "nvfp4") return true;
+  if (!a->fixed.empty()) t.text = a->fixed;
+  else if (name == "attention-backend") {
+    // Transformer Engine's backends: flash-attn 2, cuDNN fused attention,
+    // the unfused PyTorch path; auto leaves the framework's default.
+    if (value == "auto") return true;
+    t.text = value == "flash" ? "flash2" : value == "fused" ? "cudnn" : "naive";
+  } else if (name == "optimizer") {
+    t.text = value == "adam" ? "adamw" : "sgd";  // Megatron's adam: decoupled weight decay (AdamW)
+  } else {
+    t.text = value;
+  }
+  t.said = a->takes_value ? fmt::format("{} {}", field, value) : field;
+  t.loc = loc;
+  return true;
+}
+
+namespace {
+
+/// A shell-like token: its text (quotes removed) and where it starts.
+struct Token {
+  std::string text;
+  int line = 0, col = 0;
+  int logical = 0;  // logical line (backslash continuations joined)
+};
+
+std::vector<Token> tokenize_shell(const std::string& text) {
+  std::vector<Token> out;
+  int line = 1, col = 1, logical = 0;
+  size_t i = 0;
+  const size_t n = text.size();
+  auto advance = [&] {
+    if (text[i] == '\n') ++line, col = 1;
+    else ++col;
+    ++i;
+  };
+  while (i < n) {
+    const char c = text[i];
+    if (c == '\\' && i + 1 < n && text[i + 1] == '\n') {  // continuation
+      advance();
+      advance();
+      continue;
+    }
+    if (c == '\n') {
+      ++logical;
+      advance();
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r') {
+      advance();
+      continue;
+    }
+    if (c == '#') {  // a comment to the end of the line
+      while (i < n && text[i] != '\n') advance();
+      continue;
+    }
+    Token t{"", line, col, logical};
+    while (i < n) {
+      const char x = text[i];
+      if (x == ' ' || x == '\t' || x == '\r' || x == '\n') break;
+      if (x == '\\' && i + 1 < n && text[i + 1] == '\n') break;
+      if (x == '"' || x == '\'') {
+        advance();
+        while (i < n && text[i] != x) {
+          if (x == '"' && text[i] == '\\' && i + 1 < n) advance();
+          t.text += text[i];
+          advance();
+        }
+        if (i < n) advance();
+        continue;
+      }
+      t.text += x;
+      advance();
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace
+
+ImportReport import_megatron(const std::string& path) {
+  const std::string text = read_text_file(path);
+  ImportReport r;
+  r.kind = "Megatron-LM args";
+  r.file = path;
+  r.framework = "megatron";
+  support::DiagnosticList d;
+  const auto tokens = tokenize_shell(text);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const Token& t = tokens[i];
+    if (!t.text.starts_with("--") || t.text.size() == 2) continue;  // torchrun, pretrain_gpt.py, ARGS=(, )
+    std::string name = t.text.substr(2);
+    std::optional<std::string> value;
+    if (const auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+    }
+    const support::SourceLoc loc{path, t.line, t.col};
+    const auto known = megatron_arg_takes_value(name);
+    // A value follows on the same logical line unless it is the next flag;
+    // an unknown argument takes one when the next word is not a flag.
+    auto next_is_value = [&] {
+      if (i + 1 >= tokens.size()) return false;
+      const Token& nx = tokens[i + 1];
+      return nx.logical == t.logical && !nx.text.starts_with("--") && nx.text != ")" &&
+             !nx.text.starts_with("${") && !nx.text.ends_with("=(");
+    };
+    if (!value && (known ? *known : next_is_value()) && i + 1 < tokens.size() &&
+        (!known || tokens[i + 1].logical == t.logical)) {
+      value = tokens[++i].text;
+    }
+    if (known && *known && !value) {
+      d.error(loc, "--" + name, "expected a value after it");
+      continue;
+    }
+    if (!take_megatron_arg(r.values, name, value.value_or(""), loc, d))
+      r.ignored.push_back(fmt::format("--{}{} (line {})", name, value ? " " + *value : "", t.line));
+  }
+  d.throw_if_errors();
+  return r;
+}
+
+// ---- torchtitan train.toml ----
+
+namespace {
+
+support::SourceLoc toml_loc(const std::string& path, const toml::node& n) {
+  const auto& s = n.source();
+  return {path, static_cast<int>(s.begin.line), static_cast<int>(s.begin.column)};
+}
+
+/// The TOML value as the plan reads it: integers and booleans as words, strings as they are.
+std::optional<std::string> toml_text(const toml::node& n) {
+  if (auto v = n.as_integer()) return std::to_string(v->get());
+  if (auto v = n.as_boolean()) return v->get() ? "true" : "false";
+  if (auto v = n.as_string()) return v->get();
+  if (auto v = n.as_floating_point()) return fmt::format("{:g}", v->get());
+  return std::nullopt;
+}
+
+}  // namespace
+
+ImportReport import_torchtitan(const std::string& path) {
+  const std::string text = read_text_file(path);
+  ImportReport r;
+  r.kind = "torchtitan TOML";
+  r.file = path;
+  r.framework = "torchtitan";
+  toml::table root;
+  try {
+    root = toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    const auto& s = e.source();
+    throw support::SpecError({path, static_cast<int>(s.begin.line), static_cast<int>(s.begin.column)}, "",
+                             fmt::format("malformed TOML: {}", e.description()));
+  }
+  support::DiagnosticList d;
+  LaunchValues& v = r.values;
+  // [section] key -> the value it sets.
+  struct Key {
+    std::string_view section, key;
+    LaunchValue LaunchValues::*target;
+  };
+  static const Key kKeys[] = {
+      {"parallelism", "tensor_parallel_degree", &LaunchValues::tp},
+      {"parallelism", "pipeline_parallel_degree", &LaunchValues::pp},
+      {"parallelism", "context_parallel_degree", &LaunchValues::cp},
+      {"parallelism", "expert_parallel_degree", &LaunchValues::ep},
+      {"parallelism", "data_parallel_shard_degree", &LaunchValues::dp_shard},
+      {"parallelism", "data_parallel_replicate_degree", &LaunchValues::dp_replicate},
+      {"parallelism", "enable_async_tensor_parallel", &LaunchValues::tp_comm_overlap},
+      {"training", "local_batch_size", &LaunchValues::micro_batch},
+      {"training", "batch_size", &LaunchValues::micro_batch},  // before torchtitan's local_batch_size
+      {"training", "global_batch_size", &LaunchValues::global_batch},
+      {"training", "seq_len", &LaunchValues::seq_len},
+      {"training", "steps", &LaunchValues::train_iters},
+      {"training", "mixed_precision_param", &LaunchValues::precision},
+      {"activation_checkpoint", "mode", &LaunchValues::recompute},
+      {"optimizer", "name", &LaunchValues::optimizer},
+      {"compile", "enable", &LaunchValues::fusion},
+      {"training", "compile", &LaunchValues::fusion},  // before [compile]
+  };
+  std::string model_name, model_flavor;
+  int model_line = 0;
+  for (const auto& [sec_key, sec_node] : root) {
+    const std::string sec(sec_key.str());
+    const toml::table* tbl = sec_node.as_table();
+    if (!tbl) {
+      r.ignored.push_back(fmt::format("{} (line {})", sec, sec_node.source().begin.line));
+      continue;
+    }
+    for (const auto& [k_key, node] : *tbl) {
+      const std::string k(k_key.str());
+      const support::SourceLoc loc = toml_loc(path, node);
+      const std::string dotted = sec + "." + k;
+      const auto val = toml_text(node);
+      const std::string shown = val ? (node.is_string() ? "\"" + *val + "\"" : *val) : "[...]";
+      const std::string said = fmt::format("{} = {}", dotted, shown);
+      if (sec == "model" && (k == "name" || k == "flavor") && val) {
+        (k == "name" ? model_name : model_flavor) = *val;
+        model_line = loc.line;
+        continue;
+      }
+      if (sec == "model" && k == "converters") {
+        // ["float8"] or ["mx"]: fp8 linear layers (torchtitan/components/quantization).
+        if (const toml::array* a = node.as_array()) {
+          for (const auto& c : *a) {
+            const auto w = c.value<std::string>();
+            if (w == "float8" || w == "mx") {
+              v.precision = {"fp8", said, loc};
+              if (*w == "mx") v.fp8_recipe = {"mxfp8", said, loc};
+            } else if (w) {
+              d.error(toml_loc(path, c), dotted, fmt::format("converter \"{}\" is not modelled", *w));
+            }
+          }
+        }
+        continue;
+      }
+      if (sec == "float8" && k == "recipe_name" && val) {
+        if (*val == "tensorwise") v.fp8_recipe = {"tensorwise", said, loc};
+        else d.error(loc, dotted, fmt::format("fp8 recipe \"{}\" is not modelled; tensorwise is", *val));
+        continue;
+      }
+      if (sec == "activation_checkpoint" && k == "selective_ac_option" && val) {
+        // "op" (the op policy) or a number K (every K-th layer): the framework's names.
+        continue;  // read below, with mode
+      }
+      const Key* hit = nullptr;
+      for (const auto& key : kKeys)
+        if (key.section == sec && key.key == k) hit = &key;
+      if (!hit || !val) {
+        r.ignored.push_back(fmt::format("{} (line {})", dotted, loc.line));
+        continue;
+      }
+      LaunchValue& t = v.*(hit->target);
+      std::string text = *val;
+      if (hit->target == &LaunchValues::precision) {
+        if (text == "bfloat16") text = "bf16";
+        else if (text == "float16") text = "fp16";
+        else if (text == "float32") text = "fp32";
+        else {
+          d.error(loc, dotted, fmt::format("expected \"bfloat16\", \"float16\" or \"float32\", got \"{}\"", text));
+          continue;
+        }
+        if (v.precision.text == "fp8") continue;  // float8 converters: fp8 GEMMs, bf16 elsewhere
+      }
+      if (hit->target == &LaunchValues::fusion) text = text == "true" ? "compiled" : "eager";
+      if (hit->target == &LaunchValues::optimizer) {
+        std::string lower;
+        for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        text = lower;
+      }
+      if (hit->target == &LaunchValues::recompute) {
+        if (text == "selective") {
+          const toml::node* opt = tbl->get("selective_ac_option");
+          const std::string o = opt ? toml_text(*opt).value_or("op") : "op";
+          text = o == "op" ? "selective_op" : "selective_layer:" + o;
+        }
+      }
+      t = {text, said, loc};
+    }
+  }
+  if (!model_name.empty()) {
+    // torchtitan's model names: "llama3" flavor "8B" -> models/llama3_8b.yaml.
+    std::string flavor;
+    for (char c : model_flavor) flavor += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string id = model_name + "_" + flavor;
+    if (std::filesystem::exists(std::filesystem::path(data_dir()) / "models" / (id + ".yaml"))) {
+      r.model = id;
+      r.notes.push_back(fmt::format("model.name = \"{}\", flavor = \"{}\" (line {}) is models/{}.yaml", model_name,
+                                    model_flavor, model_line, id));
+    } else {
+      r.notes.push_back(fmt::format("model.name = \"{}\", flavor = \"{}\" (line {}) is not a shipped model; "
+                                    "the model is --model's",
+                                    model_name, model_flavor, model_line));
+    }
+  }
+  d.throw_if_errors();
+  return r;
+}
+
+// ---- DeepSpeed ds_config.json ----
+
+ImportReport import_deepspeed(const std::string& path) {
+  const JsonValue root = load_json_file(path);
+  ImportReport r;
+  r.kind = "DeepSpeed JSON";
+  r.file = path;
+  r.framework = "deepspeed";
+  support::DiagnosticList d;
+  if (root.kind != JsonValue::Kind::kObject)
+    throw support::SpecError(root.loc, "", fmt::format("expected an object of DeepSpeed settings, got {}",
+                                                       describe(root)));
+  LaunchValues& v = r.values;
+  auto said = [](const std::string& key, const JsonValue& x) {
+    return fmt::format("\"{}\": {}", key, x.kind == JsonValue::Kind::kString ? "\"" + x.text + "\"" : x.text);
+  };
+  auto scalar = [](const JsonValue& x) {
+    return x.kind == JsonValue::Kind::kNumber || x.kind == JsonValue::Kind::kBool ||
+           x.kind == JsonValue::Kind::kString;
+  };
+  for (const auto& m : root.members) {
+    const JsonValue& x = m.value;
+    auto take = [&](LaunchValue LaunchValues::*t, const std::string& key, const JsonValue& val) {
+      if (!scalar(val)) {
+        d.error(val.loc, key, fmt::format("expected a number, got {}", describe(val)));
+        return;
+      }
+      // "auto" is filled in by the HF Trainer integration from its own arguments.
+      if (val.text == "auto") {
+        r.ignored.push_back(fmt::format("{} (line {}): \"auto\", given by the trainer", key, val.loc.line));
+        return;
+      }
+      v.*t = {val.text, said(key, val), val.loc};
+    };
+    if (m.key == "train_micro_batch_size_per_gpu") take(&LaunchValues::micro_batch, m.key, x);
+    else if (m.key == "train_batch_size") take(&LaunchValues::global_batch, m.key, x);
+    else if (m.key == "gradient_accumulation_steps") take(&LaunchValues::grad_accum, m.key, x);
+    else if ((m.key == "bf16" || m.key == "fp16") && x.kind == JsonValue::Kind::kObject) {
+      const JsonValue* en = x.find("enabled");
+      if (en && en->kind == JsonValue::Kind::kBool && en->text == "true")
+        v.precision = {m.key, fmt::format("\"{}\": {{\"enabled\": true}}", m.key), en->loc};
+      for (const auto& sub : x.members)
+        if (sub.key != "enabled") r.ignored.push_back(fmt::format("{}.{} (line {})", m.key, sub.key, sub.value.loc.line));
+    } else if (m.key == "zero_optimization" && x.kind == JsonValue::Kind::kObject) {
+      for (const auto& sub : x.members) {
+        const std::string key = "zero_optimization." + sub.key;
+        if (sub.key == "stage") take(&LaunchValues::zero, key, sub.value);
+        else if (sub.key == "offload_optimizer" || sub.key == "offload_param") {
+          const JsonValue* dev = sub.value.find("device");
+          if (dev && dev->text != "none")
+            d.error(sub.value.loc, key, fmt::format("offload to {} is not modelled", dev->text));
+        } else {
+          r.ignored.push_back(fmt::format("{} (line {})", key, sub.value.loc.line));
+        }
+      }
+    } else if (m.key == "optimizer" && x.kind == JsonValue::Kind::kObject) {
+      const JsonValue* type = x.find("type");
+      if (type) {
+        std::string t;
+        for (char c : type->text) t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (t == "adam" || t == "adamw" || t == "sgd") v.optimizer = {t, said("optimizer.type", *type), type->loc};
+        else d.error(type->loc, "optimizer.type", fmt::format("optimizer \"{}\" is not modelled; Adam, AdamW and SGD are",
+                                                              type->text));
+      }
+    } else {
+      r.ignored.push_back(fmt::format("{} (line {})", m.key, x.loc.line));
+    }
+  }
+  d.throw_if_errors();
+  return r;
+}
+
+// ---- Applying ----
+
+namespace {
+
+/// The argument or key a value came from, for its diagnostic: "--tp" of
+/// "--tp 8", "training.seq_len" of "training.seq_len = 8192",
+/// "train_batch_size" of "\"train_batch_size\": 8".
+std::string field_of(const LaunchValue& v) {
+  const std::string& s = v.said;
+  if (s.starts_with('"')) return s.substr(1, s.find('"', 1) - 1);
+  return s.substr(0, s.find(' '));
+}
+
+struct Applier {
+  PlanSpec& p;
+  const ModelSpec& m;
+  ImportReport& r;
+  support::DiagnosticList& d;
+  const std::vector<std::string>& overridden;
+
+  void set(const std::string& key, const std::string& value, const LaunchValue& from, const std::string& said = "") {
+    const PlanField* f = find_plan_field(key);
+    if (!f) return;
+    if (std::find(overridden.begin(), overridden.end(), f->key) != overridden.end()) {
+      r.notes.push_back(fmt::format("{}: the flag's value, not the file's {} ({})", key, value,
+                                    said.empty() ? from.said : said));
+      return;
+    }
+    if (auto e = set_field(*f, p, value); !e.empty()) {
+      d.error(from.loc, field_of(from), e);
+      return;
+    }
+    if (key == "sp") p.sp_given = true;
+    r.settings.push_back({key, field_text(*f, p), said.empty() ? from.said : said, from.loc.line});
+  }
+  void direct(const std::string& key, const LaunchValue& v) {
+    if (v.given()) set(key, v.text, v);
+  }
+  std::optional<long long> whole(const LaunchValue& v, long long lo = 1, long long hi = 1LL << 40) {
+    if (!v.given()) return std::nullopt;
+    std::string e;
+    auto x = parse_whole_number(v.text, lo, hi, e);
+    if (!x) d.error(v.loc, field_of(v), e);
+    return x;
+  }
+};
+
+}  // namespace
+
+void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, ImportReport& r,
+                  const std::vector<std::string>& overridden) {
+  support::DiagnosticList d;
+  Applier a{p, m, r, d, overridden};
+  // The model the file describes must be the plan's.
+  auto check_model = [&](const LaunchValue& x, int have, std::string_view what) {
+    if (auto n = a.whole(x); n && *n != have)
+      d.error(x.loc, field_of(x),
+              fmt::format("{} {}, but the model ({}) has {}; pass the run's model with --model", *n, what, m.name,
+                          have));
+  };
+  check_model(v.num_layers, m.layers, "layers");
+  check_model(v.hidden_size, m.hidden, "hidden size");
+  check_model(v.num_heads, m.heads, "attention heads");
+  check_model(v.ffn_hidden_size, m.ffn_hidden, "FFN size");
+  if (!r.framework.empty() && find_framework(r.framework)) {
+    LaunchValue fw{r.framework, "", {r.file, 0, 0}};
+    a.set("framework", r.framework, fw, "(" + r.kind + ")");
+  }
+  // Megatron-LM trains in fp32 unless --bf16, --fp16 or --fp8-format is given.
+  if (r.kind == "Megatron-LM args" && !v.precision.given()) {
+    LaunchValue fp32{"fp32", "", {r.file, 0, 0}};
+    a.set("precision", "fp32", fp32, "(no --bf16, --fp16 or --fp8-format: Megatron-LM's fp32)");
+  }
+  // Megatron-LM runs without sequence parallelism unless told: an args
+  // file without --sequence-parallel keeps it off whatever the framework's
+  // default for hand-written plans.
+  if (r.kind == "Megatron-LM args" && !v.sp.given()) {
+    p.sp_given = true;
+    p.parallel.sp = false;
+  }
+  a.direct("tp", v.tp);
+  a.direct("pp", v.pp);
+  a.direct("cp", v.cp);
+  a.direct("ep", v.ep);
+  a.direct("sp", v.sp);
+  a.direct("zero", v.zero);
+  a.direct("tp_comm_overlap", v.tp_comm_overlap);
+  a.direct("micro_batch", v.micro_batch);
+  a.direct("seq", v.seq_len);
+  a.direct("precision", v.precision);
+  a.direct("fp8_recipe", v.fp8_recipe);
+  a.direct("attention", v.attention);
+  a.direct("fusion", v.fusion);
+  a.direct("optimizer", v.optimizer);
+  a.direct("main_grads", v.main_grads);
+  a.direct("recompute", v.recompute);
+  a.direct("first_stage_layers", v.first_stage_layers);
+  a.direct("last_stage_layers", v.last_stage_layers);
+  if (v.expert_tp.given() && v.expert_tp.text != std::to_string(p.parallel.tp))
+    d.error(v.expert_tp.loc, "--expert-tensor-parallel-size",
+            fmt::format("expert tensor parallelism {} apart from TP {} is not modelled (experts are split by TP)",
+                        v.expert_tp.text, p.parallel.tp));
+  // Megatron's recomputation: granularity, method and layer count together.
+  if (v.recompute_granularity.given()) {
+    const LaunchValue& g = v.recompute_granularity;
+    if (g.text == "selective") {
+      a.set("recompute", "selective", g);
+    } else if (!v.recompute_method.given()) {
+      d.error(g.loc, "--recompute-granularity",
+              "full needs --recompute-method uniform or block (Megatron-LM refuses it without one)");
+    } else {
+      const auto k = v.recompute_num_layers.given() ? a.whole(v.recompute_num_layers) : std::optional<long long>(1);
+      if (k) {
+        const std::string word = v.recompute_method.text == "uniform" ? (*k == 1 ? "full" : fmt::format("every:{}", *k))
+                                                                      : fmt::format("block:{}", *k);
+        std::string said = g.said + ", " + v.recompute_method.said;
+        if (v.recompute_num_layers.given()) said += ", " + v.recompute_num_layers.said;
+        a.set("recompute", word, g, said);
+      }
+    }
+  } else if (v.recompute_method.given() || v.recompute_num_layers.given()) {
+    const LaunchValue& x = v.recompute_method.given() ? v.recompute_method : v.recompute_num_layers;
+    d.error(x.loc, field_of(x), "needs --recompute-granularity full");
+  }
+  // Virtual stages: given, or layers per virtual stage N: VPP = layers / PP / N.
+  a.direct("vpp", v.vpp);
+  if (auto n = a.whole(v.layers_per_virtual_stage)) {
+    const int pp = std::max(1, p.parallel.pp);
+    const long long per_stage = m.layers / pp;
+    if (m.layers % pp != 0 || per_stage % *n != 0) {
+      d.error(v.layers_per_virtual_stage.loc, "--num-layers-per-virtual-pipeline-stage",
+              fmt::format("{} layers on PP {} do not split into virtual stages of {} layers", m.layers, pp, *n));
+    } else {
+      const std::string vpp = std::to_string(per_stage / *n);
+      a.set("vpp", vpp, v.layers_per_virtual_stage);
+      r.notes.push_back(fmt::format("vpp {} = {} layers / PP {} / {} layers per virtual stage", vpp, m.layers, pp, *n));
+    }
+  }
+  // Data parallelism: torchrun's GPUs over TP x PP x CP (Megatron's
+  // initialize_model_parallel), or torchtitan's shard x replicate degrees.
+  const auto nproc = a.whole(v.nproc_per_node);
+  const auto nnodes = a.whole(v.nnodes);
+  if (nproc) {
+    const long long gpus = *nproc * nnodes.value_or(1);
+    const long long model_par = static_cast<long long>(p.parallel.tp) * p.parallel.pp * p.parallel.cp;
+    if (gpus % model_par != 0) {
+      d.error(v.nproc_per_node.loc, "--nproc_per_node",
+              fmt::format("{} GPUs are not a multiple of TP x PP x CP = {}", gpus, model_par));
+    } else {
+      std::string said = v.nproc_per_node.said + (nnodes ? ", " + v.nnodes.said : "");
+      a.set("dp", std::to_string(gpus / model_par), v.nproc_per_node, said);
+      r.notes.push_back(fmt::format("dp {} = {} GPUs / (TP {} x PP {} x CP {})", gpus / model_par, gpus,
+                                    p.parallel.tp, p.parallel.pp, p.parallel.cp));
+    }
+  }
+  std::optional<long long> shard;
+  if (v.dp_shard.given()) shard = a.whole(v.dp_shard, -1, 1 << 20);
+  const auto replicate = a.whole(v.dp_replicate);
+  if (shard || replicate) {
+    // FSDP2 shards over data_parallel_shard_degree ranks (-1: the GPUs left).
+    if (shard && *shard > 1) {
+      a.set("zero", "3", v.dp_shard, v.dp_shard.said + " (FSDP2: ZeRO-3)");
+    }
+    if ((shard && *shard == -1) ) {
+      r.notes.push_back("parallelism.data_parallel_shard_degree = -1 (all GPUs left): the DP degree is --dp's; "
+                        "FSDP2 shards over it (ZeRO-3 unless DP is 1)");
+      if (p.parallel.zero < 3) a.set("zero", "3", v.dp_shard, v.dp_shard.said + " (FSDP2: ZeRO-3)");
+    } else {
+      const long long dp = shard.value_or(1) * replicate.value_or(1);
+      std::string said = v.dp_shard.said;
+      if (v.dp_replicate.given()) said += (said.empty() ? "" : ", ") + v.dp_replicate.said;
+      a.set("dp", std::to_string(dp), v.dp_shard.given() ? v.dp_shard : v.dp_replicate, said);
+    }
+  }
+  // The global batch: Megatron / torchtitan in sequences; DeepSpeed's
+  // train_batch_size = micro x accumulation x DP, so two of them fix the third.
+  std::optional<long long> gbs;  // torchtitan's -1: micro-batch x DP
+  if (v.global_batch.given() && v.global_batch.text != "-1") gbs = a.whole(v.global_batch);
+  const auto accum = a.whole(v.grad_accum);
+  if (gbs) a.set("global_batch", std::to_string(*gbs), v.global_batch);
+  if (accum) {
+    const long long per_rank = static_cast<long long>(p.micro_batch) * *accum;
+    if (gbs) {
+      if (*gbs % per_rank != 0) {
+        d.error(v.global_batch.loc, "train_batch_size",
+                fmt::format("{} is not micro-batch {} x gradient_accumulation_steps {} x a whole DP degree", *gbs,
+                            p.micro_batch, *accum));
+      } else {
+        a.set("dp", std::to_string(*gbs / per_rank), v.grad_accum,
+              v.global_batch.said + ", " + v.micro_batch.said + ", " + v.grad_accum.said);
+        r.notes.push_back(fmt::format("dp {} = train_batch_size {} / (micro-batch {} x {} accumulation steps)",
+                                      *gbs / per_rank, *gbs, p.micro_batch, *accum));
+      }
+    } else {
+      const long long g = per_rank * p.parallel.dp;
+      a.set("global_batch", std::to_string(g), v.grad_accum);
+      r.notes.push_back(fmt::format("global_batch {} = micro-batch {} x {} accumulation steps x DP {}", g,
+                                    p.micro_batch, *accum, p.parallel.dp));
+    }
+  }
+  // Training length: samples x seq, or iterations x global batch x seq.
+  const int seq = p.seq_len > 0 ? p.seq_len : m.max_seq_len;
+  if (auto s = a.whole(v.train_samples)) {
+    const double tokens = static_cast<double>(*s) * seq;
+    a.set("tokens", fmt::format("{:.0f}", tokens), v.train_samples);
+    r.notes.push_back(fmt::format("tokens {} = {} samples x {} sequence", units::format_count(tokens), *s, seq));
+  } else if (auto it = a.whole(v.train_iters)) {
+    const double tokens = static_cast<double>(*it) * p.effective_global_batch() * seq;
+    a.set("tokens", fmt::format("{:.0f}", tokens), v.train_iters);
+    r.notes.push_back(fmt::format("tokens {} = {} steps x global batch {} x {} sequence", units::format_count(tokens),
+                                  *it, p.effective_global_batch(), seq));
+  }
+  d.throw_if_errors();
+}
+
+std::string describe_plan(const PlanSpec& p, const ImportReport& r) {
+  std::string out;
+  if (!r.kind.empty()) {
+    out += fmt::format("Imported from {} ({}):\n", r.file, r.kind);
+    for (const auto& s : r.settings) {
+      const std::string where = s.line > 0 ? fmt::format("line {}: ", s.line) : "";
+      out += fmt::format("  {:<20} {:<12} {}{}\n", s.key, s.value, where, s.said);
+    }
+    for (const auto& n : r.notes) out += fmt::format("  note: {}\n", n);
+    if (!r.ignored.empty()) {
+      out += "Ignored (no effect on step time or memory):\n";
+      for (const auto& i : r.ignored) out += fmt::format("  {}\n", i);
+    }
+  }
+  out += fmt::format("Plan: {}\n", plan_summary(p));
+  const long long gb = p.effective_global_batch();
+  out += fmt::format("  framework {}, micro-batch {}, global batch {} sequences ({} tokens), sequence {}, "
+                     "tokens {}\n",
+                     framework(p.framework).id, p.micro_batch, gb, gb * p.seq_len, p.seq_len,
+                     p.tokens > 0 ? units::format_count(p.tokens) : std::string("20 per parameter"));
+  return out;
+}
+
+}  // namespace ridgeline::spec

@@ -1,0 +1,395 @@
+// Inputs (issue 16, items 9, 14, 15): --set FIELD=VALUE for the GPU profile
+// and the model, applied to the parsed file before it is read so that each
+// is validated exactly as the field in the file; the names --model and --gpu
+// accept; the Hugging Face model types; the private profile path; and
+// `check --verbose`. Every message is compared as exact text; expected
+// numbers are the values written (4.8 TB/s = 4.8e12 B/s) or hand counts
+// shown beside them.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ridgeline/spec/hardware.hpp"
+#include "ridgeline/spec/model.hpp"
+#include "ridgeline/support/diagnostics.hpp"
+#include "test_support.hpp"
+
+using namespace ridgeline;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kSrc = RIDGELINE_SOURCE_DIR;
+
+std::string profile(const std::string& id) { return kSrc + "/hardware_profiles/" + id + ".yaml"; }
+std::string model_file(const std::string& id) { return kSrc + "/models/" + id + ".yaml"; }
+std::string hf(const std::string& name) { return kSrc + "/tests/data/hf/" + name; }
+
+spec::FieldOverride set(const std::string& prefix, const std::string& field, const std::string& value) {
+  return {field, value, "--set " + prefix + field};
+}
+
+using Overrides = std::vector<spec::FieldOverride>;
+spec::HardwareSpec load_gpu(const std::string& path, const Overrides& o) { return spec::load_hardware_with_overrides(path, o); }
+spec::ModelSpec load_yaml_model(const std::string& path, const Overrides& o) { return spec::load_model_with_overrides(path, o); }
+spec::ModelSpec load_hf(const std::string& path, const Overrides& o) { return spec::load_hf_config_with_overrides(path, o); }
+
+/// Every diagnostic of loading `path` with the overrides, formatted.
+template <class Load>
+std::vector<std::string> errors_of(Load load) {
+  try {
+    load();
+  } catch (const support::SpecError& e) {
+    std::vector<std::string> out;
+    for (const auto& d : e.diagnostics()) out.push_back(d.format());
+    return out;
+  }
+  return {};
+}
+
+std::vector<std::string> gpu_errors(const std::string& path, const std::vector<spec::FieldOverride>& o) {
+  return errors_of([&] { spec::load_hardware_with_overrides(path, o); });
+}
+std::vector<std::string> model_errors(const std::string& path, const std::vector<spec::FieldOverride>& o) {
+  return errors_of([&] { spec::load_model_with_overrides(path, o); });
+}
+std::vector<std::string> hf_errors(const std::string& path, const std::vector<spec::FieldOverride>& o) {
+  return errors_of([&] { spec::load_hf_config_with_overrides(path, o); });
+}
+
+/// A file under the temp directory with `text`; its path.
+std::string write_temp(const std::string& name, const std::string& text) {
+  const fs::path p = fs::temp_directory_path() / ("ridgeline_inputs_" + std::to_string(::getpid())) / name;
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+using Lines = std::vector<std::string>;
+
+}  // namespace
+
+TEST_SUITE("inputs") {
+
+TEST_CASE("--set gpu.*: a value replaces the profile's field and is read with its unit") {
+  const auto hw = load_gpu(profile("h100_sxm"), {set("gpu.", "memory.hbm_bandwidth", "4.8 TB/s"),
+                                                             set("gpu.", "interconnect.inter_node_bandwidth", "25 GB/s"),
+                                                             set("gpu.", "interconnect.nic_bandwidth", "200 Gb/s"),
+                                                             set("gpu.", "price_per_gpu_hour", "2.10 USD/h")});
+  CHECK(hw.hbm_bytes_per_s == 4.8e12);
+  CHECK(hw.interconnect.inter_node_bytes_per_s == 25e9);
+  CHECK(hw.price_per_gpu_hour_usd == 2.10);
+  CHECK(hw.memory_bytes == 80.0 * 1024 * 1024 * 1024);  // untouched: 80 GiB as in the file
+  CHECK(hw.sources.at("memory.hbm_bandwidth") == "--set gpu.memory.hbm_bandwidth on the command line");
+}
+
+TEST_CASE("--set gpu.*: a bare number gets the file's message, naming the flag") {
+  CHECK(gpu_errors(profile("h100_sxm"), {set("gpu.", "memory.hbm_bandwidth", "4.8")}) ==
+        Lines{"error: --set gpu.memory.hbm_bandwidth: expected a bandwidth such as \"3.35 TB/s\", got \"4.8\""});
+  CHECK(gpu_errors(profile("h100_sxm"), {set("gpu.", "price_per_gpu_hour", "2.10")}) ==
+        Lines{"error: --set gpu.price_per_gpu_hour: expected a price per hour such as \"2.50 USD/h\", got \"2.10\""});
+  CHECK(gpu_errors(profile("h100_sxm"), {set("gpu.", "compute.sm_count", "0")}) ==
+        Lines{"error: --set gpu.compute.sm_count: expected a whole number from 1 to 100000, got 0"});
+}
+
+TEST_CASE("--set gpu.*: an unknown field gets did-you-mean from the profile's schema") {
+  CHECK(gpu_errors(profile("h100_sxm"), {set("gpu.", "memory.hbm_bandwith", "4.8 TB/s")}) ==
+        Lines{"error: --set gpu.memory.hbm_bandwith: unknown key 'hbm_bandwith'; did you mean 'hbm_bandwidth'?"});
+  CHECK(gpu_errors(profile("h100_sxm"), {set("gpu.", "memroy.hbm_bandwidth", "4.8 TB/s")}) ==
+        Lines{"error: --set gpu.memroy.hbm_bandwidth: unknown key 'memroy'; did you mean 'memory'?"});
+  CHECK(gpu_errors(profile("h100_sxm"), {set("gpu.", "name.short", "H100")}) ==
+        Lines{"error: --set gpu.name.short: 'name' holds a value, not a section of fields"});
+}
+
+TEST_CASE("--set gpu.*: a field the profile lacks is added") {
+  // A profile without a price or a power section: both optional (0 = unknown).
+  std::string text = test::edited(test::shipped_text("h100_sxm"), "price_per_gpu_hour: 2.99 USD/h\n", "");
+  text = test::edited(text, "power:\n  tdp: 700 W\n", "");
+  const std::string path = write_temp("no_price.yaml", text);
+  const auto bare = spec::load_hardware(path);
+  CHECK_FALSE(bare.has_price());
+  CHECK_FALSE(bare.has_tdp());
+  const auto hw = load_gpu(path, {set("gpu.", "price_per_gpu_hour", "2.10 USD/h"),
+                                             set("gpu.", "power.tdp", "700 W")});
+  CHECK(hw.price_per_gpu_hour_usd == 2.10);
+  CHECK(hw.tdp_w == 700.0);
+  CHECK(hw.has_price());
+}
+
+TEST_CASE("--set gpu.*: cross-field checks see the new value") {
+  // 8 NICs of 400 Gb/s for 8 GPUs give each 50 GB/s: 25 GB/s alone disagrees, as in the file.
+  CHECK(gpu_errors(profile("h100_sxm"), {set("gpu.", "interconnect.inter_node_bandwidth", "25 GB/s")}) ==
+        Lines{"error: --set gpu.interconnect.inter_node_bandwidth: 25 GB/s per GPU, but nic_bandwidth x "
+              "min(nics_per_node, gpus_per_node) / gpus_per_node is 50 GB/s; make them agree"});
+  // sustained_clock 1.755 GHz may not exceed the boost clock, set to 1.5 GHz.
+  CHECK(gpu_errors(profile("h100_sxm"), {set("gpu.", "compute.boost_clock", "1.5 GHz")})[0].ends_with(
+      "error: compute.sustained_clock: expected at most the boost clock (1500 MHz), got 1755 MHz"));
+  // fp8 on an Ampere part is refused as in the file.
+  CHECK(gpu_errors(profile("a100_sxm_80gb"), {set("gpu.", "compute.peak.fp8", "600 TFLOP/s")}) ==
+        Lines{"error: --set gpu.compute.peak.fp8: ampere GPUs have no fp8 tensor cores (fp8 arrived with ada and "
+              "hopper); remove it or correct generation"});
+}
+
+TEST_CASE("--set model.*: YAML model fields, validated as in the file") {
+  const auto m = load_yaml_model(model_file("llama3_8b"), {set("model.", "layers", "40")});
+  CHECK(m.layers == 40);
+  CHECK(m.hidden == 4096);
+  CHECK(model_errors(model_file("llama3_8b"), {set("model.", "layers", "0")}) ==
+        Lines{"error: --set model.layers: expected a whole number from 1 to 100000, got 0"});
+  CHECK(model_errors(model_file("llama3_8b"), {set("model.", "layres", "40")}) ==
+        Lines{"error: --set model.layres: unknown key 'layres'; did you mean 'layers'?"});
+  // 4096 / 7 is not whole: the cross-field check names the flag.
+  CHECK(model_errors(model_file("llama3_8b"), {set("model.", "heads", "7")}) ==
+        Lines{"error: --set model.heads: 7 heads do not divide hidden 4096"});
+  const auto moe = load_yaml_model(model_file("llama3_8b"), {set("model.", "moe.experts", "8"),
+                                                               set("model.", "moe.top_k", "2")});
+  CHECK(moe.moe.experts == 8);
+  CHECK(moe.moe.top_k == 2);
+}
+
+TEST_CASE("--set model.*: a Hugging Face config takes its own keys") {
+  const auto m = load_hf(hf("llama3_8b_config.json"), {set("model.", "num_hidden_layers", "40")});
+  CHECK(m.layers == 40);
+  CHECK(hf_errors(hf("llama3_8b_config.json"), {set("model.", "num_hiden_layers", "40")}) ==
+        Lines{"error: --set model.num_hiden_layers: unknown key 'num_hiden_layers'; did you mean 'num_hidden_layers'?"});
+  CHECK(hf_errors(hf("llama3_8b_config.json"), {set("model.", "num_hidden_layers", "\"40\"")}) ==
+        Lines{"error: --set model.num_hidden_layers: expected a whole number, got the string \"40\""});
+  // The Ridgeline name of the field is not a config.json key.
+  CHECK(hf_errors(hf("llama3_8b_config.json"), {set("model.", "layers", "40")}) ==
+        Lines{"error: --set model.layers: a llama config.json names this field 'num_hidden_layers' "
+              "(--set model.num_hidden_layers=...)"});
+}
+
+// Hugging Face model types. Fixtures: tests/data/hf/SOURCES.md names each
+// config's Hub repository. Expected parameter counts are hand counts with
+// count_params' formula (embedding V h, per layer h (q + 2 kv) + q h
+// attention, 3 h f gated MLP (x experts, + router h E), 2 h RMSNorm; final
+// norm h; LM head V h unless tied), checked against the published totals.
+TEST_CASE("HF config: phi3, gemma, gemma2, qwen3 and qwen3_moe read as the published models") {
+  // microsoft/Phi-3-mini-4k-instruct: V 32064, h 3072, L 32, f 8192, untied:
+  // 2 x 98,500,608 + 32 x (37,748,736 + 75,497,472 + 6,144) + 3,072 = 3,821,079,552,
+  // keras-hub's phi3_mini_4k_instruct_en preset lists "params": 3821079552.
+  const auto phi = spec::load_hf_config(hf("phi3_mini_4k_config.json"));
+  CHECK(spec::count_params(phi).total == 3821079552.0);
+  CHECK(phi.activation == spec::Activation::kSwiglu);
+  CHECK(phi.notes == Lines{"sliding-window attention (2047 tokens) is modelled as full attention: exact for "
+                           "sequences up to the window, attention work overestimated beyond it"});
+
+  // google/gemma-7b: head_dim 256 x 16 heads = 4096 != hidden 3072; tied; GeGLU.
+  // 786,432,000 + 28 x (50,331,648 + 226,492,416 + 6,144) + 3,072 = 8,537,680,896 (model card: 8.54B).
+  const auto gemma = spec::load_hf_config(hf("gemma_7b_config.json"));
+  CHECK(gemma.head_dim == 256);
+  CHECK(gemma.tied_embeddings);
+  CHECK(gemma.activation == spec::Activation::kGeglu);
+  CHECK(spec::count_params(gemma).total == 8537680896.0);
+  CHECK(gemma.notes.empty());
+
+  // google/gemma-2-9b: 917,504,000 + 42 x (44,040,192 + 154,140,672 + 7,168) + 3,584 = 9,241,404,928;
+  // the published 9,241,705,984 adds the post-attention and post-MLP norms (42 x 2 x 3584 = 301,056).
+  const auto gemma2 = spec::load_hf_config(hf("gemma2_9b_config.json"));
+  CHECK(spec::count_params(gemma2).total == 9241404928.0);
+  CHECK(spec::count_params(gemma2).total + 42 * 2 * 3584 == 9241705984.0);
+  CHECK(gemma2.notes ==
+        Lines{"the norms after attention and after the MLP (2 x hidden weights a layer) are not counted",
+              "sliding-window attention (4096 tokens, every other layer) is modelled as full attention: exact for "
+              "sequences up to the window, attention work overestimated beyond it"});
+
+  // Qwen/Qwen3-0.6B, as downloaded into its folder: the folder names it.
+  // 155,582,464 (tied) + 28 x (6,291,456 + 9,437,184 + 2,048) + 1,024 = 596,042,752;
+  // the model card: 0.6B, 0.44B non-embedding (28 x 15,730,688 = 440,459,264).
+  const auto qwen3 = spec::load_hf_config(hf("Qwen3-0.6B/config.json"));
+  CHECK(qwen3.id == "Qwen3-0.6B");
+  CHECK(qwen3.name == "Qwen3-0.6B");
+  CHECK(qwen3.head_dim == 128);
+  CHECK(spec::count_params(qwen3).total == 596042752.0);
+  CHECK(qwen3.notes == Lines{"the per-head RMSNorm of queries and keys (2 x head_dim weights a layer) is not counted"});
+
+  // Qwen/Qwen3-30B-A3B: 128 experts of width 768 (moe_intermediate_size), 8 a token.
+  // Total 622,329,856 + 48 x 623,120,384 + 2,048 = 30,532,110,336 (card: 30.5B);
+  // active 622,329,856 + 48 x 56,889,344 + 2,048 = 3,353,020,416 (card: 3.3B activated).
+  const auto moe = spec::load_hf_config(hf("qwen3_30b_a3b_config.json"));
+  CHECK(moe.moe.experts == 128);
+  CHECK(moe.moe.top_k == 8);
+  CHECK(moe.ffn_hidden == 768);
+  CHECK(spec::count_params(moe).total == 30532110336.0);
+  CHECK(spec::count_params(moe).active == 3353020416.0);
+}
+
+TEST_CASE("HF config: what Ridgeline does not model is one clear error") {
+  const std::string ds = hf("deepseek_v3_config.json");
+  CHECK(hf_errors(ds, {}) ==
+        Lines{ds + ":11:17: error: model_type: deepseek_v3 is not modelled: multi-head latent attention (kv_lora_rank "
+                   "512), shared experts (n_shared_experts 1) and dense first layers (first_k_dense_replace 3); "
+                   "Ridgeline's layer has grouped-query attention and routed experts only"});
+  const std::string q2 = hf("qwen1.5_moe_a2.7b_config.json");
+  CHECK(hf_errors(q2, {}) ==
+        Lines{q2 + ":27:38: error: shared_expert_intermediate_size: a shared expert (width 5632) is not modelled; "
+                   "Ridgeline's MoE layer has routed experts only"});
+  // Without the shared expert the same config reads (the experts alone).
+  const auto routed = load_hf(q2, {set("model.", "shared_expert_intermediate_size", "0")});
+  CHECK(routed.moe.experts == 60);
+  CHECK(routed.ffn_hidden == 1408);
+  const std::string t5 = hf("t5_small_config.json");
+  CHECK(hf_errors(t5, {}) ==
+        Lines{t5 + ":15:17: error: model_type: unsupported model type 't5'; supported: llama, mistral, mixtral, qwen2, "
+                   "qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, phi3, gpt2, gpt_neox"});
+}
+
+TEST_CASE("hub_id: validated as owner/name") {
+  std::string text = test::edited(
+      [] {
+        std::ifstream in(model_file("llama3_8b"));
+        std::stringstream ss;
+        ss << in.rdbuf();
+        return ss.str();
+      }(),
+      "hub_id: meta-llama/Meta-Llama-3-8B", "hub_id: Meta-Llama-3-8B");
+  const std::string path = write_temp("bad_hub.yaml", text);
+  CHECK(model_errors(path, {}) ==
+        Lines{path + ":2:9: error: hub_id: expected a Hugging Face repository such as \"meta-llama/Meta-Llama-3-8B\" "
+                     "(owner/name), got \"Meta-Llama-3-8B\""});
+  CHECK(spec::load_model(model_file("llama3_8b")).hub_id == "meta-llama/Meta-Llama-3-8B");
+}
+
+// The command line: names, private profiles, check --verbose, did-you-mean.
+TEST_CASE("cli: unknown commands and flags get did-you-mean") {
+  auto r = test::run_cli("predcit");
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: unknown command 'predcit'; did you mean 'predict'?\n");
+  r = test::run_cli("predict --micro-bach 2");
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: unknown flag '--micro-bach'; did you mean '--micro-batch'?\n");
+  r = test::run_cli("check --verbos models/llama3_8b.yaml");
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: unknown flag '--verbos'; did you mean '--verbose'?\n");
+}
+
+TEST_CASE("cli: --gpu and --model names") {
+  // Case-insensitive ids, the aliases sources print, Hub ids, display names, model folders.
+  CHECK(test::run_cli("check H100").out == "./hardware_profiles/h100_sxm.yaml: ok (hardware profile)\n");
+  CHECK(test::run_cli("check H100_SXM").out == "./hardware_profiles/h100_sxm.yaml: ok (hardware profile)\n");
+  CHECK(test::run_cli("check 'NVIDIA H100 SXM5 80GB'").out == "./hardware_profiles/h100_sxm.yaml: ok (hardware profile)\n");
+  CHECK(test::run_cli("check meta-llama/Meta-Llama-3-8B").out == "./models/llama3_8b.yaml: ok (model)\n");
+  CHECK(test::run_cli("check META-LLAMA/meta-llama-3-8b").out == "./models/llama3_8b.yaml: ok (model)\n");
+  CHECK(test::run_cli("check Llama-3-8B").out == "./models/llama3_8b.yaml: ok (model)\n");
+  CHECK(test::run_cli("check 'llama 3 8b'").out == "./models/llama3_8b.yaml: ok (model)\n");
+  CHECK(test::run_cli("check tests/data/hf/Qwen3-0.6B").out ==
+        "tests/data/hf/Qwen3-0.6B/config.json: ok (Hugging Face config)\n");
+  auto r = test::run_cli("predict --model meta-llama/Llama-3-8B");
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: --model: 'meta-llama/Llama-3-8B' is not a file or folder, nor the Hugging Face id of a "
+                 "shipped model (did you mean 'llama3_8b'?); download its config.json and give its folder\n");
+  r = test::run_cli("predict --gpu H100-SMX");
+  CHECK(r.status == 2);
+  CHECK(r.err.starts_with("error: --gpu: unknown GPU 'H100-SMX' (did you mean 'h100_sxm'?); known: a10, "));
+  r = test::run_cli("predict --model tests/data");
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: --model: folder 'tests/data' holds no config.json (a Hugging Face model folder does)\n");
+}
+
+TEST_CASE("cli: --set on check names the flag") {
+  auto r = test::run_cli("check --set gpu.memory.hbm_bandwidth=4.8 hardware_profiles/h100_sxm.yaml");
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: --set gpu.memory.hbm_bandwidth: expected a bandwidth such as \"3.35 TB/s\", got \"4.8\"\n");
+  r = test::run_cli("check --set gpu.memory.hbm_bandwith='4.8 TB/s' hardware_profiles/h100_sxm.yaml");
+  CHECK(r.err == "error: --set gpu.memory.hbm_bandwith: unknown key 'hbm_bandwith'; did you mean 'hbm_bandwidth'?\n");
+  r = test::run_cli("check --verbose --set gpu.memory.hbm_bandwidth='4.8 TB/s' h100_sxm");
+  CHECK(r.status == 0);
+  CHECK(r.out.find("  memory        80.0 GiB, HBM 4.80 TB/s\n") != std::string::npos);
+}
+
+TEST_CASE("cli: check --verbose prints what it understood") {
+  // Llama-3-8B: 2 x 128256 x 4096 (untied) + 32 x (41,943,040 attention + 176,160,768 MLP + 8,192 norms)
+  // + 4,096 = 8,030,261,248, the published 8.03B.
+  auto r = test::run_cli("check --verbose models/llama3_8b.yaml");
+  CHECK(r.status == 0);
+  CHECK(r.out ==
+        "models/llama3_8b.yaml: ok (model)\n"
+        "  Llama-3-8B (meta-llama/Meta-Llama-3-8B)\n"
+        "  parameters    8.03B (8030261248)\n"
+        "  layers        32\n"
+        "  hidden        4096\n"
+        "  heads         32 query, 8 key/value, head dim 128\n"
+        "  MLP           swiglu 14336\n"
+        "  experts       none (dense)\n"
+        "  vocab         128256\n"
+        "  sequence      up to 8192, rope positions, rmsnorm\n");
+  // The profile's figures; ridge = peak / 3.35 TB/s: 66.9/3.35 = 19.97, 494.7/3.35 = 147.67,
+  // 989.4/3.35 = 295.34, 1978.9/3.35 = 590.72.
+  r = test::run_cli("check --verbose hardware_profiles/h100_sxm.yaml");
+  CHECK(r.status == 0);
+  CHECK(r.out ==
+        "hardware_profiles/h100_sxm.yaml: ok (hardware profile)\n"
+        "  NVIDIA H100 SXM5 80GB (hopper, nvidia)\n"
+        "  memory        80.0 GiB, HBM 3.35 TB/s\n"
+        "  peak fp32     66.9 TFLOP/s   ridge 20.0 FLOP/byte\n"
+        "  peak tf32     495 TFLOP/s    ridge 147.7 FLOP/byte\n"
+        "  peak fp16     989 TFLOP/s    ridge 295.3 FLOP/byte\n"
+        "  peak bf16     989 TFLOP/s    ridge 295.3 FLOP/byte\n"
+        "  peak fp8      1.98 PFLOP/s   ridge 590.7 FLOP/byte\n"
+        "  peak int8     1978.9 TOP/s   ridge 590.7 OP/byte\n"
+        "  interconnect  8 GPUs a node, 450 GB/s within, 50.0 GB/s between nodes (per GPU, one direction)\n"
+        "  price         2.99 USD per GPU-hour\n"
+        "  TDP           700 W\n"
+        "  calibration   none (documented default efficiencies)\n");
+  // A profile without price or TDP says unknown, not $0.00.
+  std::string text = test::edited(test::shipped_text("h100_sxm"), "price_per_gpu_hour: 2.99 USD/h\n", "");
+  text = test::edited(text, "power:\n  tdp: 700 W\n", "");
+  const std::string path = write_temp("unknown_price.yaml", text);
+  r = test::run_cli("check --verbose " + path);
+  CHECK(r.out.find("  price         unknown (no price_per_gpu_hour: cost is unknown)\n"
+                   "  TDP           unknown (no power.tdp: energy is unknown)\n") != std::string::npos);
+  // A Hugging Face folder: named by the folder; the notes say what is approximated.
+  r = test::run_cli("check --verbose tests/data/hf/Qwen3-0.6B");
+  CHECK(r.out.find("  Qwen3-0.6B\n  parameters    596M (596042752)\n") != std::string::npos);
+  CHECK(r.out.find("  note          the per-head RMSNorm of queries and keys (2 x head_dim weights a layer) is not "
+                   "counted\n") != std::string::npos);
+  r = test::run_cli("check --verbose tests/data/hf/qwen3_30b_a3b_config.json");
+  CHECK(r.out.find("  parameters    30.5B (30532110336), 3.35B active per token\n") != std::string::npos);
+  CHECK(r.out.find("  experts       128, 8 per token\n") != std::string::npos);
+}
+
+TEST_CASE("cli: RIDGELINE_PROFILE_PATH adds private profiles, a same-named one wins") {
+  const fs::path dir = fs::temp_directory_path() / ("ridgeline_private_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "my_gpu.yaml") << test::edited(test::edited(test::shipped_text("h100_sxm"),
+                                                                  "name: NVIDIA H100 SXM5 80GB", "name: Lab H100"),
+                                                     "aliases: [H100-SXM5-80GB, H100-SXM-80GB, H100-SXM5, H100-SXM, "
+                                                     "H100, H100-80GB]",
+                                                     "aliases: [Lab-H100]");
+  std::ofstream(dir / "h100_sxm.yaml") << test::edited(test::shipped_text("h100_sxm"), "price_per_gpu_hour: 2.99 USD/h",
+                                                       "price_per_gpu_hour: 1.50 USD/h");
+  ::setenv("RIDGELINE_PROFILE_PATH", dir.c_str(), 1);
+  const auto list = test::run_cli("list gpus");
+  const auto verbose = test::run_cli("check --verbose h100_sxm");
+  const auto alias = test::run_cli("check lab-h100");
+  // A second profile claiming the shipped alias "H100": the name is ambiguous.
+  std::ofstream(dir / "twin.yaml") << test::edited(test::shipped_text("h100_sxm"),
+                                                   "aliases: [H100-SXM5-80GB, H100-SXM-80GB, H100-SXM5, H100-SXM, "
+                                                   "H100, H100-80GB]",
+                                                   "aliases: [H100]");
+  const auto twin = test::run_cli("predict --gpu H100");
+  ::setenv("RIDGELINE_PROFILE_PATH", "/no/such/folder", 1);
+  const auto missing = test::run_cli("list gpus");
+  ::unsetenv("RIDGELINE_PROFILE_PATH");
+  CHECK(list.status == 0);
+  CHECK(list.out.find("my_gpu           Lab H100") != std::string::npos);
+  CHECK(list.out.find("(private: " + (dir / "my_gpu.yaml").string() + ")\n") != std::string::npos);
+  CHECK(list.out.find("(private: " + (dir / "h100_sxm.yaml").string() + ", replaces the shipped one)\n") !=
+        std::string::npos);
+  CHECK(list.out.find("b200 ") != std::string::npos);  // the shipped set stays
+  CHECK(verbose.out.find("  price         1.50 USD per GPU-hour\n") != std::string::npos);
+  CHECK(alias.out == (dir / "my_gpu.yaml").string() + ": ok (hardware profile)\n");
+  CHECK(twin.status == 2);
+  CHECK(twin.err == "error: --gpu: 'H100' names more than one GPU profile: h100_sxm, twin; give one of them\n");
+  CHECK(missing.status == 2);
+  CHECK(missing.err == "error: RIDGELINE_PROFILE_PATH: no such folder '/no/such/folder'\n");
+  fs::remove_all(dir);
+}
+
+}  // TEST_SUITE

@@ -1,0 +1,298 @@
+// Launch configurations read as plans (spec/launch_config.hpp), the
+// Megatron-LM spellings of the plan flags, the global batch in tokens, the
+// framework's sequence-parallel default, uneven pipeline stages and block
+// recomputation. An imported launch file must predict exactly what the
+// equivalent Ridgeline flags predict: the flags are the independent source.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "ridgeline/engine/engine.hpp"
+#include "ridgeline/memory/memory.hpp"
+#include "ridgeline/spec/launch_config.hpp"
+#include "test_support.hpp"
+#include "ridgeline/spec/framework.hpp"
+
+// What plans/megatron_llama3_8b.sh says, line by line (cat -n), and the
+// derivations by hand: 8 GPUs / TP 2 = DP 4; 1953125000 x 8192 = 16T tokens.
+#define PRINT_PLAN_MEGATRON \
+  "Imported from plans/megatron_llama3_8b.sh (Megatron-LM args):\n"\
+  "  framework            megatron     (Megatron-LM args)\n"\
+  "  tp                   2            line 17: --tensor-model-parallel-size 2\n"\
+  "  sp                   true         line 17: --sequence-parallel\n"\
+  "  zero                 1            line 19: --use-distributed-optimizer\n"\
+  "  micro_batch          1            line 13: --micro-batch-size 1\n"\
+  "  seq                  8192         line 11: --seq-length 8192\n"\
+  "  precision            bf16         line 16: --bf16\n"\
+  "  recompute            selective    line 18: --recompute-granularity selective\n"\
+  "  dp                   4            line 8: --nproc_per_node 8, --nnodes 1\n"\
+  "  global_batch         128          line 13: --global-batch-size 128\n"\
+  "  tokens               16.0T        line 14: --train-samples 1953125000\n"\
+  "  note: dp 4 = 8 GPUs / (TP 2 x PP 1 x CP 1)\n"\
+  "  note: tokens 16.0T = 1953125000 samples x 8192 sequence\n"\
+  "Ignored (no effect on step time or memory):\n"\
+  "  --group-query-attention (line 10)\n"\
+  "  --num-query-groups 8 (line 10)\n"\
+  "  --max-position-embeddings 8192 (line 11)\n"\
+  "  --position-embedding-type rope (line 12)\n"\
+  "  --swiglu (line 12)\n"\
+  "  --lr 0.00015 (line 15)\n"\
+  "  --min-lr 0.00001 (line 15)\n"\
+  "  --lr-decay-style cosine (line 15)\n"\
+  "  --overlap-grad-reduce (line 19)\n"\
+  "  --overlap-param-gather (line 19)\n"\
+  "  --save $CHECKPOINT_PATH (line 20)\n"\
+  "  --log-interval 1 (line 20)\n"\
+  "Plan: bf16, flash2 attention, fusion fused, recompute selective, adamw, TP2 PP1 DP4 +SP ZeRO-1\n"\
+  "  framework megatron, micro-batch 1, global batch 128 sequences (1048576 tokens), sequence 8192, tokens 16.0T\n"
+
+namespace rl = ridgeline;
+
+namespace {
+
+/// The step and memory objects of a JSON prediction (the plan's own object
+/// names where it came from, so it is left out).
+nlohmann::json step_and_memory(const std::string& args) {
+  const auto r = rl::test::run_cli("predict " + args + " --format json");
+  INFO(args << "\n" << r.err);
+  REQUIRE(r.status <= 1);  // 1: does not fit, the prediction still written
+  const auto j = nlohmann::json::parse(r.out);
+  return {{"step", j.at("step")}, {"memory", j.at("memory")}, {"training", j.at("training")}};
+}
+
+/// Writes `text` to a temporary file named `name` and returns its path.
+std::string temp_file(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / ("ridgeline_launch_" + std::to_string(::getpid()) + "_" + name);
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+}  // namespace
+
+TEST_SUITE("launch config") {
+  TEST_CASE("a Megatron args file predicts what the equivalent flags predict") {
+    // plans/megatron_llama3_8b.sh by hand: 8 GPUs / TP 2 = DP 4; the
+    // distributed optimizer is ZeRO-1; 1953125000 samples x 8192 = 16T tokens.
+    const auto imported = step_and_memory("--model llama3_8b --from-megatron plans/megatron_llama3_8b.sh");
+    const auto flags = step_and_memory(
+        "--model llama3_8b --framework megatron --tp 2 --dp 4 --sp --zero 1 --micro-batch 1 --global-batch 128 "
+        "--seq 8192 --precision bf16 --recompute selective --tokens 16T");
+    CHECK(imported == flags);
+  }
+
+  TEST_CASE("the Megatron-spelt flags are the plan flags") {
+    const auto megatron = step_and_memory(
+        "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --sequence-parallel --dp 2 "
+        "--micro-batch-size 1 --global-batch-size 16 --seq-length 4096 --use-distributed-optimizer "
+        "--recompute-granularity full --recompute-method uniform --recompute-num-layers 2");
+    const auto flags = step_and_memory("--tp 2 --pp 2 --sp --dp 2 --micro-batch 1 --global-batch 16 --seq 4096 "
+                                       "--zero 1 --recompute every:2");
+    CHECK(megatron == flags);
+  }
+
+  TEST_CASE("a torchtitan TOML predicts what the equivalent flags predict") {
+    // plans/torchtitan_llama3_8b.toml by hand: DP = shard 4 x replicate 1,
+    // FSDP2 sharding = ZeRO-3, torchtitan's TP runs SP; 1000 steps x global
+    // batch 1 x 4 x 8192 tokens = 32768000 tokens.
+    const auto imported = step_and_memory("--from-torchtitan plans/torchtitan_llama3_8b.toml");
+    const auto flags = step_and_memory(
+        "--model llama3_8b --framework torchtitan --tp 2 --dp 4 --zero 3 --micro-batch 1 --seq 8192 "
+        "--recompute selective --optimizer adamw --fusion eager --precision bf16 --tokens 32768000");
+    CHECK(imported == flags);
+  }
+
+  TEST_CASE("a DeepSpeed JSON predicts what the equivalent flags predict") {
+    // plans/deepspeed_zero3.json by hand: DP = 64 / (1 x 8 accumulation steps) = 8.
+    const auto imported = step_and_memory("--from-deepspeed plans/deepspeed_zero3.json");
+    const auto flags = step_and_memory("--framework deepspeed --zero 3 --micro-batch 1 --global-batch 64 --dp 8 "
+                                       "--precision bf16 --optimizer adamw");
+    CHECK(imported == flags);
+  }
+
+  TEST_CASE("explicit flags override the imported file") {
+    const auto imported = step_and_memory("--from-deepspeed plans/deepspeed_zero3.json --zero 1");
+    const auto flags = step_and_memory("--framework deepspeed --zero 1 --micro-batch 1 --global-batch 64 --dp 8 "
+                                       "--precision bf16 --optimizer adamw");
+    CHECK(imported == flags);
+  }
+
+  TEST_CASE("the Megatron file's plan, as --print-plan shows it") {
+    const auto m = rl::test::model("llama3_8b");
+    rl::spec::PlanSpec p;
+    p.seq_len = 8192;
+    auto r = rl::spec::import_megatron(std::string(RIDGELINE_SOURCE_DIR) + "/plans/megatron_llama3_8b.sh");
+    rl::spec::apply_launch(r.values, p, m, r);
+    rl::spec::apply_framework_defaults(p);
+    r.file = "plans/megatron_llama3_8b.sh";
+    CHECK(rl::spec::describe_plan(p, r) == PRINT_PLAN_MEGATRON);
+  }
+
+  TEST_CASE("Megatron args: errors at the file's line and column") {
+    auto error_of = [](const std::string& text) {
+      const auto path = temp_file("args.sh", text);
+      try {
+        (void)rl::spec::import_megatron(path);
+      } catch (const rl::support::SpecError& e) {
+        auto s = e.diagnostics().front().format();
+        return s.substr(s.find(':'));  // without the temporary path
+      }
+      return std::string("no error");
+    };
+    CHECK(error_of("torchrun pretrain_gpt.py \\\n    --tensor-model-parallel-size $TP --bf16\n") ==
+          ":2:5: error: --tensor-model-parallel-size: \"$TP\" is a shell variable; Ridgeline reads the file as "
+          "text and does not expand it: write the value");
+    CHECK(error_of("--optimizer-cpu-offload\n") == ":1:1: error: --optimizer-cpu-offload: optimizer CPU offload is not modelled");
+    CHECK(error_of("--bf16 --fp8-format e5m2\n") ==
+          ":1:8: error: --fp8-format: expected one of e4m3, hybrid, got \"e5m2\"");
+    CHECK(error_of("--micro-batch-size\n--bf16\n") == ":1:1: error: --micro-batch-size: expected a value after it");
+  }
+
+  TEST_CASE("Megatron args: combined settings and their errors") {
+    const auto m = rl::test::model("llama3_8b");
+    auto apply = [&](const std::string& text) {
+      const auto path = temp_file("combined.sh", text);
+      auto r = rl::spec::import_megatron(path);
+      rl::spec::PlanSpec p;
+      rl::spec::apply_launch(r.values, p, m, r);
+      return p;
+    };
+    auto error_of = [&](const std::string& text) {
+      try {
+        (void)apply(text);
+      } catch (const rl::support::SpecError& e) {
+        auto s = e.diagnostics().front().format();
+        return s.substr(s.find(':'));
+      }
+      return std::string("no error");
+    };
+    // block with 4 layers: the first 4 layers of each stage recompute.
+    CHECK(rl::spec::to_string(apply("--bf16 --recompute-granularity full --recompute-method block "
+                                    "--recompute-num-layers 4").recompute) == "block:4");
+    CHECK(rl::spec::to_string(apply("--bf16 --recompute-granularity full --recompute-method uniform "
+                                    "--recompute-num-layers 1").recompute) == "full");
+    // 32 layers / PP 4 = 8 per stage, 2 per virtual stage: VPP 4.
+    CHECK(apply("--bf16 --pipeline-model-parallel-size 4 --num-layers-per-virtual-pipeline-stage 2")
+              .parallel.virtual_stages == 4);
+    // No --bf16 / --fp16: Megatron-LM trains in fp32; no --sequence-parallel: off even with TP.
+    const auto plain = apply("--tensor-model-parallel-size 2\n");
+    CHECK(plain.precision == rl::spec::Precision::kFp32);
+    CHECK_FALSE(plain.parallel.sp);
+    CHECK(plain.sp_given);
+    CHECK(error_of("--bf16\n--recompute-granularity full\n") ==
+          ":2:1: error: --recompute-granularity: full needs --recompute-method uniform or block (Megatron-LM refuses "
+          "it without one)");
+    CHECK(error_of("--bf16 --num-layers 80\n") ==
+          ":1:8: error: --num-layers: 80 layers, but the model (Llama-3-8B) has 32; pass the run's model with --model");
+    CHECK(error_of("--nproc_per_node 8 --tensor-model-parallel-size 3 --bf16\n") ==
+          ":1:1: error: --nproc_per_node: 8 GPUs are not a multiple of TP x PP x CP = 3");
+  }
+
+  TEST_CASE("torchtitan and DeepSpeed: unsupported settings are errors at their line") {
+    const auto toml = temp_file("t.toml", "[model]\nconverters = [\"int8\"]\n");
+    CHECK_THROWS_WITH_AS(rl::spec::import_torchtitan(toml), doctest::Contains("2:"), rl::support::SpecError);
+    const auto json = temp_file("ds.json", "{\n  \"zero_optimization\": {\"stage\": 3,\n    \"offload_optimizer\": "
+                                           "{\"device\": \"cpu\"}}\n}\n");
+    try {
+      (void)rl::spec::import_deepspeed(json);
+      FAIL("no error");
+    } catch (const rl::support::SpecError& e) {
+      const auto s = e.diagnostics().front().format();
+      CHECK(s.substr(s.find(':')) == ":3:26: error: zero_optimization.offload_optimizer: offload to cpu is not modelled");
+    }
+  }
+
+  TEST_CASE("the global batch in tokens") {
+    // 4M = 4 x 2^20 = 4194304 tokens = 512 sequences of 8192.
+    auto r = rl::test::run_cli("predict --global-batch 4M --dp 8 --zero 3 --format json");
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j.at("plan").at("global_batch") == 512);
+    r = rl::test::run_cli("predict --global-batch-tokens 512K --seq 4096 --format json");
+    j = nlohmann::json::parse(r.out);
+    CHECK(j.at("plan").at("global_batch") == 128);  // 524288 / 4096
+    r = rl::test::run_cli("predict --global-batch 1M --seq 3000");
+    CHECK(r.status == 2);
+    CHECK(r.err == "error: --global-batch: 1M tokens = 1048576 is not a whole number of 3000-token sequences (349.53)\n");
+    r = rl::test::run_cli("predict --global-batch 4M --global-batch-tokens 4M");
+    CHECK(r.err == "error: --global-batch: give the global batch once: in sequences or in tokens\n");
+  }
+
+  TEST_CASE("SP defaults on with TP > 1 under megatron and torchtitan, unless given") {
+    auto sp_of = [](const std::string& args) {
+      const auto r = rl::test::run_cli("predict " + args + " --format json");
+      return nlohmann::json::parse(r.out).at("plan").at("parallel").at("sp").get<bool>();
+    };
+    CHECK(sp_of("--tp 2"));
+    CHECK_FALSE(sp_of("--tp 2 --no-sp"));
+    CHECK_FALSE(sp_of("--tp 1"));
+    CHECK(sp_of("--tp 2 --framework torchtitan"));
+    CHECK_FALSE(sp_of("--tp 2 --framework fsdp"));
+  }
+
+  TEST_CASE("uneven pipeline stages: Llama 3 405B's 126 layers on PP16") {
+    // Meta's Llama 3 paper (Sec. 3.3.2): the first and last stages hold one
+    // layer fewer: 7 + 14 x 8 + 7 = 126.
+    using rl::spec::stage_layers;
+    CHECK(stage_layers(126, 16, 7, 7, 0) == 7);
+    CHECK(stage_layers(126, 16, 7, 7, 1) == 8);
+    CHECK(stage_layers(126, 16, 7, 7, 15) == 7);
+    CHECK(rl::spec::max_stage_layers(126, 16, 7, 7) == 8);
+    CHECK(rl::spec::check_stage_layers(126, 16, 7, 7) == "");
+    CHECK(rl::spec::check_stage_layers(126, 16, 8, 7) ==
+          "126 layers less the first stage's 8 and the last stage's 7 leave 111, which 14 other stages do not divide");
+    CHECK(rl::spec::check_stage_layers(32, 1, 8, 0) == "uneven pipeline stages need PP > 1");
+    const auto m = rl::test::model("llama3_405b");
+    const auto hw = rl::test::gpu("h100_sxm");
+    rl::spec::PlanSpec p;
+    p.seq_len = 8192;
+    p.micro_batch = 1;
+    p.parallel.tp = 8;
+    p.parallel.sp = true;
+    p.parallel.pp = 16;
+    p.parallel.dp = 8;
+    p.parallel.zero = 1;
+    p.global_batch = 8 * 16;
+    p.parallel.first_stage_layers = 7;
+    p.parallel.last_stage_layers = 7;
+    const auto pred = rl::engine::evaluate(m, p, hw);
+    REQUIRE(pred.status != rl::engine::Status::kInvalid);
+    const auto& mem = pred.memory;
+    CHECK(mem.first_stage.layers == 7);
+    CHECK(mem.middle_stage.layers == 8);
+    CHECK(mem.last_stage.layers == 7);
+    // 1F1B: stage 0 holds 16 micro-batches of 7 layers, stage 1 holds 15 of
+    // 8 (120 > 112 layer-activations): the busiest stage is stage 1.
+    CHECK(mem.peak_stage == "middle");
+    CHECK(mem.first_stage.in_flight_microbatches == 16);
+    CHECK(mem.middle_stage.in_flight_microbatches == 15);
+    rl::spec::PlanSpec bad = p;
+    bad.parallel.first_stage_layers = 9;
+    const auto invalid = rl::engine::evaluate(m, bad, hw);
+    CHECK(invalid.status == rl::engine::Status::kInvalid);
+    CHECK(invalid.problem.message ==
+          "126 layers less the first stage's 9 and the last stage's 7 leave 110, which 14 other stages do not divide");
+  }
+
+  TEST_CASE("block recomputation: K of the stage's L layers recompute") {
+    const auto m = rl::test::model("llama3_8b");
+    const auto hw = rl::test::gpu("h100_sxm");
+    auto run = [&](const char* rec) {
+      auto p = rl::test::plan(1, 4096);
+      p.recompute = *rl::spec::parse_recompute(rec);
+      return rl::engine::evaluate(m, p, hw);
+    };
+    const auto none = run("none"), full = run("full"), block8 = run("block:8");
+    // Recomputed FLOPs: 8 of 32 layers' forward = a quarter of full's.
+    CHECK(block8.step.recompute_flops == doctest::Approx(full.step.recompute_flops * 8.0 / 32.0));
+    CHECK(full.memory.activations < block8.memory.activations);
+    CHECK(block8.memory.activations < none.memory.activations);
+    auto p = rl::test::plan(1, 4096);
+    p.recompute = *rl::spec::parse_recompute("block:33");
+    const auto too_many = rl::engine::evaluate(m, p, hw);
+    CHECK(too_many.problem.message == "block:33 recomputes more layers than a stage holds (32)");
+    p.recompute = *rl::spec::parse_recompute("block:8");
+    p.framework = *rl::spec::find_framework("torchtitan");
+    CHECK(rl::engine::evaluate(m, p, hw).problem.field == "recompute");
+  }
+}
