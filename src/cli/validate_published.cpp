@@ -600,7 +600,7 @@ void register_validate_published(CLI::App& app, int& rc) {
       ->excludes(leave_out);
   cmd->add_option("--residuals", args->residuals,
                   "With --leave-one-group-out: write the out-of-sample residuals (the prediction intervals' pools) "
-                  "to FILE, as validation/residuals.yaml")
+                  "to FILE, as validation/residuals.json")
       ->needs(cmd->get_option("--leave-one-group-out"));
   cmd->add_flag("--show-skipped", args->show_skipped, "Table: list every skipped row with its reason");
   cmd->add_flag("--no-calibration", args->no_calibration, "Ignore the profiles' calibration blocks");

@@ -12,7 +12,7 @@
 //     never falls as the level rises.
 // Where a test needs intervals of a known width it draws them from a
 // synthetic residual set (below), so that regenerating
-// validation/residuals.yaml does not change what it checks.
+// validation/residuals.json does not change what it checks.
 #include <doctest/doctest.h>
 
 #include <algorithm>

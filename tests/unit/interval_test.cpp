@@ -2,7 +2,7 @@
 // (validation/coverage.hpp): the random-effects bounds against hand
 // calculations, the pool fallback, containment of the point estimate,
 // widening with the level, the residual file's located errors, the
-// freshness of validation/residuals.yaml and the out-of-sample coverage of
+// freshness of validation/residuals.json and the out-of-sample coverage of
 // the 80% interval on the repository's published rows.
 #include <doctest/doctest.h>
 
@@ -154,7 +154,7 @@ TEST_CASE("intervals: a run with no comparable pool falls back and says so") {
   // An empty model says where it looked.
   const Interval empty = IntervalModel().run_interval(traits(0, spec::Generation::kHopper, 8, 7e9), 0.8);
   CHECK_FALSE(empty.valid());
-  CHECK(empty.note.find("residuals.yaml not found") != std::string::npos);
+  CHECK(empty.note.find("residuals.json not found") != std::string::npos);
 }
 
 TEST_CASE("intervals: the shipped intervals hold the point estimate and widen with the level") {
@@ -225,33 +225,38 @@ TEST_CASE("intervals: peak memory's interval by hand") {
 }
 
 TEST_CASE("intervals: the residual file's errors are located") {
+  // One field per line, so the lines below are the fields': dominant is on
+  // line 11, log_residual on line 12.
   const std::string ok =
-      "source: x\nrows:\n  - id: a\n    group: g\n    kind: training\n    framework: fsdp\n"
-      "    generation: hopper\n    gpus: 8\n    params: 7e9\n    dominant: compute\n    log_residual: -0.1\n";
-  const auto m = uncertainty::load_residuals(write_temp("ridgeline_res_ok.yaml", ok));
+      "{\n  \"source\": \"x\",\n  \"rows\": [\n    {\"id\": \"a\",\n     \"group\": \"g\",\n"
+      "     \"kind\": \"training\",\n     \"framework\": \"fsdp\",\n     \"generation\": \"hopper\",\n"
+      "     \"gpus\": 8,\n     \"params\": 7e9,\n     \"dominant\": \"compute\",\n     \"log_residual\": -0.1}\n"
+      "  ]\n}\n";
+  const auto m = uncertainty::load_residuals(write_temp("ridgeline_res_ok.json", ok));
   REQUIRE(m.rows().size() == 1);
   CHECK(m.rows()[0].run.gpus == 8);
   CHECK(m.rows()[0].log_residual == doctest::Approx(-0.1));
 
   auto error_of = [](const std::string& text) {
     try {
-      uncertainty::load_residuals(write_temp("ridgeline_res_bad.yaml", text));
+      uncertainty::load_residuals(write_temp("ridgeline_res_bad.json", text));
     } catch (const support::SpecError& e) {
       return std::string(e.what());
     }
     return std::string("no error");
   };
-  const std::string bad_dom = error_of(test::edited(ok, "dominant: compute", "dominant: gemm"));
-  CHECK(bad_dom.find(":10:") != std::string::npos);
+  const std::string bad_dom = error_of(test::edited(ok, "\"dominant\": \"compute\"", "\"dominant\": \"gemm\""));
+  CHECK(bad_dom.find(":11:") != std::string::npos);
   CHECK(bad_dom.find("rows[0].dominant") != std::string::npos);
-  const std::string unknown = error_of(test::edited(ok, "    log_residual", "    colour: red\n    log_residual"));
-  CHECK(unknown.find(":11:") != std::string::npos);
+  const std::string unknown =
+      error_of(test::edited(ok, "     \"log_residual\"", "     \"colour\": \"red\", \"log_residual\""));
+  CHECK(unknown.find(":12:") != std::string::npos);
   CHECK(unknown.find("unknown key 'colour'") != std::string::npos);
-  const std::string fw = error_of(test::edited(ok, "framework: fsdp", "framework: jax"));
+  const std::string fw = error_of(test::edited(ok, "\"framework\": \"fsdp\"", "\"framework\": \"jax\""));
   CHECK(fw.find("rows[0].framework") != std::string::npos);
 }
 
-TEST_CASE("intervals: validation/residuals.yaml is what the published rows give now") {
+TEST_CASE("intervals: validation/residuals.json is what the published rows give now") {
   // scripts/accuracy_table.sh writes it; a change to the cost model that
   // moves a residual without regenerating it fails here.
   const auto& fresh = fresh_residuals();

@@ -1,7 +1,7 @@
 // Prediction intervals where predict and report show a figure. Each expected
 // bound comes from the definition (include/ridgeline/uncertainty/interval.hpp),
 // computed here from the shipped residuals rather than pasted from an output,
-// so the tests hold whenever validation/residuals.yaml is regenerated:
+// so the tests hold whenever validation/residuals.json is regenerated:
 //   - a time or a total proportional to it (days, GPU-hours, cost, energy) is
 //     expected in [t lo, t hi]; a rate (tokens/s, MFU) in [v / hi, v / lo];
 //     lo <= 1 <= hi, so the interval holds the point estimate;

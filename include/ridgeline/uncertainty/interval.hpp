@@ -7,7 +7,7 @@
 //   r = log(predicted step time / measured step time)
 // (a throughput's residual is log(measured / predicted): the same run, the
 // same r). scripts/accuracy_table.sh writes them, with what makes two runs
-// comparable (RunTraits), to validation/residuals.yaml.
+// comparable (RunTraits), to validation/residuals.json.
 //
 // The residuals of one published source share an offset (its software
 // stack, its clocks, how it counted): a run from a source the validation has
@@ -184,7 +184,7 @@ IntervalModel load_residuals(const std::string& path);
 /// The YAML text of `rows` (the header says how they were made).
 std::string write_residuals(const std::vector<Residual>& rows, std::string_view published_file);
 
-/// The residuals shipped in data_dir()/validation/residuals.yaml, read once;
+/// The residuals shipped in data_dir()/validation/residuals.json, read once;
 /// an empty model when the file is absent (every interval then says so).
 const IntervalModel& shipped();
 /// The path shipped() reads.
