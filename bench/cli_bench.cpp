@@ -1,0 +1,49 @@
+// The README's GPT-3 175B search as a user runs it: the whole `ridgeline
+// search` process (start-up, reading the profiles, frameworks and residuals,
+// the search, the intervals and the table), wall clock per run. The target is
+// under 50 ms on the 2-core development machine.
+#include <benchmark/benchmark.h>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+int run_quietly(std::vector<std::string> args) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  const int e = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (e != 0) return -1;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+void BM_Cli_Search175B_1024xA100(benchmark::State& state) {
+  const std::vector<std::string> args = {RIDGELINE_BINARY, "search",   "--gpu",   "a100_sxm_80gb", "--model",
+                                         "gpt3_175b",      "--gpus",   "1024",    "--global-batch", "1536",
+                                         "--seq",          "2048",     "--top",   "5"};
+  for (auto _ : state) {
+    if (run_quietly(args) != 0) {
+      state.SkipWithError("ridgeline search did not exit 0");
+      break;
+    }
+  }
+}
+BENCHMARK(BM_Cli_Search175B_1024xA100)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
