@@ -52,6 +52,24 @@ std::string standing_marker(search::Standing s) {
   return "?";
 }
 
+/// What the wall clock and cost columns are for, when the rows' tokens were
+/// not given: Chinchilla's 20 per parameter (pre-training) or 1B tokens (a
+/// fine-tune has no compute-optimal length; engine::TokensBasis).
+std::string tokens_legend(const std::vector<search::CompareRow>& rows) {
+  bool chinchilla = false, per_billion = false;
+  for (const auto& r : rows) {
+    if (r.pred.status == engine::Status::kInvalid) continue;
+    chinchilla |= r.pred.totals.basis == engine::TokensBasis::kChinchilla;
+    per_billion |= r.pred.totals.basis == engine::TokensBasis::kPerBillion;
+  }
+  std::string o;
+  if (chinchilla) o += "wall clock and cost: for 20 tokens per parameter (Chinchilla; --tokens sets the run)\n";
+  if (per_billion)
+    o += "wall clock and cost: per 1B tokens for a fine-tune (it has no compute-optimal length; --tokens sets the "
+         "run)\n";
+  return o;
+}
+
 std::string ranking_legend(const std::vector<search::RankedRow>& rows, double level) {
   if (rows.empty()) return "";
   const std::string l = text::level(level);
@@ -242,7 +260,7 @@ std::string compare_table(const std::vector<search::Variation>& vars, const std:
     if (invalid(rows[r])) line += " " + problem_text(rows[r]);
     out += trimmed(line);
   }
-  return out + "\n" + ranking_legend(iv.rows, iv.level);
+  return out + "\n" + ranking_legend(iv.rows, iv.level) + tokens_legend(rows);
 }
 
 std::string compare_markdown(const std::vector<search::Variation>& vars, const std::vector<search::CompareRow>& rows,
@@ -269,7 +287,7 @@ std::string compare_markdown(const std::vector<search::Variation>& vars, const s
     o += line(row);
   }
   // The legend as a paragraph of lines (two trailing spaces: a line break).
-  std::string legend = ranking_legend(iv.rows, iv.level);
+  std::string legend = ranking_legend(iv.rows, iv.level) + tokens_legend(rows);
   if (!legend.empty()) {
     o += "\n";
     size_t pos = 0;

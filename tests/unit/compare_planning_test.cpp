@@ -308,3 +308,19 @@ TEST_CASE("compare planning: --set in the header; --vary gpu.FIELD resolves each
 }
 
 }  // TEST_SUITE
+
+TEST_CASE("compare planning: the wall clock and cost columns say which tokens they are for") {
+  // A LoRA fine-tune without --tokens is priced per 1B tokens (engine::TokensBasis),
+  // a pre-training run at Chinchilla's 20 per parameter; given tokens need no note.
+  const auto lora = test::run_cli("compare --finetune lora --vary lora_rank=8,64");
+  REQUIRE(lora.status == 0);
+  CHECK(lora.out.find("\nwall clock and cost: per 1B tokens for a fine-tune (it has no compute-optimal length; "
+                      "--tokens sets the run)\n") != std::string::npos);
+  const auto given = test::run_cli("compare --finetune lora --tokens 2B --vary lora_rank=8,64");
+  REQUIRE(given.status == 0);
+  CHECK(given.out.find("wall clock and cost:") == std::string::npos);
+  const auto pre = test::run_cli("compare --dp 8 --zero 3 --global-batch 64 --vary recompute=none,full");
+  REQUIRE(pre.status == 0);
+  CHECK(pre.out.find("\nwall clock and cost: for 20 tokens per parameter (Chinchilla; --tokens sets the run)\n") !=
+        std::string::npos);
+}
