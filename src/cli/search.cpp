@@ -75,14 +75,20 @@ Dim apply_fix(spec::PlanSpec& base, const std::string& text) {
   return static_cast<Dim>(d);
 }
 
-double parse_headroom(const std::string& t) {
-  double v = -1;
+/// The number at the start of `t` into `v`; how many characters it took (0: none).
+size_t number_prefix(const std::string& t, double& v) {
   size_t used = 0;
   try {
     v = std::stod(t, &used);
   } catch (...) {
     used = 0;
   }
+  return used;
+}
+
+double parse_headroom(const std::string& t) {
+  double v = -1;
+  size_t used = number_prefix(t, v);
   const bool pct = used > 0 && used + 1 == t.size() && t.back() == '%';
   if (used == 0 || (!pct && used != t.size()) || !std::isfinite(v) || (!pct && v > 1))
     throw UsageError{"--headroom", fmt::format("expected a percentage such as 10%, got \"{}\"", t)};
@@ -95,12 +101,7 @@ double parse_headroom(const std::string& t) {
 /// "14d", "36h" -> seconds.
 double parse_deadline(const std::string& t) {
   double v = 0;
-  size_t used = 0;
-  try {
-    v = std::stod(t, &used);
-  } catch (...) {
-    used = 0;
-  }
+  size_t used = number_prefix(t, v);
   const char unit = used > 0 && used + 1 == t.size() ? t.back() : 0;
   if ((unit != 'd' && unit != 'h') || !(v > 0) || !std::isfinite(v))
     throw UsageError{"--deadline", fmt::format("expected a duration such as 14d or 36h, got \"{}\"", t)};
@@ -111,12 +112,7 @@ double parse_deadline(const std::string& t) {
 double parse_budget(std::string t) {
   if (!t.empty() && t.front() == '$') t.erase(0, 1);
   double v = 0;
-  size_t used = 0;
-  try {
-    v = std::stod(t, &used);
-  } catch (...) {
-    used = 0;
-  }
+  size_t used = number_prefix(t, v);
   double scale = 1;
   if (used > 0 && used + 1 == t.size() && (t.back() == 'K' || t.back() == 'k')) scale = 1e3;
   else if (used > 0 && used + 1 == t.size() && t.back() == 'M') scale = 1e6;

@@ -167,12 +167,7 @@ spec::MeasurementSet synthetic_set(std::uint64_t seed) {
   return set;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ridgeline::test::slurp;
 
 double median_abs(const std::vector<calibrate::RecordError>& recs, const std::vector<MC>& classes, bool cal) {
   std::vector<double> v;

@@ -13,12 +13,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ridgeline::test::slurp;
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\n')) s.pop_back();

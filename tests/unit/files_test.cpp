@@ -22,12 +22,7 @@ using ridgeline::test::run_cli;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ridgeline::test::slurp;
 
 /// A fresh, empty folder for one test case.
 struct TempDir {

@@ -32,12 +32,7 @@ std::vector<fs::path> inputs(const std::string& target) {
   return files;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ridgeline::test::slurp;
 
 /// The loaders decide JSON or YAML messages by the extension, as the fuzzers' temp files do.
 std::string copy_with_extension(const fs::path& input, const char* ext) {

@@ -87,12 +87,7 @@ bool has_nan_or_inf(const std::string& s) {
   return false;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ridgeline::test::slurp;
 
 }  // namespace
 

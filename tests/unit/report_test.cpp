@@ -26,12 +26,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ridgeline::test::slurp;
 
 /// A fresh, empty folder under the system temp folder.
 fs::path fresh_dir(const std::string& name) {

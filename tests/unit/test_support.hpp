@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -39,6 +40,14 @@ inline graph::Graph step(const spec::ModelSpec& m, const spec::PlanSpec& p, cons
   graph::Graph g;
   techniques::build_step(g, m, p, gpu(gpu_id));
   return g;
+}
+
+/// A file's whole text ("" when it cannot be read).
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 /// A shipped hardware profile's text.
