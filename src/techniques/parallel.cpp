@@ -49,6 +49,9 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
   const double ep = std::max(1, par.ep);
   const double e = g.act_bytes;
   const double L = g.layers;
+  // The layers whose forward a recomputation re-runs (techniques/recompute.cpp).
+  const double recomputed_layers =
+      p.recompute.block_layers > 0 ? std::min<double>(p.recompute.block_layers, L) : L;
   const double T = g.tokens;
   const double h = m.hidden;
   auto& ks = g.kernels;
@@ -78,14 +81,15 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
       tp("tp_all_reduce", Collective::kAllReduce, spec::Phase::kForward, S, 2 * L);
       tp("tp_all_reduce", Collective::kAllReduce, spec::Phase::kBackward, S, 2 * L);
     }
-    // Recomputing whole layers re-runs their forward collectives too.
+    // Recomputing whole layers re-runs their forward collectives too: every
+    // layer's, or under Megatron's block method (block:K) the first K's.
     const auto rk = p.recompute.kind;
     if (rk == spec::RecomputeKind::kFull || rk == spec::RecomputeKind::kEvery || rk == spec::RecomputeKind::kSqrt) {
       if (par.sp) {
-        tp("tp_all_gather", Collective::kAllGather, spec::Phase::kRecompute, S, 2 * L);
-        tp("tp_reduce_scatter", Collective::kReduceScatter, spec::Phase::kRecompute, S, 2 * L);
+        tp("tp_all_gather", Collective::kAllGather, spec::Phase::kRecompute, S, 2 * recomputed_layers);
+        tp("tp_reduce_scatter", Collective::kReduceScatter, spec::Phase::kRecompute, S, 2 * recomputed_layers);
       } else {
-        tp("tp_all_reduce", Collective::kAllReduce, spec::Phase::kRecompute, S, 2 * L);
+        tp("tp_all_reduce", Collective::kAllReduce, spec::Phase::kRecompute, S, 2 * recomputed_layers);
       }
     }
     // Vocabulary-parallel embedding (forward all-reduce) and cross-entropy (small reductions).
@@ -111,7 +115,7 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
     const auto rk = p.recompute.kind;
     if (rk == spec::RecomputeKind::kFull || rk == spec::RecomputeKind::kEvery || rk == spec::RecomputeKind::kSqrt)
       ks.push_back(comm("ep_all_to_all", Collective::kAllToAll, spec::Phase::kRecompute, S, ep, t * cp * ep,
-                        2 * L, layer));
+                        2 * recomputed_layers, layer));
   }
 }
 

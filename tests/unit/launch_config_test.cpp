@@ -295,4 +295,23 @@ TEST_SUITE("launch config") {
     p.framework = *rl::spec::find_framework("torchtitan");
     CHECK(rl::engine::evaluate(m, p, hw).problem.field == "recompute");
   }
+  TEST_CASE("block recomputation re-runs only its layers' TP collectives") {
+    // Megatron TP all-reduces twice per layer in the forward (after attention
+    // and after the MLP; Shoeybi et al. 2019), so recomputing layers re-runs
+    // 2 per recomputed layer: 2 x 8 = 16 for block:8, 2 x 32 = 64 for full.
+    const auto m = ridgeline::test::model("llama3_8b");
+    auto p = ridgeline::test::plan(1, 4096);
+    p.parallel.tp = 2;
+    const auto recompute_all_reduces = [&](ridgeline::spec::Recompute r) {
+      p.recompute = r;
+      double n = 0;
+      for (const auto& k : ridgeline::test::step(m, p).kernels)
+        if (k.phase == ridgeline::spec::Phase::kRecompute && k.name == "tp_all_reduce") n += k.count;
+      return n;
+    };
+    ridgeline::spec::Recompute block{ridgeline::spec::RecomputeKind::kFull, 0};
+    block.block_layers = 8;
+    CHECK(recompute_all_reduces(block) == 16);
+    CHECK(recompute_all_reduces({ridgeline::spec::RecomputeKind::kFull, 0}) == 64);
+  }
 }
