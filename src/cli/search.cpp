@@ -342,11 +342,16 @@ void register_search(CLI::App& app, int& rc) {
       const Format f = md ? Format::kTable : parse_format(a->format);
       check_interval_level(a->interval_level);
       if (a->top < 1) throw UsageError{"--top", "expected at least 1"};
+      // A fine-tune without --tokens is priced per 1B tokens (engine::TokensBasis::kPerBillion).
+      bool per_billion = false;
       const auto render = [&](const search::SearchResult& r, const nlohmann::json& q,
                               const search::SearchIntervals& iv) {
         if (f == Format::kJson) return dump(report::search_json(r, q, iv));
         if (f == Format::kCsv) return report::search_csv(r, q, iv);
         std::string text = md ? report::search_markdown(r, q, iv) : report::search_table(r, q, iv);
+        if (per_billion)
+          text += "days and cost: per 1B tokens for a fine-tune (it has no compute-optimal length; --tokens sets the "
+                  "run)\n";
         if (a->explain > 0) {
           if (a->explain > static_cast<int>(r.top.size()))
             throw UsageError{"--explain", fmt::format("row {} does not exist; the search shows {} rows", a->explain,
@@ -387,6 +392,7 @@ void register_search(CLI::App& app, int& rc) {
       if (gpu_names.empty()) throw UsageError{"--gpu", "expected a GPU profile name"};
       auto model = resolve_model(a->model, a->plan.sets);
       auto base = a->plan.build(model);
+      per_billion = base.finetune.mode != spec::FinetuneMode::kFull && base.tokens <= 0;
       if (a->plan.print_plan) {
         write_output(a->output, spec::describe_plan(base, a->plan.imported));
         return kExitOk;

@@ -391,3 +391,14 @@ TEST_CASE("outputs: schema /2 names, CSV gpu/model/framework/tokens columns, Mar
 }
 
 }  // TEST_SUITE
+
+TEST_CASE("a fine-tune's search says its days and cost are per 1B tokens") {
+  const std::string note =
+      "days and cost: per 1B tokens for a fine-tune (it has no compute-optimal length; --tokens sets the run)\n";
+  const auto lora = test::run_cli(k8b + " --finetune lora --top 1");
+  REQUIRE(lora.status == 0);
+  CHECK(lora.out.find(note) != std::string::npos);
+  const auto given = test::run_cli(k8b + " --finetune lora --tokens 2B --top 1");
+  REQUIRE(given.status == 0);
+  CHECK(given.out.find("per 1B tokens") == std::string::npos);
+}
