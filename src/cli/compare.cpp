@@ -30,42 +30,6 @@ struct CompareArgs {
   PlanFlags plan;
 };
 
-/// The rows' intervals, each from the traits of its own GPU (compare_intervals
-/// of that row alone), and their standings against the best: of the rows that
-/// fit, the one with the most tokens/s (the earlier on a tie). Rows are weighed
-/// on time per token, t / n (step time over tokens per step), so two rows whose
-/// steps take different numbers of tokens (a doubled micro-batch) are weighed
-/// by what they deliver; where every step takes the same tokens this is the
-/// step-time ranking of compare_intervals. Intervals scale with t, so their
-/// overlap on time per token is search::overlaps on t / n.
-search::CompareIntervals rank(const std::vector<search::CompareRow>& rows, const uncertainty::IntervalModel& im,
-                              double level) {
-  search::CompareIntervals out;
-  out.level = level;
-  out.rows.resize(rows.size());
-  std::vector<double> per_token_s(rows.size(), 0);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const auto& r = rows[i];
-    out.rows[i] = search::compare_intervals({r}, *r.gpu, im, level).rows.front();
-    const bool fits = r.pred.status == engine::Status::kOk && r.pred.step.tokens_per_step > 0;
-    if (!fits) {
-      out.rows[i].standing = search::Standing::kDoesNotFit;
-      continue;
-    }
-    per_token_s[i] = r.pred.step.time_s / r.pred.step.tokens_per_step;
-    if (out.best < 0 || per_token_s[i] < per_token_s[out.best]) out.best = static_cast<int>(i);
-  }
-  if (out.best < 0) return out;
-  const auto& best = out.rows[out.best].time;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    auto& x = out.rows[i];
-    if (static_cast<int>(i) == out.best) x.standing = search::Standing::kBest;
-    else if (x.standing != search::Standing::kDoesNotFit)
-      x.standing = search::standing(per_token_s[i], x.time, per_token_s[out.best], best);
-  }
-  return out;
-}
-
 /// Resolves each row's GPU, model and base plan from the base flags and the
 /// row's subject values (search::is_subject_key): "gpu" and "model" replace
 /// --gpu and --model, "gpu.FIELD" and "model.FIELD" add "FIELD=VALUE" to the
@@ -183,7 +147,7 @@ void register_compare(CLI::App& app, int& rc) {
       auto rows = search::compare(vars, std::ref(subjects), !a->plan.no_calibration, error);
       if (!error.empty()) throw UsageError{"--vary", error};
       search::sort_rows(rows, sort);
-      const auto iv = rank(rows, uncertainty::shipped(), a->interval_level);
+      const auto iv = search::compare_intervals(rows, *rows.front().gpu, uncertainty::shipped(), a->interval_level);
       std::string text;
       if (f == Format::kJson) {
         std::vector<std::string> set_texts;

@@ -1,17 +1,12 @@
 #include <fmt/format.h>
 #include <iostream>
 #include <memory>
-#include <utility>
 
 #include "commands.hpp"
 #include "common.hpp"
 #include "ridgeline/report/markdown.hpp"
 #include "ridgeline/report/prediction_view.hpp"
-#include "ridgeline/spec/framework.hpp"
-#include "ridgeline/spec/measurements.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
-#include "ridgeline/spec/published.hpp"
-#include "ridgeline/spec/yaml_reader.hpp"
 #include "ridgeline/units/units.hpp"
 
 namespace ridgeline::cli {

@@ -38,21 +38,29 @@ CompareIntervals compare_intervals(const std::vector<CompareRow>& rows, const sp
   CompareIntervals out;
   out.level = level;
   out.rows.resize(rows.size());
+  // Ranked on time per token, t / n (step time over tokens per step), so rows
+  // whose steps take different numbers of tokens (a doubled micro-batch) are
+  // weighed by what they deliver; where every step takes the same tokens this
+  // is the step-time ranking. Intervals scale with t, so their overlap on time
+  // per token is overlaps() on t / n.
+  const auto per_token_s = [](const CompareRow& r) {
+    return r.pred.step.tokens_per_step > 0 ? r.pred.step.time_s / r.pred.step.tokens_per_step : r.pred.step.time_s;
+  };
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
     out.rows[i].time = model.run_interval(uncertainty::traits_of(r.pred, r.plan, r.gpu ? *r.gpu : hw), level);
     const bool fits = r.pred.status == engine::Status::kOk;
     if (!fits) out.rows[i].standing = Standing::kDoesNotFit;
-    // The fastest that fits; strictly faster, so a tie keeps the earlier row.
-    if (fits && (out.best < 0 || r.pred.step.time_s < rows[out.best].pred.step.time_s)) out.best = static_cast<int>(i);
+    // The fastest per token that fits; strictly faster, so a tie keeps the earlier row.
+    if (fits && (out.best < 0 || per_token_s(r) < per_token_s(rows[out.best]))) out.best = static_cast<int>(i);
   }
   if (out.best < 0) return out;
-  const double t_best = rows[out.best].pred.step.time_s;
+  const double t_best = per_token_s(rows[out.best]);
   const auto& best = out.rows[out.best].time;
   for (size_t i = 0; i < rows.size(); ++i) {
     auto& x = out.rows[i];
     if (static_cast<int>(i) == out.best) x.standing = Standing::kBest;
-    else if (x.standing != Standing::kDoesNotFit) x.standing = standing(rows[i].pred.step.time_s, x.time, t_best, best);
+    else if (x.standing != Standing::kDoesNotFit) x.standing = standing(per_token_s(rows[i]), x.time, t_best, best);
   }
   return out;
 }

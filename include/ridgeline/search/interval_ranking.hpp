@@ -58,8 +58,10 @@ struct CompareIntervals {
   std::vector<RankedRow> rows;  // one per compare row, in order
 };
 
-/// The intervals of compare rows on `hw` at `level`, each from the pool of its
-/// own traits (uncertainty::traits_of), and their standings.
+/// The intervals of compare rows at `level`, each from the pool of its own
+/// traits (uncertainty::traits_of) on its own GPU (`hw` for a row without
+/// one), and their standings against the best: of the rows that fit, the one
+/// with the least time per token (the most tokens/s).
 CompareIntervals compare_intervals(const std::vector<CompareRow>& rows, const spec::HardwareSpec& hw,
                                    const uncertainty::IntervalModel& model, double level);
 
