@@ -101,7 +101,9 @@ TEST_CASE("--search lists exactly the dimensions searched; the rest take the pla
 }
 
 TEST_CASE("fp8 only when allowed: never by default, never for QLoRA, never where the GPU has none") {
-  for (const auto& row : run_json(k8b + " --top 20")["top"]) CHECK(row["precision"] == "bf16");
+  // The document is bound first: ranging over a member of a temporary would outlive it.
+  const auto top20 = run_json(k8b + " --top 20");
+  for (const auto& row : top20["top"]) CHECK(row["precision"] == "bf16");
   const auto h100 = test::gpu("h100_sxm"), a100 = test::gpu("a100_sxm_80gb");
   spec::PlanSpec full, qlora;
   qlora.finetune.mode = spec::FinetuneMode::kQlora;
