@@ -46,4 +46,19 @@ void BM_Cli_Search175B_1024xA100(benchmark::State& state) {
 }
 BENCHMARK(BM_Cli_Search175B_1024xA100)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// `ridgeline advise` on Llama-3-70B at TP8 PP4 DP16 on 512 H100s (issue 17:
+// under 100 ms through the CLI): the plan and every change, each through the engine.
+void BM_Cli_Advise70B_512xH100(benchmark::State& state) {
+  const std::vector<std::string> args = {RIDGELINE_BINARY, "advise", "--gpu",  "h100_sxm", "--model", "llama3_70b",
+                                         "--tp",           "8",      "--pp",   "4",        "--dp",    "16",
+                                         "--global-batch", "2048",   "--seq",  "8192"};
+  for (auto _ : state) {
+    if (run_quietly(args) != 0) {
+      state.SkipWithError("ridgeline advise did not exit 0");
+      break;
+    }
+  }
+}
+BENCHMARK(BM_Cli_Advise70B_512xH100)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 }  // namespace

@@ -95,6 +95,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int rc = 0;
   register_predict(app, rc);
+  register_advise(app, rc);
   register_compare(app, rc);
   register_search(app, rc);
   register_kernel(app, rc);

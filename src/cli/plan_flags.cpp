@@ -1,5 +1,7 @@
 #include "plan_flags.hpp"
 
+#include <algorithm>
+
 #include <cmath>
 #include <fmt/format.h>
 
@@ -220,5 +222,39 @@ spec::PlanSpec PlanFlags::build(const spec::ModelSpec& model) const {
   return p;
 }
 
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=,+-%@") ==
+                        std::string::npos)
+    return s;
+  std::string o = "'";
+  for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return o + "'";
+}
+
+std::string predict_command(const std::string& gpu, const std::string& model, const PlanFlags& flags,
+                            const spec::PlanSpec& p) {
+  static constexpr std::string_view kAlways[] = {"micro_batch",  "global_batch",  "seq_len",     "framework",
+                                                 "precision",    "recompute",     "parallel.tp", "parallel.pp",
+                                                 "parallel.dp",  "parallel.cp",   "parallel.ep", "parallel.sp",
+                                                 "parallel.zero", "parallel.virtual_stages"};
+  std::string o = "ridgeline predict --gpu " + shell_quote(gpu) + " --model " + shell_quote(model);
+  if (!flags.plan_file.empty()) o += " --plan " + shell_quote(flags.plan_file);
+  for (const auto& f : spec::plan_fields()) {
+    if (f.flag.empty()) continue;
+    const bool always = std::find(std::begin(kAlways), std::end(kAlways), f.key) != std::end(kAlways);
+    if (!always && spec::is_default(f, p)) continue;
+    if (f.type == spec::FieldType::kBool) {
+      spec::PlanSpec q = p;
+      o += (f.bool_ref(q) ? " --" : " --no-") + std::string(f.flag);
+      continue;
+    }
+    o += " --" + std::string(f.flag) + " " + shell_quote(spec::field_text(f, p));
+  }
+  if (flags.no_calibration) o += " --no-calibration";
+  for (const auto& s : parse_settings(flags.sets))
+    if (s.target != SetTarget::kPlan) o += " --set " + shell_quote(s.text);
+  return o;
+}
 
 }  // namespace ridgeline::cli

@@ -48,4 +48,14 @@ struct PlanFlags {
 /// "tokens"; nullopt with `error` set otherwise.
 std::optional<long long> parse_batch_tokens(std::string_view text, std::string& error);
 
+/// A word as a shell reads it: as it is when it holds only safe characters, else in single quotes.
+std::string shell_quote(const std::string& s);
+
+/// The `ridgeline predict` command line that reproduces plan `p` on `gpu`:
+/// every layout field stated (SP as --sp or --no-sp, whatever predict's
+/// default), every other plan field that is not its default, and the gpu./model.
+/// --set overrides of `flags`.
+std::string predict_command(const std::string& gpu, const std::string& model, const PlanFlags& flags,
+                            const spec::PlanSpec& p);
+
 }  // namespace ridgeline::cli

@@ -16,6 +16,8 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "overrides.hpp"
+#include "ridgeline/advise/advise.hpp"
+#include "ridgeline/report/advice_view.hpp"
 #include "ridgeline/report/capacity_text.hpp"
 #include "ridgeline/report/capacity_view.hpp"
 #include "ridgeline/report/html.hpp"
@@ -106,15 +108,6 @@ void write_all(const Target& t, const std::vector<std::pair<std::string, std::st
       throw UsageError{"--output", fmt::format("cannot write to '{}': {}", final_path[i].string(), ec.message())};
     }
   }
-}
-
-std::string shell_quote(const std::string& s) {
-  const bool plain = !s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                       "0123456789_-./=:,+%@") == std::string::npos;
-  if (plain) return s;
-  std::string o = "'";
-  for (char ch : s) o += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return o + "'";
 }
 
 /// The command line as parsed, in canonical form, for the reader to rerun.
@@ -368,12 +361,26 @@ void register_report(CLI::App& app, int& rc) {
         technique_search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       }
 
-      const report::CapacityView view = report::make_capacity_view(in);
+      report::CapacityView view = report::make_capacity_view(in);
+      {
+        // What to change: the advisor on the answer's plan.
+        advise::Options ao;
+        ao.level = a->interval_level;
+        ao.top = 5;
+        ao.eval.use_calibration = use_cal;
+        auto advice = std::make_shared<advise::Advice>(advise::advise(model, plan, gpu, ao));
+        set_predict_commands(*advice, a->gpu, a->model, a->plan);
+        if (advice->base.status != engine::Status::kInvalid) view.advice = std::move(advice);
+      }
       const std::string md = report::capacity_markdown(view, target.stem);
       const std::string html = report::capacity_html(view, target.stem);
       // Names come from user files: bytes that are not UTF-8 are replaced, not fatal.
-      const std::string json =
-          report::capacity_json(view).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+      nlohmann::json doc = report::capacity_json(view);
+      if (view.advice) {
+        const report::Inputs ai{&gpu, &model, &plan, a->interval_level};
+        doc["advice"] = report::advice_json(*view.advice, ai);
+      }
+      const std::string json = doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       write_all(target, {{".md", md}, {".html", html}, {".json", json}});
       const fs::path stem_path = target.dir / target.stem;
       if (!in.settings.empty()) std::cout << in.settings << "\n";

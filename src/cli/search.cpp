@@ -122,43 +122,6 @@ double parse_budget(std::string t) {
   return v * scale;
 }
 
-std::string shell_quote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=,+-%") ==
-                        std::string::npos)
-    return s;
-  std::string o = "'";
-  for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return o + "'";
-}
-
-/// The `ridgeline predict` command line that reproduces plan `p` on `gpu`:
-/// every layout field stated (SP as --sp or --no-sp, whatever predict's
-/// default), every other plan field that is not its default, and the gpu./model.
-/// --set overrides.
-std::string predict_command(const SearchArgs& a, const std::string& gpu, const spec::PlanSpec& p) {
-  static constexpr std::string_view kAlways[] = {"micro_batch",  "global_batch",  "seq_len",     "framework",
-                                                 "precision",    "recompute",     "parallel.tp", "parallel.pp",
-                                                 "parallel.dp",  "parallel.cp",   "parallel.ep", "parallel.sp",
-                                                 "parallel.zero", "parallel.virtual_stages"};
-  std::string o = "ridgeline predict --gpu " + shell_quote(gpu) + " --model " + shell_quote(a.model);
-  if (!a.plan.plan_file.empty()) o += " --plan " + shell_quote(a.plan.plan_file);
-  for (const auto& f : spec::plan_fields()) {
-    if (f.flag.empty()) continue;
-    const bool always = std::find(std::begin(kAlways), std::end(kAlways), f.key) != std::end(kAlways);
-    if (!always && spec::is_default(f, p)) continue;
-    if (f.type == spec::FieldType::kBool) {
-      spec::PlanSpec q = p;
-      o += (f.bool_ref(q) ? " --" : " --no-") + std::string(f.flag);
-      continue;
-    }
-    o += " --" + std::string(f.flag) + " " + shell_quote(spec::field_text(f, p));
-  }
-  if (a.plan.no_calibration) o += " --no-calibration";
-  for (const auto& s : parse_settings(a.plan.sets))
-    if (s.target != SetTarget::kPlan) o += " --set " + shell_quote(s.text);
-  return o;
-}
-
 /// What the flags ask of one search on `hw`: the pins, the searched
 /// dimensions and the header's lists.
 struct Configured {
@@ -269,7 +232,7 @@ search::SearchResult run_one(const SearchArgs& a, const Configured& c, const spe
                              const spec::PlanSpec& base, const spec::HardwareSpec& hw, const std::string& gpu_name) {
   auto r = search::run(c.spec, m, base, hw, !a.plan.no_calibration);
   for (auto& cand : r.top)
-    cand.predict_command = predict_command(a, gpu_name, search::plan_for(base, cand.layout, c.spec.global_batch));
+    cand.predict_command = predict_command(gpu_name, a.model, a.plan, search::plan_for(base, cand.layout, c.spec.global_batch));
   return r;
 }
 
@@ -456,6 +419,7 @@ void register_search(CLI::App& app, int& rc) {
           auto r = run_one(*a, c, model, base, gpu, gpu_names.front());
           if (r.top.empty()) continue;
           const auto& t = r.top.front();
+          if (!t.completes) continue;  // failures outpace recovery at this count: no finite days
           if (fastest_days < 0 || t.days < fastest_days) fastest_days = t.days, fastest_n = n;
           const bool ok = deadline ? t.days * 86400.0 <= limit_s : t.gpu_hours <= budget_hours;
           if (!ok) continue;

@@ -177,9 +177,11 @@ void accumulate(MicrobatchSummary& s, const graph::Kernel& k, const cost::Kernel
   if (per_step) {
     s.class_step_s[static_cast<int>(k.cls)] += t;
     s.phase_step_s[static_cast<int>(k.phase)] += t;
+    if (kc.bound == cost::Bound::kCompute) s.compute_bound_step_s += t;
   } else {
     s.class_s[static_cast<int>(k.cls)] += t;
     s.phase_s[static_cast<int>(k.phase)] += t;
+    if (kc.bound == cost::Bound::kCompute) s.compute_bound_s += t;
   }
   if (is_comm) {
     if (!per_step) {
@@ -223,6 +225,13 @@ void keep(Prediction& out, const graph::Kernel& k, const cost::KernelCost& kc, d
   r.bound = kc.bound;
   r.time_s = kc.time_s * n;
   r.gemm = k.gemm;
+  r.compute_s = kc.compute_s * n;
+  r.blocks = kc.blocks;
+  r.waves = kc.waves;
+  r.comm_group = k.comm.group;
+  r.comm_span = k.comm.span;
+  r.overlapped = k.has(graph::kOverlapped);
+  r.per_step = k.has(graph::kPerStep);
   out.kernels.push_back(r);
 }
 
@@ -354,23 +363,10 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   out.params = spec::count_params(m);
   const auto lp = techniques::local_params(m, p);
   out.trainable_params = lp.model_trainable;
-  // Training-run totals.
-  auto& tt = out.totals;
-  tt = TrainingTotals{};
-  // A plan's tokens; else a fine-tune's 1B-token rate; else Chinchilla's D ~ 20 N.
-  tt.basis = p.tokens > 0                                   ? TokensBasis::kPlan
-             : p.finetune.mode != spec::FinetuneMode::kFull ? TokensBasis::kPerBillion
-                                                            : TokensBasis::kChinchilla;
-  tt.tokens_default = tt.basis == TokensBasis::kChinchilla;
-  tt.tokens = tt.basis == TokensBasis::kPlan         ? p.tokens
-              : tt.basis == TokensBasis::kPerBillion ? 1e9
-                                                     : 20.0 * out.params.total;
-  tt.steps = tt.tokens / st.tokens_per_step;
-  tt.wall_s = tt.steps * step;
-  tt.gpu_hours = tt.wall_s * gpus / 3600.0;
-  tt.cost_usd = tt.gpu_hours * hw.price_per_gpu_hour_usd;
-  tt.power_utilization = p.power_utilization;
-  tt.energy_kwh = gpus * hw.tdp_w * p.power_utilization * tt.wall_s / 3.6e6;
+  // Training-run totals: the compute-bound kernels' time over the step, as the step counts it.
+  const double compute_bound_s =
+      (s.compute_bound_s * mb + s.compute_bound_step_s) * techniques::executed_steps_per_step(p);
+  training_totals(out.totals, st, compute_bound_s, lp, p, hw);
   out.status = out.memory.fits ? Status::kOk : Status::kDoesNotFit;
 }
 

@@ -42,6 +42,7 @@ std::string flop_count(double f) {
 }
 
 std::string days(double d) {
+  if (!std::isfinite(d)) return "unknown";
   if (d < 1) return fmt::format("{:.1f} hours", d * 24);
   return fmt::format("{:.1f} days", d);
 }
@@ -209,6 +210,15 @@ std::vector<Fact> answer(const CapacityView& v) {
     if (budget && iv.valid()) return note.empty() ? std::string("fixed by the budget") : note + "; fixed by the budget";
     return note.empty() ? interval(iv, r, format) : with(interval(iv, r, format), note);
   };
+  if (!std::isfinite(a.days) && std::isfinite(a.step_time_s)) {
+    // Failures come faster than the run recovers (see Assumptions: Goodput).
+    const std::string why = "failures come faster than the run recovers; see Goodput in the assumptions";
+    f.push_back({"Wall clock", "never completes", why});
+    f.push_back({"GPU-hours", "unknown", why});
+    f.push_back({"Cost", "unknown", why});
+    f.push_back({"Energy", "unknown", why});
+    return f;
+  }
   f.push_back({"Wall clock", days(a.days), total(a.days_range, days, fmt::format("{} steps of {} tokens",
                                                                               format_count(a.steps),
                                                                               format_count(a.tokens_per_step)))});

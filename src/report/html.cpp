@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "ridgeline/report/advice_view.hpp"
 #include "ridgeline/report/capacity_text.hpp"
 #include "ridgeline/report/svg.hpp"
 
@@ -181,6 +182,22 @@ std::string capacity_html(const CapacityView& v, const std::string& stem) {
                                   "fastest combination that fits.");
   o += "<details><summary>Every combination as a table</summary>\n" + table(text::techniques(v)) +
        "</details>\n</section>\n";
+
+  if (v.advice) {
+    const auto& a = *v.advice;
+    o += "<section id=\"advice\">\n<h2>What to change</h2>\n";
+    o += "<p>" + xml_escape("Where the answer's step goes against the ideal (every GEMM and attention kernel at the "
+                            "sustained peak), and the changes that relieve it, each a prediction of the changed plan "
+                            "(ridgeline advise); " + advice_memory_line(a) + ".") + "</p>\n";
+    o += table(advice_losses(a));
+    if (!a.speed.empty()) o += table(advice_speed(a));
+    const std::string c = advice_combined_line(a);
+    if (!c.empty()) o += "<p>" + xml_escape("Together: " + c.substr(c.find(':') + 2)) + "</p>\n";
+    if (!a.memory_savers.empty())
+      o += "<details><summary>What frees the most memory at the least time</summary>\n" + table(advice_memory(a)) +
+           "</details>\n";
+    o += "</section>\n";
+  }
 
   if (v.layouts.present) {
     const auto& l = v.layouts;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "ridgeline/report/advice_view.hpp"
 #include "ridgeline/report/capacity_text.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
 
@@ -20,7 +21,9 @@ std::string cell(const std::string& s) {
   return o;
 }
 
-std::string table(const text::Table& t) {
+}  // namespace
+
+std::string markdown_table(const text::Table& t) {
   if (t.rows.empty()) return "";
   std::string o = "|";
   for (const auto& h : t.head) o += fmt::format(" {} |", cell(h));
@@ -36,6 +39,10 @@ std::string table(const text::Table& t) {
   }
   return o + "\n";
 }
+
+namespace {
+
+std::string table(const text::Table& t) { return markdown_table(t); }
 
 std::string facts(const std::vector<text::Fact>& f) {
   std::string o = "| | | |\n|---|---:|---|\n";
@@ -82,6 +89,22 @@ std::string capacity_markdown(const CapacityView& v, const std::string& stem) {
   o += "## Techniques\n\n";
   o += text::best_technique(v) + "\n\n";
   o += table(text::techniques(v));
+
+  if (v.advice) {
+    const auto& a = *v.advice;
+    o += "## What to change\n\n";
+    o += "Where the answer's step goes against the ideal (every GEMM and attention kernel at the sustained peak), "
+         "and the changes that relieve it, each a prediction of the changed plan (`ridgeline advise`; " +
+         advice_memory_line(a) + "):\n\n";
+    o += table(advice_losses(a));
+    if (!a.speed.empty()) o += table(advice_speed(a));
+    const std::string c = advice_combined_line(a);
+    if (!c.empty()) o += "Together: " + c.substr(c.find(':') + 2) + "\n\n";
+    if (!a.memory_savers.empty()) {
+      o += "What frees the most memory at the least time:\n\n";
+      o += table(advice_memory(a));
+    }
+  }
 
   if (v.layouts.present) {
     o += "## Layouts\n\n";

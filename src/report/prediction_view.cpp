@@ -266,18 +266,39 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
   const auto& t = pred.totals;
   // A profile without a price (or TDP) has an unknown cost (or energy): null, never 0.
   const bool priced = !in.gpu || in.gpu->has_price(), powered = !in.gpu || in.gpu->has_tdp();
+  // A run that never completes (failures outpace recovery) has no wall
+  // clock, GPU-hours, cost or energy: null, never inf.
+  const bool done = t.completes;
+  const auto when = [&](bool ok, double v) { return ok ? num(v) : json(nullptr); };
+  const auto when_range = [&](bool ok, double v) { return ok ? range_json(time_range(iv.step, v)) : json(nullptr); };
   j["training"] = {{"tokens", num(t.tokens)},
                    {"tokens_source", std::string(engine::name(t.basis))},
                    {"steps", whole(whole_steps(t.steps))},
-                   {"wall_clock_days", num(t.wall_s / 86400.0)},
-                   {"gpu_hours", num(t.gpu_hours)},
-                   {"cost_usd", priced ? num(t.cost_usd) : json(nullptr)},
-                   {"energy_kwh", powered ? num(t.energy_kwh) : json(nullptr)},
-                   {"power_utilization", num(t.power_utilization)},
-                   {"wall_clock_days_interval", range_json(time_range(iv.step, t.wall_s / 86400.0))},
-                   {"gpu_hours_interval", range_json(time_range(iv.step, t.gpu_hours))},
-                   {"cost_usd_interval", priced ? range_json(time_range(iv.step, t.cost_usd)) : json(nullptr)},
-                   {"energy_kwh_interval", powered ? range_json(time_range(iv.step, t.energy_kwh)) : json(nullptr)}};
+                   {"wall_clock_days", when(done, t.wall_s / 86400.0)},
+                   {"ideal_wall_clock_days", num(t.ideal_wall_s / 86400.0)},
+                   {"completes", done},
+                   {"goodput", num(t.goodput)},
+                   {"failure_rate_per_gpu_hour", num(t.failure_rate_per_gpu_hour)},
+                   {"mtbf_s", when(t.mtbf_s > 0, t.mtbf_s)},
+                   {"expected_failures", when(done, t.expected_failures)},
+                   {"checkpoint_bytes", whole(t.checkpoint_bytes)},
+                   {"checkpoint_bandwidth_bytes_per_s", num(t.checkpoint_bandwidth_bytes_per_s)},
+                   {"checkpoint_write_s", num(t.checkpoint_write_s)},
+                   {"checkpoint_interval_s", when(t.checkpoint_interval_s > 0, t.checkpoint_interval_s)},
+                   {"restart_s", num(t.restart_s)},
+                   {"gpu_hours", when(done, t.gpu_hours)},
+                   {"cost_usd", when(priced && done, t.cost_usd)},
+                   {"energy_kwh", when(powered && done, t.energy_kwh)},
+                   {"power_utilization", when(powered, t.power_utilization)},
+                   {"power_w", when(powered, t.power_w)},
+                   {"power_source", t.power_given ? "plan" : "model"},
+                   {"compute_bound_share", num(t.compute_bound_share)},
+                   {"pue", num(t.pue)},
+                   {"carbon_kg", when(powered && done && t.carbon_kg >= 0, t.carbon_kg)},
+                   {"wall_clock_days_interval", when_range(done, t.wall_s / 86400.0)},
+                   {"gpu_hours_interval", when_range(done, t.gpu_hours)},
+                   {"cost_usd_interval", when_range(priced && done, t.cost_usd)},
+                   {"energy_kwh_interval", when_range(powered && done, t.energy_kwh)}};
   if (in.micro_batch_max) {
     const auto& x = *in.micro_batch_max;
     j["micro_batch_max"] = {{"micro_batch", x.max},
@@ -445,12 +466,22 @@ std::vector<std::string> training_lines(const engine::Prediction& pred, const In
   }
   std::vector<std::string> o;
   const bool priced = !in.gpu || in.gpu->has_price(), powered = !in.gpu || in.gpu->has_tdp();
+  const double steps = whole_steps(t.steps);
+  const std::string steps_text = fmt::format("{} {}", format_whole(steps), std::llround(steps) == 1 ? "step" : "steps");
+  if (!t.completes) {
+    o.push_back(fmt::format("{} -> {}, never completes (ideal {}): the job fails every {} on average, sooner than "
+                            "half a checkpoint segment ({}) plus a restart ({}) recover; lower --failure-rate or "
+                            "--restart-time, or use fewer GPUs",
+                            what, steps_text, format_duration(t.ideal_wall_s), format_duration(t.mtbf_s),
+                            format_duration((t.checkpoint_interval_s + t.checkpoint_write_s) / 2),
+                            format_duration(t.restart_s)));
+    return o;
+  }
   const std::string cost = priced ? text::usd(t.cost_usd) : "cost unknown (the profile has no price)";
   const std::string energy = powered ? format_count(t.energy_kwh) + " kWh" : "energy unknown (the profile has no TDP)";
-  const double steps = whole_steps(t.steps);
-  o.push_back(fmt::format("{} -> {} {}, {}, {} GPU-hours, {}, {}", what, format_whole(steps),
-                          std::llround(steps) == 1 ? "step" : "steps", format_duration(t.wall_s),
-                          format_count(t.gpu_hours), cost, energy));
+  o.push_back(fmt::format("{} -> {}, {} (ideal {}), {} GPU-hours, {}, {}", what, steps_text,
+                          format_duration(t.wall_s), format_duration(t.ideal_wall_s), format_count(t.gpu_hours), cost,
+                          energy));
   if (iv.step.valid()) {
     const auto dollars = [](double c) { return text::usd(c); };
     const auto kwh = [](double e) { return format_count(e) + " kWh"; };
@@ -463,6 +494,30 @@ std::vector<std::string> training_lines(const engine::Prediction& pred, const In
     if (powered) tail += ", " + r(t.energy_kwh, +kwh);
     o.push_back(fmt::format("{} interval: {}, {} GPU-hours{}", text::level(iv.step.level),
                             r(t.wall_s, format_duration), r(t.gpu_hours, format_count), tail));
+  }
+  // Goodput: what the checkpoints and interruptions cost.
+  const std::string every =
+      t.checkpoint_interval_s > 0 ? "every " + format_duration(t.checkpoint_interval_s) : "none (no failures)";
+  const std::string mtbf = t.mtbf_s > 0 ? fmt::format("job MTBF {} ({:.3g} per GPU-hour)", format_duration(t.mtbf_s),
+                                                      t.failure_rate_per_gpu_hour)
+                                        : "no failures (--failure-rate 0)";
+  o.push_back(fmt::format("goodput {}: checkpoint {} {} at {}, written in {}; {}, {:.1f} expected interruptions, "
+                          "restart {} each",
+                          format_percent(t.goodput), format_bytes(t.checkpoint_bytes), every,
+                          format_byte_rate(t.checkpoint_bandwidth_bytes_per_s), format_duration(t.checkpoint_write_s),
+                          mtbf, t.expected_failures, format_duration(t.restart_s)));
+  if (powered && in.gpu) {
+    const std::string basis =
+        t.power_given ? fmt::format("{} of TDP {:.0f} W (plan power_utilization)", format_percent(t.power_utilization),
+                                    in.gpu->tdp_w)
+                      : fmt::format("idle {:.0f} W to TDP {:.0f} W by the step's compute-bound share, {}", t.idle_w,
+                                    in.gpu->tdp_w, format_percent(t.compute_bound_share));
+    std::string line = fmt::format("energy: {:.0f} W per GPU ({}), PUE {:g}: {} kWh", t.power_w, basis, t.pue,
+                                   format_count(t.energy_kwh));
+    if (t.carbon_kg >= 0)
+      line += fmt::format(", {} kg CO2e at {:g} g/kWh", format_whole(t.carbon_kg),
+                          in.plan ? in.plan->grid_carbon_g_per_kwh : 0.0);
+    o.push_back(line);
   }
   return o;
 }
@@ -547,10 +602,10 @@ std::string prediction_csv(const engine::Prediction& pred, const Inputs& in) {
       csv_num(s.mfu),
       fmt::format("{}", std::llround(m.total)),
       m.fits ? "true" : "false",
-      csv_num(t.wall_s / 86400.0),
-      csv_num(t.gpu_hours),
-      in.gpu && !in.gpu->has_price() ? std::string() : csv_num(t.cost_usd),
-      in.gpu && !in.gpu->has_tdp() ? std::string() : csv_num(t.energy_kwh),
+      t.completes ? csv_num(t.wall_s / 86400.0) : std::string(),
+      t.completes ? csv_num(t.gpu_hours) : std::string(),
+      (in.gpu && !in.gpu->has_price()) || !t.completes ? std::string() : csv_num(t.cost_usd),
+      (in.gpu && !in.gpu->has_tdp()) || !t.completes ? std::string() : csv_num(t.energy_kwh),
       std::string(engine::name(pred.status)),
       fmt::format("{}", q.gpus()),
       fmt::format("{}", q.tp),

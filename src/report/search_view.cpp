@@ -147,7 +147,7 @@ text::Table rows_table(const search::SearchResult& r, const json& q, const searc
     row.push_back(format_count(c.tokens_per_s));
     row.push_back(iv_t.valid() ? text::range(iv_t.rate_lo(c.tokens_per_s), iv_t.rate_hi(c.tokens_per_s), format_count)
                                : "");
-    row.push_back(fmt::format("{:.1f}", c.days));
+    row.push_back(c.completes ? fmt::format("{:.1f}", c.days) : std::string("never"));
     row.push_back(cost_text(c.cost_usd, known));
     row.push_back(standing_marker(x.standing));
     if (ties) row.push_back(search::tie_text(c));
@@ -156,8 +156,10 @@ text::Table rows_table(const search::SearchResult& r, const json& q, const searc
   return t;
 }
 
+}  // namespace
+
 /// A table of cells, padded by terminal columns (the interval cells hold "–").
-std::string plain(const text::Table& t) {
+std::string plain_table(const text::Table& t) {
   std::vector<size_t> w(t.head.size(), 0);
   for (size_t i = 0; i < t.head.size(); ++i) w[i] = columns(t.head[i]);
   for (const auto& row : t.rows)
@@ -175,6 +177,8 @@ std::string plain(const text::Table& t) {
   for (const auto& row : t.rows) o += line(row);
   return o;
 }
+
+namespace {
 
 /// A Markdown table (pipes escaped).
 std::string markdown(const text::Table& t) {
@@ -372,9 +376,10 @@ json search_json(const search::SearchResult& r, const json& query, const search:
     e["tokens_per_s"] = c.tokens_per_s;
     e["bubble_fraction"] = c.bubble_fraction;
     e["exposed_comm_s"] = c.exposed_comm_s;
-    e["wall_clock_days"] = c.days;
-    e["gpu_hours"] = c.gpu_hours;
-    e["cost_usd"] = known ? json(c.cost_usd) : json(nullptr);
+    // A run failures outpace never completes: no days, GPU-hours or cost.
+    e["wall_clock_days"] = c.completes ? json(c.days) : json(nullptr);
+    e["gpu_hours"] = c.completes ? json(c.gpu_hours) : json(nullptr);
+    e["cost_usd"] = known && c.completes ? json(c.cost_usd) : json(nullptr);
     e["score"] = c.score;
     e["traits"] = traits_json(c.traits);
     e["equivalent"] = json::array();
@@ -428,8 +433,9 @@ search::SearchResult search_from_json(const json& j, std::string& error) {
       k.tokens_per_s = e.at("tokens_per_s");
       k.bubble_fraction = e.value("bubble_fraction", 0.0);
       k.exposed_comm_s = e.value("exposed_comm_s", 0.0);
-      k.days = e.value("wall_clock_days", 0.0);
-      k.gpu_hours = e.value("gpu_hours", 0.0);
+      k.completes = !(e.contains("wall_clock_days") && e["wall_clock_days"].is_null());
+      k.days = k.completes ? e.value("wall_clock_days", 0.0) : 0.0;
+      k.gpu_hours = e.contains("gpu_hours") && e["gpu_hours"].is_number() ? e["gpu_hours"].get<double>() : 0.0;
       k.cost_usd = e.contains("cost_usd") && e["cost_usd"].is_number() ? e["cost_usd"].get<double>() : 0.0;
       k.tokens = e.value("tokens", 0.0);
       k.score = e.at("score");
@@ -474,7 +480,7 @@ std::string search_table(const search::SearchResult& r, const json& q, const sea
     return o;
   }
   o += within_best_line(iv) + "\n\n";
-  return o + plain(rows_table(r, q, iv)) + "\n" + ranking_legend(iv.top, iv.level);
+  return o + plain_table(rows_table(r, q, iv)) + "\n" + ranking_legend(iv.top, iv.level);
 }
 
 std::string search_markdown(const search::SearchResult& r, const json& q, const search::SearchIntervals& iv) {
@@ -565,7 +571,7 @@ std::string gpu_table(const std::vector<GpuSearch>& runs, bool md) {
     for (auto& h : head) o += (md ? "- " : "") + h + "\n";
     o += "\n";
   }
-  o += md ? markdown(t) : plain(t);
+  o += md ? markdown(t) : plain_table(t);
   if (!notes.empty()) o += "\n" + notes;
   return o;
 }

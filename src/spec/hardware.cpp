@@ -286,7 +286,16 @@ HardwareSpec load_hardware_with_overrides(const std::string& path, std::span<con
   }
   if (auto pw = top.map("power")) {
     hw.tdp_w = pw->quantity("tdp", Dimension::kPower).value_or(0);
+    hw.idle_w = pw->quantity("idle", Dimension::kPower).value_or(0);
+    if (hw.idle_w > 0 && hw.tdp_w > 0 && hw.idle_w >= hw.tdp_w)
+      pw->error_at("idle", fmt::format("expected an idle power below the TDP ({:g} W), got {:g} W", hw.tdp_w,
+                                       hw.idle_w));
     pw->finish();
+  }
+  if (auto rel = top.map("reliability")) {
+    // Failures per GPU-hour: a plain number, as Llama 3's 1.97e-5.
+    hw.failure_rate_per_gpu_hour = rel->number("failure_rate_per_gpu_hour", false, 0.0, 1.0).value_or(0);
+    rel->finish();
   }
   hw.price_per_gpu_hour_usd = top.quantity("price_per_gpu_hour", Dimension::kPricePerHour).value_or(0);
   if (auto src = top.map("sources")) {

@@ -255,7 +255,11 @@ std::string to_yaml(const HardwareSpec& hw, const YamlStyle& style) {
   if (ic.nic_bytes_per_s > 0) y += fmt::format("  nic_bandwidth: {}\n", q(ic.nic_bytes_per_s, Dimension::kByteRate));
   if (ic.rail_optimized) y += "  rail_optimized: true\n";
   if (ic.comm_channels > 0) y += fmt::format("  comm_channels: {}\n", ic.comm_channels);
-  if (hw.tdp_w > 0) y += fmt::format("power:\n  tdp: {}\n", q(hw.tdp_w, Dimension::kPower));
+  if (hw.tdp_w > 0 || hw.idle_w > 0) y += "power:\n";
+  if (hw.tdp_w > 0) y += fmt::format("  tdp: {}\n", q(hw.tdp_w, Dimension::kPower));
+  if (hw.idle_w > 0) y += fmt::format("  idle: {}\n", q(hw.idle_w, Dimension::kPower));
+  if (hw.failure_rate_per_gpu_hour > 0)
+    y += fmt::format("reliability:\n  failure_rate_per_gpu_hour: {:g}\n", hw.failure_rate_per_gpu_hour);
   if (hw.price_per_gpu_hour_usd > 0)
     y += fmt::format("price_per_gpu_hour: {}\n", q(hw.price_per_gpu_hour_usd, Dimension::kPricePerHour));
   if (!hw.sources.empty()) {

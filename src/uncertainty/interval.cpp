@@ -227,6 +227,8 @@ Interval make_interval(const PoolFit& f, double mu, double sd, const std::vector
     return iv;
   }
   set_bounds(iv, mu, sd);
+  iv.log_sd = sd;
+  iv.log_sd_within = std::min(sd, f.s_within);
   iv.pool = pools[f.index].name;
   iv.rows = f.rows;
   if (f.index > 0) {

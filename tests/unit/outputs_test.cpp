@@ -126,7 +126,8 @@ TEST_CASE("outputs: pre-training keeps Chinchilla's 20 tokens per parameter, in 
   const std::string t = predict_text(kBase);
   CHECK(line_starting(t, "training run: ")
             .rfind("training run: 161B tokens (Chinchilla: 20 per parameter; --tokens sets the run) -> 2,450,642 steps, " +
-                       units::format_duration(j["training"]["wall_clock_days"].get<double>() * 86400) + ", ",
+                       units::format_duration(j["training"]["wall_clock_days"].get<double>() * 86400) + " (ideal " +
+                       units::format_duration(j["training"]["ideal_wall_clock_days"].get<double>() * 86400) + "), ",
                    0) == 0);
 }
 
@@ -138,12 +139,15 @@ TEST_CASE("outputs: a LoRA fine-tune without --tokens is priced per 1B tokens an
   // 1e9 / (2 x 4096 tokens per step) = 122,070.3 -> 122,071 steps; the time is tokens / (tokens/s).
   CHECK(j["training"]["steps"] == 122071);
   const double tokens_per_s = j["step"]["tokens_per_s"];
-  CHECK(j["training"]["wall_clock_days"].get<double>() == doctest::Approx(1e9 / tokens_per_s / 86400));
+  // The ideal time is tokens / (tokens/s); the expected one adds checkpoints and interruptions (goodput).
+  CHECK(j["training"]["ideal_wall_clock_days"].get<double>() == doctest::Approx(1e9 / tokens_per_s / 86400));
+  const double wall_s = j["training"]["ideal_wall_clock_days"].get<double>() * 86400 / j["training"]["goodput"].get<double>();
+  CHECK(j["training"]["wall_clock_days"].get<double>() * 86400 == doctest::Approx(wall_s));
   const std::string t = predict_text(flags);
   CHECK(line_starting(t, "per 1B tokens")
             .rfind("per 1B tokens (a fine-tune has no compute-optimal length: --tokens N or --dataset-tokens N for "
                    "the run) -> 122,071 steps, " +
-                       units::format_duration(1e9 / tokens_per_s) + ", ",
+                       units::format_duration(wall_s) + " (ideal " + units::format_duration(1e9 / tokens_per_s) + "), ",
                    0) == 0);
   // With --tokens the plan's count is the run.
   CHECK(predict_json(flags + " --tokens 5B")["training"]["tokens_source"] == "plan");

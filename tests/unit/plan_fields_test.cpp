@@ -45,6 +45,12 @@ spec::PlanSpec unusual_plan() {
   p.tokens = 3e11;
   p.attention_flops = spec::AttentionFlops::kFull;
   p.power_utilization = 0.7;
+  p.failure_rate_per_gpu_hour = 3e-5;
+  p.checkpoint_bandwidth_bytes_per_s = 5e10;
+  p.restart_s = 300;
+  p.checkpoint_interval_s = 1800;
+  p.pue = 1.2;
+  p.grid_carbon_g_per_kwh = 350;
   return p;
 }
 

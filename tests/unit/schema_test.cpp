@@ -133,7 +133,7 @@ TEST_CASE("schemas: the validator reports each keyword's violation") {
 TEST_CASE("schemas: each schema file is a draft 2020-12 schema naming its output's schema string") {
   for (const auto& [name, id] : std::vector<std::pair<std::string, std::string>>{
            {"prediction", "ridgeline.prediction/2"}, {"search", "ridgeline.search/2"},
-           {"compare", "ridgeline.compare/2"}}) {
+           {"compare", "ridgeline.compare/2"}, {"advice", "ridgeline.advice/1"}}) {
     CAPTURE(name);
     const json s = load_schema(name);
     CHECK(s["$schema"] == "https://json-schema.org/draft/2020-12/schema");
@@ -175,6 +175,19 @@ TEST_CASE("schemas: compare's JSON validates against compare.schema.json") {
        {"compare --dp 8 --zero 3 --global-batch 8 --vary recompute=none,selective,full --format json",
         "compare --dp 8 --zero 3 --global-batch 8 --vary tp=1,3,8 --format json"})
     check_valid(s, output_of(args), args);
+}
+
+TEST_CASE("schemas: advise's JSON validates against advice.schema.json") {
+  const json s = load_schema("advice");
+  for (const std::string args :
+       {"advise --dp 8 --zero 2 --global-batch 64 --format json",
+        "advise --gpu h100_sxm --model llama3_70b --tp 8 --pp 4 --dp 16 --global-batch 2048 --format json",
+        "advise --gpu rtx_4090 --finetune lora --seq 2048 --recompute full --format json",
+        "advise --dp 8 --global-batch 64 --format json"})  // does not fit
+    check_valid(s, output_of(args, 0), args);
+  const auto r = ridgeline::test::run_cli("advise --tp 3 --format json");
+  CHECK(r.status == 2);
+  check_valid(s, json::parse(r.out), "advise --tp 3");
 }
 
 }  // TEST_SUITE

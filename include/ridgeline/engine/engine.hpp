@@ -59,17 +59,87 @@ enum class TokensBasis : std::uint8_t { kPlan, kChinchilla, kPerBillion, kDatase
 /// "plan", "chinchilla_20_per_param", "per_billion_tokens", "dataset_epoch" (the JSON's training.tokens_source).
 std::string_view name(TokensBasis b);
 
+/// The run's defaults where neither plan nor profile gives a figure (each
+/// overridable; docs/accuracy.md, "Goodput and energy").
+/// Llama 3 (Dubey et al. 2024, "The Llama 3 Herd of Models", Sec. 3.3.4):
+/// 419 unexpected interruptions in 54 days on 16,384 H100 GPUs,
+///   419 / (54 x 24 x 16384) = 1.973e-5 per GPU-hour.
+inline constexpr double kLlama3FailuresPerGpuHour = 419.0 / (54.0 * 24.0 * 16384.0);
+/// Checkpoint storage: the job's share of Llama 3's Tectonic store, 2 TB/s
+/// sustained for 16,384 GPUs (Sec. 3.3.1), 122 MB/s per GPU of the job.
+inline constexpr double kCheckpointBytesPerSPerGpu = 2e12 / 16384.0;
+/// Restart (reschedule, process start, NCCL init; the checkpoint read is
+/// added at the write bandwidth): 10 minutes, the setup section timeout of
+/// NVIDIA's fault-tolerance launcher (nvidia-resiliency-ext, as Megatron-Bridge
+/// configures it: setup:600), between FlashRecovery's optimised 150 s on
+/// 4,800 devices (Zhang et al. 2025) and a job-level reschedule's tens of minutes.
+inline constexpr double kDefaultRestartS = 600.0;
+/// Board power with the clocks up and no compute-bound kernel, where the
+/// profile gives no power.idle: 11.5% of TDP (an H200 SXM measured at 80 W
+/// idle of its 700 W; nvidia-smi shows 60-90 W on idle H100 SXM boards).
+inline constexpr double kIdlePowerFraction = 0.115;
+
+/// Expected wall clock of a run of ideal length T (no failures) that writes a
+/// checkpoint of `write_s` every `interval_s` of compute and fails at rate
+/// 1/M over its wall time, each failure losing on average half a segment and
+/// a restart R (Young 1974; Daly 2006):
+///   W = T (1 + delta / tau) / (1 - ((tau + delta) / 2 + R) / M),  goodput = T / W.
+/// tau <= 0 picks Young/Daly's optimum sqrt(2 delta M). mtbf_s <= 0 means no
+/// failures (W = T (1 + delta / tau) with a given tau, else T). A
+/// denominator <= 0 never completes: completes = false, wall_s = goodput = 0.
+struct Goodput {
+  double wall_s = 0;
+  double goodput = 0;
+  double interval_s = 0;  // 0: no checkpoints (no failures and no interval given)
+  double expected_failures = 0;
+  bool completes = true;
+};
+Goodput expected_wall(double ideal_s, double write_s, double mtbf_s, double restart_s, double interval_s = 0);
+
 struct TrainingTotals {
   double tokens = 0;
   TokensBasis basis = TokensBasis::kChinchilla;
   bool tokens_default = true;  // basis == kChinchilla (kept for the capacity view)
   double steps = 0;
+  double ideal_wall_s = 0;     // steps x step time: no failures, no checkpoints
+  /// Expected wall clock with checkpoint writes, lost work and restarts
+  /// (expected_wall); 0 when the run never completes.
   double wall_s = 0;
+  bool completes = true;       // false: failures come faster than the run recovers
+  double goodput = 1;          // ideal_wall_s / wall_s; 0 when it never completes
+  double failure_rate_per_gpu_hour = 0;
+  double mtbf_s = 0;           // the job's: 1 / (rate x GPUs); 0 = no failures
+  double checkpoint_bytes = 0; // weights + masters + optimizer state, once over the job
+  double checkpoint_bandwidth_bytes_per_s = 0;  // aggregate
+  double checkpoint_write_s = 0;
+  double checkpoint_interval_s = 0;  // compute between checkpoints; 0 = none
+  double restart_s = 0;        // per failure: restart + checkpoint read
+  double expected_failures = 0;
+  // From the expected wall clock (lost work burns GPU-hours too); 0 when it never completes.
   double gpu_hours = 0;
   double cost_usd = 0;
-  double energy_kwh = 0;
-  double power_utilization = 0;
+  double energy_kwh = 0;       // GPUs x power x wall x PUE
+  double compute_bound_share = 0;  // of the step: time in compute-bound kernels / step time
+  double power_w = 0;          // average draw per GPU
+  double idle_w = 0;           // the model's floor: the profile's power.idle, else kIdlePowerFraction x TDP
+  bool power_given = false;    // from the plan's power_utilization, not the model
+  double power_utilization = 0;  // power_w / TDP
+  double pue = 1;
+  double carbon_kg = -1;       // kg CO2e at the plan's grid_carbon; < 0 = not given
 };
+
+/// The run's totals from a completed step: tokens, steps, the goodput-
+/// adjusted wall clock, GPU-hours, cost and energy. Allocation-free (the
+/// search calls it per plan through finish()).
+///   checkpoint bytes = weights x weight bytes + trainable x (master + optimizer
+///   state bytes), over the whole model once (a LoRA writes its adapters and
+///   their state, not the frozen base); write time = bytes / aggregate bandwidth;
+///   power per GPU P = P_idle + (TDP - P_idle) s, s = compute_bound_s / step_s,
+///   unless the plan gives power_utilization (P = TDP x it);
+///   energy = GPUs x P x wall x PUE.
+/// `lp`: techniques::local_params of the plan (its model_* counts are the whole model's).
+void training_totals(TrainingTotals& tt, const StepResult& st, double compute_bound_s,
+                     const techniques::LocalParams& lp, const spec::PlanSpec& p, const spec::HardwareSpec& hw);
 
 struct KernelResult {
   std::string_view name;
@@ -84,6 +154,17 @@ struct KernelResult {
   double time_s = 0;       // per step, all instances
   double share = 0;        // of step compute time
   graph::GemmShape gemm;
+  // How the cost model formed the time (cost::KernelCost), for the advisor's
+  // loss decomposition: the compute term per step, the thread blocks and the
+  // waves they run in (GEMMs and fused attention; 0 otherwise).
+  double compute_s = 0;
+  double blocks = 0, waves = 0;
+  // Collectives and p2p: ranks in the group, the consecutive ranks it spans
+  // (beyond a node's GPUs it crosses the network) and whether it is
+  // scheduled to overlap compute (graph::kOverlapped).
+  double comm_group = 0, comm_span = 0;
+  bool overlapped = false;
+  bool per_step = false;  // once per step (graph::kPerStep), not per micro-batch
 };
 
 struct Prediction {
@@ -132,6 +213,7 @@ struct MicrobatchSummary {
   double model_flop = 0, recompute_flop = 0, hardware_flop = 0;  // of this GPU's shard (all its layers)
   std::array<double, spec::kKernelClassCount> class_s{}, class_step_s{};
   std::array<double, spec::kPhaseCount> phase_s{}, phase_step_s{};
+  double compute_bound_s = 0, compute_bound_step_s = 0;  // kernels whose roofline is compute (energy)
   memory::GraphFacts facts;
 };
 

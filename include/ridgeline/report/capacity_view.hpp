@@ -13,6 +13,10 @@
 // everywhere: seconds, bytes, FLOP, FLOP/s, USD, kWh; ratios as fractions.
 #pragma once
 
+#include <memory>
+
+#include "ridgeline/advise/advise.hpp"
+
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -326,6 +330,9 @@ struct CapacityView {
   std::vector<TimeShare> time_by_class;  // longest first, non-zero only
   std::vector<TimeShare> time_by_phase;
   std::vector<Assumption> assumptions;
+  /// `ridgeline advise` on the answer's plan (the "What to change" section);
+  /// set by the caller after make_capacity_view, null when not asked for.
+  std::shared_ptr<const advise::Advice> advice;
 };
 
 CapacityView make_capacity_view(const CapacityInputs& in);

@@ -17,4 +17,8 @@ std::string capacity_markdown(const CapacityView& v, const std::string& stem);
 /// A prediction: title, plan, summary, top kernels, memory per GPU, the run's totals.
 std::string prediction_markdown(const engine::Prediction& pred, const Inputs& in, int top_kernels = 12);
 
+/// A Markdown table (pipes escaped, line breaks flattened; the highlight row
+/// in bold) followed by a blank line; "" when it has no rows.
+std::string markdown_table(const text::Table& t);
+
 }  // namespace ridgeline::report

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "ridgeline/report/capacity_text.hpp"
 #include "ridgeline/search/interval_ranking.hpp"
 #include "ridgeline/search/search.hpp"
 
@@ -62,5 +63,9 @@ struct GpuSearch {
 std::string gpu_table(const std::vector<GpuSearch>& runs, bool markdown);
 nlohmann::json gpu_json(const std::vector<GpuSearch>& runs);
 std::string gpu_csv(const std::vector<GpuSearch>& runs);
+
+/// A table as terminal text: each column padded to its widest cell (by
+/// terminal columns), numbers right-aligned, two spaces of indent.
+std::string plain_table(const text::Table& t);
 
 }  // namespace ridgeline::report

@@ -212,6 +212,13 @@ struct HardwareSpec {
   double price_per_gpu_hour_usd = 0.0;
   bool has_tdp() const { return tdp_w > 0.0; }
   bool has_price() const { return price_per_gpu_hour_usd > 0.0; }
+  /// Board power with the GPU clocked but no kernel compute-bound
+  /// (`power.idle`); 0 = not stated: engine::kIdlePowerFraction of the TDP.
+  double idle_w = 0.0;
+  /// Unexpected job interruptions per GPU-hour
+  /// (`reliability.failure_rate_per_gpu_hour`); 0 = not stated:
+  /// engine::kLlama3FailuresPerGpuHour.
+  double failure_rate_per_gpu_hour = 0.0;
 
   std::map<std::string, std::string> sources;  // field path -> where the figure comes from
   CalibrationSpec calibration;

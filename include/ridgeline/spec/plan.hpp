@@ -119,7 +119,16 @@ struct PlanSpec {
   ParallelSpec parallel;
   double tokens = 0.0;  // tokens to train on; 0 = 20 per parameter (Chinchilla)
   AttentionFlops attention_flops = AttentionFlops::kCausal;
-  double power_utilization = 0.8;  // fraction of TDP drawn on average, for energy
+  /// Average draw as a fraction of TDP, for energy; 0 = not given: the power
+  /// model (engine::training_totals: idle to TDP by the compute-bound share).
+  double power_utilization = 0.0;
+  /// Goodput (engine::training_totals); each 0 (or < 0) means not given.
+  double failure_rate_per_gpu_hour = -1;  // < 0: the profile's, else engine::kLlama3FailuresPerGpuHour
+  double checkpoint_bandwidth_bytes_per_s = 0;  // aggregate; 0: engine::kCheckpointBytesPerSPerGpu x GPUs
+  double restart_s = 0;                   // 0: engine::kDefaultRestartS
+  double checkpoint_interval_s = 0;       // compute between checkpoints; 0: Young/Daly
+  double pue = 1.0;                       // facility power / IT power; 1 = the GPUs' energy only
+  double grid_carbon_g_per_kwh = -1;      // < 0: not given (no emissions)
   /// Board power limit in watts (nvidia-smi -pl); 0 = the profile's TDP.
   /// Lowers the sustained clock (spec::clock_at_power).
   double power_limit_w = 0.0;

@@ -138,6 +138,11 @@ struct Interval {
   /// calibration removed and what stays.
   bool calibrated = false;
   std::string calibration_note;
+  /// The spreads behind lo and hi, in log space: the whole standard
+  /// deviation (between and within sources), and the pool's within-source
+  /// part alone, which is what remains in the ratio of two predictions that
+  /// share a source's offset (two plans on one software stack: advise's gains).
+  double log_sd = 0, log_sd_within = 0;
   bool valid() const { return rows > 0; }
   double time_lo(double t) const { return t * lo; }
   double time_hi(double t) const { return t * hi; }

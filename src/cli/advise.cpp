@@ -1,0 +1,85 @@
+#include <fmt/format.h>
+#include <iostream>
+#include <memory>
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "ridgeline/advise/advise.hpp"
+#include "ridgeline/report/advice_view.hpp"
+
+namespace ridgeline::cli {
+
+namespace {
+
+struct AdviseArgs {
+  std::string gpu = "h100_sxm";
+  std::string model = "llama3_8b";
+  std::string format = "table";
+  std::string output;
+  int top = 10;
+  double interval_level = 0;
+  PlanFlags plan;
+};
+
+}  // namespace
+
+void set_predict_commands(advise::Advice& a, const std::string& gpu, const std::string& model, const PlanFlags& flags) {
+  const auto command = [&](const spec::PlanSpec& p) { return predict_command(gpu, model, flags, p); };
+  for (auto& s : a.speed) s.predict_command = command(s.outcome.plan);
+  for (auto& s : a.memory_savers) s.predict_command = command(s.outcome.plan);
+  if (a.combined.tried) a.combined.predict_command = command(a.combined.outcome.plan);
+}
+
+void register_advise(CLI::App& app, int& rc) {
+  auto args = std::make_shared<AdviseArgs>();
+  auto* cmd = app.add_subcommand(
+      "advise", "Where the step time goes against the ideal, and the changes that relieve it, each evaluated");
+  cmd->add_option("--gpu", args->gpu, "GPU profile name (see 'ridgeline list gpus') or YAML file")
+      ->capture_default_str();
+  cmd->add_option("--model", args->model, "Model name (see 'ridgeline list models'), YAML file or HF config.json")
+      ->capture_default_str();
+  args->plan.add_to(*cmd);
+  cmd->add_option("--format", args->format, "table | json | markdown")->capture_default_str();
+  cmd->add_option("--output,-o", args->output, "Write to FILE instead of standard output (atomically)");
+  cmd->add_option("--top", args->top, "Suggestions shown per list")->capture_default_str()->check(CLI::Range(1, 1000));
+  add_interval_level(*cmd, args->interval_level);
+  cmd->footer(
+      "Every change is a plan the engine evaluates at the same GPU count and global batch: TP, PP and CP x2 and /2 "
+      "(DP takes the rest), interleaved stages, micro-batch x2 and /2, SP, TP overlap, ZeRO stages, fusion "
+      "(compiled = torch.compile), CUDA graphs, attention kernels, fp8 recipes, recomputation, optimizers, LoRA/QLoRA. "
+      "Each suggestion's `predict` command reproduces its numbers.");
+  cmd->callback([args, &rc] {
+    rc = guarded([&] {
+      if (args->format != "table" && args->format != "json" && args->format != "markdown")
+        throw UsageError{"--format", fmt::format("expected one of table, json, markdown, got \"{}\"", args->format)};
+      check_interval_level(args->interval_level);
+      auto gpu = resolve_gpu(args->gpu, args->plan.sets);
+      auto model = resolve_model(args->model, args->plan.sets);
+      auto plan = args->plan.build(model);
+      advise::Options opt;
+      opt.top = args->top;
+      opt.level = args->interval_level;
+      opt.eval.use_calibration = !args->plan.no_calibration;
+      auto a = advise::advise(model, plan, gpu, opt);
+      set_predict_commands(a, args->gpu, args->model, args->plan);
+      report::Inputs in{&gpu, &model, &plan, opt.level};
+      if (a.base.status == engine::Status::kInvalid) {
+        if (args->format == "json" && (args->output.empty() || args->output == "-"))
+          write_output("", report::advice_json(a, in).dump(2) + "\n");
+        std::cerr << problem_line(a.prediction.problem) << "\n";
+        return kExitBadInput;
+      }
+      std::string text;
+      if (args->format == "json")
+        text = report::advice_json(a, in).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+      else if (args->format == "markdown")
+        text = report::advice_markdown(a, in);
+      else
+        text = report::advice_table(a, in);
+      write_output(args->output, text);
+      return kExitOk;
+    });
+  });
+}
+
+}  // namespace ridgeline::cli
