@@ -219,9 +219,11 @@ std::vector<Fact> answer(const CapacityView& v) {
     f.push_back({"Energy", "unknown", why});
     return f;
   }
-  f.push_back({"Wall clock", days(a.days), total(a.days_range, days, fmt::format("{} steps of {} tokens",
-                                                                              format_count(a.steps),
-                                                                              format_count(a.tokens_per_step)))});
+  f.push_back({"Wall clock", days(a.days),
+               total(a.days_range, days,
+                     fmt::format("{} steps of {} tokens; ideal {}, goodput {} (checkpoints and interruptions)",
+                                 format_count(a.steps), format_count(a.tokens_per_step), days(a.ideal_days),
+                                 format_percent(a.goodput)))});
   f.push_back({"GPU-hours", format_count(a.gpu_hours), total(a.gpu_hours_range, format_count, "")});
   if (v.gpu.price_known)
     f.push_back({"Cost", usd(a.cost_usd),

@@ -469,6 +469,8 @@ CapacityView make_capacity_view(const CapacityInputs& in) {
   a.steps = t.steps;
   // A run that never completes has no wall clock, GPU-hours, cost or energy.
   a.days = t.completes ? t.wall_s / 86400.0 : kUnknown;
+  a.ideal_days = t.ideal_wall_s / 86400.0;
+  a.goodput = t.goodput;
   a.gpu_hours = t.completes ? t.gpu_hours : kUnknown;
   a.cost_usd = hw.has_price() && t.completes ? t.cost_usd : kUnknown;
   a.energy_kwh = hw.has_tdp() && t.completes ? t.energy_kwh : kUnknown;
@@ -720,6 +722,8 @@ json capacity_json(const CapacityView& v) {
                  {"tokens", num(a.tokens)},
                  {"steps", num(a.steps)},
                  {"days", num(a.days)},
+                 {"ideal_days", num(a.ideal_days)},
+                 {"goodput", num(a.goodput)},
                  {"gpu_hours", num(a.gpu_hours)},
                  {"cost_usd", num(a.cost_usd)},
                  {"energy_kwh", num(a.energy_kwh)},

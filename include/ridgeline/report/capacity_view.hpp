@@ -176,6 +176,8 @@ struct Answer {
   double tokens_per_step = 0;
   /// cost_usd is NaN when the profile has no price, energy_kwh when it has no TDP.
   double tokens = 0, steps = 0, days = 0, gpu_hours = 0, cost_usd = 0, energy_kwh = 0;
+  /// The wall clock without interruptions or checkpoints, and goodput = ideal / expected (engine::TrainingTotals).
+  double ideal_days = 0, goodput = 1;
   /// The step time's prediction interval and the figures it bounds. With a
   /// budget the run's days, GPU-hours, cost and energy are the budget's (a
   /// range of one point) and the tokens it buys vary instead; without one
