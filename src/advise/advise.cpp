@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
-#include <map>
 
 #include "ridgeline/memory/memory.hpp"
 #include "ridgeline/search/search.hpp"
@@ -43,8 +42,6 @@ void add_part(std::vector<LossPart>& parts, std::string name, double s) {
   parts.push_back({std::move(name), s});
 }
 
-std::string_view class_word(spec::KernelClass c) { return spec::name(c); }
-
 }  // namespace
 
 std::string_view id(LossKind k) { return kLossWords[static_cast<int>(k)].id; }
@@ -72,7 +69,7 @@ Decomposition decompose(const engine::Prediction& p, const cost::CostParams& c, 
     }
     if (k.phase == spec::Phase::kRecompute) {
       L(LossKind::kRecompute).seconds += t;
-      add_part(L(LossKind::kRecompute).parts, std::string(class_word(k.cls)), t);
+      add_part(L(LossKind::kRecompute).parts, std::string(spec::name(k.cls)), t);
       continue;
     }
     if (k.cls == spec::KernelClass::kGemm || k.cls == spec::KernelClass::kAttention) {
@@ -94,7 +91,7 @@ Decomposition decompose(const engine::Prediction& p, const cost::CostParams& c, 
       continue;
     }
     L(LossKind::kMemoryBound).seconds += t;
-    add_part(L(LossKind::kMemoryBound).parts, std::string(class_word(k.cls)), t);
+    add_part(L(LossKind::kMemoryBound).parts, std::string(spec::name(k.cls)), t);
   }
   // Exposed communication: the collectives nothing overlaps count whole; the
   // overlapped ones share the rest of the exposed time by their length.
@@ -419,13 +416,12 @@ std::string_view most_freed(const engine::Prediction& base, const engine::Predic
 
 /// Keeps the first (best) suggestion of each family, in order, and when that
 /// one fits only without the headroom ("tight"), the family's best that fits
-/// with it too; the others count in Suggestion::alternatives of the first.
+/// with it too.
 void best_per_family(std::vector<Suggestion>& v) {
   std::vector<Suggestion> kept;
   for (auto& s : v) {
     const auto same = [&](const Suggestion& k) { return k.family == s.family; };
-    auto first = std::find_if(kept.begin(), kept.end(), same);
-    if (first == kept.end()) {
+    if (std::none_of(kept.begin(), kept.end(), same)) {
       kept.push_back(std::move(s));
       continue;
     }
@@ -433,7 +429,6 @@ void best_per_family(std::vector<Suggestion>& v) {
       return same(k) && k.outcome.fits_headroom;
     });
     if (!roomy_kept && s.outcome.fits_headroom) kept.push_back(std::move(s));
-    else ++first->alternatives;
   }
   v = std::move(kept);
 }

@@ -123,9 +123,8 @@ struct Outcome {
 struct Suggestion {
   std::string change;       // in words: "TP 8 -> 4, DP 2 -> 4"
   /// The family of changes ("precision", "attention", "zero", "tp", ...):
-  /// each list keeps its best member, and counts the others it passed over.
+  /// each list keeps its best member.
   std::string_view family;
-  int alternatives = 0;
   std::string flags;        // the predict flags that differ from the plan: "--tp 4 --dp 4"
   std::string predict_command;  // the whole `ridgeline predict` line of the changed plan (set by the CLI)
   std::vector<std::string> fields;  // the plan fields it changes (YAML keys)
