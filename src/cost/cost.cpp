@@ -109,16 +109,29 @@ double training_clock_fraction(const ResolveOptions& opt) {
     std::string_view name;
     double fraction;
   };
-  static constexpr Group kGroups[] = {{"korthikanti2022", 0.886},
-                                      {"flashattention2_paper", 0.813},
-                                      {"flashattention_repo", 0.926},
-                                      {"llm_foundry", 0.798}};
+  static constexpr Group kGroups[] = {{"korthikanti2022", 0.865},
+                                      {"flashattention2_paper", 0.840},
+                                      {"flashattention_repo", 0.895},
+                                      {"llm_foundry", 0.855}};
   std::array<double, std::size(kGroups)> f{};
   std::size_t n = 0;
   for (const Group& g : kGroups)
     if (g.name != opt.without_group) f[n++] = g.fraction;
   std::sort(f.begin(), f.begin() + n);
   return n % 2 ? f[n / 2] : 0.5 * (f[n / 2 - 1] + f[n / 2]);
+}
+
+double power_capped_training_fraction(const spec::HardwareSpec& hw, const ResolveOptions& opt) {
+  const double boost = hw.clock_hz;
+  const double clock = spec::clock_at_power(hw, opt.power_limit_w);
+  if (!(boost > 0) || clock >= boost * (1 - 1e-9)) return 1.0;  // clock-capped: the boost clock holds
+  // The fraction that zeroes the median speed error of the 45 H100 bf16
+  // llm-foundry rows with every other default in place (validate-published
+  // --group llm_foundry, 2026-12-02: +13.8% at 1, 0.0% at 0.88). Corroborated
+  // outside the fitted rows (docs/accuracy.md, "Power-capped GPUs"):
+  // torchtitan's Llama 3.1 8B on 8 H100 at 500 W and Megatron-Core's GPT-3
+  // 175B on H100 come out 10-20% fast without it.
+  return fit(0.855, 1.0, "llm_foundry", opt);
 }
 
 CostParams resolve(const spec::HardwareSpec& hw, const ResolveOptions& opt) {
@@ -128,7 +141,8 @@ CostParams resolve(const spec::HardwareSpec& hw, const ResolveOptions& opt) {
   const double boost = hw.clock_hz > 0 ? hw.clock_hz : 0;
   const double clock = opt.locked_clock_hz > 0 ? opt.locked_clock_hz : spec::clock_at_power(hw, opt.power_limit_w);
   c.clock_scale = boost > 0 ? std::clamp(clock / boost, 0.05, 1.0) : 1.0;
-  if (opt.training_run && opt.locked_clock_hz <= 0) c.clock_scale *= training_clock_fraction(opt);
+  if (opt.training_run && opt.locked_clock_hz <= 0)
+    c.clock_scale *= training_clock_fraction(opt) * power_capped_training_fraction(hw, opt);
   if (opt.without_group == "mamf") {  // leave-one-group-out: the priors of main_loop
     const MainLoop ml = main_loop(hw);
     e.gemm_frac.fill(ml.prior16);
@@ -170,6 +184,10 @@ CostParams resolve(const spec::HardwareSpec& hw, const ResolveOptions& opt) {
   // prior 1 us, the memory-bound kernels' HBM latency below.
   c.gemm_latency_s = fit(3.0e-6, 1.0e-6, "deepgemm", opt);
   c.stream_k = hw.has_async_mma();  // cuBLAS on sm_90 / sm_100 schedules stream-K
+  // and its sm_90 / sm_100 kernels are persistent: a grid of one CTA per SM
+  // that walks the output tiles (pytorch#144974: "Newer matmul kernels, e.g.
+  // those targeting Hopper GPUs, sometime use a persistent schedule").
+  c.persistent_gemm = hw.has_async_mma();
   c.smem_per_sm = hw.smem_per_sm_bytes > 0 ? hw.smem_per_sm_bytes : 96.0 * 1024;
 
   // Fused attention, fitted on the "flashattention3_paper" rows (H100,
@@ -685,6 +703,11 @@ KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_gr
     const CollectiveCost cc = collective_cost_cached(k.comm.kind, k.comm.bytes, k.comm.group, k.comm.span, c);
     r.time_s = cc.time_s;
     r.sm_fraction = cc.sm_fraction;
+    r.gemm_overlap_loss = cc.sm_fraction;
+    if (c.persistent_gemm && cc.sm_fraction > 0) {
+      const double waves = std::ceil(1.0 / std::max(1e-9, 1.0 - cc.sm_fraction) - 1e-9);
+      r.gemm_overlap_loss = std::max(cc.sm_fraction, 1.0 - 1.0 / waves);
+    }
     r.basis = kBasis[static_cast<int>(cc.algorithm)][static_cast<int>(cc.protocol)];
     r.bound = Bound::kNetwork;
     return r;

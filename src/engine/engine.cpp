@@ -188,6 +188,7 @@ void accumulate(MicrobatchSummary& s, const graph::Kernel& k, const cost::Kernel
       if (k.has(graph::kOverlapped)) {
         s.overlappable_comm_s += t;
         s.overlappable_comm_sm_s += kc.sm_fraction * t;
+        s.overlappable_comm_gemm_s += kc.gemm_overlap_loss * t;
       } else {
         s.exposed_comm_s += t;
       }
@@ -205,6 +206,7 @@ void accumulate(MicrobatchSummary& s, const graph::Kernel& k, const cost::Kernel
     default: s.t_step_fixed += t; break;
   }
   if (k.cls == spec::KernelClass::kGemm || k.cls == spec::KernelClass::kAttention) s.window_s += t;
+  if (k.cls == spec::KernelClass::kGemm) s.gemm_window_s += t;
   const double scale = k.has(graph::kLayer) ? layer_scale : 1.0;
   if (k.phase == spec::Phase::kRecompute) s.recompute_flop += k.model_flops * k.count * scale;
   else s.model_flop += k.model_flops * k.count * scale;
@@ -274,13 +276,16 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   techniques::append_step_kernels(sg, m, p);
   MicrobatchSummary s = sum;
   const double layer_scale = static_cast<double>(m.layers) / std::max(1.0, sum.facts.layers);
-  double pool_step = 0, comm_step = 0, pool_sm_step = 0;
+  double pool_step = 0, comm_step = 0, pool_sm_step = 0, pool_gemm_step = 0;
   for (const auto& k : sg.kernels) {
     const cost::KernelCost kc = cost::cost_kernel(k, c, p.cuda_graphs);
     const bool is_comm = k.cls == spec::KernelClass::kCollective || k.cls == spec::KernelClass::kP2p;
     if (is_comm && k.has(graph::kPerStep)) {
       (k.has(graph::kOverlapped) ? pool_step : comm_step) += kc.time_s * k.count;
-      if (k.has(graph::kOverlapped)) pool_sm_step += kc.sm_fraction * kc.time_s * k.count;
+      if (k.has(graph::kOverlapped)) {
+        pool_sm_step += kc.sm_fraction * kc.time_s * k.count;
+        pool_gemm_step += kc.gemm_overlap_loss * kc.time_s * k.count;
+      }
       s.class_step_s[static_cast<int>(k.cls)] += kc.time_s * k.count;
       s.phase_step_s[static_cast<int>(k.phase)] += kc.time_s * k.count;
     } else {
@@ -295,8 +300,13 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   // Overlap costs SMs (cost::KernelCost::sm_fraction): compute of length C
   // beside a collective of length T holding a fraction f of the SMs takes
   // max(T, C + f T), so the collective adds max(T - C, f T).
+  // The GEMMs in the window lose gemm_overlap_loss of their throughput
+  // (two waves of a persistent GEMM), the rest of it (attention) the SMs
+  // the collective holds.
+  const double gemm_share = s.window_s > 0 ? s.gemm_window_s / s.window_s : 0.0;
+  const double sm_cost = s.overlappable_comm_sm_s + gemm_share * (s.overlappable_comm_gemm_s - s.overlappable_comm_sm_s);
   const double spill = std::max(0.0, s.overlappable_comm_s - s.window_s);  // what the window cannot hide
-  const double exposed_per_microbatch = s.exposed_comm_s + std::max(spill, s.overlappable_comm_sm_s);
+  const double exposed_per_microbatch = s.exposed_comm_s + std::max(spill, sm_cost);
   const double t_kernels = s.t_fwd + s.t_bwd + s.t_rec + exposed_per_microbatch;
   const double t_microbatch = std::max(t_kernels, s.host_s);
   // Pipeline bubble (Narayanan et al. 2021): (p - 1) / (v m) of the ideal time.
@@ -310,7 +320,8 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   // the last bucket (~5% of the gradients) is always exposed.
   const double dp_window = std::min(s.t_bwd, std::max(0.0, s.window_s - s.overlappable_comm_s));
   const double dp_spill = pool_step > 0 ? std::max(pool_step - dp_window, 0.05 * pool_step) : 0.0;
-  const double exposed_dp = pool_step > 0 ? std::max(dp_spill, pool_sm_step) : 0.0;
+  const double pool_cost = pool_sm_step + gemm_share * (pool_gemm_step - pool_sm_step);
+  const double exposed_dp = pool_step > 0 ? std::max(dp_spill, pool_cost) : 0.0;
   double step = ideal + bubble + s.t_step_fixed + exposed_dp + comm_step;
   step *= techniques::executed_steps_per_step(p);
   const long long gpus = par.gpus();
@@ -327,7 +338,7 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   st.host_s = mb * s.host_s;
   st.host_bound = s.host_s > t_kernels;
   // The share of the exposed time that is SM contention rather than spill.
-  st.comm_slowdown_s = mb * std::max(0.0, s.overlappable_comm_sm_s - spill) + (exposed_dp - dp_spill);
+  st.comm_slowdown_s = mb * std::max(0.0, sm_cost - spill) + (exposed_dp - dp_spill);
   st.optimizer_s = s.t_step_fixed;
   const int seq = graph::seq_len(m, p);
   st.tokens_per_step = static_cast<double>(p.micro_batch) * seq * mb * par.dp;

@@ -170,15 +170,18 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
     // are accumulated (fp32 main gradients: 4 bytes).
     const double gb = fw.reduce_bytes > 0 ? fw.reduce_bytes : pol.gradient_bytes;
     const double units = std::max(1.0, static_cast<double>(m.layers) / pp);
-    const double hidden = (units - 1) / units;  // the share of a per-unit transfer that overlaps compute
     const bool gather_per_step = fw.sharding == spec::ParamSharding::kFsdp2 && pp > 1;
     auto reduce = [&](const Names& n, double trainable, double weights, double group) {
       if (group <= 1) return;
       const Collective kind = par.zero == 0 ? Collective::kAllReduce : Collective::kReduceScatter;
       const char* name = par.zero == 0 ? n.all_reduce : n.reduce_scatter;
+      // Per-unit transfers are one collective per unit: each pays NCCL's
+      // per-call latency, which across nodes grows with the ring's N - 1
+      // steps (hundreds of microseconds to milliseconds at 64+ nodes).
       if (per_microbatch) {
-        ks.push_back(comm(name, kind, spec::Phase::kBackward, trainable * gb * hidden, group, span, 1,
-                          graph::kOverlapped));
+        if (units > 1)
+          ks.push_back(comm(name, kind, spec::Phase::kBackward, trainable * gb / units, group, span, units - 1,
+                            graph::kOverlapped));
         ks.push_back(comm(name, kind, spec::Phase::kBackward, trainable * gb / units, group, span, 1, 0));
       } else {
         ks.push_back(comm(name, kind, spec::Phase::kCommunication, trainable * gb, group, span, 1, step));
@@ -193,12 +196,13 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
           return;
         }
         // Parameters gathered before each forward and each backward (per micro-batch, prefetched).
-        ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, weights * wb * hidden,
-                          group, span, 1, graph::kOverlapped));
+        if (units > 1)
+          ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, weights * wb / units,
+                            group, span, units - 1, graph::kOverlapped));
         ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, weights * wb / units,
                           group, span, 1, 0));
-        ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kBackward, weights * wb, group, span,
-                          1, graph::kOverlapped));
+        ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kBackward, weights * wb / units,
+                          group, span, units, graph::kOverlapped));
       }
     };
     static constexpr Names kDense{"dp_grad_all_reduce", "dp_grad_reduce_scatter", "dp_param_all_gather",

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "ridgeline/cost/cost.hpp"
 #include "ridgeline/spec/hardware.hpp"
 #include "test_support.hpp"
 
@@ -67,4 +68,35 @@ TEST_CASE("power model: the clock never falls as power rises, on every shipped p
       last = f;
     }
   }
+}
+
+TEST_CASE("power-capped GPUs: a training run holds a lower clock; clock-capped ones keep theirs") {
+  cost::ResolveOptions train;
+  train.training_run = true;
+  // H100 SXM5 at its 700 W TDP runs at 1755 MHz, below its 1830 MHz boost: power-capped.
+  CHECK(cost::power_capped_training_fraction(test::gpu("h100_sxm"), train) == 0.855);
+  // Above 750 W the cube-root model reaches the boost clock (test above): clock-capped again.
+  cost::ResolveOptions high = train;
+  high.power_limit_w = 800;
+  CHECK(cost::power_capped_training_fraction(test::gpu("h100_sxm"), high) == 1.0);
+  // A100 SXM4 holds its 1410 MHz boost at 400 W (published.yaml
+  // chipsandcheese_a100sxm4_40gb_clock_under_load): no further fraction...
+  const auto a100 = test::gpu("a100_sxm_80gb");
+  CHECK(cost::power_capped_training_fraction(a100, train) == 1.0);
+  // ...until a power limit makes it power-capped (300 W: 1281 MHz, above).
+  cost::ResolveOptions capped = train;
+  capped.power_limit_w = 300;
+  CHECK(cost::power_capped_training_fraction(a100, capped) == 0.855);
+  // Leave-one-group-out: the fraction is fitted on the llm_foundry rows; without them, the prior 1.
+  cost::ResolveOptions without = train;
+  without.without_group = "llm_foundry";
+  CHECK(cost::power_capped_training_fraction(test::gpu("h100_sxm"), without) == 1.0);
+  // The peaks a training plan is costed at carry both fractions: H100 bf16 989.4 TFLOP/s at 1830 MHz,
+  // x 1755/1830 sustained x 0.86 (the end-to-end groups' median) x 0.855 = 697.8 TFLOP/s.
+  const cost::CostParams c = cost::resolve(test::gpu("h100_sxm"), train);
+  CHECK(c.peak_flop_per_s[static_cast<int>(spec::Peak::kBf16)] ==
+        doctest::Approx(989.4e12 * 1755 / 1830 * 0.86 * 0.855));
+  // A kernel benchmark (not a training run) is costed at the sustained clock alone.
+  const cost::CostParams k = cost::resolve(test::gpu("h100_sxm"));
+  CHECK(k.peak_flop_per_s[static_cast<int>(spec::Peak::kBf16)] == doctest::Approx(989.4e12 * 1755 / 1830));
 }

@@ -53,6 +53,9 @@ struct CostParams {
   double gemm_lambda = 0;   // per-tile operand-feed overhead, in tile rows: efficiency 1 / (1 + lambda (1/tm + 1/tn))
   double gemm_latency_s = 0;  // a GEMM kernel's pipeline fill and drain
   bool stream_k = false;    // the library splits work across SMs without wave quantization (Hopper and later)
+  /// cuBLAS launches persistent GEMMs, one CTA per SM (Hopper and later):
+  /// a collective holding SMs splits them into two waves (gemm_overlap_loss).
+  bool persistent_gemm = false;
   double smem_per_sm = 0;   // bytes; which tiles fit (two pipeline stages)
   // Fused attention, per spec::AttentionKind (see attention_cost).
   /// MMA efficiency of the implementation's main loop (mma.sync on a GPU with
@@ -120,6 +123,17 @@ struct ResolveOptions {
 /// left out (opt.without_group) is left out of the median.
 double training_clock_fraction(const ResolveOptions& opt);
 
+/// A further fraction for a GPU that is power-capped where it runs (its
+/// clock at the power limit, spec::clock_at_power, below the boost clock):
+/// a clock-capped GPU (A100 SXM at 400 W holds its 1410 MHz boost under
+/// load) keeps its benchmark clock through a long run, while a power-capped
+/// one shares a fixed budget with leakage that grows as the die and board
+/// reach steady temperature and with the HBM and NVLink traffic of a
+/// training step, and settles lower. Fitted on the "llm_foundry" H100 rows
+/// (the only power-capped GPU with published end-to-end rows); prior 1
+/// (no effect) when that group is left out. 1 for a clock-capped GPU.
+double power_capped_training_fraction(const spec::HardwareSpec& hw, const ResolveOptions& opt);
+
 /// Resolves a profile (with its calibration block when present and `use_calibration`).
 CostParams resolve(const spec::HardwareSpec& hw, const ResolveOptions& opt);
 inline CostParams resolve(const spec::HardwareSpec& hw, bool use_calibration = true) {
@@ -147,6 +161,15 @@ struct KernelCost {
   /// holds while it runs (its channels / SMs; NCCL's thread blocks do not
   /// share an SM). Compute overlapping it runs on the rest.
   double sm_fraction = 0;
+  /// The fraction of an overlapped GEMM's throughput the collective costs:
+  /// sm_fraction where GEMMs launch a grid of tiles that fills the SMs left
+  /// free wave by wave; on GPUs whose cuBLAS GEMMs are persistent (one CTA
+  /// per SM, Hopper and Blackwell) the CTAs that find their SM held wait for
+  /// a second wave, so the GEMM takes 1 / waves of its time alone, waves =
+  /// ceil(1 / (1 - sm_fraction)): 0.5 for any NCCL kernel of under half the
+  /// SMs (pytorch#143988: FSDP on H100, "the matmuls take 2x as long ...
+  /// when they are overlapped with a NCCL kernel").
+  double gemm_overlap_loss = 0;
 };
 
 KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_graphs);

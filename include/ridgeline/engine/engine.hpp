@@ -208,7 +208,9 @@ struct MicrobatchSummary {
   double exposed_comm_s = 0;               // communication nothing hides
   double overlappable_comm_s = 0;          // communication that hides behind `window_s`
   double overlappable_comm_sm_s = 0;       // its time x the fraction of the SMs it occupies
+  double overlappable_comm_gemm_s = 0;     // its time x the share of an overlapped GEMM's throughput it costs
   double window_s = 0;                     // GEMM + attention time communication can hide behind
+  double gemm_window_s = 0;                // the GEMMs' part of window_s
   double host_s = 0;                       // CPU time dispatching the micro-batch's kernels (framework)
   double model_flop = 0, recompute_flop = 0, hardware_flop = 0;  // of this GPU's shard (all its layers)
   std::array<double, spec::kKernelClassCount> class_s{}, class_step_s{};
