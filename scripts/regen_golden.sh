@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Regenerates tests/golden/<case>/expected.* from each case's args with the
 # current build. Review the diff before committing: a changed number is a
-# changed prediction.
+# changed prediction. The search cases (search_*) hold the README's searches;
+# their timing fields (seconds, threads, evaluated_per_s) are not compared
+# (tests/unit/cli_test.cpp), and tests/unit/search_equivalence_test.cpp checks
+# the same searches against engine::evaluate, whatever the constants.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${RIDGELINE_BIN:-build/ridgeline}

@@ -1,0 +1,217 @@
+// The search against the engine it stands for. search::run takes shortcuts
+// for speed (one micro-batch summary shared by the layouts that differ only
+// in DP, ZeRO and virtual stages; a model-state bound that prunes before the
+// engine runs; top K kept per thread); none of them may change the answer.
+// So, for the README's searches, a reference search here evaluates every
+// layout of the documented space with the plain `engine::evaluate`, one full
+// prediction per layout, and keeps what qualifies (status ok and the peak
+// memory's upper end within capacity x (1 - headroom)). Then:
+//   - every row the search prints carries the figures of a full evaluation
+//     of its plan (search::plan_for), bit for bit: step time, MFU, memory and
+//     its upper end, tokens/s, bubble, exposed communication, the run's days,
+//     GPU-hours, cost and tokens;
+//   - each layout listed as an exact tie evaluates to the same step time,
+//     score and memory as its row;
+//   - the rows are the reference's best K (ranks_before over the reference's
+//     candidates, exact ties collapsed as search::merge collapses them);
+//   - the feasible step times the search keeps (read by the interval count)
+//     are the reference's, as a multiset;
+//   - the counts add up: enumerated = pruned + evaluated, evaluated =
+//     qualifying + over memory.
+// Nothing here is a frozen number: the expectations are whatever the engine
+// predicts today, so the test holds when the cost model's constants change.
+// (tests/golden/search_* holds the printed output as well, for review.)
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "../../bench/reference_search.hpp"
+#include "ridgeline/memory/memory.hpp"
+#include "ridgeline/search/search.hpp"
+#include "test_support.hpp"
+
+using namespace ridgeline;
+
+namespace {
+
+struct Case {
+  std::string gpu, model;
+  int gpus, global_batch, seq;
+  double tokens = 0;  // 0: Chinchilla's 20 per parameter
+  search::Objective objective = search::Objective::kTime;
+  int top = 5;
+};
+
+/// A candidate from a full prediction, as a row reports one: days from the
+/// goodput-adjusted wall clock; score by the objective (time: the step;
+/// cost: dollars, or GPU-seconds per step without a price; mfu: -MFU).
+search::Candidate from_prediction(const engine::Prediction& p, const search::Layout& l, search::Objective o) {
+  search::Candidate c;
+  c.layout = l;
+  c.step_time_s = p.step.time_s;
+  c.mfu = p.step.mfu;
+  c.hfu = p.step.hfu;
+  c.memory_bytes = p.memory.total;
+  c.memory_hi_bytes = search::memory_upper_bytes(p.memory);
+  c.tokens_per_s = p.step.tokens_per_s;
+  c.bubble_fraction = p.step.bubble_fraction;
+  c.exposed_comm_s = p.step.exposed_comm_s;
+  c.days = p.totals.wall_s / 86400.0;
+  c.completes = p.totals.completes;
+  c.gpu_hours = p.totals.gpu_hours;
+  c.cost_usd = p.totals.cost_usd;
+  c.tokens = p.totals.tokens;
+  switch (o) {
+    case search::Objective::kTime: c.score = p.step.time_s; break;
+    case search::Objective::kCost:
+      c.score = p.totals.cost_usd > 0 ? p.totals.cost_usd : p.step.time_s * static_cast<double>(p.step.gpus);
+      break;
+    case search::Objective::kMfu: c.score = -p.step.mfu; break;
+  }
+  return c;
+}
+
+struct Reference {
+  std::vector<search::Candidate> rows;  // best first, exact ties collapsed
+  std::vector<double> feasible_times;   // sorted
+  std::uint64_t evaluated = 0;          // layouts the engine ran (check_plan passed)
+};
+
+/// Every layout of the space README's "search" documents
+/// (bench::for_each_layout), each through a full engine::evaluate.
+Reference reference_search(const Case& k, const spec::ModelSpec& m, const spec::PlanSpec& base,
+                           const spec::HardwareSpec& hw, double headroom) {
+  Reference ref;
+  std::vector<search::Candidate> all;
+  const double limit = hw.memory_bytes * (1 - headroom);
+  engine::EvalOptions opt;
+  opt.keep_kernels = false;
+  bench::for_each_layout(m, base, k.gpus, k.global_batch, [&](const search::Layout& l, const spec::PlanSpec& p) {
+    const auto pred = engine::evaluate(m, p, hw, opt);
+    if (pred.status == engine::Status::kInvalid) return;
+    ++ref.evaluated;
+    if (pred.status != engine::Status::kOk || search::memory_upper_bytes(pred.memory) > limit) return;
+    ref.feasible_times.push_back(pred.step.time_s);
+    all.push_back(from_prediction(pred, l, k.objective));
+  });
+  std::sort(all.begin(), all.end(), search::ranks_before);
+  for (auto& c : all) {
+    if (!ref.rows.empty() && search::ties(ref.rows.back(), c)) ref.rows.back().equivalent.push_back(c.layout);
+    else ref.rows.push_back(std::move(c));
+  }
+  if (static_cast<int>(ref.rows.size()) > k.top) ref.rows.resize(k.top);
+  std::sort(ref.feasible_times.begin(), ref.feasible_times.end());
+  return ref;
+}
+
+/// The figures a row prints (and its JSON holds), exactly.
+void check_same_figures(const search::Candidate& a, const search::Candidate& b) {
+  CHECK(a.step_time_s == b.step_time_s);
+  CHECK(a.score == b.score);
+  CHECK(a.mfu == b.mfu);
+  CHECK(a.hfu == b.hfu);
+  CHECK(a.memory_bytes == b.memory_bytes);
+  CHECK(a.memory_hi_bytes == b.memory_hi_bytes);
+  CHECK(a.tokens_per_s == b.tokens_per_s);
+  CHECK(a.bubble_fraction == b.bubble_fraction);
+  CHECK(a.exposed_comm_s == b.exposed_comm_s);
+  CHECK(a.days == b.days);
+  CHECK(a.gpu_hours == b.gpu_hours);
+  CHECK(a.cost_usd == b.cost_usd);
+  CHECK(a.tokens == b.tokens);
+  CHECK(a.completes == b.completes);
+}
+
+std::string layout_text(const search::Layout& l) {
+  return "TP" + std::to_string(l.tp) + " PP" + std::to_string(l.pp) + " DP" + std::to_string(l.dp) + " CP" +
+         std::to_string(l.cp) + " mb" + std::to_string(l.micro_batch) + " v" + std::to_string(l.vpp) + " ZeRO-" +
+         std::to_string(l.zero) + " " + spec::to_string(l.recompute);
+}
+
+void check_case(const Case& k, int threads) {
+  CAPTURE(k.model);
+  CAPTURE(k.gpu);
+  CAPTURE(threads);
+  const auto hw = test::gpu(k.gpu);
+  const auto m = test::model(k.model);
+  spec::PlanSpec base;
+  base.seq_len = k.seq;
+  base.global_batch = k.global_batch;
+  base.tokens = k.tokens;
+  search::SearchSpec s;
+  s.gpus = k.gpus;
+  s.global_batch = k.global_batch;
+  s.objective = k.objective;
+  s.top = k.top;
+  s.threads = threads;
+  const auto r = search::run(s, m, base, hw);
+  const auto ref = reference_search(k, m, base, hw, s.headroom);
+
+  // Counts: every enumerated layout is pruned or evaluated; the engine ran
+  // at least the layouts check_plan accepts and the state bound did not prune.
+  const auto& n = r.counts;
+  CHECK(n.enumerated == n.pruned + n.evaluated);
+  CHECK(n.evaluated == n.infeasible + r.feasible_step_times_s.size());
+  CHECK(n.evaluated + n.state == ref.evaluated);
+
+  // The qualifying step times, as a multiset (the interval count reads them).
+  auto times = r.feasible_step_times_s;
+  std::sort(times.begin(), times.end());
+  REQUIRE(times.size() == ref.feasible_times.size());
+  CHECK(times == ref.feasible_times);
+
+  // The rows: the reference's best K, layout by layout, with its figures.
+  REQUIRE(r.top.size() == ref.rows.size());
+  REQUIRE(!r.top.empty());
+  engine::EvalOptions opt;
+  opt.keep_kernels = false;
+  for (size_t i = 0; i < r.top.size(); ++i) {
+    const auto& row = r.top[i];
+    CAPTURE(i);
+    CAPTURE(layout_text(row.layout));
+    CHECK(layout_text(row.layout) == layout_text(ref.rows[i].layout));
+    CHECK(row.layout.dp * row.layout.tp * row.layout.pp * row.layout.cp == k.gpus);
+    // A direct, full evaluation of the row's plan.
+    const auto p = search::plan_for(base, row.layout, k.global_batch);
+    const auto pred = engine::evaluate(m, p, hw, opt);
+    REQUIRE(pred.status == engine::Status::kOk);
+    check_same_figures(row, from_prediction(pred, row.layout, k.objective));
+    check_same_figures(row, ref.rows[i]);
+    REQUIRE(row.equivalent.size() == ref.rows[i].equivalent.size());
+    for (size_t e = 0; e < row.equivalent.size(); ++e) {
+      CHECK(layout_text(row.equivalent[e]) == layout_text(ref.rows[i].equivalent[e]));
+      const auto tie = engine::evaluate(m, search::plan_for(base, row.equivalent[e], k.global_batch), hw, opt);
+      CHECK(tie.step.time_s == row.step_time_s);
+      CHECK(tie.memory.total == row.memory_bytes);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("search equivalence: README's GPT-3 175B search on 1024 A100s is what engine::evaluate ranks") {
+  // `search --gpu a100_sxm_80gb --model gpt3_175b --gpus 1024 --global-batch 1536 --seq 2048 --top 5`
+  check_case({"a100_sxm_80gb", "gpt3_175b", 1024, 1536, 2048}, 2);
+}
+
+TEST_CASE("search equivalence: README's Llama-3-8B pre-training on 64 H100s, by time and by cost") {
+  // `search --model llama3_8b --gpu h100_sxm --gpus 64 --global-batch 4M --seq 8192 --tokens 1T --top 3`
+  // (4M tokens = 4 x 2^20 / 8192 = 512 sequences).
+  Case k{"h100_sxm", "llama3_8b", 64, 512, 8192, 1e12};
+  k.top = 3;
+  check_case(k, 1);
+  k.objective = search::Objective::kCost;
+  check_case(k, 2);
+}
+
+TEST_CASE("search equivalence: README's Llama-3-70B on 64 GPUs of each kind, best row per GPU") {
+  // `search --model llama3_70b --gpu h100_sxm,h200,b200,mi300x --gpus 64 --global-batch 512 --seq 8192 --tokens 1T`
+  for (const char* gpu : {"h100_sxm", "h200", "b200", "mi300x"}) {
+    Case k{gpu, "llama3_70b", 64, 512, 8192, 1e12};
+    k.top = 3;
+    check_case(k, 2);
+  }
+}
