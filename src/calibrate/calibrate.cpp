@@ -83,13 +83,18 @@ constexpr KernelClass costed_as(MeasurementClass c) {
     case MeasurementClass::kSoftmax: return KernelClass::kSoftmax;
     case MeasurementClass::kLayernorm: return KernelClass::kNorm;
     case MeasurementClass::kAttentionNaive:
-    case MeasurementClass::kAttentionFlash: return KernelClass::kAttention;
+    case MeasurementClass::kAttentionFlash:
+    case MeasurementClass::kAttentionCudaCore:
+    case MeasurementClass::kAttentionSdpa: return KernelClass::kAttention;
     case MeasurementClass::kHbmCopy:
     case MeasurementClass::kHbmTriad:
+    case MeasurementClass::kL2Copy:
+    case MeasurementClass::kL2Triad:
     case MeasurementClass::kSram:
     case MeasurementClass::kElementwiseUnfused:
     case MeasurementClass::kElementwiseFused:
     case MeasurementClass::kLaunch:
+    case MeasurementClass::kLaunchHost:
     case MeasurementClass::kLaunchGraph: return KernelClass::kElementwise;
   }
   return KernelClass::kElementwise;
@@ -253,7 +258,9 @@ double predict_record(const MeasurementRecord& r, const cost::CostParams& c, dou
       return time_of(k, c);
     }
     case MeasurementClass::kHbmCopy:
-    case MeasurementClass::kHbmTriad: {
+    case MeasurementClass::kHbmTriad:
+    case MeasurementClass::kL2Copy:
+    case MeasurementClass::kL2Triad: {
       if (stream_frac <= 0) return streaming_time(r, KernelClass::kElementwise, dt, c);
       cost::CostParams cs = c;
       cs.mem_frac[kcls(KernelClass::kElementwise)] = stream_frac;
@@ -273,6 +280,27 @@ double predict_record(const MeasurementRecord& r, const cost::CostParams& c, dou
       graph::Kernel k = make_kernel(KernelClass::kAttention, dt);
       k.attention = static_cast<std::uint8_t>(spec::AttentionKind::kFlash2);
       k.flops = fp64 ? 2.0 * r.flops : r.flops;
+      k.read_bytes = r.bytes;
+      k.launches = r.launches;
+      return time_of(k, c);
+    }
+    case MeasurementClass::kAttentionCudaCore: {
+      // CUDA cores do fp32 FMAs whatever the inputs' type: the fp32 peak.
+      graph::Kernel k = make_kernel(KernelClass::kAttention, Dtype::kFp32);
+      k.attention = static_cast<std::uint8_t>(spec::AttentionKind::kFlash2);
+      k.flops = r.flops;
+      k.read_bytes = r.bytes;
+      k.launches = r.launches;
+      return time_of(k, c);
+    }
+    case MeasurementClass::kAttentionSdpa: {
+      // The engine's fused forward kernel of this shape (graph::flash_attention_forward's
+      // shape fields): m = queries, k = keys (m when 0), n = head dim, batch x heads.
+      graph::Kernel k = make_kernel(KernelClass::kAttention, dt);
+      k.attention = static_cast<std::uint8_t>(spec::AttentionKind::kFlash2);
+      k.gemm = {r.m, r.k > 0 ? r.k : r.m, r.n, std::max(1.0, r.batch)};
+      if (r.causal) k.flags = static_cast<std::uint16_t>(k.flags | graph::kCausal);
+      k.flops = r.flops;
       k.read_bytes = r.bytes;
       k.launches = r.launches;
       return time_of(k, c);
@@ -297,6 +325,7 @@ double predict_record(const MeasurementRecord& r, const cost::CostParams& c, dou
       return time_of(qk, c) + time_of(sm, c) + time_of(pv, c);
     }
     case MeasurementClass::kLaunch:
+    case MeasurementClass::kLaunchHost:
     case MeasurementClass::kLaunchGraph: {
       graph::Kernel k = make_kernel(KernelClass::kElementwise, dt);
       k.launches = r.launches;
@@ -371,6 +400,11 @@ FitResult fit(const spec::MeasurementSet& set, const spec::HardwareSpec& hw) {
       out.notes.push_back(fmt::format("{}: left out, its correctness check failed", r.name));
       continue;
     }
+    if (r.throttled) {
+      out.notes.push_back(fmt::format("{}: left out, measured while the clock was held down ({})", r.name,
+                                      r.throttle_reasons.empty() ? "throttled" : r.throttle_reasons));
+      continue;
+    }
     if (!(r.median_s > 0)) continue;
     by_class[r.cls].push_back(&r);
     // fp64 (host) is predicted at half the fp32 rate and validated, but fits
@@ -378,7 +412,8 @@ FitResult fit(const spec::MeasurementSet& set, const spec::HardwareSpec& hw) {
     if (r.cls == MeasurementClass::kGemm && r.dtype != "fp64") gemm_by_dtype[r.dtype].push_back(&r);
   }
   if (by_class.empty())
-    throw support::SpecError({set.source_file, 0, 0}, "records", "no usable records: every correctness check failed");
+    throw support::SpecError({set.source_file, 0, 0}, "records",
+                             "no usable records: every record failed its correctness check or was throttled");
 
   // Refuse classes with too few records to fit.
   support::DiagnosticList diags;

@@ -58,7 +58,7 @@ ValidationReport validate(const spec::MeasurementSet& set, const spec::HardwareS
   std::map<GroupKey, std::vector<size_t>, GroupKeyLess> groups;
   for (size_t i = 0; i < set.records.size(); ++i) {
     const auto& r = set.records[i];
-    if (r.check == "fail" || !(r.median_s > 0)) continue;
+    if (r.check == "fail" || r.throttled || !(r.median_s > 0)) continue;  // as fit leaves them out
     groups[{r.cls, r.dtype}].push_back(i);
   }
   std::mt19937_64 gen(seed);
@@ -81,7 +81,7 @@ ValidationReport validate(const spec::MeasurementSet& set, const spec::HardwareS
       test.push_back(&r);
     } else {
       train.records.push_back(r);
-      if (rep.in_sample && r.check != "fail" && r.median_s > 0) test.push_back(&r);
+      if (rep.in_sample && r.check != "fail" && !r.throttled && r.median_s > 0) test.push_back(&r);
     }
   }
   rep.fit = fit(train, hw);

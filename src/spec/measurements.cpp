@@ -94,7 +94,7 @@ void read_header(MapReader& h, MeasurementHeader& out) {
   h.finish();
 }
 
-void read_record(MapReader& r, MeasurementRecord& out) {
+void read_record(MapReader& r, const std::string& backend, MeasurementRecord& out) {
   static const std::vector<std::string> kChecks = {"pass", "fail", "none"};
   out.line = loc_of(r.file(), r.self()).line;
   out.name = r.string("name", true).value_or("");
@@ -121,11 +121,33 @@ void read_record(MapReader& r, MeasurementRecord& out) {
   out.min_s = min.value_or(out.median_s);
   if (median && min && *min > *median)
     r.error_at("min_s", fmt::format("expected at most median_s ({}), got {}", *median, *min));
+  auto p90 = positive_time(r, "p90_s", false);
+  out.p90_s = p90.value_or(0);
+  if (median && p90 && *p90 < *median)
+    r.error_at("p90_s", fmt::format("expected at least median_s ({}), got {}", *median, *p90));
   out.samples = static_cast<int>(r.integer("samples", false, 0, 1 << 30).value_or(0));
+  out.repetitions = static_cast<int>(r.integer("repetitions", false, 1, 1 << 30).value_or(1));
+  out.causal = r.boolean("causal").value_or(false);
   out.algorithm = r.string("algorithm").value_or("");
   out.check = one_of(r, "check", kChecks, "check result", false).value_or("none");
+  out.sm_clock_hz = non_negative(r, "sm_clock_hz", false).value_or(0);
+  out.memory_clock_hz = non_negative(r, "memory_clock_hz", false).value_or(0);
+  out.power_w = non_negative(r, "power_w", false).value_or(0);
+  out.throttle_reasons = r.string("throttle_reasons").value_or("");
+  out.throttled = r.boolean("throttled").value_or(false);
   r.finish();
-  switch (measurement_class_info(out.cls).shape) {
+  const MeasurementClassInfo& info = measurement_class_info(out.cls);
+  if (!info.only_backend.empty() && !backend.empty() && backend != info.only_backend)
+    r.error_at("class",
+               fmt::format("{} records come from the {} backend only, but this file's backend is {}{}", info.name,
+                           info.only_backend, backend,
+                           out.cls == MeasurementClass::kAttentionFlash
+                               ? " (a GPU's tiled CUDA-core kernel is attention_cuda_core; tensor-core attention "
+                                 "is attention_sdpa)"
+                               : ""));
+  if (out.causal && info.shape != RecordShape::kAttention)
+    r.error_at("causal", fmt::format("causal applies to attention records only, not {}", info.name));
+  switch (info.shape) {
     case RecordShape::kGemm:
       if (out.m <= 0 || out.n <= 0 || out.k <= 0) r.error_here("a gemm record needs m, n and k greater than zero");
       break;
@@ -175,7 +197,7 @@ MeasurementSet load_measurements(const std::string& path) {
       MapReader r(records[i], path, fmt::format("records[{}]", i), diags);
       if (!r.valid()) continue;
       MeasurementRecord rec;
-      read_record(r, rec);
+      read_record(r, set.header.backend, rec);
       set.records.push_back(std::move(rec));
     }
   }
@@ -225,6 +247,15 @@ std::string to_json(const MeasurementSet& set) {
                       {"samples", r.samples},
                       {"algorithm", r.algorithm},
                       {"check", r.check.empty() ? std::string("none") : r.check}};
+    // Optional fields only when measured, so files without them keep their form.
+    if (r.p90_s > 0) j["p90_s"] = r.p90_s;
+    if (r.repetitions != 1) j["repetitions"] = r.repetitions;
+    if (r.causal) j["causal"] = true;
+    if (r.sm_clock_hz > 0) j["sm_clock_hz"] = number(r.sm_clock_hz);
+    if (r.memory_clock_hz > 0) j["memory_clock_hz"] = number(r.memory_clock_hz);
+    if (r.power_w > 0) j["power_w"] = number(r.power_w);
+    if (!r.throttle_reasons.empty()) j["throttle_reasons"] = r.throttle_reasons;
+    if (r.throttled) j["throttled"] = true;
     out += (i ? ",\n    " : "\n    ") + j.dump(-1, ' ', false, kReplace);
   }
   out += set.records.empty() ? "]\n}\n" : "\n  ]\n}\n";

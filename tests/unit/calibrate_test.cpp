@@ -18,6 +18,9 @@
 #include <utility>
 
 #include "ridgeline/calibrate/calibrate.hpp"
+#include "ridgeline/cost/cost.hpp"
+#include "ridgeline/graph/graph.hpp"
+#include "ridgeline/graph/kernels.hpp"
 #include "ridgeline/spec/hardware_yaml.hpp"
 #include "ridgeline/spec/measurement_class.hpp"
 #include "ridgeline/spec/measurements.hpp"
@@ -57,8 +60,8 @@ spec::MeasurementRecord record(const std::string& name, MC cls, const std::strin
 }
 
 /// Records shaped like cuda_validation's on an H100 (bf16 and tf32 GEMMs,
-/// streams of 1 MiB to 4 GiB, bf16 chains, softmax, layernorm, flash
-/// attention, launches); times are left for the caller to fill.
+/// streams of 1 MiB to 4 GiB, bf16 chains, softmax, layernorm, tensor-core
+/// attention through SDPA, launches); times are left for the caller to fill.
 std::vector<spec::MeasurementRecord> h100_like_records() {
   std::vector<spec::MeasurementRecord> v;
   const double shapes[][3] = {{8192, 8192, 8192}, {4096, 4096, 4096}, {2048, 2048, 2048}, {1024, 1024, 1024},
@@ -114,7 +117,7 @@ std::vector<spec::MeasurementRecord> h100_like_records() {
     v.push_back(l);
   }
   for (double seq : {512.0, 1024.0, 2048.0, 4096.0}) {
-    auto a = record(fmt::format("attention_flash_{}", seq), MC::kAttentionFlash, "bf16");
+    auto a = record(fmt::format("attention_sdpa_{}", seq), MC::kAttentionSdpa, "bf16");
     a.m = seq;
     a.n = 128;
     a.k = seq;
@@ -371,7 +374,8 @@ TEST_CASE("calibrate: bad measurement files are one exact line and exit 2") {
     const char* expected;
   };
   // Positions: 1-based line and column of the offending value (or of the
-  // record's '{' for a missing field) in the fixture files.
+  // record's '{' for a missing field, of the key for an unknown one) in the
+  // fixture files, counted in the files themselves.
   const Case cases[] = {
       {"missing_field", "",
        "tests/data/measurements/missing_field.json:18:5: error: records[1].median_s: missing required field\n"},
@@ -380,8 +384,25 @@ TEST_CASE("calibrate: bad measurement files are one exact line and exit 2") {
        "zero, got -1\n"},
       {"unknown_class", "",
        "tests/data/measurements/unknown_class.json:18:51: error: records[1].class: unknown measurement class "
-       "'gemmm'; did you mean 'gemm'? (known: hbm_copy, hbm_triad, sram, gemm, elementwise_unfused, "
-       "elementwise_fused, softmax, layernorm, attention_naive, attention_flash, launch, launch_graph)\n"},
+       "'gemmm'; did you mean 'gemm'? (known: hbm_copy, hbm_triad, l2_copy, l2_triad, sram, gemm, "
+       "elementwise_unfused, elementwise_fused, softmax, layernorm, attention_naive, attention_flash, "
+       "attention_cuda_core, attention_sdpa, launch, launch_host, launch_graph)\n"},
+      {"flash_on_gpu", "",
+       "tests/data/measurements/flash_on_gpu.json:19:63: error: records[2].class: attention_flash records come from "
+       "the host backend only, but this file's backend is cuda (a GPU's tiled CUDA-core kernel is "
+       "attention_cuda_core; tensor-core attention is attention_sdpa)\n"},
+      {"throttle_typo", "",
+       "tests/data/measurements/throttle_typo.json:18:282: error: records[1]: unknown key 'throtled'; did you mean "
+       "'throttled'?\n"},
+      {"p90_below_median", "",
+       "tests/data/measurements/p90_below_median.json:17:292: error: records[0].p90_s: expected at least median_s "
+       "(0.00056), got 0.0005\n"},
+      {"causal_gemm", "",
+       "tests/data/measurements/causal_gemm.json:17:293: error: records[0].causal: causal applies to attention "
+       "records only, not gemm\n"},
+      {"throttled_not_bool", "",
+       "tests/data/measurements/throttled_not_bool.json:17:296: error: records[0].throttled: expected true or false, "
+       "got \"maybe\"\n"},
       {"device_mismatch", "",
        "tests/data/measurements/device_mismatch.json:5:15: error: header.device: measured on "
        "'NVIDIA A100-SXM4-80GB', but the profile describes 'NVIDIA H100 SXM5 80GB'; pass --force to use these "
@@ -466,13 +487,163 @@ TEST_CASE("calibrate: end to end on this CPU: microbench --host --quick, calibra
   fs::remove_all(dir);
 }
 
+TEST_CASE("calibrate: CUDA-core attention records leave attention_efficiency untouched") {
+  // The trap: a tiled kernel on CUDA cores reaches a few % of the bf16
+  // tensor-core peak, so fitting attention_efficiency from it against that
+  // peak would price FlashAttention 10-20x too slow. Its records fit nothing.
+  const auto hw = test::gpu("h100_sxm");
+  spec::MeasurementSet set = synthetic_set(2);
+  std::erase_if(set.records, [](const spec::MeasurementRecord& r) { return r.cls == MC::kAttentionSdpa; });
+  for (double seq : {512.0, 1024.0, 2048.0, 4096.0}) {
+    auto a = record(fmt::format("attention_cuda_core_bf16_s{}_d128_bh16", seq), MC::kAttentionCudaCore, "bf16");
+    a.m = a.k = seq;
+    a.n = 128;
+    a.batch = 16;
+    a.flops = 4 * seq * seq * 128 * 16;
+    a.bytes = 8 * seq * 128 * 16;
+    // 20 TFLOP/s: about 30% of H100 SXM's 67 TFLOP/s fp32 (CUDA-core) peak, 2% of its 989 TFLOP/s bf16 peak.
+    a.median_s = a.min_s = a.flops / 20e12;
+    set.records.push_back(a);
+  }
+  const calibrate::FitResult f = calibrate::fit(set, hw);
+  CHECK(f.efficiency.attention_frac == 0);  // not fitted: the documented default applies
+  CHECK(std::find(f.fitted.begin(), f.fitted.end(), "attention_efficiency") == f.fitted.end());
+  CHECK(std::find(f.notes.begin(), f.notes.end(),
+                  "attention_cuda_core: predicted and validated; it fits no parameter") != f.notes.end());
+
+  // Beside tensor-core records the fit is the one they alone give.
+  spec::MeasurementSet both = synthetic_set(2);
+  const double alone = calibrate::fit(both, hw).efficiency.attention_frac;
+  REQUIRE(alone > 0);
+  for (const auto& r : set.records)
+    if (r.cls == MC::kAttentionCudaCore) both.records.push_back(r);
+  CHECK(calibrate::fit(both, hw).efficiency.attention_frac == alone);
+
+  // Through a file and the command line: the calibrated profile has no attention_efficiency.
+  const fs::path dir = fs::temp_directory_path() / fmt::format("ridgeline_calib_cuda_core_{}", ::getpid());
+  fs::create_directories(dir);
+  const std::string m = (dir / "m.json").string(), cal = (dir / "h100.yaml").string();
+  std::ofstream(m) << spec::to_json(set);
+  const auto r =
+      test::run_cli(fmt::format("calibrate --gpu h100_sxm --measurements {} --holdout 0 --output {}", m, cal));
+  REQUIRE(r.status == 0);
+  const spec::HardwareSpec back = spec::load_hardware(cal);
+  REQUIRE(back.calibration.present);
+  CHECK(back.calibration.efficiency.attention_frac == 0);
+  CHECK(slurp(cal).find("attention_efficiency") == std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("calibrate: throttled records are left out of the fit and of validation") {
+  const auto hw = test::gpu("h100_sxm");
+  const spec::MeasurementSet clean = synthetic_set(4);
+  // Three bf16 GEMMs measured with the clock held down to half: twice as slow.
+  spec::MeasurementSet set = clean;
+  int throttled = 0;
+  for (auto& r : set.records)
+    if (r.cls == MC::kGemm && r.dtype == "bf16" && throttled < 3) {
+      ++throttled;
+      r.median_s *= 2;
+      r.min_s *= 2;
+      r.throttled = true;
+      r.throttle_reasons = "sw_power_cap+hw_slowdown";
+    }
+  REQUIRE(throttled == 3);
+  // The fit equals the fit of the same file without those records.
+  spec::MeasurementSet without = set;
+  std::erase_if(without.records, [](const spec::MeasurementRecord& r) { return r.throttled; });
+  const calibrate::FitResult f = calibrate::fit(set, hw), g = calibrate::fit(without, hw);
+  const int bf16 = static_cast<int>(spec::Peak::kBf16);
+  CHECK(f.efficiency.gemm_frac[bf16] == g.efficiency.gemm_frac[bf16]);
+  CHECK(f.efficiency.gemm_tile_n == g.efficiency.gemm_tile_n);
+  CHECK(f.records_used == g.records_used);
+  CHECK(f.records_used + 3 == static_cast<int>(set.records.size()));
+  CHECK(std::count_if(f.notes.begin(), f.notes.end(), [](const std::string& n) {
+          return n.find(": left out, measured while the clock was held down (sw_power_cap+hw_slowdown)") !=
+                 std::string::npos;
+        }) == 3);
+  // Validation neither trains nor tests on them.
+  const calibrate::ValidationReport rep = calibrate::validate(set, hw, 0.3, 1);
+  for (const auto& e : rep.records) {
+    CAPTURE(e.name);
+    for (const auto& r : set.records)
+      if (r.name == e.name) CHECK_FALSE(r.throttled);
+  }
+  CHECK(rep.train_records + rep.test_records == static_cast<int>(set.records.size()) - 3);
+}
+
+TEST_CASE("calibrate: an SDPA record is priced as the engine's fused attention kernel of its shape") {
+  // Independent of predict_record: graph::flash_attention_forward builds the
+  // kernel the engine would run (seq 4096, head dim 128, batch 2 x 8 heads, causal)
+  // and cost_kernel prices it; the record carries only the shape numbers.
+  const auto hw = test::gpu("h100_sxm");
+  const calibrate::RecordModel m = calibrate::record_model(hw, nullptr);
+  graph::AttentionShape shape;
+  shape.batch = 2;
+  shape.heads = 8;
+  shape.kv_heads = 8;
+  shape.q_len = shape.kv_len = 4096;
+  shape.head_dim = 128;
+  shape.causal = true;
+  const graph::Kernel k =
+      graph::flash_attention_forward(shape, spec::AttentionKind::kFlash2, spec::Dtype::kBf16, hw, true);
+  auto r = record("attention_sdpa_bf16_s4096_d128_bh16_causal", MC::kAttentionSdpa, "bf16");
+  r.m = r.k = 4096;
+  r.n = 128;
+  r.batch = 16;
+  r.causal = true;
+  r.flops = 2.0 * 4096 * 4096 * 128 * 16;  // 4 s^2 d bh, halved for causal
+  r.bytes = 8.0 * 4096 * 128 * 16;
+  const double want = cost::cost_kernel(k, m.params, false).time_s;
+  // Compute-bound (intensity 4 s d / 8 d = s/2 = 2048 FLOP/byte, far past the ridge): the byte counts do not matter.
+  CHECK(calibrate::predict_record(r, m) == doctest::Approx(want).epsilon(1e-9));
+  r.causal = false;
+  CHECK(calibrate::predict_record(r, m) > 1.7 * want);  // about twice the work without the mask
+}
+
+TEST_CASE("measurement files: the device-state fields are read, written back, and validated") {
+  spec::MeasurementSet set = synthetic_set(5);
+  set.header.date = "2025-01-15T10:00:00Z";
+  auto& g = set.records.front();
+  g.p90_s = g.median_s * 1.1;
+  g.repetitions = 8;
+  g.sm_clock_hz = 1.98e9;
+  g.memory_clock_hz = 2.619e9;
+  g.power_w = 612.5;
+  g.throttle_reasons = "sw_power_cap";
+  g.throttled = true;
+  for (auto& r : set.records)
+    if (r.cls == MC::kAttentionSdpa) r.causal = true;
+  const std::string text = spec::to_json(set);
+  // A record without them is written as before (no optional keys).
+  CHECK(text.find("\"p90_s\"") == text.rfind("\"p90_s\""));
+  const fs::path p = fs::temp_directory_path() / fmt::format("ridgeline_meas_state_{}.json", ::getpid());
+  std::ofstream(p) << text;
+  const auto back = spec::load_measurements(p.string());
+  fs::remove(p);
+  const auto& b = back.records.front();
+  CHECK(b.p90_s == g.p90_s);
+  CHECK(b.repetitions == 8);
+  CHECK(b.sm_clock_hz == 1.98e9);
+  CHECK(b.memory_clock_hz == 2.619e9);
+  CHECK(b.power_w == 612.5);
+  CHECK(b.throttle_reasons == "sw_power_cap");
+  CHECK(b.throttled);
+  CHECK(back.records[1].repetitions == 1);
+  CHECK_FALSE(back.records[1].throttled);
+  for (const auto& r : back.records) CHECK(r.causal == (r.cls == MC::kAttentionSdpa));
+}
+
 // --- Measurement classes ------------------------------------------------------------
 
 TEST_CASE("measurement classes: one word table parses and prints every class, in the file format's order") {
   // docs/measurements.md's classes, in the order the unknown_class diagnostic above lists them.
-  const std::vector<std::string> words = {"hbm_copy",          "hbm_triad", "sram",      "gemm",
-                                          "elementwise_unfused", "elementwise_fused", "softmax", "layernorm",
-                                          "attention_naive",   "attention_flash", "launch", "launch_graph"};
+  const std::vector<std::string> words = {"hbm_copy",          "hbm_triad",         "l2_copy",
+                                          "l2_triad",          "sram",              "gemm",
+                                          "elementwise_unfused", "elementwise_fused", "softmax",
+                                          "layernorm",         "attention_naive",   "attention_flash",
+                                          "attention_cuda_core", "attention_sdpa",  "launch",
+                                          "launch_host",       "launch_graph"};
   REQUIRE(static_cast<size_t>(spec::kMeasurementClassCount) == words.size());
   for (size_t i = 0; i < words.size(); ++i) {
     const auto c = static_cast<MC>(i);
@@ -482,8 +653,9 @@ TEST_CASE("measurement classes: one word table parses and prints every class, in
   }
   CHECK(spec::measurement_class_names() == words);
   CHECK(spec::measurement_class_list() ==
-        "hbm_copy, hbm_triad, sram, gemm, elementwise_unfused, elementwise_fused, softmax, layernorm, "
-        "attention_naive, attention_flash, launch, launch_graph");
+        "hbm_copy, hbm_triad, l2_copy, l2_triad, sram, gemm, elementwise_unfused, elementwise_fused, softmax, "
+        "layernorm, attention_naive, attention_flash, attention_cuda_core, attention_sdpa, launch, launch_host, "
+        "launch_graph");
   CHECK_FALSE(spec::parse_measurement_class("gemmm").has_value());
   CHECK_FALSE(spec::parse_measurement_class("").has_value());
   static_assert(spec::parse_measurement_class("softmax") == MC::kSoftmax, "parse is constexpr");
@@ -492,22 +664,28 @@ TEST_CASE("measurement classes: one word table parses and prints every class, in
 
 TEST_CASE("measurement classes: what calibration fits from each (calibrate.hpp's table of fitted parameters)") {
   for (MC c : {MC::kGemm, MC::kHbmCopy, MC::kHbmTriad, MC::kElementwiseUnfused, MC::kElementwiseFused, MC::kSoftmax,
-               MC::kLayernorm, MC::kAttentionFlash}) {
+               MC::kLayernorm, MC::kAttentionFlash, MC::kAttentionSdpa}) {
     CAPTURE(spec::name(c));
     CHECK(spec::fits_a_parameter(c));
     CHECK(calibrate::min_fit_records(c, "bf16") == calibrate::kMinRecordsPerClass);
   }
   CHECK(calibrate::min_fit_records(MC::kLaunch, "fp32") == 1);  // one record averages thousands of launches
   CHECK(calibrate::min_fit_records(MC::kGemm, "fp64") == 0);     // profiles have no fp64 peak
-  for (MC c : {MC::kAttentionNaive, MC::kSram, MC::kLaunchGraph}) {
+  // CUDA-core attention runs at the fp32 FMA rate, not the tensor-core peak its
+  // dtype names; L2 streams and the host's launch path have no parameter.
+  for (MC c : {MC::kAttentionNaive, MC::kAttentionCudaCore, MC::kL2Copy, MC::kL2Triad, MC::kSram, MC::kLaunchHost,
+               MC::kLaunchGraph}) {
     CAPTURE(spec::name(c));
     CHECK_FALSE(spec::fits_a_parameter(c));
     CHECK(calibrate::min_fit_records(c, "bf16") == 0);
   }
   // Rates of GEMMs and attention are FLOP/s; of everything else, bytes/s or per launch.
   for (const auto& i : spec::kMeasurementClasses)
-    CHECK(i.compute_bound ==
-          (i.cls == MC::kGemm || i.cls == MC::kAttentionNaive || i.cls == MC::kAttentionFlash));
+    CHECK(i.compute_bound == (i.cls == MC::kGemm || i.cls == MC::kAttentionNaive || i.cls == MC::kAttentionFlash ||
+                              i.cls == MC::kAttentionCudaCore || i.cls == MC::kAttentionSdpa));
+  // Only the host's tiled attention is tied to one backend.
+  for (const auto& i : spec::kMeasurementClasses)
+    CHECK(i.only_backend == (i.cls == MC::kAttentionFlash ? "host" : ""));
   CHECK(spec::measurement_class_info(MC::kLaunchGraph).shape == spec::RecordShape::kLaunches);
 }
 

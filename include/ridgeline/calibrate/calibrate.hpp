@@ -18,10 +18,15 @@
 //                              layernorm -> norm: multiplier on hbm_efficiency (1-D search)
 //   gemm_efficiency.<peak>,  gemm records per peak; tile (m, n) and prologue/epilogue k0
 //   gemm_tile {m, n, k0}       from a grid of 9 x 7 candidates, by least total residual
-//   attention_efficiency     attention_flash (fused kernel, variant flash2)
-// attention_naive (its GEMMs + softmax), host fp64 GEMMs (half the fp32
-// rate; profiles have no fp64 peak), sram and launch_graph records are
-// predicted and validated but fit nothing. Units: seconds, bytes, FLOP.
+//   attention_efficiency     attention_sdpa (tensor-core fused attention, PyTorch SDPA) on a
+//                              GPU; attention_flash (the host's tiled kernel) on a CPU
+// attention_naive (its GEMMs + softmax), attention_cuda_core (a tiled kernel
+// on CUDA cores: its time says nothing about the tensor-core efficiency),
+// l2_copy/l2_triad, launch_host, host fp64 GEMMs (half the fp32 rate;
+// profiles have no fp64 peak), sram and launch_graph records are predicted
+// and validated but fit nothing. Records whose check failed or that were
+// measured while the clock was held down (`throttled`) are left out of the
+// fit and of validation. Units: seconds, bytes, FLOP.
 #pragma once
 
 #include <cstdint>
@@ -56,9 +61,13 @@ int min_fit_records(spec::MeasurementClass cls, const std::string& dtype);
 ///   hbm_copy/triad,  kElementwise kernels with the record's bytes and FLOPs,
 ///   elementwise_*      split evenly over its launches
 ///   softmax          kSoftmax; layernorm: kNorm
-///   attention_flash  one kAttention kernel, variant flash2
+///   attention_flash  one kAttention kernel, variant flash2 (no shape: FLOPs / (peak x efficiency))
+///   attention_sdpa   the engine's fused forward kernel of the record's shape (queries m,
+///                    keys k, head dim n, batch x heads; causal), variant flash2
+///   attention_cuda_core  one kAttention kernel at the fp32 (CUDA-core) peak
+///   l2_copy/triad    as hbm_copy/triad (the cost model has no L2 bandwidth)
 ///   attention_naive  QK^T GEMM + softmax + PV GEMM (batch = record.batch)
-///   launch(_graph)   launches only (CUDA graph launch cost for launch_graph)
+///   launch(_host, _graph)  launches only (CUDA graph launch cost for launch_graph)
 ///   sram             SRAM bytes only
 double predict_record(const spec::MeasurementRecord& r, const cost::CostParams& c, double stream_frac = 0.0);
 
@@ -95,7 +104,7 @@ struct FitResult {
 /// Fits the profile's efficiency parameters to the measurements. Throws
 /// support::SpecError (located at the class's first record) when a class has
 /// 1 or 2 usable records, or when no record is usable. Records whose check
-/// failed are left out (noted).
+/// failed or that were throttled are left out (noted).
 FitResult fit(const spec::MeasurementSet& set, const spec::HardwareSpec& hw);
 
 /// The profile with the fit as its calibration block (what loading the

@@ -20,6 +20,8 @@ namespace ridgeline::spec {
 enum class MeasurementClass : std::uint8_t {
   kHbmCopy,
   kHbmTriad,
+  kL2Copy,
+  kL2Triad,
   kSram,
   kGemm,
   kElementwiseUnfused,
@@ -28,10 +30,13 @@ enum class MeasurementClass : std::uint8_t {
   kLayernorm,
   kAttentionNaive,
   kAttentionFlash,
+  kAttentionCudaCore,
+  kAttentionSdpa,
   kLaunch,
+  kLaunchHost,
   kLaunchGraph,
 };
-inline constexpr int kMeasurementClassCount = 12;
+inline constexpr int kMeasurementClassCount = 17;
 
 /// What a record's shape fields mean, and which of them must be set.
 enum class RecordShape : std::uint8_t {
@@ -59,24 +64,49 @@ struct MeasurementClassInfo {
   MeasurementFit fits;
   /// Its FLOPs are its work: a rate describing it is FLOP/s (GEMM, attention), not bytes/s.
   bool compute_bound;
+  /// The only backend whose files may hold it ("" = any). attention_flash is
+  /// the host's tiled kernel, whose FLOPs run on the SIMD units the host
+  /// profile's peak describes; on a GPU the same algorithm on CUDA cores is
+  /// attention_cuda_core, and a GPU file naming attention_flash (written
+  /// before the two were told apart) would fit the tensor-core efficiency
+  /// from CUDA-core time, so the loader refuses it.
+  std::string_view only_backend;
 };
 
 /// The word table, in the order of the enum (and of "known: ..." lists).
 inline constexpr std::array<MeasurementClassInfo, kMeasurementClassCount> kMeasurementClasses = {{
-    {MeasurementClass::kHbmCopy, "hbm_copy", RecordShape::kElements, MeasurementFit::kHbm, false},
-    {MeasurementClass::kHbmTriad, "hbm_triad", RecordShape::kElements, MeasurementFit::kHbm, false},
-    {MeasurementClass::kSram, "sram", RecordShape::kElements, MeasurementFit::kNothing, false},
-    {MeasurementClass::kGemm, "gemm", RecordShape::kGemm, MeasurementFit::kGemm, true},
+    {MeasurementClass::kHbmCopy, "hbm_copy", RecordShape::kElements, MeasurementFit::kHbm, false, ""},
+    {MeasurementClass::kHbmTriad, "hbm_triad", RecordShape::kElements, MeasurementFit::kHbm, false, ""},
+    // Arrays that fit in L2 (at most half of it), timed warm: L2 bandwidth, which no profile states.
+    {MeasurementClass::kL2Copy, "l2_copy", RecordShape::kElements, MeasurementFit::kNothing, false, ""},
+    {MeasurementClass::kL2Triad, "l2_triad", RecordShape::kElements, MeasurementFit::kNothing, false, ""},
+    {MeasurementClass::kSram, "sram", RecordShape::kElements, MeasurementFit::kNothing, false, ""},
+    {MeasurementClass::kGemm, "gemm", RecordShape::kGemm, MeasurementFit::kGemm, true, ""},
     {MeasurementClass::kElementwiseUnfused, "elementwise_unfused", RecordShape::kElements,
-     MeasurementFit::kClassEfficiency, false},
+     MeasurementFit::kClassEfficiency, false, ""},
     {MeasurementClass::kElementwiseFused, "elementwise_fused", RecordShape::kElements,
-     MeasurementFit::kClassEfficiency, false},
-    {MeasurementClass::kSoftmax, "softmax", RecordShape::kRowsCols, MeasurementFit::kClassEfficiency, false},
-    {MeasurementClass::kLayernorm, "layernorm", RecordShape::kRowsCols, MeasurementFit::kClassEfficiency, false},
-    {MeasurementClass::kAttentionNaive, "attention_naive", RecordShape::kAttention, MeasurementFit::kNothing, true},
-    {MeasurementClass::kAttentionFlash, "attention_flash", RecordShape::kAttention, MeasurementFit::kAttention, true},
-    {MeasurementClass::kLaunch, "launch", RecordShape::kLaunches, MeasurementFit::kLaunchOverhead, false},
-    {MeasurementClass::kLaunchGraph, "launch_graph", RecordShape::kLaunches, MeasurementFit::kNothing, false},
+     MeasurementFit::kClassEfficiency, false, ""},
+    {MeasurementClass::kSoftmax, "softmax", RecordShape::kRowsCols, MeasurementFit::kClassEfficiency, false, ""},
+    {MeasurementClass::kLayernorm, "layernorm", RecordShape::kRowsCols, MeasurementFit::kClassEfficiency, false, ""},
+    {MeasurementClass::kAttentionNaive, "attention_naive", RecordShape::kAttention, MeasurementFit::kNothing, true,
+     ""},
+    // The host backend's tiled attention (SIMD fp32: the host profile's peak).
+    {MeasurementClass::kAttentionFlash, "attention_flash", RecordShape::kAttention, MeasurementFit::kAttention, true,
+     "host"},
+    // A tiled online-softmax kernel on a GPU's CUDA cores (no tensor cores): priced
+    // against the fp32 peak and reported, never fitted against a tensor-core peak.
+    {MeasurementClass::kAttentionCudaCore, "attention_cuda_core", RecordShape::kAttention, MeasurementFit::kNothing,
+     true, ""},
+    // Fused tensor-core attention as PyTorch's scaled_dot_product_attention runs it
+    // (FlashAttention-2 or cuDNN backend): what calibrates attention_efficiency on a GPU.
+    {MeasurementClass::kAttentionSdpa, "attention_sdpa", RecordShape::kAttention, MeasurementFit::kAttention, true,
+     ""},
+    // Back-to-back kernels as the device runs them (CUDA: queued behind a gate, the
+    // GPU-side gap; host: an empty call): the per-launch cost the engine adds.
+    {MeasurementClass::kLaunch, "launch", RecordShape::kLaunches, MeasurementFit::kLaunchOverhead, false, ""},
+    // The host thread's launch path included: the rate one thread can issue tiny kernels.
+    {MeasurementClass::kLaunchHost, "launch_host", RecordShape::kLaunches, MeasurementFit::kNothing, false, ""},
+    {MeasurementClass::kLaunchGraph, "launch_graph", RecordShape::kLaunches, MeasurementFit::kNothing, false, ""},
 }};
 
 constexpr bool measurement_table_in_enum_order() {

@@ -40,9 +40,18 @@ struct MeasurementRecord {
   double launches = 1;
   double median_s = 0;
   double min_s = 0;
+  double p90_s = 0;      // 90th percentile of the samples; 0 = not recorded
   int samples = 0;
+  int repetitions = 1;   // runs timed back to back per sample (short kernels); times are per run
+  bool causal = false;   // attention records: causal mask (FLOPs halved, as FlashAttention counts)
   std::string algorithm;  // e.g. cuBLASLt algorithm id and tile
   std::string check;      // "pass", "fail" or "none"
+  // The device's state while the record was measured (NVML; 0 / "" = not read).
+  double sm_clock_hz = 0;
+  double memory_clock_hz = 0;
+  double power_w = 0;
+  std::string throttle_reasons;  // NVML clocks-event reasons that held the clock down, "+"-joined
+  bool throttled = false;        // measured while the clock was held down: left out of the fit
   int line = 0;           // where the record starts in its file (for diagnostics)
 };
 
