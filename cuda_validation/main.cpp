@@ -1,13 +1,17 @@
 // ridgeline_cuda_bench: runs the CUDA microbenchmark suite and writes a
 // measurement file (schema "ridgeline.measurements/1", docs/measurements.md).
 //
-//   ridgeline_cuda_bench [--quick] [--only CLASS[,CLASS...]] --output FILE
+//   ridgeline_cuda_bench [--quick] [--device N] [--only CLASS[,CLASS...]] --output FILE
+//
+// Sets CUDA_MODULE_LOADING=EAGER before the first CUDA call, so every kernel
+// is loaded at start-up and no case's first run pays a lazy module load.
 //
 // Exit status: 0 every case ran or was skipped with a reason; 2 bad
 // arguments, no CUDA device, or an output path that cannot be written; 3 a
-// case failed with a CUDA error. After a failed case the suite goes on when
-// the device is still usable, and stops when it is not; either way the file
-// is written with every record measured.
+// case failed with a CUDA error, or SIGTERM / SIGINT stopped the run (after
+// the case in progress). After a failed case the suite goes on when the
+// device is still usable, and stops when it is not. The file is rewritten
+// after every record, so however the run ends it holds every record measured.
 
 #include "benches/benches.hpp"
 #include "harness/check.hpp"
@@ -19,7 +23,9 @@
 #include <cuda_runtime_api.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <string>
@@ -42,29 +48,34 @@ struct Bench {
 
 const std::vector<Bench>& benches() {
   static const std::vector<Bench> kBenches = {
-      {"launch", {MeasurementClass::kLaunch, MeasurementClass::kLaunchGraph}, rcb::run_launch},
-      {"hbm", {MeasurementClass::kHbmCopy, MeasurementClass::kHbmTriad}, rcb::run_hbm},
+      {"launch", {MeasurementClass::kLaunch, MeasurementClass::kLaunchHost, MeasurementClass::kLaunchGraph},
+       rcb::run_launch},
+      {"hbm",
+       {MeasurementClass::kHbmCopy, MeasurementClass::kHbmTriad, MeasurementClass::kL2Copy, MeasurementClass::kL2Triad},
+       rcb::run_hbm},
       {"sram", {MeasurementClass::kSram}, rcb::run_sram},
       {"elementwise", {MeasurementClass::kElementwiseUnfused, MeasurementClass::kElementwiseFused},
        rcb::run_elementwise},
       {"softmax", {MeasurementClass::kSoftmax}, rcb::run_softmax},
       {"layernorm", {MeasurementClass::kLayernorm}, rcb::run_layernorm},
       {"gemm", {MeasurementClass::kGemm}, rcb::run_gemm},
-      {"attention", {MeasurementClass::kAttentionNaive, MeasurementClass::kAttentionFlash}, rcb::run_attention},
+      {"attention", {MeasurementClass::kAttentionNaive, MeasurementClass::kAttentionCudaCore}, rcb::run_attention},
   };
   return kBenches;
 }
 
 constexpr const char* kUsage =
-    "usage: ridgeline_cuda_bench [--quick] [--only CLASS[,CLASS...]] --output FILE\n"
+    "usage: ridgeline_cuda_bench [--quick] [--device N] [--only CLASS[,CLASS...]] --output FILE\n"
     "       ridgeline_cuda_bench --list\n"
     "  --quick         fewer sizes and samples (under 3 minutes on an H100)\n"
+    "  --device N      CUDA device ordinal to measure (default 0)\n"
     "  --only LIST     run only these benchmarks or measurement classes, comma-separated\n"
     "  --output FILE   measurement file to write (JSON, schema ridgeline.measurements/1)\n"
     "  --list          print the benchmarks and the classes they measure\n";
 
 struct Options {
   bool quick = false;
+  int device = 0;
   bool list = false;
   std::string output;
   std::vector<std::string> only;
@@ -94,6 +105,17 @@ bool parse_args(int argc, char** argv, Options& options) {
     };
     if (arg == "--quick") {
       options.quick = true;
+    } else if (arg == "--device" || arg.rfind("--device=", 0) == 0) {
+      const char* v = arg == "--device" ? next("--device") : argv[i] + 9;
+      if (v == nullptr) return false;
+      char* end = nullptr;
+      errno = 0;
+      long n = std::strtol(v, &end, 10);
+      if (*v == '\0' || *end != '\0' || errno != 0 || n < 0 || n > 1023) {
+        std::fprintf(stderr, "ridgeline_cuda_bench: --device: expected a device ordinal such as 0, got '%s'\n", v);
+        return false;
+      }
+      options.device = static_cast<int>(n);
     } else if (arg == "--list") {
       options.list = true;
     } else if (arg == "--output" || arg == "-o") {
@@ -172,6 +194,8 @@ std::string utc_now_iso8601() {
   return buf;
 }
 
+extern "C" void on_stop_signal(int) { rcb::request_stop(); }
+
 /// Before spending minutes measuring: can a file be created next to the output?
 bool output_writable(const std::string& path) {
   std::string tmp = rcb::temp_path(path);
@@ -188,6 +212,8 @@ bool output_writable(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before any CUDA call: the runtime reads it when it initialises.
+  setenv("CUDA_MODULE_LOADING", "EAGER", 1);
   Options options;
   if (!parse_args(argc, argv, options)) {
     std::fputs(kUsage, stderr);
@@ -216,20 +242,37 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "  (cudaGetDeviceCount: %s: %s)\n", cudaGetErrorName(status), cudaGetErrorString(status));
     return 2;
   }
+  if (options.device >= device_count) {
+    std::fprintf(stderr, "ridgeline_cuda_bench: --device %d: this machine has %d CUDA device%s (0 to %d)\n",
+                 options.device, device_count, device_count == 1 ? "" : "s", device_count - 1);
+    return 2;
+  }
   if (!output_writable(options.output)) return 2;
 
   std::string date = utc_now_iso8601();
   std::vector<rcb::Record> records;
   rcb::DeviceInfo device;
   int failed = 0, skipped = 0, check_failures = 0;
-  bool lost = false;
+  bool lost = false, stopped = false;
+  // A time limit's SIGTERM (or ^C) ends the run after the current case; the
+  // file is rewritten after every record, so even a SIGKILL loses at most one.
+  std::signal(SIGTERM, on_stop_signal);
+  std::signal(SIGINT, on_stop_signal);
   try {
-    RIDGELINE_CUDA_CHECK(cudaSetDevice(0));
-    device = rcb::query_device(0);
+    RIDGELINE_CUDA_CHECK(cudaSetDevice(options.device));
+    device = rcb::query_device(options.device);
     std::fprintf(stderr, "ridgeline_cuda_bench %s: %s%s\n", RIDGELINE_VERSION, rcb::describe(device).c_str(),
                  options.quick ? " [quick]" : "");
     rcb::Suite suite(device, options.quick);
     suite.set_class_filter(classes);
+    suite.set_on_record([&](const std::vector<rcb::Record>& so_far) {
+      try {
+        (void)rcb::write_atomically(options.output,
+                                    rcb::measurements_json(device, options.quick, date, RIDGELINE_VERSION, so_far));
+      } catch (const std::exception&) {
+        // The final write below reports a failure.
+      }
+    });
     for (const Bench* b : selected) {
       suite.progress(std::string("== ") + b->name);
       try {
@@ -239,6 +282,10 @@ int main(int argc, char** argv) {
       } catch (const rcb::DeviceLost& e) {
         suite.progress(std::string("stopping: ") + e.what());
         lost = true;
+        break;
+      } catch (const rcb::Stopped& e) {
+        suite.progress(std::string("stopping: ") + e.what());
+        stopped = true;
         break;
       } catch (const rcb::CudaError& e) {
         // A failure outside any case (the benchmark's own setup).
@@ -271,6 +318,9 @@ int main(int argc, char** argv) {
   if (!rcb::write_atomically(options.output, text)) return 3;
   std::fprintf(stderr, "ridgeline_cuda_bench: wrote %zu records to %s (%d skipped, %d failed, %d failed their check)\n",
                records.size(), options.output.c_str(), skipped, failed, check_failures);
-  if (lost) std::fprintf(stderr, "ridgeline_cuda_bench: the suite stopped early; the file holds the records measured before\n");
-  return failed > 0 || lost ? 3 : 0;
+  if (lost || stopped)
+    std::fprintf(stderr,
+                 "ridgeline_cuda_bench: the suite stopped early%s; the file holds the records measured before\n",
+                 stopped ? " (stop requested)" : "");
+  return failed > 0 || lost || stopped ? 3 : 0;
 }

@@ -3,16 +3,19 @@
 //   naive: S = Q K^T (cuBLASLt strided-batched bf16 GEMM, bf16 S in HBM),
 //          P = softmax(scale S) into a second bf16 buffer (rowwise.cuh), as
 //          eager PyTorch does, O = P V (GEMM): 3 launches;
-//   flash: one tiled kernel with an online softmax (FlashAttention forward,
-//          Dao et al. 2022): a block per (batch*head, 64 queries), 64-key
-//          tiles of K and V staged in shared memory, fp32 math on CUDA cores
-//          (no tensor cores: a plain reference point, not a tuned kernel).
+//   cuda_core: one tiled kernel with an online softmax (FlashAttention
+//          forward, Dao et al. 2022): a block per (batch*head, 64 queries),
+//          64-key tiles of K and V staged in shared memory, fp32 math on CUDA
+//          cores (no tensor cores: a plain reference point, not a tuned
+//          kernel). Its class, attention_cuda_core, fits nothing: its time
+//          says nothing about the tensor-core efficiency of a real
+//          FlashAttention, which torch_steps.py measures through SDPA.
 //
 // FLOP per run (both): 4 x seq^2 x head_dim x batch*heads (the two GEMMs;
 // FlashAttention's benchmark convention, non-causal). Bytes per run, bf16:
 //   naive 8 x seq x head_dim x bh (Q, K, V read, O written)
 //         + 8 x seq^2 x bh (S written, S read and P written by softmax, P read);
-//   flash 8 x seq x head_dim x bh.
+//   cuda_core 8 x seq x head_dim x bh.
 // Check: four query rows of one head against a float64 host attention, and
 // flash against naive on 256 sampled outputs.
 
@@ -226,7 +229,7 @@ void attention_case(Suite& suite, int seq, int d) {
   std::string label = "bf16_s" + std::to_string(seq) + "_d" + std::to_string(d) + "_bh" + std::to_string(bh);
   suite.run_case("attention_" + label, [&] {
     bool want_naive = suite.wants(spec::MeasurementClass::kAttentionNaive);
-    bool want_flash = suite.wants(spec::MeasurementClass::kAttentionFlash);
+    bool want_flash = suite.wants(spec::MeasurementClass::kAttentionCudaCore);
     std::size_t qkv = static_cast<std::size_t>(bh) * seq * d;
     std::size_t scores = static_cast<std::size_t>(bh) * seq * seq;
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
@@ -352,8 +355,8 @@ void attention_case(Suite& suite, int seq, int d) {
         for (std::size_t i = 0; i < idx.size(); ++i) check.compare(of[i], on[i], 0x1p-5 * std::fabs(on[i]) + 0x1p-8);
       }
       Record r = base;
-      r.name = "attention_flash_" + label;
-      r.cls = spec::MeasurementClass::kAttentionFlash;
+      r.name = "attention_cuda_core_" + label;
+      r.cls = spec::MeasurementClass::kAttentionCudaCore;
       r.bytes = 8.0 * sd * d * bhd;
       r.launches = 1;
       r.algorithm = "tiled online softmax, fp32 CUDA cores, Br=" + std::to_string(kBlockQ) +

@@ -99,6 +99,9 @@ void gemm_case(Suite& suite, const DtypeInfo& dt, const GemmShape& s) {
     spec.b_type = dt.in_type;
     spec.d_type = dt.out_type;
     spec.compute = dt.compute;
+    // fp8: accumulation promoted to fp32 (cuBLASLt's default, and torch._scaled_mm's
+    // use_fast_accum=False), set explicitly so the record says which mode ran.
+    if (dt.in_type == CUDA_R_8F_E4M3) spec.fast_accum = 0;
     LtMatmul mm(suite.lt_handle(), spec, Suite::kLtWorkspaceBytes);
     void* workspace = suite.lt_workspace();
 

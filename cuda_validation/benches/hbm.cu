@@ -1,11 +1,18 @@
-// HBM bandwidth: STREAM-style copy (a = b) and triad (a = b + s * c) on fp32
-// arrays of 1 MiB to 4 GiB each, with 16-byte (float4) grid-stride kernels.
-// Bytes per run: copy 2 x size, triad 3 x size (each array read or written
-// once; McCalpin's STREAM counting). FLOP: triad 2 per element, copy 0.
+// HBM and L2 bandwidth: STREAM-style copy (a = b) and triad (a = b + s * c)
+// on fp32 arrays, with 16-byte (float4) grid-stride kernels. Bytes per run:
+// copy 2 x size, triad 3 x size (each array read or written once; McCalpin's
+// STREAM counting). FLOP: triad 2 per element, copy 0.
+//
+// HBM (hbm_copy, hbm_triad): arrays of at least 4x the L2 size, cold (L2
+// flushed before each sample), so L2 hits are a small part of the traffic.
+// L2 (l2_copy, l2_triad): all arrays together at most half the L2, warm (no
+// flush: the previous sample left them there), so the traffic is L2's. Sizes
+// in between are measured by neither: they mix the two.
 
 #include "benches/bench_util.cuh"
 #include "benches/benches.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -34,8 +41,17 @@ constexpr float kTriadScalar = 3.0f;
 
 std::string size_label(std::size_t bytes) { return std::to_string(bytes >> 20) + "MiB"; }
 
-void copy_case(Suite& suite, std::size_t bytes) {
-  std::string name = "hbm_copy_fp32_" + size_label(bytes);
+/// Whether arrays of `bytes` are measured as HBM (cold) or L2 (warm) traffic.
+enum class Level { kHbm, kL2 };
+
+TimingOptions level_options(const Suite& suite, Level level) {
+  TimingOptions options = suite.default_options();
+  options.flush_l2 = level == Level::kHbm;
+  return options;
+}
+
+void copy_case(Suite& suite, std::size_t bytes, Level level) {
+  std::string name = std::string(level == Level::kHbm ? "hbm" : "l2") + "_copy_fp32_" + size_label(bytes);
   suite.run_case(name, [&] {
     std::size_t n = bytes / sizeof(float);
     DeviceBuffer src(bytes), dst(bytes);
@@ -45,7 +61,7 @@ void copy_case(Suite& suite, std::size_t bytes) {
       copy_kernel<<<grid, kThreads, 0, stream>>>(src.as<float4>(), dst.as<float4>(), n / 4);
       RIDGELINE_CUDA_CHECK_LAUNCH();
     };
-    Timing timing = suite.time(run);
+    Timing timing = suite.time(run, level_options(suite, level));
 
     std::vector<std::int64_t> idx = sample_indices(static_cast<std::int64_t>(n), 256, 1);
     std::vector<float> want = gather_to_host(src.as<float>(), idx, suite.stream());
@@ -55,7 +71,7 @@ void copy_case(Suite& suite, std::size_t bytes) {
 
     Record r;
     r.name = name;
-    r.cls = spec::MeasurementClass::kHbmCopy;
+    r.cls = level == Level::kHbm ? spec::MeasurementClass::kHbmCopy : spec::MeasurementClass::kL2Copy;
     r.dtype = "fp32";
     r.elements = static_cast<std::int64_t>(n);
     r.bytes = 2.0 * static_cast<double>(bytes);
@@ -64,8 +80,8 @@ void copy_case(Suite& suite, std::size_t bytes) {
   });
 }
 
-void triad_case(Suite& suite, std::size_t bytes) {
-  std::string name = "hbm_triad_fp32_" + size_label(bytes);
+void triad_case(Suite& suite, std::size_t bytes, Level level) {
+  std::string name = std::string(level == Level::kHbm ? "hbm" : "l2") + "_triad_fp32_" + size_label(bytes);
   suite.run_case(name, [&] {
     std::size_t n = bytes / sizeof(float);
     DeviceBuffer a(bytes), b(bytes), c(bytes);
@@ -77,7 +93,7 @@ void triad_case(Suite& suite, std::size_t bytes) {
                                                   n / 4);
       RIDGELINE_CUDA_CHECK_LAUNCH();
     };
-    Timing timing = suite.time(run);
+    Timing timing = suite.time(run, level_options(suite, level));
 
     std::vector<std::int64_t> idx = sample_indices(static_cast<std::int64_t>(n), 256, 2);
     std::vector<float> hb = gather_to_host(b.as<float>(), idx, suite.stream());
@@ -93,7 +109,7 @@ void triad_case(Suite& suite, std::size_t bytes) {
 
     Record r;
     r.name = name;
-    r.cls = spec::MeasurementClass::kHbmTriad;
+    r.cls = level == Level::kHbm ? spec::MeasurementClass::kHbmTriad : spec::MeasurementClass::kL2Triad;
     r.dtype = "fp32";
     r.elements = static_cast<std::int64_t>(n);
     r.flops = 2.0 * static_cast<double>(n);
@@ -106,14 +122,29 @@ void triad_case(Suite& suite, std::size_t bytes) {
 }  // namespace
 
 void run_hbm(Suite& suite) {
-  // Full: every power of two from 1 MiB to 4 GiB; quick: 1 MiB to 1 GiB in steps of 4x.
-  std::vector<std::size_t> sizes;
-  for (int log2_mib = 0; log2_mib <= (suite.quick() ? 10 : 12); log2_mib += suite.quick() ? 2 : 1)
-    sizes.push_back(std::size_t{1} << (20 + log2_mib));
+  const std::size_t l2 = std::max<std::size_t>(suite.device().l2_bytes, 1u << 20);
+  constexpr std::size_t kMiB = std::size_t{1} << 20;
+  // HBM: every power of two from the first at or above 4 x L2 (256 MiB on a
+  // 50 MiB L2) to 4 GiB per array; quick: up to 2 GiB.
+  std::size_t first = kMiB;
+  while (first < 4 * l2) first *= 2;
+  const std::size_t last = (suite.quick() ? std::size_t{2} : std::size_t{4}) << 30;
+  std::vector<std::size_t> hbm;
+  for (std::size_t b = first; b <= last; b *= 2) hbm.push_back(b);
+  // L2: powers of two from 1 MiB while every array of the case fits in half the L2.
+  auto l2_sizes = [&](int arrays) {
+    std::vector<std::size_t> v;
+    for (std::size_t b = kMiB; arrays * b <= l2 / 2; b *= 2) v.push_back(b);
+    return v;
+  };
   if (suite.wants(spec::MeasurementClass::kHbmCopy))
-    for (std::size_t bytes : sizes) copy_case(suite, bytes);
+    for (std::size_t bytes : hbm) copy_case(suite, bytes, Level::kHbm);
   if (suite.wants(spec::MeasurementClass::kHbmTriad))
-    for (std::size_t bytes : sizes) triad_case(suite, bytes);
+    for (std::size_t bytes : hbm) triad_case(suite, bytes, Level::kHbm);
+  if (suite.wants(spec::MeasurementClass::kL2Copy))
+    for (std::size_t bytes : l2_sizes(2)) copy_case(suite, bytes, Level::kL2);
+  if (suite.wants(spec::MeasurementClass::kL2Triad))
+    for (std::size_t bytes : l2_sizes(3)) triad_case(suite, bytes, Level::kL2);
 }
 
 }  // namespace ridgeline::cuda_bench

@@ -42,6 +42,10 @@ void gather_as_float(const T* src, const std::int64_t* index, float* out, int co
 /// (then it writes 2 to *flag so the host can tell). `flag` is mapped host memory.
 void launch_block_stream(volatile int* flag, std::uint64_t timeout_ns, cudaStream_t stream);
 
+/// Reads n16 16-byte words of `p` (the L2 flush; see timer.hpp); writes
+/// nothing unless their XOR is one particular value.
+void launch_l2_flush_read(const uint4* p, std::size_t n16, unsigned* sink, cudaStream_t stream);
+
 /// An empty kernel, for the launch-overhead benchmark.
 void launch_empty(cudaStream_t stream);
 

@@ -70,6 +70,10 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtMatmulSpec& spec, std::size_
         cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &spec.op_a, sizeof spec.op_a));
     RIDGELINE_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &spec.op_b, sizeof spec.op_b));
+    if (spec.fast_accum >= 0) {
+      const std::int8_t fast = static_cast<std::int8_t>(spec.fast_accum);
+      RIDGELINE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast));
+    }
     a_ = make_layout(spec.a_type, ta ? spec.k : spec.m, ta ? spec.m : spec.k, spec.lda, spec.batch, spec.stride_a);
     b_ = make_layout(spec.b_type, tb ? spec.n : spec.k, tb ? spec.k : spec.n, spec.ldb, spec.batch, spec.stride_b);
     d_ = make_layout(spec.d_type, spec.m, spec.n, spec.ldd, spec.batch, spec.stride_d);
@@ -88,6 +92,7 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtMatmulSpec& spec, std::size_
     RIDGELINE_CUBLAS_CHECK(status);
     algo_ = result.algo;
     algorithm_ = describe_algo(algo_) + " ws=" + std::to_string(result.workspaceSize);
+    if (spec.fast_accum >= 0) algorithm_ += " fast_accum=" + std::to_string(spec.fast_accum);
   } catch (...) {
     destroy();
     throw;

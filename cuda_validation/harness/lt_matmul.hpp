@@ -25,6 +25,10 @@ struct LtMatmulSpec {
   cudaDataType_t d_type = CUDA_R_16BF;  // C has the same type
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   cudaDataType_t scale_type = CUDA_R_32F;  // alpha is a float
+  /// fp8 only: CUBLASLT_MATMUL_DESC_FAST_ACCUM (1 = accumulate in the tensor
+  /// cores' narrower format without periodic promotion to fp32; 0 = promote,
+  /// cuBLASLt's default). -1 leaves the attribute unset. Recorded in algorithm().
+  int fast_accum = -1;
 };
 
 class LtMatmul {

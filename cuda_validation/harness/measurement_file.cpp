@@ -49,6 +49,16 @@ std::string measurements_json(const DeviceInfo& device, bool quick, const std::s
     w.field("samples", r.samples);
     w.field("algorithm", r.algorithm);
     w.field("check", r.check);
+    if (r.p90_s > 0.0) w.field("p90_s", r.p90_s);
+    if (r.repetitions != 1) w.field("repetitions", r.repetitions);
+    if (r.causal) w.field("causal", true);
+    if (r.state.read) {
+      w.field("sm_clock_hz", r.state.sm_clock_hz);
+      w.field("memory_clock_hz", r.state.memory_clock_hz);
+      if (r.state.power_w > 0.0) w.field("power_w", r.state.power_w);
+      if (r.state.reasons != 0) w.field("throttle_reasons", r.state.reason_text());
+      if (r.state.throttled) w.field("throttled", true);
+    }
     w.end_object();
   }
   w.end_array();

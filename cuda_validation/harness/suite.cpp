@@ -4,11 +4,14 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 
 namespace ridgeline::cuda_bench {
 
 namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
 
 double now_s() {
   using clock = std::chrono::steady_clock;
@@ -16,6 +19,9 @@ double now_s() {
 }
 
 }  // namespace
+
+void request_stop() noexcept { g_stop = 1; }
+bool stop_requested() noexcept { return g_stop != 0; }
 
 std::string format_seconds(double s) {
   char buf[32];
@@ -65,15 +71,20 @@ void CheckResult::merge(const CheckResult& other) {
 
 Suite::Suite(const DeviceInfo& device, bool quick) : device_(device), quick_(quick), start_s_(now_s()) {
   RIDGELINE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  monitor_ = std::make_unique<NvmlMonitor>(device_.ordinal);
+  if (!monitor_->available())
+    progress("NVML not available (" + monitor_->unavailable_reason() +
+             "): records go without clocks, power and throttle reasons");
   flusher_ = std::make_unique<L2Flusher>(device_.l2_bytes);
   gate_ = std::make_unique<StreamGate>();
-  timer_ = std::make_unique<EventTimer>(*flusher_, *gate_, stream_);
+  timer_ = std::make_unique<EventTimer>(*flusher_, *gate_, *monitor_, stream_);
 }
 
 Suite::~Suite() {
   timer_.reset();
   gate_.reset();
   flusher_.reset();
+  monitor_.reset();
   if (lt_workspace_ != nullptr) (void)cudaFree(lt_workspace_);
   if (lt_ != nullptr) (void)cublasLtDestroy(lt_);
   if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
@@ -91,7 +102,10 @@ void* Suite::lt_workspace() {
 
 TimingOptions Suite::default_options() const {
   TimingOptions options;
-  options.samples = samples();
+  options.min_samples = samples();
+  options.max_samples = quick_ ? 200 : 1000;
+  options.min_time_s = quick_ ? 0.02 : 0.1;
+  options.max_wall_s = quick_ ? 1.5 : 5.0;
   return options;
 }
 
@@ -109,6 +123,7 @@ void Suite::skip(const std::string& name, const std::string& reason) {
 }
 
 void Suite::run_case(const std::string& name, const std::function<void()>& body) {
+  if (stop_requested()) throw Stopped("stop requested before " + name);
   try {
     body();
   } catch (const Skip& s) {
@@ -120,6 +135,8 @@ void Suite::run_case(const std::string& name, const std::function<void()>& body)
     if (cudaDeviceSynchronize() != cudaSuccess || cudaGetLastError() != cudaSuccess)
       throw DeviceLost("the device is unusable after " + name + " failed");
   } catch (const DeviceLost&) {
+    throw;
+  } catch (const Stopped&) {
     throw;
   } catch (const std::exception& e) {  // host-side trouble (out of host memory, ...)
     ++failed_;
@@ -148,7 +165,10 @@ void Suite::add(Record record, const Timing& timing) {
   if (!wants(record.cls)) return;
   record.median_s = timing.median_s;
   record.min_s = timing.min_s;
+  record.p90_s = timing.p90_s;
   record.samples = timing.samples;
+  record.repetitions = timing.repetitions;
+  record.state = timing.state;
   if (!(timing.samples > 0 && std::isfinite(timing.median_s) && timing.median_s > 0.0 && std::isfinite(timing.min_s) &&
         timing.min_s > 0.0)) {
     ++failed_;
@@ -156,7 +176,9 @@ void Suite::add(Record record, const Timing& timing) {
     return;
   }
   std::string line = record.name + ": median " + format_seconds(record.median_s) + " (min " +
-                     format_seconds(record.min_s) + ")";
+                     format_seconds(record.min_s) + ", p90 " + format_seconds(record.p90_s) + ", " +
+                     std::to_string(record.samples) + " samples" +
+                     (record.repetitions > 1 ? " of " + std::to_string(record.repetitions) + " runs" : "") + ")";
   char buf[64];
   if (record.flops > 0.0) {
     std::snprintf(buf, sizeof buf, ", %.1f TFLOP/s", record.flops / record.median_s / 1e12);
@@ -171,8 +193,14 @@ void Suite::add(Record record, const Timing& timing) {
     line += buf;
   }
   line += ", check " + record.check;
+  if (record.state.read) {
+    std::snprintf(buf, sizeof buf, ", SM %.0f MHz, %.0f W", record.state.sm_clock_hz / 1e6, record.state.power_w);
+    line += buf;
+  }
+  if (record.state.throttled) line += ", THROTTLED (" + record.state.reason_text() + ")";
   progress(line);
   records_.push_back(std::move(record));
+  if (on_record_) on_record_(records_);
 }
 
 }  // namespace ridgeline::cuda_bench

@@ -32,9 +32,13 @@ struct Record {
   std::int64_t launches = 1;
   double median_s = 0.0;
   double min_s = 0.0;
+  double p90_s = 0.0;
   int samples = 0;
+  int repetitions = 1;  // runs per timed sample (short runs are batched)
+  bool causal = false;  // attention records
   std::string algorithm;
   std::string check = "none";  // pass, fail, none
+  DeviceState state;           // NVML clocks, power, throttle reasons during the samples
 };
 
 /// Thrown when a failed call left the device unusable; the suite stops.
@@ -42,6 +46,17 @@ class DeviceLost : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+/// Thrown before the next case once a stop was requested (SIGTERM from a time
+/// limit, SIGINT): the suite stops and the file keeps what was measured.
+class Stopped : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Async-signal-safe: sets a flag that Suite::run_case reads.
+void request_stop() noexcept;
+bool stop_requested() noexcept;
 
 /// Outcome of a correctness check on a sample of outputs.
 struct CheckResult {
@@ -70,8 +85,10 @@ class Suite {
   void set_class_filter(std::vector<spec::MeasurementClass> classes) { class_filter_ = std::move(classes); }
   bool wants(spec::MeasurementClass cls) const;
 
-  /// Timed samples per case: 10 in --quick, 20 otherwise.
+  /// Fewest timed samples per case: 10 in --quick, 20 otherwise (more until
+  /// the minimum time and the noise criterion are met: timer.hpp).
   int samples() const { return quick_ ? 10 : 20; }
+  NvmlMonitor& monitor() { return *monitor_; }
 
   /// Shared cuBLASLt handle and its 32 MiB workspace (created on first use).
   cublasLtHandle_t lt_handle();
@@ -85,7 +102,12 @@ class Suite {
 
   /// Runs one case: a Skip is reported and the suite goes on; a CudaError
   /// marks the case failed, and throws DeviceLost if the device is unusable.
+  /// Throws Stopped, before running it, once a stop was requested.
   void run_case(const std::string& name, const std::function<void()>& body);
+
+  /// Called after each stored record (main rewrites the file, so a run cut
+  /// short keeps every record measured).
+  void set_on_record(std::function<void(const std::vector<Record>&)> f) { on_record_ = std::move(f); }
 
   /// Stores a finished record (timing filled in) and prints a progress line.
   void add(Record record, const Timing& timing, const CheckResult& check);
@@ -104,6 +126,7 @@ class Suite {
   DeviceInfo device_;
   bool quick_;
   cudaStream_t stream_ = nullptr;
+  std::unique_ptr<NvmlMonitor> monitor_;
   std::unique_ptr<L2Flusher> flusher_;
   std::unique_ptr<StreamGate> gate_;
   std::unique_ptr<EventTimer> timer_;
@@ -111,6 +134,7 @@ class Suite {
   void* lt_workspace_ = nullptr;
   std::vector<Record> records_;
   std::vector<spec::MeasurementClass> class_filter_;
+  std::function<void(const std::vector<Record>&)> on_record_;
   int skipped_ = 0;
   int failed_ = 0;
   int check_failures_ = 0;
