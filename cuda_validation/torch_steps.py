@@ -44,9 +44,11 @@ before each sample of longer runs.
 Runs under PyTorch 1.13 (Debian's python3-torch) for --dry-run on a CPU:
 every newer API (SDPA, torch.compile, float8, fused AdamW, Adafactor,
 sdpa_kernel, peft) is looked up first and a configuration that needs a
-missing one is skipped with the reason. Exit status: 0 done (some
-configurations may be skipped), 2 bad arguments or no CUDA device without
---dry-run, 3 an output could not be written.
+missing one is skipped with the reason. A configuration or kernel that fails
+(out of memory, a backend that refuses a shape) is logged and the run goes
+on. Exit status: 0 done (some configurations may be skipped), 1 some
+configuration failed, 2 bad arguments or no CUDA device without --dry-run,
+3 an output could not be written.
 """
 
 import argparse
@@ -714,7 +716,12 @@ def kernel_records(device, clock, dry_run, log, nvml, kern_path, header):
     flusher = Flusher(device)
 
     def add(fields, fn):
-        tmin, tmed, tp90, n, reps = time_kernel(fn, clock, flusher, dry_run)
+        try:
+            tmin, tmed, tp90, n, reps = time_kernel(fn, clock, flusher, dry_run)
+        except Exception as e:  # one kernel that fails does not stop the others
+            log("  FAILED %s: %s: %s" % (fields["name"], type(e).__name__, (str(e).splitlines() or [""])[0]))
+            release(device)
+            return
         order = ["name", "class", "dtype", "m", "n", "k", "batch", "elements", "flops", "bytes", "launches"]
         rec = {key: fields[key] for key in order}
         rec.update(median_s=tmed, min_s=tmin, p90_s=max(tp90, tmed), samples=n, algorithm=fields["algorithm"],
@@ -787,6 +794,15 @@ def kernel_records(device, clock, dry_run, log, nvml, kern_path, header):
                 add(rec, lambda: attention_core(q, k, v, causal, impl))
         del q, k, v
     return recs
+
+
+def release(device):
+    """Returns what a failed configuration left allocated."""
+    import gc
+
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
 
 
 def _sdpa(q, k, v, causal, backend):
@@ -889,7 +905,7 @@ def main(argv):
     nvml = Nvml(device)
     if device.type == "cuda" and nvml.h is None:
         log("pynvml not available: kernel records go without clocks, power and throttle reasons")
-    rows = []
+    rows, failed = [], []
     doc = {"schema_version": 1,
            "description": ("Training steps measured by cuda_validation/torch_steps.py" +
                            (" in a dry run on the CPU: plumbing only, not measurements" if a.dry_run else "")),
@@ -912,10 +928,11 @@ def main(argv):
             except Skip as e:
                 log("skip %s: %s" % (c["label"], e))
                 continue
-            except torch.cuda.OutOfMemoryError if hasattr(torch.cuda, "OutOfMemoryError") else MemoryError as e:
-                log("skip %s: out of memory: %s" % (c["label"], str(e).splitlines()[0]))
+            except Exception as e:  # out of memory, a backend that refuses the shape, a compile error: the next one
+                log("FAILED %s: %s: %s" % (c["label"], type(e).__name__, (str(e).splitlines() or [""])[0]))
+                failed.append(c["label"])
                 Linear.fp8 = False
-                torch.cuda.empty_cache()
+                release(device)
                 continue
             rows.append(published_row(c, res, gpu, device_text, date, a.dry_run))
             doc["row_count"] = len(rows)
@@ -926,8 +943,9 @@ def main(argv):
     except OSError as e:
         log("cannot write under %s: %s" % (a.out, e))
         return 3
-    log("done: %d configurations measured, rows in %s" % (len(rows), rows_path))
-    return 0
+    log("done: %d configurations measured, rows in %s%s" % (
+        len(rows), rows_path, "; failed: " + ", ".join(failed) if failed else ""))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
