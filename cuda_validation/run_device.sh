@@ -73,7 +73,9 @@ part() {
   shift 2
   say "[$(elapsed) s] part $name: budget ${budget} s"
   local t0=$(date +%s) rc=0
-  timeout -k 15 "$budget" "$@" >>"$log" 2>&1 || rc=$?
+  # Progress shows as it happens and goes to the log; the status is timeout's.
+  timeout -k 15 "$budget" "$@" 2>&1 | tee -a "$log"
+  rc=${PIPESTATUS[0]}
   local took=$(( $(date +%s) - t0 ))
   if [[ $rc == 124 || $rc == 137 ]]; then
     say "[$(elapsed) s] part $name: stopped at its ${budget} s budget; what it measured is kept"

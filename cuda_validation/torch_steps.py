@@ -59,6 +59,7 @@ import math
 import os
 import platform
 import re
+import signal
 import sys
 import time
 
@@ -828,13 +829,24 @@ def measurement_header(device, device_text, date, dry_run):
 
 
 def write_json(path, doc):
+    """Writes `path` whole or not at all (a time limit's SIGTERM may come at any moment)."""
     tmp = "%s.tmp.%d" % (path, os.getpid())
-    with open(tmp, "w") as f:
-        json.dump(doc, f, indent=1, sort_keys=False)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            json.dump(doc, f, indent=1, sort_keys=False)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
+
+
+def on_sigterm(signum, frame):
+    """A time limit: stop now; the files already hold every finished configuration."""
+    raise SystemExit(124)
 
 
 def main(argv):
@@ -851,6 +863,7 @@ def main(argv):
     ap.add_argument("--no-kernels", action="store_true", help="skip the kernels-alone measurement file")
     ap.add_argument("--list", action="store_true", help="print the configurations and exit")
     a = ap.parse_args(argv)
+    signal.signal(signal.SIGTERM, on_sigterm)
     if a.list:
         for c in configs(False):
             print(c["label"])
