@@ -52,6 +52,10 @@ if len(rows) < 8:
 KNOWN_GAPS = ["plan rejected: recompute: hf offers recompute none, gradient_checkpointing (full); "
               "selective is not one of them"]
 for row in rows:
+    # The profiler's step, grouped into Ridgeline's kernel classes: GEMMs at least.
+    per_class = row["measured"].get("kernel_time_s") or {}
+    if not per_class.get("gemm", 0) > 0:
+        sys.exit("device_dry_run: %s has no GEMM time in measured.kernel_time_s: %s" % (row["id"], per_class))
     r = results.get(row["id"])
     if r is None:
         sys.exit("device_dry_run: row %s is missing from validate-published's report" % row["id"])

@@ -1,4 +1,5 @@
 #include "ridgeline/engine/engine.hpp"
+#include "ridgeline/engine/cost_memo.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -239,16 +240,62 @@ void keep(Prediction& out, const graph::Kernel& k, const cost::KernelCost& kc, d
 
 }  // namespace
 
-void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m,
-                          const spec::MicrobatchPlan& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
-                          Prediction* out, double mb) {
+bool same_cost_inputs(const graph::Kernel& a, const graph::Kernel& b) {
+  // The bindings list every field of Kernel, so a field added to it stops
+  // this compiling until it is placed on one side or the other.
+  const auto& [name, op, phase, cls, dtype, group, attention, flags, gemm, comm, count, flops, model_flops,
+               read_bytes, write_bytes, chain_bytes, sram_bytes, saved_bytes, saved_core_bytes, saved_fraction,
+               workspace_bytes, launches, weight_params] = a;
+  (void)count, (void)saved_bytes, (void)saved_core_bytes, (void)saved_fraction, (void)workspace_bytes;
+  // Names are string literals: the same text is the same pointer (a copy
+  // elsewhere only costs the kernel again).
+  return name.data() == b.name.data() && name.size() == b.name.size() && op == b.op && phase == b.phase &&
+         cls == b.cls && dtype == b.dtype && group == b.group && attention == b.attention && flags == b.flags &&
+         gemm.m == b.gemm.m && gemm.n == b.gemm.n &&
+         gemm.k == b.gemm.k && gemm.batch == b.gemm.batch && comm.kind == b.comm.kind && comm.bytes == b.comm.bytes &&
+         comm.group == b.comm.group && comm.span == b.comm.span && flops == b.flops &&
+         model_flops == b.model_flops && read_bytes == b.read_bytes && write_bytes == b.write_bytes &&
+         chain_bytes == b.chain_bytes && sram_bytes == b.sram_bytes && launches == b.launches &&
+         weight_params == b.weight_params;
+}
+
+namespace {
+
+/// Kernel i's cost: the memo's when its inputs are the kept kernel's, else costed and kept.
+cost::KernelCost memo_cost(CostMemo& memo, size_t i, const graph::Kernel& k, const cost::CostParams& c,
+                           bool cuda_graphs) {
+  if (i < memo.kernels.size() && same_cost_inputs(memo.kernels[i], k)) {
+    ++memo.reused;
+    return memo.costs[i];
+  }
+  const cost::KernelCost kc = cost::cost_kernel(k, c, cuda_graphs);
+  ++memo.costed;
+  if (i >= memo.kernels.size()) {
+    memo.kernels.resize(i + 1);
+    memo.costs.resize(i + 1);
+  }
+  memo.kernels[i] = k;
+  memo.costs[i] = kc;
+  return kc;
+}
+
+void summarize(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
+               const spec::HardwareSpec& hw, const cost::CostParams& c, Prediction* out, double mb, CostMemo* memo) {
   s = MicrobatchSummary{};
   techniques::build_microbatch(g, m, p, hw);
   const double layer_scale = static_cast<double>(m.layers) / std::max(1, g.layers);
   if (out) out->kernels.reserve(g.kernels.size() + 8);
+  if (memo && (memo->params != &c || memo->cuda_graphs != p.cuda_graphs)) {
+    memo->kernels.clear();
+    memo->costs.clear();
+    memo->params = &c;
+    memo->cuda_graphs = p.cuda_graphs;
+  }
   double launches = 0;
-  for (const auto& k : g.kernels) {
-    const cost::KernelCost kc = cost::cost_kernel(k, c, p.cuda_graphs);
+  for (size_t i = 0; i < g.kernels.size(); ++i) {
+    const graph::Kernel& k = g.kernels[i];
+    const cost::KernelCost kc =
+        memo ? memo_cost(*memo, i, k, c, p.cuda_graphs) : cost::cost_kernel(k, c, p.cuda_graphs);
     accumulate(s, k, kc, layer_scale);
     if (out) keep(*out, k, kc, mb);
     if (!k.has(graph::kPerStep)) launches += k.launches * k.count;
@@ -261,6 +308,20 @@ void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::Mod
                                                                                       : fw.dispatch_s;
   s.host_s = launches * dispatch;
   s.facts = memory::facts(g);
+}
+
+}  // namespace
+
+void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m,
+                          const spec::MicrobatchPlan& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
+                          Prediction* out, double mb) {
+  summarize(s, g, m, p, hw, c, out, mb, nullptr);
+}
+
+void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m,
+                          const spec::MicrobatchPlan& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
+                          CostMemo& memo) {
+  summarize(s, g, m, p, hw, c, nullptr, 1, &memo);
 }
 
 void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, const spec::ModelSpec& m,

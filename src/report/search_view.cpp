@@ -202,12 +202,14 @@ std::string markdown(const text::Table& t) {
 
 std::string counts_line(const search::SearchResult& r) {
   using units::format_whole;
-  return fmt::format("{} configurations enumerated, {} pruned (invalid or cannot fit), {} evaluated, {} over memory; "
-                     "{} graphs; {:.2f} s on {} threads ({} evaluated/s)",
-                     format_whole(r.counts.enumerated), format_whole(r.counts.pruned),
-                     format_whole(r.counts.evaluated), format_whole(r.counts.infeasible),
-                     format_whole(r.counts.graphs), r.seconds, r.threads,
-                     units::format_count(r.seconds > 0 ? r.counts.evaluated / r.seconds : 0));
+  const auto& n = r.counts;
+  return fmt::format("{} configurations enumerated, {} pruned ({} invalid, {} by memory: model state alone over the "
+                     "limit), {} evaluated, {} over memory; {} graphs; {:.2f} s on {} thread{} ({} evaluated/s)",
+                     format_whole(n.enumerated), format_whole(n.pruned),
+                     format_whole(n.shape + n.batch + n.redundant + n.plan), format_whole(n.state),
+                     format_whole(n.evaluated), format_whole(n.infeasible), format_whole(n.graphs), r.seconds,
+                     r.threads, r.threads == 1 ? "" : "s",
+                     units::format_count(r.seconds > 0 ? n.evaluated / r.seconds : 0));
 }
 
 std::string csv_quote(const std::string& s) {

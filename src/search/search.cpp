@@ -1,6 +1,7 @@
 #include "ridgeline/search/search.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <compare>
@@ -9,6 +10,7 @@
 #include <thread>
 #include <tuple>
 
+#include "ridgeline/engine/cost_memo.hpp"
 #include "ridgeline/memory/memory.hpp"
 #include "ridgeline/spec/framework.hpp"
 
@@ -285,129 +287,155 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
   const int gb = s.global_batch > 0 ? s.global_batch : base.global_batch;
   const int seq = graph::seq_len(m, base);
   const double memory_limit = hw.memory_bytes * (1 - s.headroom);
-  // Outer index: one micro-batch graph (tp, pp, cp, ep, micro, recompute, precision, framework);
-  // inner: the layouts that share it (dp follows from the GPU count; zero stages).
-  const size_t outer = d.tp.size() * d.pp.size() * d.cp.size() * d.ep.size() * d.micro.size() * d.rec.size() *
-                       d.prec.size() * d.fw.size();
+  // A unit of work: one micro-batch shape (tp, cp, ep, micro, recompute,
+  // precision, framework). Within it, one graph per PP degree: those graphs
+  // hold the same kernels at other counts, so their costs are formed once
+  // (engine::CostMemo). Within a graph, the layouts that share it (dp
+  // follows from the GPU count; virtual stages and ZeRO stages).
+  const size_t units =
+      d.tp.size() * d.cp.size() * d.ep.size() * d.micro.size() * d.rec.size() * d.prec.size() * d.fw.size();
+  const size_t per_unit = d.pp.size();
   const size_t inner = d.vpp.size() * d.zero.size();
   const size_t keep = keep_count(s.top);
+  // This shard's units: u = shard_index, shard_index + shard_count, ...
+  const size_t shard_units =
+      units > static_cast<size_t>(s.shard_index)
+          ? (units - static_cast<size_t>(s.shard_index) + s.shard_count - 1) / static_cast<size_t>(s.shard_count)
+          : 0;
+  const size_t shard_layouts = shard_units * per_unit * inner;
+  // Threads take units from one counter, so a thread that finishes early
+  // takes more; a space too small to repay starting a thread (a few
+  // milliseconds of work at most) runs on one.
   int threads = s.threads > 0 ? s.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  constexpr size_t kLayoutsPerExtraThread = 2048;
+  threads = static_cast<int>(std::clamp<size_t>(shard_layouts / kLayoutsPerExtraThread, 1,
+                                                 std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(shard_units, 1))));
   std::vector<SearchResult> parts(threads);
   std::vector<size_t> first_problem_at(threads, std::numeric_limits<size_t>::max());
-  // A worker takes every (shard_count x threads)-th graph: at most this many
-  // graphs, `inner` layouts each. Reserving their step times once keeps the
-  // per-layout path free of heap allocation (tests/unit/allocation_test.cpp);
-  // 8 bytes a layout, a few hundred KiB for the largest searches. Keeping the
-  // times (rather than a second pass of the engine once the best is known)
-  // costs one store per feasible layout; the count within the best's interval
-  // is then one pass over them (search::search_intervals).
-  const size_t stride = static_cast<size_t>(s.shard_count) * static_cast<size_t>(threads);
-  const size_t times_per_worker = (outer / stride + 1) * inner;
+  // Each qualifying layout's step time goes to its own slot (8 bytes a
+  // layout of the shard, reserved once: the per-layout path allocates
+  // nothing, tests/unit/allocation_test.cpp), so the kept times come out in
+  // layout order whatever thread evaluated them. The count within the best's
+  // interval is then one pass over them (search::search_intervals).
+  constexpr double kNoTime = -1;
+  std::vector<double> time_slots(shard_layouts, kNoTime);
+  std::atomic<size_t> next_unit{0};
   auto worker = [&](int tid) {
     SearchResult& r = parts[tid];
     SearchCounts& n = r.counts;
-    r.feasible_step_times_s.reserve(times_per_worker);
     r.top.reserve(keep);
     graph::Graph g, sg;
     engine::MicrobatchSummary sum;
+    engine::CostMemo memo;
     engine::Prediction pred;
     engine::EvalOptions opt;
     opt.keep_kernels = false;
     opt.use_calibration = use_calibration;
     pred.calibrated = c.calibrated;
-    for (size_t o = 0; o < outer; ++o) {
-      if (static_cast<int>(o % s.shard_count) != s.shard_index) continue;
-      if (static_cast<int>((o / s.shard_count) % threads) != tid) continue;
-      size_t rem = o;
-      auto take = [&rem](size_t k) {
-        const size_t i = rem % k;
-        rem /= k;
+    for (size_t k = next_unit.fetch_add(1, std::memory_order_relaxed); k < shard_units;
+         k = next_unit.fetch_add(1, std::memory_order_relaxed)) {
+      size_t rem = k * static_cast<size_t>(s.shard_count) + static_cast<size_t>(s.shard_index);
+      auto take = [&rem](size_t count) {
+        const size_t i = rem % count;
+        rem /= count;
         return i;
       };
+      const size_t fw_i = take(d.fw.size()), prec_i = take(d.prec.size()), rec_i = take(d.rec.size()),
+                   mb_i = take(d.micro.size()), ep_i = take(d.ep.size()), cp_i = take(d.cp.size()),
+                   tp_i = take(d.tp.size());
       Layout l;
-      l.framework = d.fw[take(d.fw.size())];
-      l.precision = d.prec[take(d.prec.size())];
-      l.recompute = d.rec[take(d.rec.size())];
-      l.micro_batch = d.micro[take(d.micro.size())];
-      l.ep = d.ep[take(d.ep.size())];
-      l.cp = d.cp[take(d.cp.size())];
-      l.pp = d.pp[take(d.pp.size())];
-      l.tp = d.tp[take(d.tp.size())];
+      l.framework = d.fw[fw_i];
+      l.precision = d.prec[prec_i];
+      l.recompute = d.rec[rec_i];
+      l.micro_batch = d.micro[mb_i];
+      l.ep = d.ep[ep_i];
+      l.cp = d.cp[cp_i];
+      l.tp = d.tp[tp_i];
       l.sp = s.sp < 0 ? l.tp > 1 : s.sp == 1;
-      n.enumerated += inner;
-      const int tpc = l.tp * l.pp * l.cp;
-      const bool valid_shape = s.gpus % tpc == 0 && m.heads % l.tp == 0 && m.layers % l.pp == 0 &&
-                               seq % l.cp == 0 && (l.cp == 1 || seq / l.cp >= 128);
-      l.dp = valid_shape ? s.gpus / tpc : 0;
-      if (!valid_shape || (s.dp > 0 && l.dp != s.dp) ||
-          (l.ep > 1 && (m.moe.experts % l.ep != 0 || (l.dp * l.cp) % l.ep != 0))) {
-        n.pruned += inner;
-        n.shape += inner;
-        continue;
-      }
-      if (gb % (static_cast<long long>(l.micro_batch) * l.dp) != 0) {
-        n.pruned += inner;
-        n.batch += inner;
-        continue;
-      }
-      bool built = false;
-      for (size_t z = 0; z < inner; ++z) {
-        l.vpp = d.vpp[z / d.zero.size()];
-        l.zero = d.zero[z % d.zero.size()];
-        if ((l.zero > 0 && l.dp * l.cp == 1) ||                            // nothing to shard: same as ZeRO-0
-            (l.vpp > 1 && (l.pp == 1 || m.layers % (l.pp * l.vpp) != 0))) {  // interleaving needs whole chunks
-          ++n.pruned;
-          ++n.redundant;
+      for (size_t pi = 0; pi < per_unit; ++pi) {
+        const size_t graph_index = k * per_unit + pi;  // within the shard
+        // The layout's place in the enumeration order (tp, pp, cp, ep, mb,
+        // recompute, precision, framework, then vpp and ZeRO): the first
+        // refused plan in this order is the one reported, on any thread.
+        const size_t order =
+            ((((((tp_i * per_unit + pi) * d.cp.size() + cp_i) * d.ep.size() + ep_i) * d.micro.size() + mb_i) *
+                  d.rec.size() + rec_i) * d.prec.size() + prec_i) * d.fw.size() + fw_i;
+        l.pp = d.pp[pi];
+        n.enumerated += inner;
+        const int tpc = l.tp * l.pp * l.cp;
+        const bool valid_shape = s.gpus % tpc == 0 && m.heads % l.tp == 0 && m.layers % l.pp == 0 &&
+                                 seq % l.cp == 0 && (l.cp == 1 || seq / l.cp >= 128);
+        l.dp = valid_shape ? s.gpus / tpc : 0;
+        if (!valid_shape || (s.dp > 0 && l.dp != s.dp) ||
+            (l.ep > 1 && (m.moe.experts % l.ep != 0 || (l.dp * l.cp) % l.ep != 0))) {
+          n.pruned += inner;
+          n.shape += inner;
           continue;
         }
-        const spec::PlanSpec p = plan_for(base, l, gb);
-        if (auto pr = engine::check_plan(m, p, hw); !pr.field.empty()) {
-          ++n.pruned;
-          ++n.plan;
-          if (first_problem_at[tid] == std::numeric_limits<size_t>::max()) {
-            first_problem_at[tid] = o * inner + z;
-            r.first_problem = std::move(pr);
+        if (gb % (static_cast<long long>(l.micro_batch) * l.dp) != 0) {
+          n.pruned += inner;
+          n.batch += inner;
+          continue;
+        }
+        bool built = false;
+        for (size_t z = 0; z < inner; ++z) {
+          l.vpp = d.vpp[z / d.zero.size()];
+          l.zero = d.zero[z % d.zero.size()];
+          if ((l.zero > 0 && l.dp * l.cp == 1) ||                            // nothing to shard: same as ZeRO-0
+              (l.vpp > 1 && (l.pp == 1 || m.layers % (l.pp * l.vpp) != 0))) {  // interleaving needs whole chunks
+            ++n.pruned;
+            ++n.redundant;
+            continue;
           }
-          continue;
+          const spec::PlanSpec p = plan_for(base, l, gb);
+          if (auto pr = engine::check_plan(m, p, hw); !pr.field.empty()) {
+            ++n.pruned;
+            ++n.plan;
+            if (order * inner + z < first_problem_at[tid]) {
+              first_problem_at[tid] = order * inner + z;
+              r.first_problem = std::move(pr);
+            }
+            continue;
+          }
+          if (memory::model_state(m, p).total() > memory_limit) {  // a lower bound on the peak's upper end
+            ++n.pruned;
+            ++n.state;
+            continue;
+          }
+          if (!built) {
+            engine::summarize_microbatch(sum, g, m, p, hw, c, memo);
+            ++n.graphs;
+            built = true;
+          }
+          pred.status = engine::Status::kOk;
+          engine::finish(pred, sum, sg, m, p, hw, c, opt);
+          ++n.evaluated;
+          const double hi = memory_upper_bytes(pred.memory);
+          if (pred.status != engine::Status::kOk || hi > memory_limit) {
+            ++n.infeasible;
+            ++n.over_memory;
+            continue;
+          }
+          time_slots[graph_index * inner + z] = pred.step.time_s;
+          Candidate cand;
+          cand.layout = l;
+          cand.step_time_s = pred.step.time_s;
+          cand.mfu = pred.step.mfu;
+          cand.hfu = pred.step.hfu;
+          cand.memory_bytes = pred.memory.total;
+          cand.memory_hi_bytes = hi;
+          cand.tokens_per_s = pred.step.tokens_per_s;
+          cand.bubble_fraction = pred.step.bubble_fraction;
+          cand.exposed_comm_s = pred.step.exposed_comm_s;
+          cand.days = pred.totals.wall_s / 86400.0;  // goodput-adjusted; 0 when it never completes
+          cand.completes = pred.totals.completes;
+          cand.gpu_hours = pred.totals.gpu_hours;
+          cand.cost_usd = pred.totals.cost_usd;
+          cand.tokens = pred.totals.tokens;
+          cand.score = score(s.objective, pred);
+          cand.traits = uncertainty::traits_of(pred, p, hw);
+          keep_top(r.top, cand, keep);
         }
-        if (memory::model_state(m, p).total() > memory_limit) {  // a lower bound on the peak's upper end
-          ++n.pruned;
-          ++n.state;
-          continue;
-        }
-        if (!built) {
-          engine::summarize_microbatch(sum, g, m, p, hw, c, nullptr, 1);
-          ++n.graphs;
-          built = true;
-        }
-        pred.status = engine::Status::kOk;
-        engine::finish(pred, sum, sg, m, p, hw, c, opt);
-        ++n.evaluated;
-        const double hi = memory_upper_bytes(pred.memory);
-        if (pred.status != engine::Status::kOk || hi > memory_limit) {
-          ++n.infeasible;
-          ++n.over_memory;
-          continue;
-        }
-        r.feasible_step_times_s.push_back(pred.step.time_s);
-        Candidate cand;
-        cand.layout = l;
-        cand.step_time_s = pred.step.time_s;
-        cand.mfu = pred.step.mfu;
-        cand.hfu = pred.step.hfu;
-        cand.memory_bytes = pred.memory.total;
-        cand.memory_hi_bytes = hi;
-        cand.tokens_per_s = pred.step.tokens_per_s;
-        cand.bubble_fraction = pred.step.bubble_fraction;
-        cand.exposed_comm_s = pred.step.exposed_comm_s;
-        cand.days = pred.totals.wall_s / 86400.0;  // goodput-adjusted; 0 when it never completes
-        cand.completes = pred.totals.completes;
-        cand.gpu_hours = pred.totals.gpu_hours;
-        cand.cost_usd = pred.totals.cost_usd;
-        cand.tokens = pred.totals.tokens;
-        cand.score = score(s.objective, pred);
-        cand.traits = uncertainty::traits_of(pred, p, hw);
-        keep_top(r.top, cand, keep);
       }
     }
   };
@@ -418,17 +446,17 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
 
   SearchResult out;
   std::vector<Candidate> all;
-  size_t times = 0, first = 0;
-  for (const auto& p : parts) times += p.feasible_step_times_s.size();
-  out.feasible_step_times_s.reserve(times);
+  size_t first = 0;
   for (size_t t = 0; t < parts.size(); ++t) {
     auto& p = parts[t];
     add_counts(out.counts, p.counts);
     all.insert(all.end(), std::make_move_iterator(p.top.begin()), std::make_move_iterator(p.top.end()));
-    out.feasible_step_times_s.insert(out.feasible_step_times_s.end(), p.feasible_step_times_s.begin(),
-                                     p.feasible_step_times_s.end());
     if (first_problem_at[t] < first_problem_at[first]) first = t;
   }
+  const size_t times = out.counts.evaluated - out.counts.infeasible;
+  out.feasible_step_times_s.reserve(times);
+  for (double t : time_slots)
+    if (t != kNoTime) out.feasible_step_times_s.push_back(t);
   out.first_problem = parts[first].first_problem;
   std::sort(all.begin(), all.end(), ranks_before);
   const bool cut = times > keep;

@@ -1,7 +1,9 @@
 #include "ridgeline/techniques/params.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
 
 namespace ridgeline::techniques {
 
@@ -29,7 +31,9 @@ DataParallelGroups data_parallel_groups(const spec::PlanSpec& p) {
   return g;
 }
 
-LocalParams local_params(const spec::ModelSpec& m, const spec::PlanSpec& p, PipelineStage stage) {
+namespace {
+
+LocalParams compute_local_params(const spec::ModelSpec& m, const spec::PlanSpec& p, PipelineStage stage) {
   const auto pc = spec::count_params(m);
   const double t = std::max(1, p.parallel.tp);
   const double pp = std::max(1, p.parallel.pp);
@@ -102,6 +106,45 @@ LocalParams local_params(const spec::ModelSpec& m, const spec::PlanSpec& p, Pipe
     lp.model_trainable = m.layers * lora_params_per_layer(m, p);
   }
   return lp;
+}
+
+/// Everything compute_local_params reads (count_params's model fields;
+/// the plan's TP, PP, EP, uneven stages and fine-tuning) as one array of
+/// ints, compared whole. The bindings list every field of ModelSpec and
+/// FinetuneSpec, so a field added to either stops this compiling until it is
+/// placed in or out of the key.
+using ParamsKey = std::array<int, 24>;
+
+ParamsKey params_key(const spec::ModelSpec& m, const spec::PlanSpec& p, PipelineStage stage) {
+  const auto& [id, name, hub_id, source_file, notes, layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab,
+               max_seq_len, activation, norm, position, tied_embeddings, bias, dropout, moe] = m;
+  const auto& [mode, rank, targets] = p.finetune;
+  const auto& q = p.parallel;
+  return {layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, max_seq_len, static_cast<int>(activation),
+          static_cast<int>(norm), static_cast<int>(position), tied_embeddings, bias, moe.experts, moe.top_k, q.tp,
+          q.pp, q.ep, q.first_stage_layers, q.last_stage_layers, static_cast<int>(mode), rank, targets,
+          static_cast<int>(stage)};
+}
+
+}  // namespace
+
+LocalParams local_params(const spec::ModelSpec& m, const spec::PlanSpec& p, PipelineStage stage) {
+  // One evaluation asks for the same counts several times (the DP
+  // collectives, the optimizer step, each end stage's memory, the totals),
+  // and a search asks again for every layout of one TP x PP x EP split. The
+  // last few answers per thread, by their whole key, answer those.
+  constexpr int kKept = 4;
+  thread_local ParamsKey keys[kKept];
+  thread_local LocalParams values[kKept];
+  thread_local int used = 0, last = 0;
+  const ParamsKey key = params_key(m, p, stage);
+  for (int n = 0, i = last; n < used; ++n, i = (i + kKept - 1) % kKept)  // newest first
+    if (std::memcmp(keys[i].data(), key.data(), sizeof(ParamsKey)) == 0) return values[i];
+  last = (last + 1) % kKept;
+  used = std::min(used + 1, kKept);
+  keys[last] = key;
+  values[last] = compute_local_params(m, p, stage);
+  return values[last];
 }
 
 double optimizer_state_bytes(const spec::OptimizerSpec& o, const LocalParams& lp, double e) {

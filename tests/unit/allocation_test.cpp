@@ -4,7 +4,7 @@
 // frees), so once one call has sized them an evaluation of the same shape
 // allocates nothing:
 //  - engine::evaluate_into with keep_kernels = false (the single-plan path);
-//  - engine::summarize_microbatch + engine::finish, as search::run calls them
+//  - engine::summarize_microbatch (with its CostMemo) + engine::finish, as search::run calls them
 //    for each layout (src/search/search.cpp).
 // Allocations are counted by the replaced global operator new of
 // bench/counting_allocator.hpp (defined in this file for the test binary),
@@ -20,6 +20,7 @@
 #include "../../bench/bench_plans.hpp"
 #include "../../bench/counting_allocator.hpp"
 #include "ridgeline/cost/cost.hpp"
+#include "ridgeline/engine/cost_memo.hpp"
 #include "test_support.hpp"
 
 using namespace ridgeline;
@@ -95,10 +96,11 @@ TEST_CASE("the search's summarize_microbatch + finish make no heap allocation af
     CAPTURE(p.parallel.cp);
     graph::Graph g, sg;
     engine::MicrobatchSummary sum;
+    engine::CostMemo memo;
     engine::Prediction pred;
     pred.calibrated = c.calibrated;
     auto eval = [&] {
-      engine::summarize_microbatch(sum, g, m, p, hw, c, nullptr, 1);
+      engine::summarize_microbatch(sum, g, m, p, hw, c, memo);
       pred.status = engine::Status::kOk;
       engine::finish(pred, sum, sg, m, p, hw, c, opt);
     };

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "../../bench/reference_search.hpp"
+#include "ridgeline/engine/cost_memo.hpp"
 #include "ridgeline/memory/memory.hpp"
 #include "ridgeline/search/search.hpp"
 #include "test_support.hpp"
@@ -214,4 +215,62 @@ TEST_CASE("search equivalence: README's Llama-3-70B on 64 GPUs of each kind, bes
     k.top = 3;
     check_case(k, 2);
   }
+}
+
+TEST_CASE("search equivalence: a micro-batch summary with kept costs is the summary without, to the bit") {
+  // engine::CostMemo: graphs of one micro-batch shape at PP 1, 2, 4, 8 hold
+  // the same kernels at other counts, so after the first only kernels whose
+  // cost inputs differ are costed; the sums must not change.
+  const auto hw = test::gpu("h100_sxm");
+  const auto m = test::model("llama3_70b");  // 80 layers
+  const auto c = cost::resolve(hw);
+  engine::CostMemo memo;
+  for (auto rk : {spec::RecomputeKind::kNone, spec::RecomputeKind::kFull})
+    for (int pp : {1, 2, 4, 8}) {
+      CAPTURE(pp);
+      spec::PlanSpec p = test::plan(2, 4096);
+      p.parallel.tp = 4;
+      p.parallel.sp = true;
+      p.parallel.pp = pp;
+      p.recompute = {rk, 0};
+      engine::MicrobatchSummary a, b;
+      graph::Graph ga, gb;
+      engine::summarize_microbatch(a, ga, m, p, hw, c, nullptr, 1);
+      engine::summarize_microbatch(b, gb, m, p, hw, c, memo);
+      CHECK(a.t_fwd == b.t_fwd);
+      CHECK(a.t_bwd == b.t_bwd);
+      CHECK(a.t_rec == b.t_rec);
+      CHECK(a.exposed_comm_s == b.exposed_comm_s);
+      CHECK(a.overlappable_comm_s == b.overlappable_comm_s);
+      CHECK(a.overlappable_comm_sm_s == b.overlappable_comm_sm_s);
+      CHECK(a.window_s == b.window_s);
+      CHECK(a.host_s == b.host_s);
+      CHECK(a.model_flop == b.model_flop);
+      CHECK(a.class_s == b.class_s);
+      CHECK(a.phase_s == b.phase_s);
+      CHECK(a.compute_bound_s == b.compute_bound_s);
+      CHECK(a.facts.layer_alive == b.facts.layer_alive);
+    }
+  // After the first graph of each recomputation, the kernels' shapes repeat:
+  // most costs are reused (the graphs differ from PP 1 in counts only).
+  CHECK(memo.reused > memo.costed);
+}
+
+TEST_CASE("search equivalence: same_cost_inputs ignores the count and the saved tensors, nothing else") {
+  graph::Kernel a;
+  a.name = "gemm";
+  a.gemm = {4096, 4096, 4096, 1};
+  a.flops = 2.0 * 4096 * 4096 * 4096;
+  graph::Kernel b = a;
+  b.count = 80;
+  b.saved_bytes = 1e6;
+  b.saved_fraction = 0.5;
+  CHECK(engine::same_cost_inputs(a, b));
+  b.gemm.n = 2048;  // another shape costs differently
+  CHECK_FALSE(engine::same_cost_inputs(a, b));
+  // cost::cost_kernel reads no count: the same cost at any count.
+  const auto c = cost::resolve(test::gpu("h100_sxm"));
+  graph::Kernel d = a;
+  d.count = 80;
+  CHECK(cost::cost_kernel(a, c, false).time_s == cost::cost_kernel(d, c, false).time_s);
 }

@@ -2,15 +2,19 @@
 // virtual stages x recomputation x ZeRO stage x precision x framework for a
 // GPU count and global batch, prunes what cannot be valid or cannot fit
 // (model state alone above capacity), evaluates the rest with the engine
-// (reusing one micro-batch graph across the layouts that share it) and keeps
-// the best K rows. A dimension given a value (SearchSpec's fixed fields) is
-// not searched. Exact ties (the same step time and peak memory) are one row
-// that lists its equivalent layouts (Candidate::equivalent).
-// Shardable (--shard i/N): shard i evaluates every N-th micro-batch graph.
-// Besides the best K, it keeps every qualifying configuration's step time (8
-// bytes each, in a vector reserved once per worker), so that how many lie
-// within the best's prediction interval (search/interval_ranking.hpp) can be
-// counted once the best is known. Units: seconds, bytes; headroom a fraction.
+// (reusing one micro-batch graph across the layouts that share it, and its
+// kernels' costs across the PP degrees of one micro-batch shape:
+// engine::CostMemo) and keeps the best K rows. A dimension given a value
+// (SearchSpec's fixed fields) is not searched. Exact ties (the same step time
+// and peak memory) are one row that lists its equivalent layouts
+// (Candidate::equivalent). Threads take micro-batch shapes from one counter;
+// the answer does not depend on how many there are.
+// Shardable (--shard i/N): shard i evaluates every N-th micro-batch shape
+// (tp, cp, ep, micro-batch, recompute, precision, framework) with all its PP
+// degrees. Besides the best K, it keeps every qualifying configuration's step
+// time (one 8-byte slot per layout of the shard, reserved once), so that how
+// many lie within the best's prediction interval (search/interval_ranking.hpp)
+// can be counted once the best is known. Units: seconds, bytes; headroom a fraction.
 #pragma once
 
 #include <cstdint>
@@ -51,7 +55,7 @@ struct SearchSpec {
   Objective objective = Objective::kTime;
   int top = 10;
   int shard_index = 0, shard_count = 1;
-  int threads = 0;  // 0 = hardware concurrency
+  int threads = 0;  // 0 = hardware concurrency; fewer for a small space (run())
   /// Fixed values (plan flags given, --fix, or the plan's values for the
   /// dimensions --search leaves out); -1 / empty = searched.
   int tp = -1, pp = -1, dp = -1, cp = -1, ep = -1, micro_batch = -1, vpp = -1, zero = -1;

@@ -1,0 +1,40 @@
+// Kernel costs kept from one micro-batch graph for the next, for sweeps.
+// A search builds one graph per pipeline degree of a micro-batch shape (the
+// same TP, CP, EP, micro-batch, recomputation, precision and framework);
+// those graphs hold the same kernels at other counts (count = layers on the
+// stage), and cost::cost_kernel reads a kernel's shape, never its count or
+// what it saves for backward. So each kernel whose cost inputs equal the
+// kept kernel's at its position takes the kept cost, and only the others
+// are costed (and kept). The sums are then formed exactly as without the
+// memo, in the same order, so the summary is the same to the bit.
+// Units: as cost::KernelCost (seconds per instance).
+#pragma once
+
+#include <vector>
+
+#include "ridgeline/engine/engine.hpp"
+
+namespace ridgeline::engine {
+
+struct CostMemo {
+  std::vector<graph::Kernel> kernels;
+  std::vector<cost::KernelCost> costs;
+  const cost::CostParams* params = nullptr;  // the parameters the costs were formed under
+  bool cuda_graphs = false;
+  /// Kernels costed and kernels that took a kept cost, since construction.
+  std::uint64_t costed = 0, reused = 0;
+};
+
+/// Whether two kernels have the same cost inputs: every field but the
+/// instance count and the saved-tensor fields (saved bytes, their
+/// attention-core part, the fraction alive, the transient workspace).
+bool same_cost_inputs(const graph::Kernel& a, const graph::Kernel& b);
+
+/// summarize_microbatch (no kernel rows) with the costs taken from, and
+/// kept in, `memo` (one per thread; allocation-free once it has held a
+/// graph as long as this one).
+void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m,
+                          const spec::MicrobatchPlan& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
+                          CostMemo& memo);
+
+}  // namespace ridgeline::engine
