@@ -311,7 +311,7 @@ std::vector<Candidate> candidates(const spec::ModelSpec& m, const spec::PlanSpec
   family = "recompute";
   {
     std::vector<spec::Recompute> rs = {{spec::RecomputeKind::kNone}, {spec::RecomputeKind::kSelective},
-                                       {spec::RecomputeKind::kFull}};
+                                       {spec::RecomputeKind::kOp}, {spec::RecomputeKind::kFull}};
     const int stage = spec::max_stage_layers(m.layers, std::max(1, par.pp), par.first_stage_layers,
                                              par.last_stage_layers);
     if (stage >= 2 && par.virtual_stages == 1) rs.push_back({spec::RecomputeKind::kFull, 0, stage / 2});

@@ -77,6 +77,7 @@ std::optional<Recompute> parse_recompute(std::string_view s) {
   if (s == "selective") return Recompute{RecomputeKind::kSelective, 0};
   if (s == "full") return Recompute{RecomputeKind::kFull, 0};
   if (s == "sqrt") return Recompute{RecomputeKind::kSqrt, 0};
+  if (s == "op") return Recompute{RecomputeKind::kOp, 0};
   const bool every = s.starts_with("every:"), block = s.starts_with("block:");
   if (every || block) {
     auto num = s.substr(6);
@@ -123,6 +124,7 @@ std::string to_string(const Recompute& r) {
     case RecomputeKind::kSelective: return "selective";
     case RecomputeKind::kFull: return r.block_layers > 0 ? fmt::format("block:{}", r.block_layers) : "full";
     case RecomputeKind::kSqrt: return "sqrt";
+    case RecomputeKind::kOp: return "op";
     case RecomputeKind::kEvery: return fmt::format("every:{}", r.every_k);
   }
   return "none";
@@ -138,7 +140,7 @@ std::string lora_targets_to_string(std::uint8_t mask) {
 }
 
 std::string precision_choices() { return choices_of(kPrecisions); }
-std::string recompute_choices() { return "none, selective, full, every:K, block:K, sqrt"; }
+std::string recompute_choices() { return "none, selective, op, full, every:K, block:K, sqrt"; }
 std::string attention_choices() { return choices_of(kAttention); }
 std::string fusion_choices() { return choices_of(kFusion); }
 std::string optimizer_choices() { return choices_of(kOptimizers); }

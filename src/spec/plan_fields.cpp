@@ -96,8 +96,11 @@ const PlanField kFields[] = {
      .word = [](const PlanSpec& p) { return to_string(p.fusion); }, .choices = fusion_choices,
      .group = SummaryGroup::kTechnique, .show = Show::kAlways, .summary = "fusion {}"},
     {.key = "recompute", .flag = "recompute",
-     .help = "Activation recomputation (block:K: full recomputation of the first K layers of each pipeline "
-             "stage, the others keep their activations, Megatron-LM's --recompute-method block; also the "
+     .help = "Activation recomputation (selective: the attention core, Megatron-LM's; op: per-op selective, "
+             "torchtitan's selective_ac_option 'op': every second matmul of a layer and every non-matmul op "
+             "recomputed, the other matmul and attention outputs saved; block:K: full recomputation of the "
+             "first K layers of each pipeline stage, the others keep their activations, Megatron-LM's "
+             "--recompute-method block; also the "
              "framework's own names: activation_checkpointing, gradient_checkpointing, selective_op, "
              "selective_layer:K, uniform:K)",
      .type = FieldType::kWord,

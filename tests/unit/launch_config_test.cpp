@@ -95,11 +95,12 @@ TEST_SUITE("launch config") {
   TEST_CASE("a torchtitan TOML predicts what the equivalent flags predict") {
     // plans/torchtitan_llama3_8b.toml by hand: DP = shard 4 x replicate 1,
     // FSDP2 sharding = ZeRO-3, torchtitan's TP runs SP; 1000 steps x global
-    // batch 1 x 4 x 8192 tokens = 32768000 tokens.
+    // batch 1 x 4 x 8192 tokens = 32768000 tokens; activation_checkpoint mode "selective" with
+    // selective_ac_option "op" is torchtitan's per-op policy (Ridgeline's op).
     const auto imported = step_and_memory("--from-torchtitan plans/torchtitan_llama3_8b.toml");
     const auto flags = step_and_memory(
         "--model llama3_8b --framework torchtitan --tp 2 --dp 4 --zero 3 --micro-batch 1 --seq 8192 "
-        "--recompute selective --optimizer adamw --fusion eager --precision bf16 --tokens 32768000");
+        "--recompute op --optimizer adamw --fusion eager --precision bf16 --tokens 32768000");
     CHECK(imported == flags);
   }
 

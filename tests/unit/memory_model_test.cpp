@@ -326,3 +326,55 @@ TEST_CASE("memory: the caching allocator reserve comes from the plan's framework
     CHECK(r.fits == (r.total <= r.capacity));
   }
 }
+
+TEST_CASE("op recomputation (torchtitan's per-op policy): every second matmul and every other op run again") {
+  // torchtitan's selective_ac_option "op" saves the outputs of aten.mm and SDPA "except every second mm"
+  // in each layer's call order wq, wk, wv, wo, w1, w3, w2: wk, wo and w3 run again in backward, as do the
+  // norms, RoPE, SiLU, the gate product and the residual adds. Llama-3-8B (h 4096, 32 heads of 128,
+  // 8 KV heads: K and V 1024 wide, SwiGLU 14336), b 1, s 4096, bf16, compiled (one kernel per norm).
+  const auto m = test::model("llama3_8b");
+  auto p = plan(1, 4096);
+  p.fusion = spec::Fusion::kCompiled;
+  p.recompute = *spec::parse_recompute("op");
+  CHECK(spec::to_string(p.recompute) == "op");
+  const auto g = step(m, p);
+  const double T = 4096, L = 32;
+  // Recomputed GEMM FLOPs per token and layer: wk 2 x 4096 x 1024 + wo 2 x 4096 x 4096 + w3 2 x 4096 x 14336
+  // = 8,388,608 + 33,554,432 + 117,440,512 = 159,383,552.
+  double gemm_flops = 0, flash = 0, other = 0, other_forward = 0;
+  for (const auto& k : g.kernels) {
+    const bool gemm_or_flash = k.cls == spec::KernelClass::kGemm || k.op == graph::Op::kFlashAttn;
+    if (k.phase == spec::Phase::kForward && k.has(graph::kLayer) && !gemm_or_flash) other_forward += k.count;
+    if (k.phase != spec::Phase::kRecompute) continue;
+    if (k.cls == spec::KernelClass::kGemm) gemm_flops += k.flops * k.count;
+    if (k.op == graph::Op::kFlashAttn) flash += k.count;
+    if (!gemm_or_flash) other += k.count;
+  }
+  CHECK(gemm_flops == doctest::Approx(159383552.0 * T * L));
+  CHECK(flash == 0);  // SDPA's outputs are saved
+  REQUIRE(other_forward > 0);
+  CHECK(other == other_forward);  // every norm and pointwise kernel of every layer runs again
+  // Saved per token and layer (bytes): the layer input 4096 x 2 + Q and V (4096 + 1024) x 2 + O 4096 x 2
+  // + its log-sum-exp 32 heads x 4 + w1's output 14336 x 2 + w2's 4096 x 2
+  // = 8192 + 10240 + 8320 + 28672 + 8192 = 63,616.
+  double saved = 0;
+  for (const auto& k : g.kernels)
+    if (k.phase == spec::Phase::kForward && k.has(graph::kLayer))
+      saved += (k.saved_bytes + k.saved_core_bytes) * k.saved_fraction * k.count;
+  CHECK(saved == doctest::Approx(63616.0 * T * L));
+  // Fewer bytes than keeping everything, more than full recomputation's layer inputs alone.
+  auto none = p;
+  none.recompute = {spec::RecomputeKind::kNone, 0};
+  auto full = p;
+  full.recompute = {spec::RecomputeKind::kFull, 0};
+  const auto mem = [&](const spec::PlanSpec& q) {
+    const auto f = memory::facts(step(m, q));
+    return f.layer_alive * f.layers + f.recompute_working;
+  };
+  CHECK(mem(p) < mem(none));
+  CHECK(mem(p) > mem(full));
+  // torchtitan names it selective_op; Megatron-LM does not offer it.
+  auto tt = p;
+  tt.framework = spec::find_framework("torchtitan").value();
+  CHECK(spec::framework_recompute(spec::framework(tt.framework), "selective_op")->kind == spec::RecomputeKind::kOp);
+}

@@ -244,7 +244,7 @@ TEST_CASE("compare: rows for every combination, baseline first, infeasible rows 
   CHECK(rows[4].pred.memory.activations < rows[0].pred.memory.activations);
   search::Variation bad;
   CHECK(search::parse_variation("recompute=every:0", bad) ==
-        "recompute: expected one of none, selective, full, every:K, block:K, sqrt, got \"every:0\"");
+        "recompute: expected one of none, selective, op, full, every:K, block:K, sqrt, got \"every:0\"");
   std::vector<search::Variation> fp8(1);
   REQUIRE(search::parse_variation("precision=bf16,fp8", fp8[0]).empty());
   // A combination the GPU cannot run is a row with its problem (docs/errors.md), not an error of the sweep.

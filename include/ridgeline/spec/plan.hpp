@@ -19,7 +19,10 @@ enum class Precision : std::uint8_t { kFp32, kTf32, kFp16, kBf16, kFp8, kNvfp4 }
 /// amax), blockwise (Float8BlockScaling: DeepSeek-V3 1x128 / 128x128 scales)
 /// and mxfp8 (MXFP8BlockScaling: OCP MX, an E8M0 scale per 32 elements).
 enum class Fp8Recipe : std::uint8_t { kDelayed, kTensorwise, kBlockwise, kMxfp8 };
-enum class RecomputeKind : std::uint8_t { kNone, kSelective, kFull, kEvery, kSqrt };
+/// kOp: per-op selective checkpointing (torchtitan's selective_ac_option
+/// "op"): every second matmul of a layer and every non-matmul op is
+/// recomputed; the other matmuls' and the fused attention's outputs saved.
+enum class RecomputeKind : std::uint8_t { kNone, kSelective, kFull, kEvery, kSqrt, kOp };
 /// The attention core's implementation: naive (separate QK^T, softmax, PV
 /// kernels with the s x s scores in HBM), FlashAttention 1/2/3 (Dao et al.
 /// 2022, Dao 2023, Shah et al. 2024), cuDNN's fused SDPA (cudnn) and the
