@@ -48,7 +48,7 @@ using search::Dim;
 /// The plan field behind each searched dimension (by Dim).
 constexpr std::string_view kDimKey[search::kDimCount] = {
     "parallel.tp",   "parallel.pp", "parallel.dp", "parallel.cp", "parallel.ep", "micro_batch",
-    "parallel.virtual_stages", "parallel.zero", "recompute", "precision", "framework"};
+    "parallel.virtual_stages", "parallel.zero", "recompute", "precision", "framework", "parallel.tp_comm_overlap"};
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
@@ -70,7 +70,7 @@ Dim apply_fix(spec::PlanSpec& base, const std::string& text) {
     if (kDimKey[i] == f->key) d = i;
   if (d < 0)
     throw UsageError{"--fix", fmt::format("unknown key '{}'; expected tp, pp, dp, cp, ep, micro_batch, vpp, zero, "
-                                          "recompute, precision or framework", key)};
+                                          "recompute, precision, framework or tp_comm_overlap", key)};
   if (auto e = spec::set_field(*f, base, value); !e.empty()) throw UsageError{"--fix", fmt::format("{}: {}", key, e)};
   return static_cast<Dim>(d);
 }
@@ -163,7 +163,8 @@ Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std:
     if (!given) {
       if (d == Dim::kDp) searched = true;  // what the GPU count leaves, unless given
       else if (!listed.empty()) searched = listed.count(i) > 0;
-      else searched = d != Dim::kPrecision && d != Dim::kFramework && (d != Dim::kEp || m.is_moe());
+      else searched = d != Dim::kPrecision && d != Dim::kFramework && d != Dim::kTpOverlap &&
+                      (d != Dim::kEp || m.is_moe());
     }
     if (d == Dim::kEp && !m.is_moe() && !given) searched = false;
     if (searched) {
@@ -171,6 +172,7 @@ Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std:
       if (d == Dim::kPrecision) s.precision = search::searchable_precisions(hw, base);
       if (d == Dim::kFramework)
         for (size_t k = 0; k < spec::frameworks().size(); ++k) s.frameworks.push_back(static_cast<std::uint8_t>(k));
+      if (d == Dim::kTpOverlap) s.tp_overlap = {false, true};
       continue;
     }
     const auto& q = base.parallel;
@@ -187,7 +189,12 @@ Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std:
       case Dim::kRecompute: s.recompute = {base.recompute}; value = spec::to_string(base.recompute); break;
       case Dim::kPrecision: s.precision = {base.precision}; value = spec::to_string(base.precision); break;
       case Dim::kFramework: s.frameworks = {base.framework}; value = spec::framework(base.framework).id; break;
+      case Dim::kTpOverlap:
+        s.tp_overlap = {q.tp_comm_overlap};
+        value = q.tp_comm_overlap ? "on" : "off";
+        break;
     }
+    if (d == Dim::kTpOverlap && !given) continue;  // the plan's setting, unless asked for
     if (d == Dim::kEp && !m.is_moe() && !given) continue;  // nothing to say for a dense model
     c.extras.fixed.emplace_back(search::name(d), value);
   }
@@ -274,12 +281,13 @@ void register_search(CLI::App& app, int& rc) {
                                    "against the best)")
       ->capture_default_str();
   cmd->add_option("--search", a->search,
-                  "Search exactly these dimensions (tp,pp,dp,cp,ep,mb,vpp,zero,recompute,precision,framework); the "
-                  "rest take the plan's values (dp, unless given, is what the GPU count leaves). Default: all but "
-                  "precision and framework (ep for MoE models only)")
+                  "Search exactly these dimensions (tp,pp,dp,cp,ep,mb,vpp,zero,recompute,precision,framework,"
+                  "tp_overlap); the rest take the plan's values (dp, unless given, is what the GPU count leaves). "
+                  "Default: all but precision, framework and tp_overlap (ep for MoE models only)")
       ->type_name("LIST");
   cmd->add_option("--fix", a->fix, "Pin a dimension, as giving its flag does: tp=8, pp=4, dp=.., cp=.., ep=.., "
-                                   "micro_batch=.., vpp=.., zero=.., recompute=.., precision=.., framework=..");
+                                   "micro_batch=.., vpp=.., zero=.., recompute=.., precision=.., framework=.., "
+                                   "tp_comm_overlap=true|false");
   cmd->add_option("--headroom", a->headroom,
                   "Memory left free: a layout qualifies when its peak memory's upper end is at most capacity x (1 - "
                   "headroom)")

@@ -49,7 +49,8 @@ json layout_json(const search::Layout& l) {
           {"sp", l.sp},
           {"recompute", spec::to_string(l.recompute)},
           {"precision", spec::to_string(l.precision)},
-          {"framework", spec::framework(l.framework).id}};
+          {"framework", spec::framework(l.framework).id},
+          {"tp_comm_overlap", l.tp_overlap}};
 }
 
 /// "" or what is wrong.
@@ -70,6 +71,7 @@ std::string layout_from_json(const json& e, search::Layout& l) {
   l.recompute = *rec;
   l.precision = *prec;
   l.framework = *fw;
+  l.tp_overlap = e.value("tp_comm_overlap", false);
   return "";
 }
 
@@ -95,6 +97,8 @@ text::Table rows_table(const search::SearchResult& r, const json& q, const searc
   const bool ep = q.value("moe", false) || searched(q, "ep") ||
                   std::any_of(r.top.begin(), r.top.end(), [](const auto& c) { return c.layout.ep > 1; });
   const bool fw = searched(q, "framework");
+  const bool ovl = searched(q, "tp_overlap") ||
+                   std::any_of(r.top.begin(), r.top.end(), [](const auto& c) { return c.layout.tp_overlap; });
   const bool ties = std::any_of(r.top.begin(), r.top.end(), [](const auto& c) { return !c.equivalent.empty(); });
   const bool known = price_known(q);
   auto col = [&](std::string h, bool numeric) {
@@ -108,6 +112,7 @@ text::Table rows_table(const search::SearchResult& r, const json& q, const searc
   col("CP", true);
   if (ep) col("EP", true);
   col("SP", false);
+  if (ovl) col("TP ovl", false);
   col("mb", true);
   col("v", true);
   col("ZeRO", true);
@@ -133,6 +138,7 @@ text::Table rows_table(const search::SearchResult& r, const json& q, const searc
                                     std::to_string(y.dp), std::to_string(y.cp)};
     if (ep) row.push_back(std::to_string(y.ep));
     row.push_back(y.sp ? "on" : "off");
+    if (ovl) row.push_back(y.tp_overlap ? "on" : "off");
     row.push_back(std::to_string(y.micro_batch));
     row.push_back(std::to_string(y.vpp));
     row.push_back(std::to_string(y.zero));

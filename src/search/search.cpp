@@ -18,8 +18,9 @@ namespace ridgeline::search {
 
 namespace {
 
-constexpr std::string_view kDimNames[kDimCount] = {"tp",  "pp",   "dp",        "cp",        "ep",       "mb",
-                                                   "vpp", "zero", "recompute", "precision", "framework"};
+constexpr std::string_view kDimNames[kDimCount] = {"tp",        "pp",        "dp",       "cp",  "ep",
+                                                   "mb",        "vpp",       "zero",     "recompute",
+                                                   "precision", "framework", "tp_overlap"};
 
 std::vector<int> values_or(int fixed, std::vector<int> all) {
   if (fixed > 0 || (fixed == 0 && !all.empty() && all.front() == 0)) return {fixed};
@@ -31,6 +32,7 @@ struct Dims {
   std::vector<spec::Recompute> rec;
   std::vector<spec::Precision> prec;
   std::vector<std::uint8_t> fw;
+  std::vector<bool> ovl;
 };
 
 Dims dims_for(const SearchSpec& s, const spec::ModelSpec& m, const spec::PlanSpec& base) {
@@ -57,6 +59,7 @@ Dims dims_for(const SearchSpec& s, const spec::ModelSpec& m, const spec::PlanSpe
                               : s.recompute;
   d.prec = s.precision.empty() ? std::vector<spec::Precision>{base.precision} : s.precision;
   d.fw = s.frameworks.empty() ? std::vector<std::uint8_t>{base.framework} : s.frameworks;
+  d.ovl = s.tp_overlap.empty() ? std::vector<bool>{base.parallel.tp_comm_overlap} : s.tp_overlap;
   return d;
 }
 
@@ -75,10 +78,10 @@ double score(Objective o, const engine::Prediction& p) {
 /// before DP: at a fixed GPU count, an exact tie then goes to the plainer
 /// layout (fewer context-parallel ranks, more data-parallel replicas).
 auto layout_key(const Layout& l) {
-  const auto& [tp, pp, dp, cp, ep, micro_batch, vpp, zero, sp, recompute, precision, framework] = l;
+  const auto& [tp, pp, dp, cp, ep, micro_batch, vpp, zero, sp, recompute, precision, framework, tp_overlap] = l;
   const auto& [recompute_kind, every_k, block_layers] = recompute;
   return std::tuple(tp, pp, cp, dp, ep, micro_batch, vpp, zero, sp, static_cast<int>(recompute_kind), every_k,
-                    block_layers, static_cast<int>(precision), static_cast<int>(framework));
+                    block_layers, static_cast<int>(precision), static_cast<int>(framework), tp_overlap);
 }
 
 /// Candidates kept per worker for `top` rows: rows are exact-tie groups, so
@@ -182,6 +185,7 @@ spec::PlanSpec plan_for(const spec::PlanSpec& base, const Layout& l, int global_
   p.parallel.sp = l.sp;
   p.parallel.zero = l.zero;
   p.parallel.virtual_stages = l.vpp;
+  p.parallel.tp_comm_overlap = l.tp_overlap;
   p.micro_batch = l.micro_batch;
   p.recompute = l.recompute;
   p.precision = l.precision;
@@ -239,6 +243,7 @@ std::string tie_text(const Candidate& c) {
       [](const Layout& l) { return spec::to_string(l.recompute); },
       [](const Layout& l) { return spec::to_string(l.precision); },
       [](const Layout& l) { return spec::framework(l.framework).id; },
+      [](const Layout& l) { return std::string(l.tp_overlap ? "TP overlap" : "no TP overlap"); },
   };
   std::string out;
   for (Get get : kFields) {
@@ -288,12 +293,13 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
   const int seq = graph::seq_len(m, base);
   const double memory_limit = hw.memory_bytes * (1 - s.headroom);
   // A unit of work: one micro-batch shape (tp, cp, ep, micro, recompute,
-  // precision, framework). Within it, one graph per PP degree: those graphs
+  // precision, framework, TP overlap). Within it, one graph per PP degree: those graphs
   // hold the same kernels at other counts, so their costs are formed once
   // (engine::CostMemo). Within a graph, the layouts that share it (dp
   // follows from the GPU count; virtual stages and ZeRO stages).
   const size_t units =
-      d.tp.size() * d.cp.size() * d.ep.size() * d.micro.size() * d.rec.size() * d.prec.size() * d.fw.size();
+      d.tp.size() * d.cp.size() * d.ep.size() * d.micro.size() * d.rec.size() * d.prec.size() * d.fw.size() *
+      d.ovl.size();
   const size_t per_unit = d.pp.size();
   const size_t inner = d.vpp.size() * d.zero.size();
   const size_t keep = keep_count(s.top);
@@ -340,6 +346,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
         rem /= count;
         return i;
       };
+      const size_t ovl_i = take(d.ovl.size());
       const size_t fw_i = take(d.fw.size()), prec_i = take(d.prec.size()), rec_i = take(d.rec.size()),
                    mb_i = take(d.micro.size()), ep_i = take(d.ep.size()), cp_i = take(d.cp.size()),
                    tp_i = take(d.tp.size());
@@ -351,15 +358,16 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
       l.ep = d.ep[ep_i];
       l.cp = d.cp[cp_i];
       l.tp = d.tp[tp_i];
+      l.tp_overlap = d.ovl[ovl_i];
       l.sp = s.sp < 0 ? l.tp > 1 : s.sp == 1;
       for (size_t pi = 0; pi < per_unit; ++pi) {
         const size_t graph_index = k * per_unit + pi;  // within the shard
         // The layout's place in the enumeration order (tp, pp, cp, ep, mb,
-        // recompute, precision, framework, then vpp and ZeRO): the first
+        // recompute, precision, framework, TP overlap, then vpp and ZeRO): the first
         // refused plan in this order is the one reported, on any thread.
         const size_t order =
-            ((((((tp_i * per_unit + pi) * d.cp.size() + cp_i) * d.ep.size() + ep_i) * d.micro.size() + mb_i) *
-                  d.rec.size() + rec_i) * d.prec.size() + prec_i) * d.fw.size() + fw_i;
+            (((((((tp_i * per_unit + pi) * d.cp.size() + cp_i) * d.ep.size() + ep_i) * d.micro.size() + mb_i) *
+                  d.rec.size() + rec_i) * d.prec.size() + prec_i) * d.fw.size() + fw_i) * d.ovl.size() + ovl_i;
         l.pp = d.pp[pi];
         n.enumerated += inner;
         const int tpc = l.tp * l.pp * l.cp;
@@ -370,6 +378,11 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
             (l.ep > 1 && (m.moe.experts % l.ep != 0 || (l.dp * l.cp) % l.ep != 0))) {
           n.pruned += inner;
           n.shape += inner;
+          continue;
+        }
+        if (d.ovl.size() > 1 && l.tp_overlap && l.tp == 1) {  // nothing to overlap: the same layout as off
+          n.pruned += inner;
+          n.redundant += inner;
           continue;
         }
         if (gb % (static_cast<long long>(l.micro_batch) * l.dp) != 0) {

@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -273,4 +274,68 @@ TEST_CASE("search equivalence: same_cost_inputs ignores the count and the saved 
   graph::Kernel d = a;
   d.count = 80;
   CHECK(cost::cost_kernel(a, c, false).time_s == cost::cost_kernel(d, c, false).time_s);
+}
+
+TEST_CASE("search equivalence: TP communication overlap as a searched dimension") {
+  // Llama-3-8B on 8 H100s, batch 64 of 4096: with overlap searched the
+  // enumeration doubles; with TP 1 there is no TP collective to overlap, so
+  // "on" is the same layout as "off" and is pruned as redundant (all its
+  // TP-1 layouts: enumerated / 6 TP degrees of the doubled space).
+  const auto hw = test::gpu("h100_sxm");
+  const auto m = test::model("llama3_8b");
+  spec::PlanSpec base;
+  base.seq_len = 4096;
+  base.global_batch = 64;
+  search::SearchSpec s;
+  s.gpus = 8;
+  s.global_batch = 64;
+  s.top = 5;
+  s.threads = 2;
+  const auto off = search::run(s, m, base, hw);
+  s.tp_overlap = {false, true};
+  const auto both = search::run(s, m, base, hw);
+  CHECK(both.counts.enumerated == 2 * off.counts.enumerated);
+  CHECK(both.counts.redundant > off.counts.redundant);
+  // Every layout with overlap off is still there; those with TP > 1 and overlap on come on top.
+  CHECK(both.counts.evaluated > off.counts.evaluated);
+  REQUIRE(!both.top.empty());
+  CHECK(both.top.front().score <= off.top.front().score);
+  // Each row is a full evaluation of its plan, overlap included.
+  engine::EvalOptions opt;
+  opt.keep_kernels = false;
+  for (const auto& row : both.top) {
+    CAPTURE(layout_text(row.layout));
+    const auto p = search::plan_for(base, row.layout, 64);
+    CHECK(p.parallel.tp_comm_overlap == row.layout.tp_overlap);
+    CHECK_FALSE((row.layout.tp == 1 && row.layout.tp_overlap));
+    check_same_figures(row, from_prediction(engine::evaluate(m, p, hw, opt), row.layout, s.objective));
+  }
+  // Fixed on (--tp-comm-overlap, --fix tp_comm_overlap=true): every row has it, TP 1 included.
+  s.tp_overlap = {true};
+  const auto on = search::run(s, m, base, hw);
+  CHECK(on.counts.enumerated == off.counts.enumerated);
+  CHECK(on.counts.redundant == off.counts.redundant);
+  for (const auto& row : on.top) CHECK(row.layout.tp_overlap);
+}
+
+TEST_CASE("search equivalence: tp_overlap through the command line") {
+  const std::string base = "search --gpu h100_sxm --model llama3_8b --gpus 8 --global-batch 64 --seq 4096 --top 3 ";
+  const auto r = test::run_cli(base + "--search tp,tp_overlap --format json");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& searched = j["query"]["searched"];
+  CHECK(std::find(searched.begin(), searched.end(), "tp_overlap") != searched.end());
+  for (const auto& row : j["top"]) CHECK(row.contains("tp_comm_overlap"));
+  const auto fixed = test::run_cli(base + "--fix tp_comm_overlap=true --format json");
+  REQUIRE(fixed.status == 0);
+  for (const auto& row : nlohmann::json::parse(fixed.out)["top"]) CHECK(row["tp_comm_overlap"] == true);
+  const auto table = test::run_cli(base + "--search tp,tp_overlap");
+  CHECK(table.out.find("TP ovl") != std::string::npos);
+  // Not searched and not given: the plan's setting, not listed as fixed.
+  const auto plain = test::run_cli(base + "--format json");
+  REQUIRE(plain.status == 0);
+  for (const auto& f : nlohmann::json::parse(plain.out)["query"]["fixed"]) CHECK(f["dimension"] != "tp_overlap");
+  const auto both = test::run_cli(base + "--search tp_overlap --tp-comm-overlap");
+  CHECK(both.status == 2);
+  CHECK(both.err == "error: --search: tp_overlap is fixed by --tp-comm-overlap; leave it out of --search or drop the flag\n");
 }

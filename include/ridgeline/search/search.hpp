@@ -1,6 +1,6 @@
 // Configuration search: enumerates TP x PP x DP x CP x EP x micro-batch x
 // virtual stages x recomputation x ZeRO stage x precision x framework for a
-// GPU count and global batch, prunes what cannot be valid or cannot fit
+// GPU count and global batch (and, when asked, TP communication overlap), prunes what cannot be valid or cannot fit
 // (model state alone above capacity), evaluates the rest with the engine
 // (reusing one micro-batch graph across the layouts that share it, and its
 // kernels' costs across the PP degrees of one micro-batch shape:
@@ -31,12 +31,14 @@ namespace ridgeline::search {
 enum class Objective : std::uint8_t { kTime, kCost, kMfu };
 
 /// The dimensions a search varies, by their --search names.
-enum class Dim : std::uint8_t { kTp, kPp, kDp, kCp, kEp, kMicroBatch, kVpp, kZero, kRecompute, kPrecision, kFramework };
-inline constexpr int kDimCount = 11;
-/// "tp", "pp", "dp", "cp", "ep", "mb", "vpp", "zero", "recompute", "precision", "framework".
+enum class Dim : std::uint8_t {
+  kTp, kPp, kDp, kCp, kEp, kMicroBatch, kVpp, kZero, kRecompute, kPrecision, kFramework, kTpOverlap
+};
+inline constexpr int kDimCount = 12;
+/// "tp", "pp", "dp", "cp", "ep", "mb", "vpp", "zero", "recompute", "precision", "framework", "tp_overlap".
 std::string_view name(Dim d);
 std::optional<Dim> parse_dim(std::string_view s);
-/// "tp, pp, dp, cp, ep, mb, vpp, zero, recompute, precision, framework".
+/// "tp, pp, dp, cp, ep, mb, vpp, zero, recompute, precision, framework, tp_overlap".
 std::string dim_choices();
 
 /// The default memory headroom: a layout qualifies only when the upper end
@@ -63,6 +65,11 @@ struct SearchSpec {
   std::vector<spec::Recompute> recompute;       // empty = none, selective, full
   std::vector<spec::Precision> precision;       // empty = the base plan's precision
   std::vector<std::uint8_t> frameworks;         // empty = the base plan's framework
+  /// TP communication overlap (parallel.tp_comm_overlap: the framework's
+  /// tp_overlap_hidden share of each TP collective hidden behind its GEMMs);
+  /// empty = the base plan's. With TP 1 there is nothing to overlap: "on" is
+  /// the same layout as "off" and is pruned as redundant.
+  std::vector<bool> tp_overlap;
   double headroom = kDefaultHeadroom;           // fraction of capacity left free
 };
 
@@ -77,6 +84,7 @@ struct Layout {
   spec::Recompute recompute;
   spec::Precision precision = spec::Precision::kBf16;
   std::uint8_t framework = 0;  // index into spec::frameworks()
+  bool tp_overlap = false;     // parallel.tp_comm_overlap
 };
 
 struct Candidate {
@@ -146,7 +154,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
 ///      each layout's score is computed the same way on any thread);
 ///   2. less memory per GPU;
 ///   3. the layout key: tp, pp, cp, dp, ep, micro_batch, vpp, zero, sp,
-///      recompute (kind, every_k, block_layers), precision, framework, each
+///      recompute (kind, every_k, block_layers), precision, framework, tp_overlap, each
 ///      ascending (so
 ///      an exact tie goes to the plainer layout). It holds every field of
 ///      Layout, so only equal layouts rank equal.
