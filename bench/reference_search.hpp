@@ -44,6 +44,7 @@ void for_each_layout(const spec::ModelSpec& m, const spec::PlanSpec& base, int g
                 l.recompute = rec;
                 l.precision = base.precision;
                 l.framework = base.framework;
+                l.fp8_recipe = base.fp8_recipe;
                 f(l, search::plan_for(base, l, global_batch));
               }
             }

@@ -48,7 +48,8 @@ using search::Dim;
 /// The plan field behind each searched dimension (by Dim).
 constexpr std::string_view kDimKey[search::kDimCount] = {
     "parallel.tp",   "parallel.pp", "parallel.dp", "parallel.cp", "parallel.ep", "micro_batch",
-    "parallel.virtual_stages", "parallel.zero", "recompute", "precision", "framework", "parallel.tp_comm_overlap"};
+    "parallel.virtual_stages", "parallel.zero", "recompute", "precision", "framework", "parallel.tp_comm_overlap",
+    "fp8.recipe"};
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
@@ -70,7 +71,7 @@ Dim apply_fix(spec::PlanSpec& base, const std::string& text) {
     if (kDimKey[i] == f->key) d = i;
   if (d < 0)
     throw UsageError{"--fix", fmt::format("unknown key '{}'; expected tp, pp, dp, cp, ep, micro_batch, vpp, zero, "
-                                          "recompute, precision, framework or tp_comm_overlap", key)};
+                                          "recompute, precision, framework, tp_comm_overlap or fp8_recipe", key)};
   if (auto e = spec::set_field(*f, base, value); !e.empty()) throw UsageError{"--fix", fmt::format("{}: {}", key, e)};
   return static_cast<Dim>(d);
 }
@@ -164,7 +165,7 @@ Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std:
       if (d == Dim::kDp) searched = true;  // what the GPU count leaves, unless given
       else if (!listed.empty()) searched = listed.count(i) > 0;
       else searched = d != Dim::kPrecision && d != Dim::kFramework && d != Dim::kTpOverlap &&
-                      (d != Dim::kEp || m.is_moe());
+                      d != Dim::kFp8Recipe && (d != Dim::kEp || m.is_moe());
     }
     if (d == Dim::kEp && !m.is_moe() && !given) searched = false;
     if (searched) {
@@ -173,6 +174,7 @@ Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std:
       if (d == Dim::kFramework)
         for (size_t k = 0; k < spec::frameworks().size(); ++k) s.frameworks.push_back(static_cast<std::uint8_t>(k));
       if (d == Dim::kTpOverlap) s.tp_overlap = {false, true};
+      if (d == Dim::kFp8Recipe) s.fp8_recipe = search::searchable_fp8_recipes(m, hw, base);
       continue;
     }
     const auto& q = base.parallel;
@@ -193,8 +195,12 @@ Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std:
         s.tp_overlap = {q.tp_comm_overlap};
         value = q.tp_comm_overlap ? "on" : "off";
         break;
+      case Dim::kFp8Recipe:
+        s.fp8_recipe = {base.fp8_recipe};
+        value = spec::to_string(base.fp8_recipe);
+        break;
     }
-    if (d == Dim::kTpOverlap && !given) continue;  // the plan's setting, unless asked for
+    if ((d == Dim::kTpOverlap || d == Dim::kFp8Recipe) && !given) continue;  // the plan's setting, unless asked for
     if (d == Dim::kEp && !m.is_moe() && !given) continue;  // nothing to say for a dense model
     c.extras.fixed.emplace_back(search::name(d), value);
   }
@@ -282,12 +288,12 @@ void register_search(CLI::App& app, int& rc) {
       ->capture_default_str();
   cmd->add_option("--search", a->search,
                   "Search exactly these dimensions (tp,pp,dp,cp,ep,mb,vpp,zero,recompute,precision,framework,"
-                  "tp_overlap); the rest take the plan's values (dp, unless given, is what the GPU count leaves). "
-                  "Default: all but precision, framework and tp_overlap (ep for MoE models only)")
+                  "tp_overlap,fp8_recipe); the rest take the plan's values (dp, unless given, is what the GPU count "
+                  "leaves). Default: all but precision, framework, tp_overlap and fp8_recipe (ep for MoE models only)")
       ->type_name("LIST");
   cmd->add_option("--fix", a->fix, "Pin a dimension, as giving its flag does: tp=8, pp=4, dp=.., cp=.., ep=.., "
                                    "micro_batch=.., vpp=.., zero=.., recompute=.., precision=.., framework=.., "
-                                   "tp_comm_overlap=true|false");
+                                   "tp_comm_overlap=true|false, fp8_recipe=..");
   cmd->add_option("--headroom", a->headroom,
                   "Memory left free: a layout qualifies when its peak memory's upper end is at most capacity x (1 - "
                   "headroom)")

@@ -50,7 +50,8 @@ json layout_json(const search::Layout& l) {
           {"recompute", spec::to_string(l.recompute)},
           {"precision", spec::to_string(l.precision)},
           {"framework", spec::framework(l.framework).id},
-          {"tp_comm_overlap", l.tp_overlap}};
+          {"tp_comm_overlap", l.tp_overlap},
+          {"fp8_recipe", spec::to_string(l.fp8_recipe)}};
 }
 
 /// "" or what is wrong.
@@ -72,6 +73,9 @@ std::string layout_from_json(const json& e, search::Layout& l) {
   l.precision = *prec;
   l.framework = *fw;
   l.tp_overlap = e.value("tp_comm_overlap", false);
+  const auto recipe = spec::parse_fp8_recipe(e.value("fp8_recipe", std::string("delayed")));
+  if (!recipe) return "unknown fp8_recipe in a top entry";
+  l.fp8_recipe = *recipe;
   return "";
 }
 
@@ -97,6 +101,7 @@ text::Table rows_table(const search::SearchResult& r, const json& q, const searc
   const bool ep = q.value("moe", false) || searched(q, "ep") ||
                   std::any_of(r.top.begin(), r.top.end(), [](const auto& c) { return c.layout.ep > 1; });
   const bool fw = searched(q, "framework");
+  const bool recipe = searched(q, "fp8_recipe");
   const bool ovl = searched(q, "tp_overlap") ||
                    std::any_of(r.top.begin(), r.top.end(), [](const auto& c) { return c.layout.tp_overlap; });
   const bool ties = std::any_of(r.top.begin(), r.top.end(), [](const auto& c) { return !c.equivalent.empty(); });
@@ -143,7 +148,8 @@ text::Table rows_table(const search::SearchResult& r, const json& q, const searc
     row.push_back(std::to_string(y.vpp));
     row.push_back(std::to_string(y.zero));
     row.push_back(spec::to_string(y.recompute));
-    row.push_back(spec::to_string(y.precision));
+    row.push_back(spec::to_string(y.precision) +
+                  (recipe && y.precision == spec::Precision::kFp8 ? " " + spec::to_string(y.fp8_recipe) : ""));
     if (fw) row.push_back(spec::framework(y.framework).id);
     row.push_back(format_seconds(c.step_time_s));
     row.push_back(iv_t.valid() ? text::range(iv_t.time_lo(c.step_time_s), iv_t.time_hi(c.step_time_s), format_seconds)

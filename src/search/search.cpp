@@ -20,7 +20,7 @@ namespace {
 
 constexpr std::string_view kDimNames[kDimCount] = {"tp",        "pp",        "dp",       "cp",  "ep",
                                                    "mb",        "vpp",       "zero",     "recompute",
-                                                   "precision", "framework", "tp_overlap"};
+                                                   "precision", "framework", "tp_overlap", "fp8_recipe"};
 
 std::vector<int> values_or(int fixed, std::vector<int> all) {
   if (fixed > 0 || (fixed == 0 && !all.empty() && all.front() == 0)) return {fixed};
@@ -33,6 +33,7 @@ struct Dims {
   std::vector<spec::Precision> prec;
   std::vector<std::uint8_t> fw;
   std::vector<bool> ovl;
+  std::vector<spec::Fp8Recipe> recipe;
 };
 
 Dims dims_for(const SearchSpec& s, const spec::ModelSpec& m, const spec::PlanSpec& base) {
@@ -60,6 +61,7 @@ Dims dims_for(const SearchSpec& s, const spec::ModelSpec& m, const spec::PlanSpe
   d.prec = s.precision.empty() ? std::vector<spec::Precision>{base.precision} : s.precision;
   d.fw = s.frameworks.empty() ? std::vector<std::uint8_t>{base.framework} : s.frameworks;
   d.ovl = s.tp_overlap.empty() ? std::vector<bool>{base.parallel.tp_comm_overlap} : s.tp_overlap;
+  d.recipe = s.fp8_recipe.empty() ? std::vector<spec::Fp8Recipe>{base.fp8_recipe} : s.fp8_recipe;
   return d;
 }
 
@@ -78,10 +80,12 @@ double score(Objective o, const engine::Prediction& p) {
 /// before DP: at a fixed GPU count, an exact tie then goes to the plainer
 /// layout (fewer context-parallel ranks, more data-parallel replicas).
 auto layout_key(const Layout& l) {
-  const auto& [tp, pp, dp, cp, ep, micro_batch, vpp, zero, sp, recompute, precision, framework, tp_overlap] = l;
+  const auto& [tp, pp, dp, cp, ep, micro_batch, vpp, zero, sp, recompute, precision, framework, tp_overlap,
+               fp8_recipe] = l;
   const auto& [recompute_kind, every_k, block_layers] = recompute;
   return std::tuple(tp, pp, cp, dp, ep, micro_batch, vpp, zero, sp, static_cast<int>(recompute_kind), every_k,
-                    block_layers, static_cast<int>(precision), static_cast<int>(framework), tp_overlap);
+                    block_layers, static_cast<int>(precision), static_cast<int>(framework), tp_overlap,
+                    static_cast<int>(fp8_recipe));
 }
 
 /// Candidates kept per worker for `top` rows: rows are exact-tie groups, so
@@ -155,6 +159,22 @@ std::vector<spec::Precision> searchable_precisions(const spec::HardwareSpec& hw,
   return out;
 }
 
+std::vector<spec::Fp8Recipe> searchable_fp8_recipes(const spec::ModelSpec& m, const spec::HardwareSpec& hw,
+                                                    const spec::PlanSpec& base) {
+  std::vector<spec::Fp8Recipe> out;
+  for (auto r : {spec::Fp8Recipe::kDelayed, spec::Fp8Recipe::kTensorwise, spec::Fp8Recipe::kBlockwise,
+                 spec::Fp8Recipe::kMxfp8}) {
+    spec::PlanSpec probe = base;
+    probe.parallel = {};
+    probe.micro_batch = 1;
+    probe.global_batch = 0;
+    probe.precision = spec::Precision::kFp8;
+    probe.fp8_recipe = r;
+    if (engine::check_plan(m, probe, hw).field != "fp8.recipe") out.push_back(r);
+  }
+  return out;
+}
+
 bool ranks_before(const Candidate& a, const Candidate& b) {
   if (const auto c = std::strong_order(a.score, b.score); c != 0) return c < 0;
   if (const auto c = std::strong_order(a.memory_bytes, b.memory_bytes); c != 0) return c < 0;
@@ -186,6 +206,7 @@ spec::PlanSpec plan_for(const spec::PlanSpec& base, const Layout& l, int global_
   p.parallel.zero = l.zero;
   p.parallel.virtual_stages = l.vpp;
   p.parallel.tp_comm_overlap = l.tp_overlap;
+  p.fp8_recipe = l.fp8_recipe;
   p.micro_batch = l.micro_batch;
   p.recompute = l.recompute;
   p.precision = l.precision;
@@ -244,6 +265,7 @@ std::string tie_text(const Candidate& c) {
       [](const Layout& l) { return spec::to_string(l.precision); },
       [](const Layout& l) { return spec::framework(l.framework).id; },
       [](const Layout& l) { return std::string(l.tp_overlap ? "TP overlap" : "no TP overlap"); },
+      [](const Layout& l) { return l.precision == spec::Precision::kFp8 ? spec::to_string(l.fp8_recipe) : ""; },
   };
   std::string out;
   for (Get get : kFields) {
@@ -293,13 +315,13 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
   const int seq = graph::seq_len(m, base);
   const double memory_limit = hw.memory_bytes * (1 - s.headroom);
   // A unit of work: one micro-batch shape (tp, cp, ep, micro, recompute,
-  // precision, framework, TP overlap). Within it, one graph per PP degree: those graphs
+  // precision, framework, TP overlap, fp8 recipe). Within it, one graph per PP degree: those graphs
   // hold the same kernels at other counts, so their costs are formed once
   // (engine::CostMemo). Within a graph, the layouts that share it (dp
   // follows from the GPU count; virtual stages and ZeRO stages).
   const size_t units =
       d.tp.size() * d.cp.size() * d.ep.size() * d.micro.size() * d.rec.size() * d.prec.size() * d.fw.size() *
-      d.ovl.size();
+      d.ovl.size() * d.recipe.size();
   const size_t per_unit = d.pp.size();
   const size_t inner = d.vpp.size() * d.zero.size();
   const size_t keep = keep_count(s.top);
@@ -346,7 +368,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
         rem /= count;
         return i;
       };
-      const size_t ovl_i = take(d.ovl.size());
+      const size_t recipe_i = take(d.recipe.size()), ovl_i = take(d.ovl.size());
       const size_t fw_i = take(d.fw.size()), prec_i = take(d.prec.size()), rec_i = take(d.rec.size()),
                    mb_i = take(d.micro.size()), ep_i = take(d.ep.size()), cp_i = take(d.cp.size()),
                    tp_i = take(d.tp.size());
@@ -359,15 +381,17 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
       l.cp = d.cp[cp_i];
       l.tp = d.tp[tp_i];
       l.tp_overlap = d.ovl[ovl_i];
+      l.fp8_recipe = d.recipe[recipe_i];
       l.sp = s.sp < 0 ? l.tp > 1 : s.sp == 1;
       for (size_t pi = 0; pi < per_unit; ++pi) {
         const size_t graph_index = k * per_unit + pi;  // within the shard
         // The layout's place in the enumeration order (tp, pp, cp, ep, mb,
-        // recompute, precision, framework, TP overlap, then vpp and ZeRO): the first
+        // recompute, precision, framework, TP overlap, fp8 recipe, then vpp and ZeRO): the first
         // refused plan in this order is the one reported, on any thread.
         const size_t order =
-            (((((((tp_i * per_unit + pi) * d.cp.size() + cp_i) * d.ep.size() + ep_i) * d.micro.size() + mb_i) *
-                  d.rec.size() + rec_i) * d.prec.size() + prec_i) * d.fw.size() + fw_i) * d.ovl.size() + ovl_i;
+            ((((((((tp_i * per_unit + pi) * d.cp.size() + cp_i) * d.ep.size() + ep_i) * d.micro.size() + mb_i) *
+                  d.rec.size() + rec_i) * d.prec.size() + prec_i) * d.fw.size() + fw_i) * d.ovl.size() + ovl_i) *
+                d.recipe.size() + recipe_i;
         l.pp = d.pp[pi];
         n.enumerated += inner;
         const int tpc = l.tp * l.pp * l.cp;
@@ -380,7 +404,8 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
           n.shape += inner;
           continue;
         }
-        if (d.ovl.size() > 1 && l.tp_overlap && l.tp == 1) {  // nothing to overlap: the same layout as off
+        if ((d.ovl.size() > 1 && l.tp_overlap && l.tp == 1) ||  // nothing to overlap: the same layout as off
+            (recipe_i > 0 && l.precision != spec::Precision::kFp8)) {  // no fp8 GEMM: the recipe reads nothing
           n.pruned += inner;
           n.redundant += inner;
           continue;

@@ -339,3 +339,57 @@ TEST_CASE("search equivalence: tp_overlap through the command line") {
   CHECK(both.status == 2);
   CHECK(both.err == "error: --search: tp_overlap is fixed by --tp-comm-overlap; leave it out of --search or drop the flag\n");
 }
+
+TEST_CASE("search equivalence: the fp8 recipe as a searched dimension") {
+  const auto h100 = test::gpu("h100_sxm");
+  const auto b200 = test::gpu("b200");
+  const auto m = test::model("llama3_8b");
+  spec::PlanSpec base;
+  base.seq_len = 4096;
+  base.global_batch = 64;
+  // check_plan: mxfp8 needs Blackwell's block-scaled tensor cores; the others run on Hopper.
+  const auto on_h100 = search::searchable_fp8_recipes(m, h100, base);
+  CHECK(on_h100.size() == 3);
+  CHECK(std::find(on_h100.begin(), on_h100.end(), spec::Fp8Recipe::kMxfp8) == on_h100.end());
+  CHECK(search::searchable_fp8_recipes(m, b200, base).size() == 4);
+
+  search::SearchSpec s;
+  s.gpus = 8;
+  s.global_batch = 64;
+  s.top = 5;
+  s.threads = 2;
+  s.precision = {spec::Precision::kBf16, spec::Precision::kFp8};
+  const auto one = search::run(s, m, base, h100);
+  s.fp8_recipe = on_h100;
+  const auto three = search::run(s, m, base, h100);
+  // Three recipes triple the enumeration; bf16 layouts with the second and
+  // third recipe are the bf16 layout again (redundant), fp8 ones are new.
+  CHECK(three.counts.enumerated == 3 * one.counts.enumerated);
+  CHECK(three.counts.redundant > one.counts.redundant);
+  CHECK(three.counts.evaluated > one.counts.evaluated);
+  REQUIRE(!three.top.empty());
+  CHECK(three.top.front().score <= one.top.front().score);
+  engine::EvalOptions opt;
+  opt.keep_kernels = false;
+  for (const auto& row : three.top) {
+    CAPTURE(layout_text(row.layout));
+    const auto p = search::plan_for(base, row.layout, 64);
+    CHECK(p.fp8_recipe == row.layout.fp8_recipe);
+    if (row.layout.precision != spec::Precision::kFp8) CHECK(row.layout.fp8_recipe == on_h100.front());
+    check_same_figures(row, from_prediction(engine::evaluate(m, p, h100, opt), row.layout, s.objective));
+  }
+}
+
+TEST_CASE("search equivalence: fp8_recipe through the command line") {
+  const std::string base =
+      "search --gpu h100_sxm --model llama3_8b --gpus 8 --global-batch 64 --seq 4096 --top 3 --precision fp8 ";
+  const auto r = test::run_cli(base + "--search tp,fp8_recipe --format json");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& searched = j["query"]["searched"];
+  CHECK(std::find(searched.begin(), searched.end(), "fp8_recipe") != searched.end());
+  for (const auto& row : j["top"]) CHECK(row.contains("fp8_recipe"));
+  const auto fixed = test::run_cli(base + "--fix fp8_recipe=blockwise --format json");
+  REQUIRE(fixed.status == 0);
+  for (const auto& row : nlohmann::json::parse(fixed.out)["top"]) CHECK(row["fp8_recipe"] == "blockwise");
+}

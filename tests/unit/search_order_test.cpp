@@ -37,7 +37,8 @@ search::Candidate candidate(double score, double memory_bytes, search::Layout l 
 bool same_layout(const search::Layout& a, const search::Layout& b) {
   return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp && a.cp == b.cp && a.micro_batch == b.micro_batch &&
          a.vpp == b.vpp && a.zero == b.zero && a.sp == b.sp && a.recompute == b.recompute &&
-         a.precision == b.precision && a.ep == b.ep && a.framework == b.framework && a.tp_overlap == b.tp_overlap;
+         a.precision == b.precision && a.ep == b.ep && a.framework == b.framework && a.tp_overlap == b.tp_overlap &&
+         a.fp8_recipe == b.fp8_recipe;
 }
 
 bool same_layouts(const std::vector<search::Layout>& a, const std::vector<search::Layout>& b) {

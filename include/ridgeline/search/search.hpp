@@ -32,13 +32,14 @@ enum class Objective : std::uint8_t { kTime, kCost, kMfu };
 
 /// The dimensions a search varies, by their --search names.
 enum class Dim : std::uint8_t {
-  kTp, kPp, kDp, kCp, kEp, kMicroBatch, kVpp, kZero, kRecompute, kPrecision, kFramework, kTpOverlap
+  kTp, kPp, kDp, kCp, kEp, kMicroBatch, kVpp, kZero, kRecompute, kPrecision, kFramework, kTpOverlap, kFp8Recipe
 };
-inline constexpr int kDimCount = 12;
-/// "tp", "pp", "dp", "cp", "ep", "mb", "vpp", "zero", "recompute", "precision", "framework", "tp_overlap".
+inline constexpr int kDimCount = 13;
+/// "tp", "pp", "dp", "cp", "ep", "mb", "vpp", "zero", "recompute", "precision", "framework", "tp_overlap",
+/// "fp8_recipe".
 std::string_view name(Dim d);
 std::optional<Dim> parse_dim(std::string_view s);
-/// "tp, pp, dp, cp, ep, mb, vpp, zero, recompute, precision, framework, tp_overlap".
+/// "tp, pp, dp, cp, ep, mb, vpp, zero, recompute, precision, framework, tp_overlap, fp8_recipe".
 std::string dim_choices();
 
 /// The default memory headroom: a layout qualifies only when the upper end
@@ -70,6 +71,10 @@ struct SearchSpec {
   /// empty = the base plan's. With TP 1 there is nothing to overlap: "on" is
   /// the same layout as "off" and is pruned as redundant.
   std::vector<bool> tp_overlap;
+  /// fp8 scaling recipes (fp8.recipe); empty = the base plan's. A recipe
+  /// applies only to fp8 layouts: with another precision every recipe but
+  /// the first is the same layout and is pruned as redundant.
+  std::vector<spec::Fp8Recipe> fp8_recipe;
   double headroom = kDefaultHeadroom;           // fraction of capacity left free
 };
 
@@ -78,6 +83,11 @@ struct SearchSpec {
 /// base is dequantized to bf16 for every GEMM).
 std::vector<spec::Precision> searchable_precisions(const spec::HardwareSpec& hw, const spec::PlanSpec& base);
 
+/// The fp8 recipes `--search fp8_recipe` tries on `hw`: each that
+/// engine::check_plan accepts for an fp8 plan on it (mxfp8 needs Blackwell).
+std::vector<spec::Fp8Recipe> searchable_fp8_recipes(const spec::ModelSpec& m, const spec::HardwareSpec& hw,
+                                                    const spec::PlanSpec& base);
+
 struct Layout {
   int tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, micro_batch = 1, vpp = 1, zero = 0;
   bool sp = false;
@@ -85,6 +95,7 @@ struct Layout {
   spec::Precision precision = spec::Precision::kBf16;
   std::uint8_t framework = 0;  // index into spec::frameworks()
   bool tp_overlap = false;     // parallel.tp_comm_overlap
+  spec::Fp8Recipe fp8_recipe = spec::Fp8Recipe::kDelayed;  // fp8.recipe (read only by fp8 layouts)
 };
 
 struct Candidate {
@@ -154,7 +165,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
 ///      each layout's score is computed the same way on any thread);
 ///   2. less memory per GPU;
 ///   3. the layout key: tp, pp, cp, dp, ep, micro_batch, vpp, zero, sp,
-///      recompute (kind, every_k, block_layers), precision, framework, tp_overlap, each
+///      recompute (kind, every_k, block_layers), precision, framework, tp_overlap, fp8_recipe, each
 ///      ascending (so
 ///      an exact tie goes to the plainer layout). It holds every field of
 ///      Layout, so only equal layouts rank equal.
