@@ -23,11 +23,18 @@ std::string_view group_name(FuseGroup g, bool gated) {
   }
 }
 
-bool mergeable(Fusion level, const Kernel& a, const Kernel& b) {
+/// Megatron-LM's fused scale-mask-softmax kernel takes key lengths of at most
+/// 4096 (megatron/core/fusions/fused_softmax.py, FusedScaleMaskSoftmax.
+/// is_kernel_available: "16 < sk <= 4096"); beyond it forward_torch_softmax
+/// runs scale, mask and softmax as separate PyTorch ops over the scores.
+constexpr double kFusedSoftmaxMaxKeys = 4096;
+
+bool mergeable(Fusion level, const Kernel& a, const Kernel& b, bool softmax_fused) {
   if (a.phase != spec::Phase::kForward || b.phase != spec::Phase::kForward) return false;
   if (a.has(graph::kLayer) != b.has(graph::kLayer) || a.count != b.count) return false;
   if (level == Fusion::kEager) return false;
-  if (a.group != FuseGroup::kNone && a.group == b.group) return true;
+  if (a.group != FuseGroup::kNone && a.group == b.group && (a.group != FuseGroup::kSoftmax || softmax_fused))
+    return true;
   if (level == Fusion::kFused) return false;
   const bool pa = a.has(graph::kPointwise) || a.cls == spec::KernelClass::kGemm;
   if (!pa || !b.has(graph::kPointwise)) return false;
@@ -78,9 +85,13 @@ void apply_fusion(graph::Graph& g, const spec::ModelSpec& m, const spec::Microba
   }
   if (level == Fusion::kEager) return;
   const bool gated = spec::is_gated(m.activation);
+  double keys = 0;  // the naive core's key length (its QK^T GEMM's N)
+  for (const auto& k : ks)
+    if (k.phase == spec::Phase::kForward && k.op == Op::kQk) keys = k.gemm.n;
+  const bool softmax_fused = keys <= kFusedSoftmaxMaxKeys;
   size_t out = 0;
   for (size_t i = 0; i < ks.size(); ++i) {
-    if (out > 0 && mergeable(level, ks[out - 1], ks[i])) {
+    if (out > 0 && mergeable(level, ks[out - 1], ks[i], softmax_fused)) {
       Kernel& a = ks[out - 1];
       const FuseGroup grp = a.group == ks[i].group ? a.group : FuseGroup::kNone;
       merge_into(a, ks[i], group_name(grp, gated));

@@ -292,3 +292,31 @@ TEST_CASE("LoRA and QLoRA") {
     CHECK(mm.total < 48e9);
   }
 }
+
+TEST_CASE("fusion: Megatron's fused softmax takes at most 4096 keys; past that scale, mask and softmax run apart") {
+  // megatron/core/fusions/fused_softmax.py, FusedScaleMaskSoftmax.is_kernel_available: "16 < sk <= 4096";
+  // otherwise forward_torch_softmax runs the three PyTorch ops. GPT-3 1.3B (16 heads), naive attention,
+  // b = 1: the scores are a s^2 = 16 s^2 elements of 2 bytes. Fused: one pass reads the scores (and the
+  // s^2-byte mask) and writes them once: 2 x 2 x 16 s^2 + s^2 = 65 s^2 bytes. Apart: scale reads and writes
+  // (64 s^2), mask reads, reads the mask and writes (65 s^2), softmax reads and writes (64 s^2): 193 s^2.
+  const auto m = test::model("gpt3_1.3b");
+  REQUIRE(m.heads == 16);
+  auto softmax = [&](int s, double& launches) {
+    auto p = plan(1, s);
+    p.fusion = spec::Fusion::kFused;
+    p.attention = spec::AttentionKind::kNaive;
+    double bytes = 0;
+    launches = 0;
+    for (const auto& k : step(m, p).kernels)
+      if (k.phase == spec::Phase::kForward && k.cls == spec::KernelClass::kSoftmax)
+        bytes += k.hbm_bytes(), launches += k.launches;  // one layer's kernels (each counted L times)
+    return bytes;
+  };
+  double l4 = 0, l8 = 0;
+  const double at4096 = softmax(4096, l4), at8192 = softmax(8192, l8);
+  const double s4 = 4096.0 * 4096, s8 = 8192.0 * 8192;
+  CHECK(at4096 == doctest::Approx(65 * s4));
+  CHECK(l4 == 1);
+  CHECK(at8192 == doctest::Approx(193 * s8));
+  CHECK(l8 == 3);
+}
