@@ -60,9 +60,7 @@ uncertainty::IntervalModel synthetic() {
 }
 
 double synthetic_half_width(double level) {
-  // Three sources of mean 0 (s_b = 0); every row 0.05 from its source's mean, so a training run's
-  // within-source spread, 1.4826 x the median absolute deviation, is 1.4826 x 0.05.
-  return uncertainty::normal_quantile(0.5 + level / 2) * 1.4826 * 0.05;
+  return uncertainty::normal_quantile(0.5 + level / 2) * std::sqrt(30 * 0.05 * 0.05 / 27);
 }
 
 /// Llama-3-8B on eight H100s, sequence 8192, ZeRO-3 (tests/golden/compare_llama3_8b_h100's base plan).

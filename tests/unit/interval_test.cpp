@@ -92,10 +92,11 @@ TEST_CASE("intervals: random-effects bounds by hand") {
 }
 
 TEST_CASE("intervals: a pool's mean, within- and between-source spread by hand") {
-  // Source A: 20 rows, r = 0.10 +- 0.02 alternating (mean 0.10); source B: 20 rows, r = -0.10 +- 0.02
-  // (mean -0.10). Training runs take the within-source spread from the median absolute deviation:
-  // every row lies 0.02 from its source's mean, so MAD = 0.02 and s_w = 1.4826 x 0.02 = 0.029652;
-  // s_b = sd(0.10, -0.10) = 0.141421; mu = 0.
+  // Source A: 20 rows, r = 0.10 +- 0.02 alternating (mean 0.10, within SS 20 x 0.0004 = 0.008).
+  // Source B: 20 rows, r = -0.10 +- 0.02 (mean -0.10, within SS 0.008).
+  // s_w^2 = 0.016 / (40 - 2); s_b = sd(0.10, -0.10) = 0.141421; mu = 0. A new run's source offset is
+  // predicted from k = 2 source means: s_b sqrt(1 + 1/2) t_1(0.9) / z(0.9), t_1(0.9) = tan(0.4 pi) =
+  // 3.0776835 (Cauchy), z(0.9) = 1.2815516.
   const RunTraits t = traits(0, spec::Generation::kAmpere, 8, 7e9);
   std::vector<Residual> rows;
   for (int i = 0; i < 20; ++i) {
@@ -107,21 +108,21 @@ TEST_CASE("intervals: a pool's mean, within- and between-source spread by hand")
   REQUIRE(iv.valid());
   CHECK(iv.rows == 40);
   CHECK_FALSE(iv.fallback);
-  const double sw = 1.4826 * 0.02;
-  const double s = std::sqrt(sw * sw + 0.02);
+  const double sb = 0.141421356 * std::sqrt(1.5) * 3.0776835 / 1.2815516;
+  const double s = std::sqrt(0.016 / 38 + sb * sb);
   const double half = 1.2815516 * s;
   CHECK(iv.lo == doctest::Approx(std::exp(-half)).epsilon(1e-6));
   CHECK(iv.hi == doctest::Approx(std::exp(half)).epsilon(1e-6));
   CHECK(iv.time_lo(2.0) == doctest::Approx(2.0 * iv.lo));
   CHECK(iv.rate_hi(100.0) == doctest::Approx(100.0 / iv.lo));
 
-  // Source B left out: the pool is A alone (mu 0.10, s_w = 1.4826 x 0.02) and
+  // Source B left out: the pool is A alone (mu 0.10, s_w^2 = 0.008 / 19) and
   // no second source for s_b.
   const Interval a = m.run_interval(t, 0.8, "B");
   REQUIRE(a.valid());
   CHECK(a.rows == 20);
-  const double sa = sw;
-  CHECK(a.hi == 1.0);  // 0.10 - 1.28 x 0.0297 > 0: the time interval lies below the point, widened to it
+  const double sa = std::sqrt(0.008 / 19);
+  CHECK(a.hi == 1.0);  // 0.10 - 1.28 x 0.0205 > 0: the time interval lies below the point, widened to it
   CHECK(a.lo == doctest::Approx(std::exp(-(0.10 + 1.2815516 * sa))).epsilon(1e-6));
 }
 
@@ -291,7 +292,8 @@ TEST_CASE("intervals: the 80% interval covers 70-90% of published rows out of sa
 }
 
 TEST_CASE("intervals: calibration replaces the kernel-level spread and keeps the rest") {
-  // Training runs on Ampere: sources A, B (40 rows, s_w = 1.4826 x 0.02 from the MAD, s_b = 0.141421, mu 0).
+  // Training runs on Ampere: sources A, B (40 rows, s_w^2 = 0.016/38, s_b = 0.141421 predicted for a new
+  // source as above, mu 0).
   const RunTraits t = traits(0, spec::Generation::kAmpere, 8, 7e9);
   std::vector<Residual> rows;
   for (int i = 0; i < 20; ++i) {
@@ -316,8 +318,9 @@ TEST_CASE("intervals: calibration replaces the kernel-level spread and keeps the
   cal.measurements = "m.json";
   cal.heldout = {{"gemm", 6, 0.01, 0.02}};
 
-  const double total = std::sqrt(1.4826 * 0.02 * 1.4826 * 0.02 + 0.02);
-  const double kernel = std::sqrt(0.1 / 38 + 0.005);  // kernel pools keep the sample sd
+  const double sb = 0.141421356 * std::sqrt(1.5) * 3.0776835 / 1.2815516;
+  const double total = std::sqrt(0.016 / 38 + sb * sb);
+  const double kernel = std::sqrt(0.1 / 38 + 0.005);  // kernel pools: the normal quantile, no t factor
   const double rest = std::sqrt(total * total - kernel * kernel);
   const double sd = std::hypot(rest, 0.02);
   RunTraits tc = t;
@@ -342,4 +345,15 @@ TEST_CASE("intervals: calibration replaces the kernel-level spread and keeps the
   // No held-out attention records: an attention kernel keeps the published pools.
   k.kind = uncertainty::KernelKind::kAttention;
   CHECK_FALSE(model.kernel_interval(k, 0.8).calibrated);
+}
+
+TEST_CASE("intervals: Student's t quantile against its closed forms and tables") {
+  // nu = 1 (Cauchy): tan(pi (p - 1/2)); nu = 2: (2p - 1) / sqrt(2 p (1 - p)); nu = 10 at 0.975: 2.228139
+  // (tables); a large nu tends to the normal quantile.
+  CHECK(uncertainty::student_t_quantile(0.9, 1) == doctest::Approx(std::tan(0.4 * M_PI)).epsilon(1e-5));
+  CHECK(uncertainty::student_t_quantile(0.75, 1) == doctest::Approx(1.0).epsilon(1e-5));
+  CHECK(uncertainty::student_t_quantile(0.9, 2) == doctest::Approx(0.8 / std::sqrt(2 * 0.9 * 0.1)).epsilon(1e-5));
+  CHECK(uncertainty::student_t_quantile(0.975, 10) == doctest::Approx(2.228139).epsilon(1e-5));
+  CHECK(uncertainty::student_t_quantile(0.1, 3) == doctest::Approx(-1.637744).epsilon(1e-5));
+  CHECK(uncertainty::student_t_quantile(0.9, 1e6) == doctest::Approx(uncertainty::normal_quantile(0.9)).epsilon(1e-4));
 }

@@ -176,6 +176,9 @@ class IntervalModel {
 /// The standard normal quantile: z with P(Z <= z) = p, 0 < p < 1.
 double normal_quantile(double p);
 
+/// Student's t quantile with nu > 0 degrees of freedom: t with P(T <= t) = p.
+double student_t_quantile(double p, double nu);
+
 /// The random-effects bounds on the log-residual at `level`, widened to hold
 /// 0: mu -+ z sqrt(s_w^2 + s_b^2) (see the top of this file).
 void random_effects_bounds(double mu, double s_within, double s_between, double level, double& r_lo, double& r_hi);
