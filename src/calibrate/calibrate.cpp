@@ -36,6 +36,16 @@ graph::Kernel make_kernel(KernelClass cls, Dtype dt) {
   return k;
 }
 
+/// A fused attention kernel (FlashAttention-2's costing) of the record's bytes and launches.
+graph::Kernel fused_attention(const spec::MeasurementRecord& r, Dtype dt, double flops) {
+  graph::Kernel k = make_kernel(KernelClass::kAttention, dt);
+  k.attention = static_cast<std::uint8_t>(spec::AttentionKind::kFlash2);
+  k.flops = flops;
+  k.read_bytes = r.bytes;
+  k.launches = r.launches;
+  return k;
+}
+
 /// The record's dtype as a graph dtype; fp64 (host only) maps to fp32 and is flagged.
 Dtype record_dtype(const std::string& s, bool& fp64) {
   fp64 = s == "fp64";
@@ -276,33 +286,17 @@ double predict_record(const MeasurementRecord& r, const cost::CostParams& c, dou
       k.launches = r.launches;
       return time_of(k, c);
     }
-    case MeasurementClass::kAttentionFlash: {
-      graph::Kernel k = make_kernel(KernelClass::kAttention, dt);
-      k.attention = static_cast<std::uint8_t>(spec::AttentionKind::kFlash2);
-      k.flops = fp64 ? 2.0 * r.flops : r.flops;
-      k.read_bytes = r.bytes;
-      k.launches = r.launches;
-      return time_of(k, c);
-    }
-    case MeasurementClass::kAttentionCudaCore: {
+    case MeasurementClass::kAttentionFlash:
+      return time_of(fused_attention(r, dt, fp64 ? 2.0 * r.flops : r.flops), c);
+    case MeasurementClass::kAttentionCudaCore:
       // CUDA cores do fp32 FMAs whatever the inputs' type: the fp32 peak.
-      graph::Kernel k = make_kernel(KernelClass::kAttention, Dtype::kFp32);
-      k.attention = static_cast<std::uint8_t>(spec::AttentionKind::kFlash2);
-      k.flops = r.flops;
-      k.read_bytes = r.bytes;
-      k.launches = r.launches;
-      return time_of(k, c);
-    }
+      return time_of(fused_attention(r, Dtype::kFp32, r.flops), c);
     case MeasurementClass::kAttentionSdpa: {
       // The engine's fused forward kernel of this shape (graph::flash_attention_forward's
       // shape fields): m = queries, k = keys (m when 0), n = head dim, batch x heads.
-      graph::Kernel k = make_kernel(KernelClass::kAttention, dt);
-      k.attention = static_cast<std::uint8_t>(spec::AttentionKind::kFlash2);
+      graph::Kernel k = fused_attention(r, dt, r.flops);
       k.gemm = {r.m, r.k > 0 ? r.k : r.m, r.n, std::max(1.0, r.batch)};
       if (r.causal) k.flags = static_cast<std::uint16_t>(k.flags | graph::kCausal);
-      k.flops = r.flops;
-      k.read_bytes = r.bytes;
-      k.launches = r.launches;
       return time_of(k, c);
     }
     case MeasurementClass::kAttentionNaive: {
