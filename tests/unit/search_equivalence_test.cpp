@@ -328,13 +328,15 @@ TEST_CASE("search equivalence: tp_overlap through the command line") {
   for (const auto& row : j["top"]) CHECK(row.contains("tp_comm_overlap"));
   const auto fixed = test::run_cli(base + "--fix tp_comm_overlap=true --format json");
   REQUIRE(fixed.status == 0);
-  for (const auto& row : nlohmann::json::parse(fixed.out)["top"]) CHECK(row["tp_comm_overlap"] == true);
+  const auto fixed_json = nlohmann::json::parse(fixed.out);  // bound: ranging over a temporary's member dangles
+  for (const auto& row : fixed_json["top"]) CHECK(row["tp_comm_overlap"] == true);
   const auto table = test::run_cli(base + "--search tp,tp_overlap");
   CHECK(table.out.find("TP ovl") != std::string::npos);
   // Not searched and not given: the plan's setting, not listed as fixed.
   const auto plain = test::run_cli(base + "--format json");
   REQUIRE(plain.status == 0);
-  for (const auto& f : nlohmann::json::parse(plain.out)["query"]["fixed"]) CHECK(f["dimension"] != "tp_overlap");
+  const auto plain_json = nlohmann::json::parse(plain.out);
+  for (const auto& f : plain_json["query"]["fixed"]) CHECK(f["dimension"] != "tp_overlap");
   const auto both = test::run_cli(base + "--search tp_overlap --tp-comm-overlap");
   CHECK(both.status == 2);
   CHECK(both.err == "error: --search: tp_overlap is fixed by --tp-comm-overlap; leave it out of --search or drop the flag\n");
@@ -391,5 +393,6 @@ TEST_CASE("search equivalence: fp8_recipe through the command line") {
   for (const auto& row : j["top"]) CHECK(row.contains("fp8_recipe"));
   const auto fixed = test::run_cli(base + "--fix fp8_recipe=blockwise --format json");
   REQUIRE(fixed.status == 0);
-  for (const auto& row : nlohmann::json::parse(fixed.out)["top"]) CHECK(row["fp8_recipe"] == "blockwise");
+  const auto fixed_json = nlohmann::json::parse(fixed.out);  // bound: ranging over a temporary's member dangles
+  for (const auto& row : fixed_json["top"]) CHECK(row["fp8_recipe"] == "blockwise");
 }
