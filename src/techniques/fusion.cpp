@@ -86,8 +86,9 @@ void apply_fusion(graph::Graph& g, const spec::ModelSpec& m, const spec::Microba
   if (level == Fusion::kEager) return;
   const bool gated = spec::is_gated(m.activation);
   double keys = 0;  // the naive core's key length (its QK^T GEMM's N)
-  for (const auto& k : ks)
-    if (k.phase == spec::Phase::kForward && k.op == Op::kQk) keys = k.gemm.n;
+  if (p.attention == spec::AttentionKind::kNaive)
+    for (const auto& k : ks)
+      if (k.phase == spec::Phase::kForward && k.op == Op::kQk) keys = k.gemm.n;
   const bool softmax_fused = keys <= kFusedSoftmaxMaxKeys;
   size_t out = 0;
   for (size_t i = 0; i < ks.size(); ++i) {
