@@ -618,19 +618,9 @@ CollectiveCost collective_cost_cached(graph::Collective kind, double bytes, doub
   for (std::uint64_t v : {std::bit_cast<std::uint64_t>(bytes), std::bit_cast<std::uint64_t>(n),
                           std::bit_cast<std::uint64_t>(span), static_cast<std::uint64_t>(kind)})
     h = (h ^ v) * 0x100000001B3ull;
-  // Two ways per set: two collectives of one step whose keys share a slot
-  // would otherwise evict each other on every evaluation.
-  const std::size_t slot = (h >> 17) % kSlots;
-  auto hit = [&](const Entry& e) {
-    return e.id == c.id && c.id != 0 && e.kind == kind && e.bytes == bytes && e.n == n && e.span == span;
-  };
-  if (hit(cache[slot])) return cache[slot].cost;
-  if (hit(cache[slot ^ 1])) return cache[slot ^ 1].cost;
+  Entry& e = cache[(h >> 17) % kSlots];
+  if (e.id == c.id && c.id != 0 && e.kind == kind && e.bytes == bytes && e.n == n && e.span == span) return e.cost;
   const CollectiveCost cc = collective_cost(kind, bytes, n, span, c);
-  thread_local std::array<std::uint8_t, kSlots / 2> next_way{};
-  std::uint8_t& way = next_way[slot / 2];
-  Entry& e = cache[(slot & ~std::size_t{1}) | way];
-  way ^= 1;
   e.id = c.id, e.kind = kind, e.bytes = bytes, e.n = n, e.span = span, e.cost = cc;
   return cc;
 }
@@ -713,11 +703,11 @@ KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_gr
     const CollectiveCost cc = collective_cost_cached(k.comm.kind, k.comm.bytes, k.comm.group, k.comm.span, c);
     r.time_s = cc.time_s;
     r.sm_fraction = cc.sm_fraction;
-    r.gemm_overlap_loss = cc.sm_fraction;
-    if (c.persistent_gemm && cc.sm_fraction > 0) {
-      const double waves = std::ceil(1.0 / std::max(1e-9, 1.0 - cc.sm_fraction) - 1e-9);
-      r.gemm_overlap_loss = std::max(cc.sm_fraction, 1.0 - 1.0 / waves);
-    }
+    // A persistent GEMM's one CTA per SM runs in ceil(SMs / free SMs) waves.
+    const double free_sms = c.sms - cc.channels;
+    r.gemm_overlap_loss = !c.persistent_gemm || cc.channels <= 0 ? cc.sm_fraction
+                          : free_sms >= 1 ? std::max(cc.sm_fraction, 1.0 - 1.0 / std::ceil(c.sms / free_sms))
+                                          : 1.0;
     r.basis = kBasis[static_cast<int>(cc.algorithm)][static_cast<int>(cc.protocol)];
     r.bound = Bound::kNetwork;
     return r;

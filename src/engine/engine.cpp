@@ -365,7 +365,8 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   // (two waves of a persistent GEMM), the rest of it (attention) the SMs
   // the collective holds.
   const double gemm_share = s.window_s > 0 ? s.gemm_window_s / s.window_s : 0.0;
-  const double sm_cost = s.overlappable_comm_sm_s + gemm_share * (s.overlappable_comm_gemm_s - s.overlappable_comm_sm_s);
+  auto overlap_cost = [gemm_share](double sm_s, double gemm_s) { return sm_s + gemm_share * (gemm_s - sm_s); };
+  const double sm_cost = overlap_cost(s.overlappable_comm_sm_s, s.overlappable_comm_gemm_s);
   const double spill = std::max(0.0, s.overlappable_comm_s - s.window_s);  // what the window cannot hide
   const double exposed_per_microbatch = s.exposed_comm_s + std::max(spill, sm_cost);
   const double t_kernels = s.t_fwd + s.t_bwd + s.t_rec + exposed_per_microbatch;
@@ -381,8 +382,7 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   // the last bucket (~5% of the gradients) is always exposed.
   const double dp_window = std::min(s.t_bwd, std::max(0.0, s.window_s - s.overlappable_comm_s));
   const double dp_spill = pool_step > 0 ? std::max(pool_step - dp_window, 0.05 * pool_step) : 0.0;
-  const double pool_cost = pool_sm_step + gemm_share * (pool_gemm_step - pool_sm_step);
-  const double exposed_dp = pool_step > 0 ? std::max(dp_spill, pool_cost) : 0.0;
+  const double exposed_dp = pool_step > 0 ? std::max(dp_spill, overlap_cost(pool_sm_step, pool_gemm_step)) : 0.0;
   double step = ideal + bubble + s.t_step_fixed + exposed_dp + comm_step;
   step *= techniques::executed_steps_per_step(p);
   const long long gpus = par.gpus();

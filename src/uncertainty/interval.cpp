@@ -341,7 +341,7 @@ Interval IntervalModel::run_interval(const RunTraits& t, double level, std::stri
   // software eras), each with an offset of its own: a new run's offset is
   // predicted from those few source means (PoolFit::predict_new_source).
   // Out of sample this holds the 80% interval at 76% of end-to-end runs
-  // where the normal quantile alone held 64% (docs/accuracy.md). Kernel
+  // where the normal quantile alone held 62% (docs/accuracy.md). Kernel
   // pools keep the normal quantile: their sources are one kernel family
   // each, and out of sample their 80% interval already holds 82%.
   PoolFit f = fit_pool(rows_, pools, is_run, exclude_group);
