@@ -396,9 +396,9 @@ Table hidden_comm(const CapacityView& v) {
   Table t{{"communication per step", "time per step", "share of the communication"}, {}, {false, true, true}};
   if (!(s.comm_total_s > 0)) return t;
   t.rows.push_back({"hidden behind compute (not part of the step)", format_seconds(s.comm_hidden_s),
-                    format_percent(s.comm_hidden_s / s.comm_total_s)});
+                    format_percent(s.comm_hidden_share)});
   t.rows.push_back({"exposed (in the step)", format_seconds(s.comm_exposed_s),
-                    format_percent(s.comm_exposed_s / s.comm_total_s)});
+                    format_percent(s.comm_exposed_share)});
   t.rows.push_back({"all communication kernels", format_seconds(s.comm_total_s), format_percent(1.0)});
   return t;
 }

@@ -108,6 +108,10 @@ StepSpent make_step_spent(const engine::Prediction& pred, const spec::PlanSpec& 
   const double contention = std::max(0.0, st.comm_slowdown_s);
   s.comm_exposed_s = std::max(0.0, st.exposed_comm_s - contention);
   s.comm_hidden_s = std::max(0.0, s.comm_total_s - s.comm_exposed_s);
+  if (s.comm_total_s > 0) {
+    s.comm_hidden_share = s.comm_hidden_s / s.comm_total_s;
+    s.comm_exposed_share = s.comm_exposed_s / s.comm_total_s;
+  }
   const double x = techniques::executed_steps_per_step(plan);
   const double once = x > 0 ? st.time_s / x : st.time_s;
   const double host_wait = std::max(0.0, once - compute_s - st.exposed_comm_s - st.bubble_s);
@@ -833,6 +837,8 @@ json capacity_json(const CapacityView& v) {
                {"comm_total_s", num(v.step.comm_total_s)},
                {"comm_exposed_s", num(v.step.comm_exposed_s)},
                {"comm_hidden_s", num(v.step.comm_hidden_s)},
+               {"comm_hidden_share", num(v.step.comm_hidden_share)},
+               {"comm_exposed_share", num(v.step.comm_exposed_share)},
                {"parts", json::array()}};
   for (const auto& p : v.step.parts)
     step["parts"].push_back({{"name", p.name}, {"kind", p.kind}, {"time_s", num(p.time_s)}, {"share", num(p.share)}});

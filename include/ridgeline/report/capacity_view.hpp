@@ -302,6 +302,7 @@ struct StepSpent {
   double comm_total_s = 0;      // every collective and p2p kernel of the step
   double comm_exposed_s = 0;    // of which the step waits for
   double comm_hidden_s = 0;     // of which overlaps compute (not in the step)
+  double comm_hidden_share = 0, comm_exposed_share = 0;  // of comm_total_s (0 without communication)
 };
 
 struct Assumption {
