@@ -324,6 +324,12 @@ void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::Mod
   summarize(s, g, m, p, hw, c, nullptr, 1, &memo);
 }
 
+double overlap_exposed_s(double comm_s, double sm_s, double gemm_s, double window_s, double gemm_window_s) {
+  const double gemm_share = window_s > 0 ? gemm_window_s / window_s : 0.0;
+  const double sm_cost = sm_s + gemm_share * (gemm_s - sm_s);
+  return std::max(std::max(0.0, comm_s - window_s), sm_cost);
+}
+
 void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, const spec::ModelSpec& m,
             const spec::PlanSpec& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
             const EvalOptions& opt) {
@@ -368,7 +374,9 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   auto overlap_cost = [gemm_share](double sm_s, double gemm_s) { return sm_s + gemm_share * (gemm_s - sm_s); };
   const double sm_cost = overlap_cost(s.overlappable_comm_sm_s, s.overlappable_comm_gemm_s);
   const double spill = std::max(0.0, s.overlappable_comm_s - s.window_s);  // what the window cannot hide
-  const double exposed_per_microbatch = s.exposed_comm_s + std::max(spill, sm_cost);
+  const double exposed_per_microbatch =
+      s.exposed_comm_s + overlap_exposed_s(s.overlappable_comm_s, s.overlappable_comm_sm_s,
+                                           s.overlappable_comm_gemm_s, s.window_s, s.gemm_window_s);
   const double t_kernels = s.t_fwd + s.t_bwd + s.t_rec + exposed_per_microbatch;
   const double t_microbatch = std::max(t_kernels, s.host_s);
   // Pipeline bubble (Narayanan et al. 2021): (p - 1) / (v m) of the ideal time.

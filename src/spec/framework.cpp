@@ -105,6 +105,9 @@ FrameworkSpec load_framework(const std::string& path) {
   behaviour(r, "tp_overlap_hidden", [&](MapReader& m) {
     if (auto v = m.number("value", true, 0, 1)) f.tp_overlap_hidden = *v;
   });
+  behaviour(r, "tp_backward_overlap", [&](MapReader& m) {
+    if (auto v = m.boolean("value", true)) f.tp_backward_overlap = *v;
+  }, false);
   behaviour(r, "allocator_reserve", [&](MapReader& m) {
     if (auto v = m.number("value", true, 0, 1)) f.allocator_reserve = *v;
   });

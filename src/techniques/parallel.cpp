@@ -69,17 +69,28 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
   };
   if (t > 1) {
     const double S = T * h * e;
+    // Backward, the two column-parallel linears (QKV, FC1) reduce their
+    // input gradients; a framework with tp_backward_overlap launches that
+    // collective asynchronously and runs the weight-gradient GEMM beside it
+    // (spec::FrameworkSpec::tp_backward_overlap).
+    auto tp_dgrad = [&](std::string_view name, Collective kind) {
+      if (spec::framework(p.framework).tp_backward_overlap)
+        ks.push_back(comm(name, kind, spec::Phase::kBackward, S, t, t, 2 * L, layer | graph::kOverlapped));
+      else
+        tp(name, kind, spec::Phase::kBackward, S, 2 * L);
+    };
     if (par.sp) {
       tp("tp_all_gather", Collective::kAllGather, spec::Phase::kForward, S, 2 * L);
       tp("tp_reduce_scatter", Collective::kReduceScatter, spec::Phase::kForward, S, 2 * L);
+      // The row-parallel linears' output gradients are gathered before their GEMMs: nothing to hide behind.
       tp("tp_all_gather", Collective::kAllGather, spec::Phase::kBackward, S, 2 * L);
-      tp("tp_reduce_scatter", Collective::kReduceScatter, spec::Phase::kBackward, S, 2 * L);
+      tp_dgrad("tp_reduce_scatter", Collective::kReduceScatter);
       // SP re-gathers the layer-norm outputs for the weight-gradient GEMMs (overlapped in Megatron).
       ks.push_back(comm("tp_all_gather_wgrad", Collective::kAllGather, spec::Phase::kBackward, S, t, t, 2 * L,
                         layer | graph::kOverlapped));
     } else {
       tp("tp_all_reduce", Collective::kAllReduce, spec::Phase::kForward, S, 2 * L);
-      tp("tp_all_reduce", Collective::kAllReduce, spec::Phase::kBackward, S, 2 * L);
+      tp_dgrad("tp_all_reduce", Collective::kAllReduce);
     }
     // Recomputing whole layers re-runs their forward collectives too: every
     // layer's, or under Megatron's block method (block:K) the first K's.

@@ -3,6 +3,7 @@
 
 #include "ridgeline/search/compare.hpp"
 #include "ridgeline/search/search.hpp"
+#include "ridgeline/spec/framework.hpp"
 #include "ridgeline/techniques/params.hpp"
 #include "ridgeline/techniques/passes.hpp"
 #include "test_support.hpp"
@@ -254,4 +255,35 @@ TEST_CASE("compare: rows for every combination, baseline first, infeasible rows 
   CHECK(a100[1].pred.status == engine::Status::kInvalid);
   CHECK(a100[1].pred.problem.field == "precision");
   CHECK(a100[1].pred.problem.message == "fp8 needs fp8 tensor cores; NVIDIA A100 SXM4 80GB has none");
+}
+
+TEST_CASE("Megatron's backward TP collectives: the column-parallel ones run beside GEMMs, SP's output-gradient gather does not") {
+  // megatron/core/tensor_parallel/layers.py (LinearWithGradAccumulationAndAsyncCommunication.backward):
+  // without SP, QKV's and FC1's input-gradient all-reduces (2 per layer) are
+  // launched async beside the weight-gradient GEMM; with SP, their
+  // reduce-scatters (2 per layer) and the input re-gathers for the weight
+  // gradients (2 per layer) are, while the row-parallel linears' output-
+  // gradient all-gathers (2 per layer) wait. A framework without async TP
+  // (torchtitan's DTensor) exposes every backward TP collective.
+  const auto hw = test::gpu("a100_sxm_80gb");
+  const auto m = test::model("korthikanti_22b");
+  auto backward_tp = [&](std::string_view fw, bool sp) {
+    spec::PlanSpec p;
+    p.framework = *spec::find_framework(fw);
+    p.seq_len = 2048;
+    p.micro_batch = 4;
+    p.parallel.tp = 8;
+    p.parallel.sp = sp;
+    graph::Graph g;
+    techniques::build_step(g, m, p, hw);
+    double exposed = 0, hidden = 0;  // per layer
+    for (const auto& k : g.kernels)
+      if (k.cls == spec::KernelClass::kCollective && k.phase == spec::Phase::kBackward && k.has(graph::kLayer))
+        (k.has(graph::kOverlapped) ? hidden : exposed) += k.count / g.layers;
+    return std::pair(exposed, hidden);
+  };
+  CHECK(backward_tp("megatron", false) == std::pair(0.0, 2.0));
+  CHECK(backward_tp("megatron", true) == std::pair(2.0, 4.0));
+  CHECK(backward_tp("torchtitan", false) == std::pair(2.0, 0.0));
+  CHECK(backward_tp("torchtitan", true) == std::pair(4.0, 2.0));
 }

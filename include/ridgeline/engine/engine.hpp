@@ -250,6 +250,16 @@ void finish(Prediction& out, const MicrobatchSummary& s, graph::Graph& step_grap
             const spec::PlanSpec& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
             const EvalOptions& opt);
 
+/// The time communication scheduled beside compute adds to it (finish()):
+/// compute of length C beside a collective of length T holding a fraction f
+/// of the SMs takes max(T, C + f T), so the collective adds max(T - C, f T).
+/// A persistent GEMM beside it loses gemm_overlap_loss of its throughput
+/// (two waves) rather than f. `comm_s`: the overlapped collectives' time;
+/// `sm_s`, `gemm_s`: that time weighted by each one's cost::KernelCost
+/// sm_fraction and gemm_overlap_loss; `window_s`: the GEMM and attention
+/// time it hides behind, `gemm_window_s` the GEMMs' part of it.
+double overlap_exposed_s(double comm_s, double sm_s, double gemm_s, double window_s, double gemm_window_s);
+
 /// Micro-batches per step per data-parallel rank.
 double micro_batches(const spec::PlanSpec& p);
 

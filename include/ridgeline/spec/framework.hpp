@@ -69,6 +69,14 @@ struct FrameworkSpec {
   double reduce_bytes = 0;
   /// Fraction of tensor-parallel communication that --tp-comm-overlap hides.
   double tp_overlap_hidden = 0;
+  /// The column-parallel linears' backward TP collectives run asynchronously
+  /// beside their GEMMs (frameworks/NAME.yaml tp_backward_overlap; absent:
+  /// false): the input-gradient all-reduce beside the weight-gradient GEMM,
+  /// with SP the input re-gather beside the input-gradient GEMM and the
+  /// input-gradient reduce-scatter beside the weight-gradient GEMM
+  /// (Megatron's LinearWithGradAccumulationAndAsyncCommunication). The
+  /// row-parallel linears' backward gather (SP) stays exposed.
+  bool tp_backward_overlap = false;
   // Memory.
   /// Caching allocator: peak reserved = peak allocated x (1 + reserve).
   double allocator_reserve = 0.05;
