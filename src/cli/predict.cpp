@@ -42,6 +42,14 @@ PredictFormat parse_predict_format(const std::string& s) {
 /// Names what does not fit and the levers that would make it fit.
 std::string does_not_fit_hint(const engine::Prediction& p) {
   const auto& m = p.memory;
+  // CPU offload: the host memory may be what is short, with the GPU's fine.
+  if (!m.host_fits && m.total <= m.capacity)
+    return fmt::format(
+        "does not fit: the offloaded model state needs {} of host memory per GPU, the host has {} (host.memory_per_gpu "
+        "of the GPU profile); try more data-parallel GPUs (--dp N shards it){} or a host with more memory "
+        "(--set gpu.host.memory_per_gpu=...)",
+        units::format_bytes(m.host_bytes), units::format_bytes(m.host_capacity),
+        p.step.offload.param_fetch_bytes > 0 ? ", --offload-params none" : "");
   return fmt::format(
       "does not fit: needs {} of {} (model state {}, activations {}); try --zero 3 with --dp N, --tp N, "
       "--recompute selective|full, --optimizer adafactor|adam8bit, --finetune lora, or a smaller --micro-batch",

@@ -73,6 +73,47 @@ Problem check_framework(const spec::PlanSpec& p) {
   return {};
 }
 
+namespace {
+
+/// CPU offload: what the framework offers (frameworks/NAME.yaml offload:),
+/// the ZeRO stages it needs and what is modelled.
+Problem check_offload(const spec::PlanSpec& p) {
+  const spec::OffloadSpec& o = p.offload;
+  if (!o.any()) return {};
+  const spec::FrameworkSpec& fw = spec::framework(p.framework);
+  auto offering = [](bool spec::FrameworkSpec::*what) {
+    std::string out;
+    for (const auto& f : spec::frameworks())
+      if (f.*what) out += (out.empty() ? "" : " and ") + f.id;
+    return out;
+  };
+  if (o.optimizer_on_cpu() && !fw.offload_optimizer)
+    return {"offload.optimizer", fmt::format("{} has no optimizer CPU offload; {} offer it", fw.id,
+                                             offering(&spec::FrameworkSpec::offload_optimizer))};
+  if (o.params_on_cpu() && !fw.offload_params)
+    return {"offload.params", fmt::format("{} has no parameter CPU offload; {} offers it", fw.id,
+                                          offering(&spec::FrameworkSpec::offload_params))};
+  // DeepSpeed's config reference: offload_param "Valid only with stage 3";
+  // offload_optimizer "Valid for ZeRO stage 1, 2, 3" (Megatron-Core: with
+  // the distributed optimizer, ZeRO-1 here).
+  if (o.params_on_cpu() && p.parallel.zero < 3)
+    return {"offload.params", fmt::format("parameter offload needs ZeRO-3 (ZeRO-Infinity), got ZeRO-{}",
+                                          p.parallel.zero)};
+  if (o.optimizer_on_cpu() && p.parallel.zero < 1)
+    return {"offload.optimizer", "optimizer offload needs ZeRO stage 1, 2 or 3 (the distributed optimizer), "
+                                 "got ZeRO-0"};
+  if (o.params_on_cpu() && !o.optimizer_on_cpu())
+    return {"offload.params", "parameter offload without optimizer offload is not modelled; set offload.optimizer "
+                              "to cpu as well"};
+  const spec::OptimizerKind k = p.optimizer.kind;
+  if (o.optimizer_on_cpu() && k != spec::OptimizerKind::kAdam && k != spec::OptimizerKind::kAdamW)
+    return {"offload.optimizer", fmt::format("optimizer offload is modelled for adam and adamw (CPU Adam), not {}",
+                                             spec::to_string(k))};
+  return {};
+}
+
+}  // namespace
+
 Problem check_plan(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw) {
   const auto& q = p.parallel;
   const int seq = graph::seq_len(m, p);
@@ -158,6 +199,7 @@ Problem check_plan(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec
   if (p.finetune.mode != spec::FinetuneMode::kFull && p.finetune.rank > m.hidden)
     return {"finetune.rank", fmt::format("LoRA rank {} exceeds the hidden size {}", p.finetune.rank, m.hidden)};
   if (Problem f = check_framework(p); !f.field.empty()) return f;
+  if (Problem f = check_offload(p); !f.field.empty()) return f;
   // QLoRA's NF4 base is dequantized to bf16 before every GEMM (bitsandbytes):
   // no fp8 GEMM inputs without a permanent fp8 copy of the base weights.
   if (p.finetune.mode == spec::FinetuneMode::kQlora &&
@@ -391,11 +433,15 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   const double dp_window = std::min(s.t_bwd, std::max(0.0, s.window_s - s.overlappable_comm_s));
   const double dp_spill = pool_step > 0 ? std::max(pool_step - dp_window, 0.05 * pool_step) : 0.0;
   const double exposed_dp = pool_step > 0 ? std::max(dp_spill, overlap_cost(pool_sm_step, pool_gemm_step)) : 0.0;
-  double step = ideal + bubble + s.t_step_fixed + exposed_dp + comm_step;
+  // CPU offload: the host link's transfers and the CPU optimizer step
+  // (techniques/offload.hpp); backward's window includes recomputation.
+  const techniques::OffloadCost offload = techniques::offload_cost(m, p, hw, mb, s.t_fwd, s.t_bwd + s.t_rec);
+  double step = ideal + bubble + s.t_step_fixed + exposed_dp + comm_step + offload.exposed_s;
   step *= techniques::executed_steps_per_step(p);
   const long long gpus = par.gpus();
   auto& st = out.step;
   st = StepResult{};
+  st.offload = offload;
   st.gpus = gpus;
   st.time_s = step;
   st.micro_batches = mb;

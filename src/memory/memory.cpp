@@ -93,6 +93,17 @@ ModelState model_state(const spec::ModelSpec& m, const spec::PlanSpec& p, double
   r.master_weights = shard(1, lp.trainable * pol.master_bytes, lp.expert_trainable * pol.master_bytes);
   const double opt_b = techniques::optimizer_state_bytes(p.optimizer, lp, pol.state_elem_bytes);
   r.optimizer = shard(1, lp.trainable * opt_b, lp.expert_trainable * opt_b);
+  if (p.offload.optimizer_on_cpu()) {
+    constexpr double kFp32GradBytes = 4;  // the host's fp32 gradient copy CPU Adam reads
+    r.host = r.master_weights + r.optimizer +
+             shard(1, lp.trainable * kFp32GradBytes, lp.expert_trainable * kFp32GradBytes);
+    r.master_weights = r.optimizer = 0;
+    if (p.parallel.zero >= 2) r.gradients = 0;  // each reduced partition goes to the host
+  }
+  if (p.offload.params_on_cpu()) {
+    r.host += r.weights;
+    r.weights = 0;
+  }
   return r;
 }
 
@@ -119,6 +130,7 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
   s.gradients = ms.gradients;
   s.master_weights = ms.master_weights;
   s.optimizer = ms.optimizer;
+  s.host = ms.host;
   // Layers: the stage's micro-batches in flight; the embedding's saved
   // tensors go with the first stage's micro-batches; the head's (one
   // micro-batch: its backward follows its forward) with the last's.
@@ -191,7 +203,10 @@ MemoryResult estimate(const GraphFacts& g, const spec::ModelSpec& m, const spec:
   r.total = 0;
   for (const auto& c : kMemoryCategories) r.total += r.*c.bytes;
   r.capacity = hw.memory_bytes;
-  r.fits = r.total <= r.capacity;
+  r.host_bytes = std::max({r.first_stage.host, r.last_stage.host, r.middle_stage.host});
+  r.host_capacity = hw.host.memory_bytes;
+  r.host_fits = r.host_bytes <= r.host_capacity;
+  r.fits = r.total <= r.capacity && r.host_fits;
   return r;
 }
 

@@ -86,7 +86,7 @@ LayoutRow layout_row(const search::Candidate& c, int rank, bool price_known) {
 }
 
 /// The step as it is spent (StepSpent). The engine's step is
-///   X (compute + exposed communication + bubble + host wait),
+///   X (compute + exposed communication + bubble + CPU offload + host wait),
 /// X = techniques::executed_steps_per_step (fp16 steps redone after an
 /// overflow); exposed communication includes the SM contention of
 /// overlapped collectives (StepResult::comm_slowdown_s), shown as its own
@@ -114,7 +114,8 @@ StepSpent make_step_spent(const engine::Prediction& pred, const spec::PlanSpec& 
   }
   const double x = techniques::executed_steps_per_step(plan);
   const double once = x > 0 ? st.time_s / x : st.time_s;
-  const double host_wait = std::max(0.0, once - compute_s - st.exposed_comm_s - st.bubble_s);
+  const double offload = std::max(0.0, st.offload.exposed_s);  // CPU Adam and the host link (techniques/offload.hpp)
+  const double host_wait = std::max(0.0, once - compute_s - st.exposed_comm_s - st.bubble_s - offload);
   s.parts = std::move(compute);
   const auto add = [&](const char* name, const char* kind, double t) {
     if (t > 0) s.parts.push_back({name, kind, t, 0});
@@ -122,6 +123,7 @@ StepSpent make_step_spent(const engine::Prediction& pred, const spec::PlanSpec& 
   add("exposed communication", "exposed_comm", s.comm_exposed_s);
   add("comm SM contention", "comm_contention", contention);
   add("pipeline bubble", "bubble", st.bubble_s);
+  add("CPU offload", "cpu_offload", offload);
   // Below a nanosecond the remainder is rounding, not a wait.
   add("host dispatch wait", "host_wait", host_wait > 1e-9 * std::max(1.0, once) ? host_wait : 0.0);
   add("redone fp16 steps", "skipped_steps", st.time_s - once);

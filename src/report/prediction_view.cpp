@@ -235,6 +235,18 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
                {"host_bound", s.host_bound},
                {"comm_slowdown_s", num(s.comm_slowdown_s)},
                {"gpus", s.gpus}};
+  // CPU offload (techniques::offload_cost), present when the plan offloads.
+  if (const auto& o = s.offload; o.cpu_params > 0 || o.param_fetch_bytes > 0)
+    j["step"]["offload"] = {{"cpu_params", num(o.cpu_params)},
+                            {"grad_d2h_bytes", whole(o.grad_d2h_bytes)},
+                            {"param_h2d_bytes", whole(o.param_h2d_bytes)},
+                            {"param_fetch_bytes", whole(o.param_fetch_bytes)},
+                            {"grad_d2h_s", num(o.grad_d2h_s)},
+                            {"param_h2d_s", num(o.param_h2d_s)},
+                            {"param_fetch_s", num(o.param_fetch_s)},
+                            {"cpu_optimizer_s", num(o.cpu_optimizer_s)},
+                            {"hidden_s", num(o.hidden_s)},
+                            {"exposed_s", num(o.exposed_s)}};
   const PredictionIntervals iv = prediction_intervals(pred, in);
   j["step"]["step_time_s_interval"] = range_json(time_range(iv.step, s.time_s));
   j["step"]["tokens_per_s_interval"] = range_json(rate_range(iv.step, s.tokens_per_s));
@@ -259,6 +271,11 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
                       {"peak_memory_bytes_interval", whole_pair(iv.memory.lo, iv.memory.hi)},
                       {"fits_at_upper_bound", iv.memory.fits_high},
                       {"interval_basis", iv.memory.basis}});
+  // CPU offload: the model state in host memory per GPU, present when the plan offloads.
+  if (m.host_bytes > 0)
+    j["memory"].update({{"host_bytes", whole(m.host_bytes)},
+                        {"host_capacity_bytes", whole(m.host_capacity)},
+                        {"host_fits", m.host_fits}});
   if (m.peak_stage != "only") {
     j["memory"]["first_stage"] = stage_json(stage_memory(m, m.first_stage));
     j["memory"]["last_stage"] = stage_json(stage_memory(m, m.last_stage));
@@ -402,12 +419,30 @@ std::vector<SummaryLine> prediction_summary(const engine::Prediction& pred, cons
                                       format_seconds(s.host_s)));
   else if (s.host_s > 0)
     line("host dispatch", fmt::format("{} per step, behind the kernels", format_seconds(s.host_s)));
+  if (const auto& o = s.offload; o.cpu_params > 0 || o.param_fetch_bytes > 0) {
+    std::string parts;
+    auto part = [&parts](const std::string& t) { parts += (parts.empty() ? "" : ", ") + t; };
+    if (o.cpu_params > 0)
+      part(fmt::format("CPU Adam {} ({} parameters)", format_seconds(o.cpu_optimizer_s), format_count(o.cpu_params)));
+    if (o.param_h2d_bytes > 0)
+      part(fmt::format("parameters to the GPU {} ({})", format_seconds(o.param_h2d_s), format_bytes(o.param_h2d_bytes)));
+    if (o.grad_d2h_bytes > 0)
+      part(fmt::format("gradients to the host {} ({})", format_seconds(o.grad_d2h_s), format_bytes(o.grad_d2h_bytes)));
+    if (o.param_fetch_bytes > 0)
+      part(fmt::format("parameter fetches {} ({})", format_seconds(o.param_fetch_s), format_bytes(o.param_fetch_bytes)));
+    line("CPU offload", fmt::format("{} per step exposed, {} behind forward and backward", format_seconds(o.exposed_s),
+                                    format_seconds(o.hidden_s)));
+    line("", parts);
+  }
   line("peak memory",
        fmt::format("{} of {}   {}{}", format_bytes(m.total), format_bytes(m.capacity), m.fits ? "fits" : "DOES NOT FIT",
                    m.peak_stage == "only"
                        ? std::string()
                        : fmt::format("   (peak on the {} pipeline stage; first {}, last {})", m.peak_stage,
                                      format_bytes(m.first_stage.total), format_bytes(m.last_stage.total))));
+  if (m.host_bytes > 0)
+    line("host memory", fmt::format("{} of {} per GPU   {}   (offloaded model state)", format_bytes(m.host_bytes),
+                                    format_bytes(m.host_capacity), m.host_fits ? "fits" : "DOES NOT FIT"));
   line("memory range", fmt::format("{}   fits at the upper bound: {}",
                                    text::range(iv.memory.lo, iv.memory.hi, format_bytes),
                                    text::fits_at_upper_bound(iv.memory)));

@@ -140,6 +140,10 @@ FrameworkSpec load_framework(const std::string& path) {
     if (auto v = m.boolean("interleave_indivisible_microbatches", true))
       f.interleave_needs_divisible_microbatches = *v;
   });
+  behaviour(r, "offload", [&](MapReader& m) {
+    if (auto v = m.boolean("optimizer", true)) f.offload_optimizer = *v;
+    if (auto v = m.boolean("params", true)) f.offload_params = *v;
+  }, false);
   r.finish();
   d.throw_if_errors();
   return f;

@@ -45,6 +45,24 @@ std::optional<double> event_time(MapReader& r, const std::string& key) {
   return v;
 }
 
+/// A CPU optimizer's rate: parameters updated per second, "1.1G params/s".
+std::optional<double> cpu_adam_rate(MapReader& r, const std::string& key) {
+  if (!r.has(key)) return std::nullopt;
+  const auto text = r.string(key);
+  if (!text) return std::nullopt;
+  constexpr std::string_view kSuffix = "params/s";
+  std::string_view t = *text;
+  const bool suffixed = t.ends_with(kSuffix);
+  if (suffixed) t.remove_suffix(kSuffix.size());
+  while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
+  const units::ParseResult n = units::parse(t, Dimension::kCount);
+  if (!suffixed || t.empty() || !n.value || !(*n.value > 0)) {
+    r.error_at(key, fmt::format("expected a parameter update rate such as \"1.1G params/s\", got \"{}\"", *text));
+    return std::nullopt;
+  }
+  return *n.value;
+}
+
 void read_efficiency(MapReader& r, EfficiencySpec& e) {
   if (auto g = r.map("gemm_efficiency")) {
     for (int i = 0; i < kPeakCount; ++i)
@@ -283,6 +301,14 @@ HardwareSpec load_hardware_with_overrides(const std::string& path, std::span<con
     i.inter_node_latency_s = event_time(*ic, "inter_node_latency").value_or(0);
     read_fabric(*ic, i);
     ic->finish();
+  }
+  if (auto h = top.map("host")) {
+    HostSpec& host = hw.host;
+    if (auto v = h->quantity("memory_per_gpu", Dimension::kBytes)) host.memory_bytes = *v, host.memory_stated = true;
+    if (auto v = h->quantity("link_bandwidth", Dimension::kByteRate))
+      host.link_bytes_per_s = *v, host.link_stated = true;
+    if (auto v = cpu_adam_rate(*h, "cpu_adam_rate")) host.cpu_adam_params_per_s = *v, host.cpu_adam_stated = true;
+    h->finish();
   }
   if (auto pw = top.map("power")) {
     hw.tdp_w = pw->quantity("tdp", Dimension::kPower).value_or(0);

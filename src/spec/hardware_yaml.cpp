@@ -255,6 +255,12 @@ std::string to_yaml(const HardwareSpec& hw, const YamlStyle& style) {
   if (ic.nic_bytes_per_s > 0) y += fmt::format("  nic_bandwidth: {}\n", q(ic.nic_bytes_per_s, Dimension::kByteRate));
   if (ic.rail_optimized) y += "  rail_optimized: true\n";
   if (ic.comm_channels > 0) y += fmt::format("  comm_channels: {}\n", ic.comm_channels);
+  const HostSpec& h = hw.host;
+  if (h.memory_stated || h.link_stated || h.cpu_adam_stated) y += "host:\n";
+  if (h.memory_stated) y += fmt::format("  memory_per_gpu: {}\n", q(h.memory_bytes, Dimension::kBytes));
+  if (h.link_stated) y += fmt::format("  link_bandwidth: {}\n", q(h.link_bytes_per_s, Dimension::kByteRate));
+  if (h.cpu_adam_stated)
+    y += fmt::format("  cpu_adam_rate: {} params/s\n", yaml_quantity(h.cpu_adam_params_per_s, Dimension::kCount, style));
   if (hw.tdp_w > 0 || hw.idle_w > 0) y += "power:\n";
   if (hw.tdp_w > 0) y += fmt::format("  tdp: {}\n", q(hw.tdp_w, Dimension::kPower));
   if (hw.idle_w > 0) y += fmt::format("  idle: {}\n", q(hw.idle_w, Dimension::kPower));

@@ -78,7 +78,10 @@ const MegatronArg kMegatronArgs[] = {
     {"nproc_per_node", true, &LaunchValues::nproc_per_node},
     {"nproc-per-node", true, &LaunchValues::nproc_per_node},
     {"nnodes", true, &LaunchValues::nnodes},
-    {"optimizer-cpu-offload", false, nullptr, {}, {}, {}, "optimizer CPU offload is not modelled"},
+    // Megatron-Core's optimizer CPU offload (HybridDeviceOptimizer): the
+    // fraction of the optimizer on the CPU, 1.0 by default; only 1.0 is modelled.
+    {"optimizer-cpu-offload", false, &LaunchValues::offload_optimizer, "cpu"},
+    {"optimizer-offload-fraction", true, &LaunchValues::offload_fraction},
     {"cpu-offloading", false, nullptr, {}, {}, {}, "activation CPU offload is not modelled"},
     {"use-torch-fsdp2", false, nullptr, {}, {}, {},
      "Megatron's FSDP2 is not modelled; import the run as --framework fsdp or torchtitan"},
@@ -508,9 +511,29 @@ ImportReport import_deepspeed(const std::string& path) {
         const std::string key = "zero_optimization." + sub.key;
         if (sub.key == "stage") take(&LaunchValues::zero, key, sub.value);
         else if (sub.key == "offload_optimizer" || sub.key == "offload_param") {
+          // ZeRO-Offload / ZeRO-Infinity: device cpu maps to the plan's
+          // offload; nvme (ZeRO-Infinity's NVMe tier) is not modelled, nor a
+          // partial offload (ZeRO-Offload++'s "ratio" below 1).
           const JsonValue* dev = sub.value.find("device");
-          if (dev && dev->text != "none")
+          const std::string dkey = key + ".device";
+          if (dev && dev->text == "cpu")
+            (sub.key == "offload_optimizer" ? v.offload_optimizer : v.offload_params) = {"cpu", said(dkey, *dev), dev->loc};
+          else if (dev && dev->text != "none")
             d.error(sub.value.loc, key, fmt::format("offload to {} is not modelled", dev->text));
+          for (const auto& o : sub.value.members) {
+            if (o.key == "device") continue;
+            if (o.key == "ratio") {
+              std::string e;
+              const auto ratio = parse_real_number(o.value.text, 0.0, 1.0, e);
+              if (!ratio || *ratio != 1.0)
+                d.error(o.value.loc, key + ".ratio",
+                        ratio ? fmt::format("a partial offload (ratio {}) is not modelled; only the whole optimizer "
+                                            "on the CPU is", o.value.text)
+                              : e);
+              continue;
+            }
+            r.ignored.push_back(fmt::format("{}.{} (line {})", key, o.key, o.value.loc.line));
+          }
         } else {
           r.ignored.push_back(fmt::format("{} (line {})", key, sub.value.loc.line));
         }
@@ -629,6 +652,21 @@ void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, Import
   a.direct("main_grads", v.main_grads);
   a.direct("recompute", v.recompute);
   a.direct("first_stage_layers", v.first_stage_layers);
+  a.direct("offload_optimizer", v.offload_optimizer);
+  a.direct("offload_params", v.offload_params);
+  // Megatron-Core's --optimizer-offload-fraction: the share of the
+  // optimizer's parameters updated on the CPU; only the whole is modelled.
+  if (v.offload_fraction.given()) {
+    std::string e;
+    const auto f = parse_real_number(v.offload_fraction.text, 0.0, 1.0, e);
+    if (!f) d.error(v.offload_fraction.loc, "--optimizer-offload-fraction", e);
+    else if (*f != 1.0 && v.offload_optimizer.given())
+      d.error(v.offload_fraction.loc, "--optimizer-offload-fraction",
+              fmt::format("a fraction of {} is not modelled; only 1.0 (the whole optimizer on the CPU) is",
+                          v.offload_fraction.text));
+    else if (!v.offload_optimizer.given())
+      r.notes.push_back(fmt::format("{} has no effect without --optimizer-cpu-offload", v.offload_fraction.said));
+  }
   a.direct("last_stage_layers", v.last_stage_layers);
   if (v.expert_tp.given() && v.expert_tp.text != std::to_string(p.parallel.tp))
     d.error(v.expert_tp.loc, "--expert-tensor-parallel-size",

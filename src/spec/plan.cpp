@@ -59,6 +59,8 @@ constexpr std::pair<std::string_view, MasterWeights> kMasterWeights[] = {{"fp32"
                                                                         {"none", MasterWeights::kNone}};
 constexpr std::pair<std::string_view, MainGrads> kMainGrads[] = {{"working", MainGrads::kWorking},
                                                                 {"fp32", MainGrads::kFp32}};
+constexpr std::pair<std::string_view, OffloadDevice> kOffloadDevices[] = {{"none", OffloadDevice::kNone},
+                                                                         {"cpu", OffloadDevice::kCpu}};
 
 }  // namespace
 
@@ -71,6 +73,7 @@ std::optional<AttentionFlops> parse_attention_flops(std::string_view s) { return
 std::optional<Fp8Recipe> parse_fp8_recipe(std::string_view s) { return find_word(kRecipes, s); }
 std::optional<MasterWeights> parse_master_weights(std::string_view s) { return find_word(kMasterWeights, s); }
 std::optional<MainGrads> parse_main_grads(std::string_view s) { return find_word(kMainGrads, s); }
+std::optional<OffloadDevice> parse_offload_device(std::string_view s) { return find_word(kOffloadDevices, s); }
 
 std::optional<Recompute> parse_recompute(std::string_view s) {
   if (s == "none") return Recompute{RecomputeKind::kNone, 0};
@@ -118,6 +121,7 @@ std::string to_string(AttentionFlops a) { return word_of(kAttnFlops, a); }
 std::string to_string(Fp8Recipe r) { return word_of(kRecipes, r); }
 std::string to_string(MasterWeights w) { return word_of(kMasterWeights, w); }
 std::string to_string(MainGrads g) { return word_of(kMainGrads, g); }
+std::string to_string(OffloadDevice d) { return word_of(kOffloadDevices, d); }
 std::string to_string(const Recompute& r) {
   switch (r.kind) {
     case RecomputeKind::kNone: return "none";
@@ -150,6 +154,7 @@ std::string attention_flops_choices() { return choices_of(kAttnFlops); }
 std::string lora_target_choices() { return "a comma list of q, k, v, o, gate, up, down, or all, attention"; }
 std::string master_weights_choices() { return choices_of(kMasterWeights); }
 std::string main_grads_choices() { return choices_of(kMainGrads); }
+std::string offload_device_choices() { return choices_of(kOffloadDevices); }
 
 int stage_layers(int layers, int pp, int first, int last, int stage) {
   pp = std::max(1, pp);

@@ -257,6 +257,23 @@ const PlanField kFields[] = {
      .type = FieldType::kWord, RIDGELINE_WORD(main_grads, parse_main_grads, to_string),
      .choices = main_grads_choices, .applies = is_mixed, .group = SummaryGroup::kTechnique,
      .show = Show::kIfChanged, .summary = "{} main grads"},
+    // CPU offload (ZeRO-Offload, Ren et al. 2021; ZeRO-Infinity, Rajbhandari
+    // et al. 2021); engine::check_plan refuses what the framework refuses.
+    {.key = "offload.optimizer", .setting = "offload_optimizer", .flag = "offload-optimizer",
+     .help = "cpu = ZeRO-Offload: the fp32 master weights, optimizer state and an fp32 gradient copy live in "
+             "host memory and CPU Adam updates them (DeepSpeed offload_optimizer, Megatron-Core "
+             "--optimizer-cpu-offload; needs ZeRO >= 1 and adam or adamw); the gradient shard crosses the host "
+             "link to the CPU and the updated parameter shard back every step",
+     .type = FieldType::kWord, RIDGELINE_WORD(offload.optimizer, parse_offload_device, to_string),
+     .choices = offload_device_choices, .group = SummaryGroup::kTechnique, .show = Show::kIfChanged,
+     .summary = "optimizer offload {}"},
+    {.key = "offload.params", .setting = "offload_params", .flag = "offload-params",
+     .help = "cpu = ZeRO-Infinity parameter offload: the 16-bit parameter shard lives in host memory and is "
+             "fetched over the host link before each layer's forward and backward (DeepSpeed offload_param; "
+             "needs ZeRO-3 and optimizer offload)",
+     .type = FieldType::kWord, RIDGELINE_WORD(offload.params, parse_offload_device, to_string),
+     .choices = offload_device_choices, .group = SummaryGroup::kTechnique, .show = Show::kIfChanged,
+     .summary = "parameter offload {}"},
     {.key = "moe.capacity_factor", .setting = "capacity_factor", .flag = "moe-capacity-factor",
      .help = "MoE: tokens an expert takes per step, x its even share top_k x tokens / experts; tokens beyond "
              "are dropped (0 = dropless)",

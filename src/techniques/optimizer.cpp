@@ -47,6 +47,9 @@ void apply_optimizer(graph::Graph& g, const spec::ModelSpec& m, const spec::Plan
   const double shard = p.parallel.zero >= 1 ? std::max(1, p.parallel.dp * p.parallel.cp) : 1;
   const double P = lp.trainable / shard;
   const StepTraffic tr = traffic(p.optimizer, grad_b, master_b, weight_b, state_b);
+  // Optimizer offload: the step runs in CPU Adam on the host
+  // (techniques::offload_cost), no optimizer kernel on the GPU.
+  const bool on_gpu = !p.offload.optimizer_on_cpu();
   Kernel k;
   k.name = "optimizer_step";
   k.op = graph::Op::kOptimizer;
@@ -68,7 +71,7 @@ void apply_optimizer(graph::Graph& g, const spec::ModelSpec& m, const spec::Plan
     k.write_bytes = tr.write * P;
     k.launches = std::max(1.0, lp.tensors / 64.0);
   }
-  g.kernels.push_back(k);
+  if (on_gpu) g.kernels.push_back(k);
   // Sophia's Hessian step (apply_hessian_estimate) reduces its gradients
   // across data-parallel ranks as a training step does (the last micro-step
   // syncs), and a ZeRO-3 or pipelined step gathers and sends as one does;

@@ -144,7 +144,7 @@ TEST_SUITE("launch config") {
     CHECK(error_of("torchrun pretrain_gpt.py \\\n    --tensor-model-parallel-size $TP --bf16\n") ==
           ":2:5: error: --tensor-model-parallel-size: \"$TP\" is a shell variable; Ridgeline reads the file as "
           "text and does not expand it: write the value");
-    CHECK(error_of("--optimizer-cpu-offload\n") == ":1:1: error: --optimizer-cpu-offload: optimizer CPU offload is not modelled");
+    CHECK(error_of("--cpu-offloading\n") == ":1:1: error: --cpu-offloading: activation CPU offload is not modelled");
     CHECK(error_of("--bf16 --fp8-format e5m2\n") ==
           ":1:8: error: --fp8-format: expected one of e4m3, hybrid, got \"e5m2\"");
     CHECK(error_of("--micro-batch-size\n--bf16\n") == ":1:1: error: --micro-batch-size: expected a value after it");
@@ -194,13 +194,13 @@ TEST_SUITE("launch config") {
     const auto toml = temp_file("t.toml", "[model]\nconverters = [\"int8\"]\n");
     CHECK_THROWS_WITH_AS(rl::spec::import_torchtitan(toml), doctest::Contains("2:"), rl::support::SpecError);
     const auto json = temp_file("ds.json", "{\n  \"zero_optimization\": {\"stage\": 3,\n    \"offload_optimizer\": "
-                                           "{\"device\": \"cpu\"}}\n}\n");
+                                           "{\"device\": \"nvme\"}}\n}\n");
     try {
       (void)rl::spec::import_deepspeed(json);
       FAIL("no error");
     } catch (const rl::support::SpecError& e) {
       const auto s = e.diagnostics().front().format();
-      CHECK(s.substr(s.find(':')) == ":3:26: error: zero_optimization.offload_optimizer: offload to cpu is not modelled");
+      CHECK(s.substr(s.find(':')) == ":3:26: error: zero_optimization.offload_optimizer: offload to nvme is not modelled");
     }
   }
 

@@ -14,6 +14,7 @@
 #include "ridgeline/spec/hardware.hpp"
 #include "ridgeline/spec/model.hpp"
 #include "ridgeline/spec/plan.hpp"
+#include "ridgeline/techniques/offload.hpp"
 
 namespace ridgeline::engine {
 
@@ -46,6 +47,9 @@ struct StepResult {
   double host_s = 0;            // per step: the host's dispatch time (the GPU waits when it exceeds the kernels')
   bool host_bound = false;      // a micro-batch's dispatch outlasts its kernels
   double comm_slowdown_s = 0;   // per step: compute slowed by the SMs overlapped collectives occupy
+  /// CPU offload (techniques::offload_cost): its bytes and seconds per step;
+  /// offload.exposed_s is part of time_s. All zero without offload.
+  techniques::OffloadCost offload;
   long long gpus = 1;
   std::string flops_convention;  // "causal" or "full"
 };

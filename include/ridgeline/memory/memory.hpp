@@ -37,6 +37,7 @@ inline constexpr double kNcclBytes = 0.5 * 1024 * 1024 * 1024;
 /// One end stage of the pipeline (or the only one).
 struct StageMemory {
   double weights = 0, gradients = 0, master_weights = 0, optimizer = 0;
+  double host = 0;  // CPU offload: model state in host memory (ModelState::host)
   double activations = 0, buffers = 0;
   double allocated = 0;  // the above: what the caching allocator hands out at the peak
   double total = 0;      // allocated + allocator reserve + workspace
@@ -48,7 +49,12 @@ struct MemoryResult {
   double weights = 0, gradients = 0, master_weights = 0, optimizer = 0;
   double activations = 0, buffers = 0, workspace = 0, fragmentation = 0;
   double total = 0, capacity = 0;
-  bool fits = false;  // total (reserved + workspace) <= capacity
+  bool fits = false;  // total (reserved + workspace) <= capacity, and host_fits
+  /// CPU offload: model state in host memory per GPU (the largest over the
+  /// pipeline stages), the host memory per GPU (spec::HostSpec), and whether
+  /// the one fits in the other (true without offload). Not part of total.
+  double host_bytes = 0, host_capacity = 0;
+  bool host_fits = true;
   /// Peak allocated (weights .. buffers: torch.cuda.max_memory_allocated) and
   /// peak reserved = allocated x (1 + allocator reserve) (max_memory_reserved).
   double allocated = 0, reserved = 0;
@@ -115,8 +121,21 @@ GraphFacts facts(const graph::Graph& g);
 /// (row-wise and transposed, spec::QuantRecipe::weight_bytes_per_elem each
 /// with their block scales; 0 without fp8); with 0 the total is a lower bound on every plan's peak memory,
 /// which is what the search prunes with.
+///
+/// CPU offload (spec::OffloadSpec) moves state to the host (`host`, not
+/// part of total(), the GPU's): with the optimizer offloaded, the master
+/// weights, the optimizer state and an fp32 gradient copy, 4 + 8 + 4 = 16
+/// bytes per parameter under Adam, sharded as ZeRO shards them (DeepSpeed's
+/// memory docs: "16b for fp32: 4b params, 4b grads, 4b momentum and 4b
+/// variance per parameter"); under ZeRO >= 2 the GPU keeps no gradient shard
+/// either (the docs' GPU memory with cpu_offload under ZeRO-2: 2 x params,
+/// the 16-bit weights). With the parameters offloaded (ZeRO-3), the 16-bit
+/// weight shard too (the docs' 18 bytes: "+2b for fp16 params"); the
+/// gathered layers stay in the GPU's ZeRO-3 buffers. The docs' 1.5 buffer
+/// factor and pinned staging buffers are not counted.
 struct ModelState {
   double weights = 0, gradients = 0, master_weights = 0, optimizer = 0;
+  double host = 0;
   double total() const { return weights + gradients + master_weights + optimizer; }
 };
 /// `stage`: whose parameters (techniques::local_params); the default,

@@ -89,6 +89,11 @@ struct FrameworkSpec {
   // Refusals.
   bool refuses_zero2_with_pp = false;          // DeepSpeed: ZeRO-2/3 with pipeline parallelism
   bool interleave_needs_divisible_microbatches = false;  // Megatron: micro-batches % PP == 0
+  /// CPU offload the framework offers (frameworks/NAME.yaml `offload:`;
+  /// absent: none): the optimizer (DeepSpeed ZeRO-Offload, Megatron-Core
+  /// --optimizer-cpu-offload) and the parameters (DeepSpeed ZeRO-3 offload_param).
+  bool offload_optimizer = false;
+  bool offload_params = false;
 };
 
 /// Every framework profile, megatron first, then by id. Throws

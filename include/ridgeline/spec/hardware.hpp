@@ -112,6 +112,33 @@ struct InterconnectSpec {
   int comm_channels = 0;
 };
 
+/// The host around one GPU, for CPU offload (the profile's optional `host:`
+/// section; spec::PlanSpec::offload). Every figure is per GPU; a figure the
+/// profile does not state keeps its default below, each a conservative one.
+///
+/// Host memory per GPU: DGX A100 (320 GB) has 1 TB of system memory for 8
+/// GPUs (16 x 64 GiB DIMMs, NVIDIA DGX A100 datasheet): 128 GiB.
+inline constexpr double kDefaultHostMemoryBytes = 1024.0 * 1024 * 1024 * 1024 / 8;
+/// Host link per GPU per direction: PCIe Gen4 x16, 16 GT/s x 16 lanes with
+/// 128b/130b coding = 31.5 GB/s; pinned cudaMemcpy reaches about 25 GB/s of
+/// it (CUDA bandwidthTest on A100 hosts).
+inline constexpr double kDefaultHostLinkBytesPerS = 25e9;
+/// CPU Adam (DeepSpeedCPUAdam), parameters updated per second by one GPU's
+/// share of the host's cores. Ren et al. 2021 (ZeRO-Offload), Table 3:
+/// CPU-Adam updates 10 billion parameters in 2.57 s on a DGX-2 host (two
+/// 24-core Xeon Platinum 8168, AVX-512): 3.89e9 parameters/s, 81e6 per core.
+/// A DGX-2 GPU's share is 1/16 of it (3 of 48 cores): 0.243e9 parameters/s.
+inline constexpr double kCpuAdamParamsPerSPerCore = 10e9 / 2.57 / 48;
+inline constexpr double kDefaultCpuAdamParamsPerS = 10e9 / 2.57 / 16;
+
+struct HostSpec {
+  double memory_bytes = kDefaultHostMemoryBytes;           // host memory per GPU
+  double link_bytes_per_s = kDefaultHostLinkBytesPerS;     // GPU <-> host, one direction
+  double cpu_adam_params_per_s = kDefaultCpuAdamParamsPerS;  // CPU Adam on the GPU's share of the cores
+  /// Which figures the profile states (the others are the defaults above).
+  bool memory_stated = false, link_stated = false, cpu_adam_stated = false;
+};
+
 enum class Vendor : std::uint8_t { kNvidia, kAmd, kHost };
 
 /// A GPU generation (the profile's `generation:`). kHost is the host backend's
@@ -205,6 +232,7 @@ struct HardwareSpec {
   double launch_overhead_s = 0.0;  // 0 = default
 
   InterconnectSpec interconnect;
+  HostSpec host;
   /// Board power (`power.tdp`) and rental price (`price_per_gpu_hour`), both
   /// optional: 0 means the profile does not say, and a view shows energy or
   /// cost as "unknown" (never 0 W or $0.00) for a value <= 0.

@@ -43,6 +43,8 @@ struct LaunchValues {
   LaunchValue micro_batch, global_batch, seq_len, precision, fp8_recipe, attention, fusion, optimizer;
   LaunchValue main_grads, recompute;  // recompute: a whole recompute word (torchtitan)
   LaunchValue expert_tp;  // Megatron --expert-tensor-parallel-size: modelled only as TP
+  LaunchValue offload_optimizer, offload_params;  // "cpu" (DeepSpeed offload_*.device, Megatron --optimizer-cpu-offload)
+  LaunchValue offload_fraction;  // Megatron --optimizer-offload-fraction: only 1.0 is modelled
   // Combined with others when applied.
   LaunchValue recompute_granularity, recompute_method, recompute_num_layers;  // Megatron
   LaunchValue layers_per_virtual_stage;  // Megatron: vpp = layers / PP / N

@@ -40,6 +40,28 @@ enum class MasterWeights : std::uint8_t { kFp32, kNone };
 /// Gradients accumulated and reduced at the working precision, or in fp32
 /// main gradients (Megatron-LM's accumulate_allreduce_grads_in_fp32).
 enum class MainGrads : std::uint8_t { kWorking, kFp32 };
+/// Where a part of the model state lives between steps: on the GPU (none)
+/// or in host memory (cpu). NVMe (ZeRO-Infinity) is not modelled.
+enum class OffloadDevice : std::uint8_t { kNone, kCpu };
+
+/// CPU offload (techniques/offload.hpp has the costs).
+///  - optimizer: ZeRO-Offload (Ren et al. 2021; DeepSpeed
+///    zero_optimization.offload_optimizer, Megatron-Core
+///    --optimizer-cpu-offload): the fp32 master weights, the optimizer state
+///    and an fp32 gradient copy live in host memory, CPU Adam updates them,
+///    the gradient shard goes device-to-host and the updated 16-bit
+///    parameter shard host-to-device every step.
+///  - params: ZeRO-Infinity's parameter offload (Rajbhandari et al. 2021;
+///    DeepSpeed offload_param, ZeRO-3 only): the 16-bit parameter shard lives
+///    in host memory too and is fetched before each layer's forward and
+///    backward.
+struct OffloadSpec {
+  OffloadDevice optimizer = OffloadDevice::kNone;
+  OffloadDevice params = OffloadDevice::kNone;
+  bool optimizer_on_cpu() const { return optimizer == OffloadDevice::kCpu; }
+  bool params_on_cpu() const { return params == OffloadDevice::kCpu; }
+  bool any() const { return optimizer_on_cpu() || params_on_cpu(); }
+};
 
 /// Mixture-of-experts routing: the busiest expert sets the expert GEMMs' time.
 struct MoePlan {
@@ -138,6 +160,9 @@ struct PlanSpec {
   MasterWeights master_weights = MasterWeights::kFp32;
   MainGrads main_grads = MainGrads::kWorking;
   MoePlan moe;
+  /// CPU offload of the optimizer (and parameters); a step-level choice, so
+  /// not part of MicrobatchPlan (the micro-batch graph does not change).
+  OffloadSpec offload;
 
   /// The global batch in sequences: as given, or one micro-batch per DP rank
   /// (64-bit: flags can ask for more than an int holds).
@@ -217,6 +242,7 @@ std::optional<std::uint8_t> parse_lora_targets(std::string_view s);  // "q,v" or
 std::optional<Fp8Recipe> parse_fp8_recipe(std::string_view s);
 std::optional<MasterWeights> parse_master_weights(std::string_view s);
 std::optional<MainGrads> parse_main_grads(std::string_view s);
+std::optional<OffloadDevice> parse_offload_device(std::string_view s);
 
 std::string to_string(Precision p);
 std::string to_string(const Recompute& r);
@@ -229,6 +255,7 @@ std::string lora_targets_to_string(std::uint8_t mask);
 std::string to_string(Fp8Recipe r);
 std::string to_string(MasterWeights w);
 std::string to_string(MainGrads g);
+std::string to_string(OffloadDevice d);
 
 /// The accepted words, for "expected one of ..." messages.
 std::string precision_choices();
@@ -242,6 +269,7 @@ std::string attention_flops_choices();
 std::string lora_target_choices();
 std::string master_weights_choices();
 std::string main_grads_choices();
+std::string offload_device_choices();
 
 /// Sets one plan field from "key=value" text (compare --vary, search --fix):
 /// any field of spec/plan_fields.hpp by its setting key (tp, lora_rank, seq,
