@@ -565,6 +565,20 @@ std::uint32_t shape_tag(const graph::Kernel& k) {
          (k.phase == spec::Phase::kBackward ? 1u << 5 : 0u) | (k.has(graph::kCausal) ? 1u << 6 : 0u);
 }
 
+/// A cache slot from a key hash: MurmurHash3's 64-bit finaliser (fmix64),
+/// so every bit of the key reaches the slot bits. The keys are doubles
+/// whose low mantissa bits are mostly zero (8192.0, 1.5e9 bytes); the
+/// FNV-style multiply alone leaves the low bits of the hash zero too, and
+/// every key landed in one slot.
+std::size_t cache_slot(std::uint64_t h, std::size_t slots) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  h ^= h >> 33;
+  return static_cast<std::size_t>(h % slots);
+}
+
 struct ShapeCacheEntry {
   std::uint64_t id = 0;
   double m = 0, n = 0, k = 0, batch = 0, flops = 0;
@@ -578,7 +592,7 @@ struct ShapeCacheEntry {
 /// per-thread cache keyed by its shape (a search costs the same few shapes
 /// for every layout; the tile search runs once per shape).
 double shape_compute_cached(const graph::Kernel& k, const CostParams& c, KernelCost& r, double& extra) {
-  constexpr std::size_t kSlots = 128;
+  constexpr std::size_t kSlots = 256;
   thread_local std::array<ShapeCacheEntry, kSlots> cache{};
   const auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
   const std::uint32_t tag = shape_tag(k);
@@ -586,7 +600,7 @@ double shape_compute_cached(const graph::Kernel& k, const CostParams& c, KernelC
   for (std::uint64_t v : {bits(k.gemm.m), bits(k.gemm.n), bits(k.gemm.k), bits(k.gemm.batch),
                           static_cast<std::uint64_t>(k.dtype), static_cast<std::uint64_t>(tag)})
     h = (h ^ v) * 0x100000001B3ull;
-  ShapeCacheEntry& e = cache[(h >> 17) % kSlots];
+  ShapeCacheEntry& e = cache[cache_slot(h, kSlots)];
   if (e.id == c.id && c.id != 0 && e.m == k.gemm.m && e.n == k.gemm.n && e.k == k.gemm.k &&
       e.batch == k.gemm.batch && e.dtype == k.dtype && e.tag == tag && (tag == 0 || e.flops == k.flops)) {
     r.tile_m = e.detail.tile_m, r.tile_n = e.detail.tile_n, r.split_k = e.detail.split_k;
@@ -612,14 +626,14 @@ CollectiveCost collective_cost_cached(graph::Collective kind, double bytes, doub
     double bytes = 0, n = 0, span = 0;
     CollectiveCost cost;
   };
-  constexpr std::size_t kSlots = 64;
+  constexpr std::size_t kSlots = 128;
   thread_local std::array<Entry, kSlots> cache{};
   std::uint64_t h = c.id * 0x9E3779B97F4A7C15ull;
   // Hash the values' bits: a byte count can exceed what an integer holds.
   for (std::uint64_t v : {std::bit_cast<std::uint64_t>(bytes), std::bit_cast<std::uint64_t>(n),
                           std::bit_cast<std::uint64_t>(span), static_cast<std::uint64_t>(kind)})
     h = (h ^ v) * 0x100000001B3ull;
-  Entry& e = cache[(h >> 17) % kSlots];
+  Entry& e = cache[cache_slot(h, kSlots)];
   if (e.id == c.id && c.id != 0 && e.kind == kind && e.bytes == bytes && e.n == n && e.span == span) return e.cost;
   const CollectiveCost cc = collective_cost(kind, bytes, n, span, c);
   e.id = c.id, e.kind = kind, e.bytes = bytes, e.n = n, e.span = span, e.cost = cc;
