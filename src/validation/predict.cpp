@@ -260,10 +260,14 @@ OrSkip<RowPrediction> predict_memory(const PublishedRow& row, const Context& cx)
     k.sram_bytes = kStreamBytes;
     k.launches = 0;
     const double bytes_per_s = kStreamBytes / cx.cost(k).time_s;
+    // Per clock of the clock the kernel ran at: the engine scales shared-
+    // memory bandwidth with the sustained (or locked) clock, so dividing by
+    // the boost clock would count a power-capped GPU's lower clock as fewer
+    // bytes per clock.
+    const double clock = cx.locked_clock_hz > 0 ? cx.locked_clock_hz : spec::clock_at_power(cx.hw, 0);
     RowPrediction r;
     r.config = "profile compute.sram_bandwidth / (SMs x clock)";
-    return choose(std::move(r), {compare(kSharedKey, "B/clk/SM", *v, bytes_per_s / (cx.hw.sm_count * cx.hw.clock_hz),
-                                         true)},
+    return choose(std::move(r), {compare(kSharedKey, "B/clk/SM", *v, bytes_per_s / (cx.hw.sm_count * clock), true)},
                   "");
   }
   return Skip{"no comparable measured quantity (expected a streaming bandwidth)"};
