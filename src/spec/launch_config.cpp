@@ -465,6 +465,43 @@ ImportReport import_torchtitan(const std::string& path) {
 
 // ---- DeepSpeed ds_config.json ----
 
+namespace {
+
+/// zero_optimization.offload_optimizer / offload_param (ZeRO-Offload /
+/// ZeRO-Infinity): device cpu maps to the plan's offload; nvme (ZeRO-
+/// Infinity's NVMe tier) is not modelled, nor a partial offload (ZeRO-
+/// Offload++'s "ratio" below 1). A function of its own: GCC 12 under
+/// AddressSanitizer + UBSan stops with an internal error on this block
+/// inlined in import_deepspeed's loop of lambdas.
+void deepspeed_offload(const std::string& which, const JsonValue& block, LaunchValues& v, ImportReport& r,
+                       support::DiagnosticList& d) {
+  const std::string key = "zero_optimization." + which;
+  const JsonValue* dev = block.find("device");
+  if (dev && dev->text == "cpu") {
+    const std::string said = fmt::format("\"{}.device\": \"{}\"", key, dev->text);
+    (which == "offload_optimizer" ? v.offload_optimizer : v.offload_params) = {"cpu", said, dev->loc};
+  } else if (dev && dev->text != "none") {
+    d.error(block.loc, key, fmt::format("offload to {} is not modelled", dev->text));
+  }
+  for (const auto& o : block.members) {
+    if (o.key == "device") continue;
+    if (o.key == "ratio") {
+      std::string e;
+      const auto ratio = parse_real_number(o.value.text, 0.0, 1.0, e);
+      if (!ratio)
+        d.error(o.value.loc, key + ".ratio", e);
+      else if (*ratio != 1.0)
+        d.error(o.value.loc, key + ".ratio",
+                fmt::format("a partial offload (ratio {}) is not modelled; only the whole optimizer on the CPU is",
+                            o.value.text));
+      continue;
+    }
+    r.ignored.push_back(fmt::format("{}.{} (line {})", key, o.key, o.value.loc.line));
+  }
+}
+
+}  // namespace
+
 ImportReport import_deepspeed(const std::string& path) {
   const JsonValue root = load_json_file(path);
   ImportReport r;
@@ -511,29 +548,7 @@ ImportReport import_deepspeed(const std::string& path) {
         const std::string key = "zero_optimization." + sub.key;
         if (sub.key == "stage") take(&LaunchValues::zero, key, sub.value);
         else if (sub.key == "offload_optimizer" || sub.key == "offload_param") {
-          // ZeRO-Offload / ZeRO-Infinity: device cpu maps to the plan's
-          // offload; nvme (ZeRO-Infinity's NVMe tier) is not modelled, nor a
-          // partial offload (ZeRO-Offload++'s "ratio" below 1).
-          const JsonValue* dev = sub.value.find("device");
-          const std::string dkey = key + ".device";
-          if (dev && dev->text == "cpu")
-            (sub.key == "offload_optimizer" ? v.offload_optimizer : v.offload_params) = {"cpu", said(dkey, *dev), dev->loc};
-          else if (dev && dev->text != "none")
-            d.error(sub.value.loc, key, fmt::format("offload to {} is not modelled", dev->text));
-          for (const auto& o : sub.value.members) {
-            if (o.key == "device") continue;
-            if (o.key == "ratio") {
-              std::string e;
-              const auto ratio = parse_real_number(o.value.text, 0.0, 1.0, e);
-              if (!ratio || *ratio != 1.0)
-                d.error(o.value.loc, key + ".ratio",
-                        ratio ? fmt::format("a partial offload (ratio {}) is not modelled; only the whole optimizer "
-                                            "on the CPU is", o.value.text)
-                              : e);
-              continue;
-            }
-            r.ignored.push_back(fmt::format("{}.{} (line {})", key, o.key, o.value.loc.line));
-          }
+          deepspeed_offload(sub.key, sub.value, v, r, d);
         } else {
           r.ignored.push_back(fmt::format("{} (line {})", key, sub.value.loc.line));
         }
