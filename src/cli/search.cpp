@@ -49,7 +49,7 @@ using search::Dim;
 constexpr std::string_view kDimKey[search::kDimCount] = {
     "parallel.tp",   "parallel.pp", "parallel.dp", "parallel.cp", "parallel.ep", "micro_batch",
     "parallel.virtual_stages", "parallel.zero", "recompute", "precision", "framework", "parallel.tp_comm_overlap",
-    "fp8.recipe"};
+    "fp8.recipe", "offload.optimizer"};
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
@@ -71,7 +71,7 @@ Dim apply_fix(spec::PlanSpec& base, const std::string& text) {
     if (kDimKey[i] == f->key) d = i;
   if (d < 0)
     throw UsageError{"--fix", fmt::format("unknown key '{}'; expected tp, pp, dp, cp, ep, micro_batch, vpp, zero, "
-                                          "recompute, precision, framework, tp_comm_overlap or fp8_recipe", key)};
+                                          "recompute, precision, framework, tp_comm_overlap, fp8_recipe or offload_optimizer", key)};
   if (auto e = spec::set_field(*f, base, value); !e.empty()) throw UsageError{"--fix", fmt::format("{}: {}", key, e)};
   return static_cast<Dim>(d);
 }
@@ -153,7 +153,9 @@ Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std:
     throw UsageError{"--search", fmt::format("expected a list such as tp,pp,zero; one of {}", search::dim_choices())};
   for (int i = 0; i < search::kDimCount; ++i) {
     const Dim d = static_cast<Dim>(i);
-    const bool given = a.plan.given(kDimKey[i]) || fixed_by_fix.count(i);
+    // Offload is one dimension over two plan fields: either flag fixes it.
+    const bool given = a.plan.given(kDimKey[i]) || fixed_by_fix.count(i) ||
+                       (d == Dim::kOffload && a.plan.given("offload.params"));
     if (given && listed.count(i)) {
       const auto* f = spec::find_plan_field(kDimKey[i]);
       throw UsageError{"--search", fmt::format("{} is fixed by {}; leave it out of --search or drop the flag",
@@ -165,7 +167,7 @@ Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std:
       if (d == Dim::kDp) searched = true;  // what the GPU count leaves, unless given
       else if (!listed.empty()) searched = listed.count(i) > 0;
       else searched = d != Dim::kPrecision && d != Dim::kFramework && d != Dim::kTpOverlap &&
-                      d != Dim::kFp8Recipe && (d != Dim::kEp || m.is_moe());
+                      d != Dim::kFp8Recipe && d != Dim::kOffload && (d != Dim::kEp || m.is_moe());
     }
     if (d == Dim::kEp && !m.is_moe() && !given) searched = false;
     if (searched) {
@@ -175,6 +177,7 @@ Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std:
         for (size_t k = 0; k < spec::frameworks().size(); ++k) s.frameworks.push_back(static_cast<std::uint8_t>(k));
       if (d == Dim::kTpOverlap) s.tp_overlap = {false, true};
       if (d == Dim::kFp8Recipe) s.fp8_recipe = search::searchable_fp8_recipes(m, hw, base);
+      if (d == Dim::kOffload) s.offload = search::searchable_offloads();
       continue;
     }
     const auto& q = base.parallel;
@@ -199,8 +202,13 @@ Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std:
         s.fp8_recipe = {base.fp8_recipe};
         value = spec::to_string(base.fp8_recipe);
         break;
+      case Dim::kOffload:
+        s.offload = {base.offload};
+        value = search::offload_text(base.offload);
+        break;
     }
-    if ((d == Dim::kTpOverlap || d == Dim::kFp8Recipe) && !given) continue;  // the plan's setting, unless asked for
+    if ((d == Dim::kTpOverlap || d == Dim::kFp8Recipe || d == Dim::kOffload) && !given)
+      continue;  // the plan's setting, unless asked for
     if (d == Dim::kEp && !m.is_moe() && !given) continue;  // nothing to say for a dense model
     c.extras.fixed.emplace_back(search::name(d), value);
   }
@@ -288,8 +296,10 @@ void register_search(CLI::App& app, int& rc) {
       ->capture_default_str();
   cmd->add_option("--search", a->search,
                   "Search exactly these dimensions (tp,pp,dp,cp,ep,mb,vpp,zero,recompute,precision,framework,"
-                  "tp_overlap,fp8_recipe); the rest take the plan's values (dp, unless given, is what the GPU count "
-                  "leaves). Default: all but precision, framework, tp_overlap and fp8_recipe (ep for MoE models only)")
+                  "tp_overlap,fp8_recipe,offload); the rest take the plan's values (dp, unless given, is what the GPU "
+                  "count leaves). Default: all but precision, framework, tp_overlap, fp8_recipe and offload (ep for "
+                  "MoE models only). offload tries none, the optimizer (ZeRO-Offload) and the optimizer with the "
+                  "parameters (ZeRO-Infinity) on the CPU")
       ->type_name("LIST");
   cmd->add_option("--fix", a->fix, "Pin a dimension, as giving its flag does: tp=8, pp=4, dp=.., cp=.., ep=.., "
                                    "micro_batch=.., vpp=.., zero=.., recompute=.., precision=.., framework=.., "

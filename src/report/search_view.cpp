@@ -51,7 +51,9 @@ json layout_json(const search::Layout& l) {
           {"precision", spec::to_string(l.precision)},
           {"framework", spec::framework(l.framework).id},
           {"tp_comm_overlap", l.tp_overlap},
-          {"fp8_recipe", spec::to_string(l.fp8_recipe)}};
+          {"fp8_recipe", spec::to_string(l.fp8_recipe)},
+          {"offload_optimizer", spec::to_string(l.offload.optimizer)},
+          {"offload_params", spec::to_string(l.offload.params)}};
 }
 
 /// "" or what is wrong.
@@ -76,6 +78,10 @@ std::string layout_from_json(const json& e, search::Layout& l) {
   const auto recipe = spec::parse_fp8_recipe(e.value("fp8_recipe", std::string("delayed")));
   if (!recipe) return "unknown fp8_recipe in a top entry";
   l.fp8_recipe = *recipe;
+  const auto opt = spec::parse_offload_device(e.value("offload_optimizer", std::string("none")));
+  const auto par = spec::parse_offload_device(e.value("offload_params", std::string("none")));
+  if (!opt || !par) return "unknown offload_optimizer or offload_params in a top entry";
+  l.offload = {*opt, *par};
   return "";
 }
 
@@ -104,6 +110,8 @@ text::Table rows_table(const search::SearchResult& r, const json& q, const searc
   const bool recipe = searched(q, "fp8_recipe");
   const bool ovl = searched(q, "tp_overlap") ||
                    std::any_of(r.top.begin(), r.top.end(), [](const auto& c) { return c.layout.tp_overlap; });
+  const bool off = searched(q, "offload") ||
+                   std::any_of(r.top.begin(), r.top.end(), [](const auto& c) { return c.layout.offload.any(); });
   const bool ties = std::any_of(r.top.begin(), r.top.end(), [](const auto& c) { return !c.equivalent.empty(); });
   const bool known = price_known(q);
   auto col = [&](std::string h, bool numeric) {
@@ -123,6 +131,7 @@ text::Table rows_table(const search::SearchResult& r, const json& q, const searc
   col("ZeRO", true);
   col("recompute", false);
   col("prec", false);
+  if (off) col("offload", false);
   if (fw) col("framework", false);
   col("step", true);
   col(l + " step", true);
@@ -150,6 +159,9 @@ text::Table rows_table(const search::SearchResult& r, const json& q, const searc
     row.push_back(spec::to_string(y.recompute));
     row.push_back(spec::to_string(y.precision) +
                   (recipe && y.precision == spec::Precision::kFp8 ? " " + spec::to_string(y.fp8_recipe) : ""));
+    if (off)
+      row.push_back(y.offload.params_on_cpu() ? (y.offload.optimizer_on_cpu() ? "opt+params" : "params")
+                                              : y.offload.optimizer_on_cpu() ? "optimizer" : "none");
     if (fw) row.push_back(spec::framework(y.framework).id);
     row.push_back(format_seconds(c.step_time_s));
     row.push_back(iv_t.valid() ? text::range(iv_t.time_lo(c.step_time_s), iv_t.time_hi(c.step_time_s), format_seconds)

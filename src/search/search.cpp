@@ -20,7 +20,8 @@ namespace {
 
 constexpr std::string_view kDimNames[kDimCount] = {"tp",        "pp",        "dp",       "cp",  "ep",
                                                    "mb",        "vpp",       "zero",     "recompute",
-                                                   "precision", "framework", "tp_overlap", "fp8_recipe"};
+                                                   "precision", "framework", "tp_overlap", "fp8_recipe",
+                                                   "offload"};
 
 std::vector<int> values_or(int fixed, std::vector<int> all) {
   if (fixed > 0 || (fixed == 0 && !all.empty() && all.front() == 0)) return {fixed};
@@ -34,6 +35,7 @@ struct Dims {
   std::vector<std::uint8_t> fw;
   std::vector<bool> ovl;
   std::vector<spec::Fp8Recipe> recipe;
+  std::vector<spec::OffloadSpec> offload;
 };
 
 Dims dims_for(const SearchSpec& s, const spec::ModelSpec& m, const spec::PlanSpec& base) {
@@ -62,6 +64,7 @@ Dims dims_for(const SearchSpec& s, const spec::ModelSpec& m, const spec::PlanSpe
   d.fw = s.frameworks.empty() ? std::vector<std::uint8_t>{base.framework} : s.frameworks;
   d.ovl = s.tp_overlap.empty() ? std::vector<bool>{base.parallel.tp_comm_overlap} : s.tp_overlap;
   d.recipe = s.fp8_recipe.empty() ? std::vector<spec::Fp8Recipe>{base.fp8_recipe} : s.fp8_recipe;
+  d.offload = s.offload.empty() ? std::vector<spec::OffloadSpec>{base.offload} : s.offload;
   return d;
 }
 
@@ -81,11 +84,13 @@ double score(Objective o, const engine::Prediction& p) {
 /// layout (fewer context-parallel ranks, more data-parallel replicas).
 auto layout_key(const Layout& l) {
   const auto& [tp, pp, dp, cp, ep, micro_batch, vpp, zero, sp, recompute, precision, framework, tp_overlap,
-               fp8_recipe] = l;
+               fp8_recipe, offload] = l;
   const auto& [recompute_kind, every_k, block_layers] = recompute;
+  const auto& [offload_optimizer, offload_params] = offload;
   return std::tuple(tp, pp, cp, dp, ep, micro_batch, vpp, zero, sp, static_cast<int>(recompute_kind), every_k,
                     block_layers, static_cast<int>(precision), static_cast<int>(framework), tp_overlap,
-                    static_cast<int>(fp8_recipe));
+                    static_cast<int>(fp8_recipe), static_cast<int>(offload_optimizer),
+                    static_cast<int>(offload_params));
 }
 
 /// Candidates kept per worker for `top` rows: rows are exact-tie groups, so
@@ -159,6 +164,11 @@ std::vector<spec::Precision> searchable_precisions(const spec::HardwareSpec& hw,
   return out;
 }
 
+std::vector<spec::OffloadSpec> searchable_offloads() {
+  using D = spec::OffloadDevice;
+  return {{D::kNone, D::kNone}, {D::kCpu, D::kNone}, {D::kCpu, D::kCpu}};
+}
+
 std::vector<spec::Fp8Recipe> searchable_fp8_recipes(const spec::ModelSpec& m, const spec::HardwareSpec& hw,
                                                     const spec::PlanSpec& base) {
   std::vector<spec::Fp8Recipe> out;
@@ -207,6 +217,7 @@ spec::PlanSpec plan_for(const spec::PlanSpec& base, const Layout& l, int global_
   p.parallel.virtual_stages = l.vpp;
   p.parallel.tp_comm_overlap = l.tp_overlap;
   p.fp8_recipe = l.fp8_recipe;
+  p.offload = l.offload;
   p.micro_batch = l.micro_batch;
   p.recompute = l.recompute;
   p.precision = l.precision;
@@ -246,6 +257,11 @@ int min_gpus_for_state(const spec::ModelSpec& m, const spec::PlanSpec& base, con
   return hi;
 }
 
+std::string offload_text(const spec::OffloadSpec& o) {
+  if (o.params_on_cpu()) return o.optimizer_on_cpu() ? "offload optimizer+params" : "offload params";
+  return o.optimizer_on_cpu() ? "offload optimizer" : "no offload";
+}
+
 std::string tie_text(const Candidate& c) {
   if (c.equivalent.empty()) return "";
   std::vector<const Layout*> all{&c.layout};
@@ -266,6 +282,7 @@ std::string tie_text(const Candidate& c) {
       [](const Layout& l) { return spec::framework(l.framework).id; },
       [](const Layout& l) { return std::string(l.tp_overlap ? "TP overlap" : "no TP overlap"); },
       [](const Layout& l) { return l.precision == spec::Precision::kFp8 ? spec::to_string(l.fp8_recipe) : ""; },
+      [](const Layout& l) { return offload_text(l.offload); },
   };
   std::string out;
   for (Get get : kFields) {
@@ -323,7 +340,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
       d.tp.size() * d.cp.size() * d.ep.size() * d.micro.size() * d.rec.size() * d.prec.size() * d.fw.size() *
       d.ovl.size() * d.recipe.size();
   const size_t per_unit = d.pp.size();
-  const size_t inner = d.vpp.size() * d.zero.size();
+  const size_t inner = d.vpp.size() * d.zero.size() * d.offload.size();
   const size_t keep = keep_count(s.top);
   // This shard's units: u = shard_index, shard_index + shard_count, ...
   const size_t shard_units =
@@ -417,9 +434,10 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
         }
         bool built = false;
         for (size_t z = 0; z < inner; ++z) {
-          l.vpp = d.vpp[z / d.zero.size()];
-          l.zero = d.zero[z % d.zero.size()];
-          if ((l.zero > 0 && l.dp * l.cp == 1) ||                            // nothing to shard: same as ZeRO-0
+          l.vpp = d.vpp[z / (d.zero.size() * d.offload.size())];
+          l.zero = d.zero[z / d.offload.size() % d.zero.size()];
+          l.offload = d.offload[z % d.offload.size()];
+          if ((l.zero > 0 && l.dp * l.cp == 1 && !l.offload.any()) ||  // nothing to shard: same as ZeRO-0
               (l.vpp > 1 && (l.pp == 1 || m.layers % (l.pp * l.vpp) != 0))) {  // interleaving needs whole chunks
             ++n.pruned;
             ++n.redundant;

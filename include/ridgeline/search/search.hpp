@@ -1,6 +1,7 @@
 // Configuration search: enumerates TP x PP x DP x CP x EP x micro-batch x
 // virtual stages x recomputation x ZeRO stage x precision x framework for a
-// GPU count and global batch (and, when asked, TP communication overlap), prunes what cannot be valid or cannot fit
+// GPU count and global batch (and, when asked, TP communication overlap, the
+// fp8 recipe and CPU offload), prunes what cannot be valid or cannot fit
 // (model state alone above capacity), evaluates the rest with the engine
 // (reusing one micro-batch graph across the layouts that share it, and its
 // kernels' costs across the PP degrees of one micro-batch shape:
@@ -32,14 +33,15 @@ enum class Objective : std::uint8_t { kTime, kCost, kMfu };
 
 /// The dimensions a search varies, by their --search names.
 enum class Dim : std::uint8_t {
-  kTp, kPp, kDp, kCp, kEp, kMicroBatch, kVpp, kZero, kRecompute, kPrecision, kFramework, kTpOverlap, kFp8Recipe
+  kTp, kPp, kDp, kCp, kEp, kMicroBatch, kVpp, kZero, kRecompute, kPrecision, kFramework, kTpOverlap, kFp8Recipe,
+  kOffload
 };
-inline constexpr int kDimCount = 13;
+inline constexpr int kDimCount = 14;
 /// "tp", "pp", "dp", "cp", "ep", "mb", "vpp", "zero", "recompute", "precision", "framework", "tp_overlap",
-/// "fp8_recipe".
+/// "fp8_recipe", "offload".
 std::string_view name(Dim d);
 std::optional<Dim> parse_dim(std::string_view s);
-/// "tp, pp, dp, cp, ep, mb, vpp, zero, recompute, precision, framework, tp_overlap, fp8_recipe".
+/// "tp, pp, dp, cp, ep, mb, vpp, zero, recompute, precision, framework, tp_overlap, fp8_recipe, offload".
 std::string dim_choices();
 
 /// The default memory headroom: a layout qualifies only when the upper end
@@ -75,6 +77,11 @@ struct SearchSpec {
   /// applies only to fp8 layouts: with another precision every recipe but
   /// the first is the same layout and is pruned as redundant.
   std::vector<spec::Fp8Recipe> fp8_recipe;
+  /// CPU offload (plan offload.optimizer / offload.params); empty = the base
+  /// plan's. `--search offload` tries none, the optimizer, and the optimizer
+  /// with the parameters (searchable_offloads). A layout whose ZeRO stage or
+  /// framework cannot offload is refused by engine::check_plan (counts.plan).
+  std::vector<spec::OffloadSpec> offload;
   double headroom = kDefaultHeadroom;           // fraction of capacity left free
 };
 
@@ -82,6 +89,10 @@ struct SearchSpec {
 /// fp8 where the GPU has fp8 tensor cores and the plan is not QLoRA (its NF4
 /// base is dequantized to bf16 for every GEMM).
 std::vector<spec::Precision> searchable_precisions(const spec::HardwareSpec& hw, const spec::PlanSpec& base);
+
+/// The offloads `--search offload` tries: none; the optimizer on the CPU
+/// (ZeRO-Offload); the optimizer and the parameters (ZeRO-Infinity).
+std::vector<spec::OffloadSpec> searchable_offloads();
 
 /// The fp8 recipes `--search fp8_recipe` tries on `hw`: each that
 /// engine::check_plan accepts for an fp8 plan on it (mxfp8 needs Blackwell).
@@ -96,6 +107,7 @@ struct Layout {
   std::uint8_t framework = 0;  // index into spec::frameworks()
   bool tp_overlap = false;     // parallel.tp_comm_overlap
   spec::Fp8Recipe fp8_recipe = spec::Fp8Recipe::kDelayed;  // fp8.recipe (read only by fp8 layouts)
+  spec::OffloadSpec offload;   // offload.optimizer, offload.params
 };
 
 struct Candidate {
@@ -165,7 +177,8 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
 ///      each layout's score is computed the same way on any thread);
 ///   2. less memory per GPU;
 ///   3. the layout key: tp, pp, cp, dp, ep, micro_batch, vpp, zero, sp,
-///      recompute (kind, every_k, block_layers), precision, framework, tp_overlap, fp8_recipe, each
+///      recompute (kind, every_k, block_layers), precision, framework, tp_overlap, fp8_recipe,
+///      offload (optimizer, params), each
 ///      ascending (so
 ///      an exact tie goes to the plainer layout). It holds every field of
 ///      Layout, so only equal layouts rank equal.
@@ -200,6 +213,9 @@ int min_gpus_for_state(const spec::ModelSpec& m, const spec::PlanSpec& base, con
 /// layouts differ, each as the values of the row and its ties joined by "/";
 /// "" for a row of one layout.
 std::string tie_text(const Candidate& c);
+
+/// "no offload", "offload optimizer", "offload params", "offload optimizer+params".
+std::string offload_text(const spec::OffloadSpec& o);
 
 std::string to_string(Objective o);
 
