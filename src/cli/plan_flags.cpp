@@ -189,7 +189,9 @@ spec::PlanSpec PlanFlags::build(const spec::ModelSpec& model) const {
   apply_plan_settings(p, sets);
   for (const auto& s : sets) {
     const std::string_view t = s;
-    if (t.starts_with("plan.sp=") || t.starts_with("plan.parallel.sp=") || t.starts_with("sp=")) p.sp_given = true;
+    if (t.starts_with("plan.sp=") || t.starts_with("plan.parallel.sp=") || t.starts_with("parallel.sp=") ||
+        t.starts_with("sp="))
+      p.sp_given = true;
   }
   // A global batch in tokens: a whole number of sequences of the plan's length.
   std::optional<std::string> tokens_text = global_batch_tokens;

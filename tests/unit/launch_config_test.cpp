@@ -226,6 +226,11 @@ TEST_SUITE("launch config") {
     };
     CHECK(sp_of("--tp 2"));
     CHECK_FALSE(sp_of("--tp 2 --no-sp"));
+    // --set under each spelling of the field is as given as the flag.
+    for (const char* key : {"sp", "parallel.sp", "plan.sp", "plan.parallel.sp"}) {
+      CAPTURE(key);
+      CHECK_FALSE(sp_of(std::string("--tp 2 --set ") + key + "=false"));
+    }
     CHECK_FALSE(sp_of("--tp 1"));
     CHECK(sp_of("--tp 2 --framework torchtitan"));
     CHECK_FALSE(sp_of("--tp 2 --framework fsdp"));
