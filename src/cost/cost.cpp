@@ -693,7 +693,14 @@ double attention_compute_s(const graph::Kernel& k, const CostParams& c, KernelCo
       mean_it = max_it = nqi;
     }
   }
-  const double n0 = c.attention_block_iters;
+  // A block's prologue and epilogue (the pipeline's fill and drain) per
+  // main loop. The Triton tutorial kernel's causal forward runs two loops a
+  // block, each pipelined on its own: the off-band key blocks, then the
+  // masked on-band ones (python/tutorials/06-fused-attention.py, STAGE 3:
+  // "barrier makes it easier for compiler to schedule the two loops
+  // independently").
+  const double loops = fwd && s.causal && kind == static_cast<int>(spec::AttentionKind::kTriton) ? 2.0 : 1.0;
+  const double n0 = c.attention_block_iters * loops;
   const double waves = std::ceil(blocks / c.sms);
   r.tile_m = br, r.tile_n = bc, r.split_k = 1, r.blocks = blocks, r.waves = waves;
   r.efficiency = eta;
