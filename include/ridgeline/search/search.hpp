@@ -8,8 +8,9 @@
 // engine::CostMemo) and keeps the best K rows. A dimension given a value
 // (SearchSpec's fixed fields) is not searched. Exact ties (the same step time
 // and peak memory) are one row that lists its equivalent layouts
-// (Candidate::equivalent). Threads take micro-batch shapes from one counter;
-// the answer does not depend on how many there are.
+// (Candidate::equivalent). Threads (a pool kept across searches) take
+// micro-batch shapes from one counter, those with the most layouts to
+// evaluate first; the answer does not depend on how many there are.
 // Shardable (--shard i/N): shard i evaluates every N-th micro-batch shape
 // (tp, cp, ep, micro-batch, recompute, precision, framework) with all its PP
 // degrees. Besides the best K, it keeps every qualifying configuration's step
