@@ -366,10 +366,19 @@ void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::Mod
   summarize(s, g, m, p, hw, c, nullptr, 1, &memo);
 }
 
-double overlap_exposed_s(double comm_s, double sm_s, double gemm_s, double window_s, double gemm_window_s) {
+namespace {
+
+/// The compute an overlapped collective slows (overlap_exposed_s): the
+/// window's GEMMs lose gemm_s, the rest of it (attention) sm_s.
+double overlap_contention_s(double sm_s, double gemm_s, double window_s, double gemm_window_s) {
   const double gemm_share = window_s > 0 ? gemm_window_s / window_s : 0.0;
-  const double sm_cost = sm_s + gemm_share * (gemm_s - sm_s);
-  return std::max(std::max(0.0, comm_s - window_s), sm_cost);
+  return sm_s + gemm_share * (gemm_s - sm_s);
+}
+
+}  // namespace
+
+double overlap_exposed_s(double comm_s, double sm_s, double gemm_s, double window_s, double gemm_window_s) {
+  return std::max(std::max(0.0, comm_s - window_s), overlap_contention_s(sm_s, gemm_s, window_s, gemm_window_s));
 }
 
 void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, const spec::ModelSpec& m,
@@ -412,13 +421,12 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   // The GEMMs in the window lose gemm_overlap_loss of their throughput
   // (two waves of a persistent GEMM), the rest of it (attention) the SMs
   // the collective holds.
-  const double gemm_share = s.window_s > 0 ? s.gemm_window_s / s.window_s : 0.0;
-  auto overlap_cost = [gemm_share](double sm_s, double gemm_s) { return sm_s + gemm_share * (gemm_s - sm_s); };
+  auto overlap_cost = [&s](double sm_s, double gemm_s) {
+    return overlap_contention_s(sm_s, gemm_s, s.window_s, s.gemm_window_s);
+  };
   const double sm_cost = overlap_cost(s.overlappable_comm_sm_s, s.overlappable_comm_gemm_s);
   const double spill = std::max(0.0, s.overlappable_comm_s - s.window_s);  // what the window cannot hide
-  const double exposed_per_microbatch =
-      s.exposed_comm_s + overlap_exposed_s(s.overlappable_comm_s, s.overlappable_comm_sm_s,
-                                           s.overlappable_comm_gemm_s, s.window_s, s.gemm_window_s);
+  const double exposed_per_microbatch = s.exposed_comm_s + std::max(spill, sm_cost);  // overlap_exposed_s
   const double t_kernels = s.t_fwd + s.t_bwd + s.t_rec + exposed_per_microbatch;
   const double t_microbatch = std::max(t_kernels, s.host_s);
   // Pipeline bubble (Narayanan et al. 2021): (p - 1) / (v m) of the ideal time.
