@@ -36,21 +36,39 @@ double micro_batches(const spec::PlanSpec& p) {
   return std::max(1.0, std::floor(p.global_batch / per_step));
 }
 
-Problem check_framework(const spec::PlanSpec& p) {
+namespace {
+
+/// A refusal: names the field, and writes the message only when one is
+/// asked for (`message` not null). A search checks every layout it
+/// enumerates and reports one; formatting each refusal's message was over a
+/// third of a wide search's time.
+template <class Message>
+std::string_view refuse(std::string* message, std::string_view field, Message&& make) {
+  if (message) *message = make();
+  return field;
+}
+
+std::string_view check_framework(const spec::PlanSpec& p, std::string* message) {
   const spec::FrameworkSpec& fw = spec::framework(p.framework);
   const auto& q = p.parallel;
   // DeepSpeed's PipelineEngine: "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism".
   if (fw.refuses_zero2_with_pp && q.pp > 1 && q.zero >= 2)
-    return {"parallel.zero", fmt::format("{} refuses ZeRO-{} with pipeline parallelism (PP {}): ZeRO-2 and ZeRO-3 "
-                                         "are incompatible with pipeline parallelism; use ZeRO-1",
-                                         fw.id, q.zero, q.pp)};
+    return refuse(message, "parallel.zero", [&] {
+      return fmt::format(
+          "{} refuses ZeRO-{} with pipeline parallelism (PP {}): ZeRO-2 and ZeRO-3 "
+          "are incompatible with pipeline parallelism; use ZeRO-1",
+          fw.id, q.zero, q.pp);
+    });
   // Megatron's interleaved 1F1B: the micro-batches must divide into PP groups.
   if (fw.interleave_needs_divisible_microbatches && q.virtual_stages > 1) {
     const double mb = micro_batches(p);
     if (std::fmod(mb, q.pp) != 0)
-      return {"parallel.virtual_stages",
-              fmt::format("{} refuses the interleaved schedule with {:.0f} micro-batches: the number of "
-                          "micro-batches must be a multiple of PP {}", fw.id, mb, q.pp)};
+      return refuse(message, "parallel.virtual_stages", [&] {
+        return fmt::format(
+            "{} refuses the interleaved schedule with {:.0f} micro-batches: the number of "
+            "micro-batches must be a multiple of PP {}",
+            fw.id, mb, q.pp);
+      });
   }
   // The recompute policies the framework offers, under its names (every:K
   // stands for any K). The message is built only for a refused plan.
@@ -62,22 +80,21 @@ Problem check_framework(const spec::PlanSpec& p) {
       ok = false;
       for (const auto& r : fw.recompute) ok = ok || r.maps_to.starts_with("block:");
     }
-    if (!ok) {
-      std::string offered;
-      for (const auto& r : fw.recompute)
-        offered += (offered.empty() ? "" : ", ") + r.name + (r.name == r.maps_to ? "" : " (" + r.maps_to + ")");
-      return {"recompute", fmt::format("{} offers recompute {}; {} is not one of them", fw.id, offered,
-                                       spec::to_string(p.recompute))};
-    }
+    if (!ok)
+      return refuse(message, "recompute", [&] {
+        std::string offered;
+        for (const auto& r : fw.recompute)
+          offered += (offered.empty() ? "" : ", ") + r.name + (r.name == r.maps_to ? "" : " (" + r.maps_to + ")");
+        return fmt::format("{} offers recompute {}; {} is not one of them", fw.id, offered,
+                           spec::to_string(p.recompute));
+      });
   }
   return {};
 }
 
-namespace {
-
 /// CPU offload: what the framework offers (frameworks/NAME.yaml offload:),
 /// the ZeRO stages it needs and what is modelled.
-Problem check_offload(const spec::PlanSpec& p) {
+std::string_view check_offload(const spec::PlanSpec& p, std::string* message) {
   const spec::OffloadSpec& o = p.offload;
   if (!o.any()) return {};
   const spec::FrameworkSpec& fw = spec::framework(p.framework);
@@ -88,125 +105,186 @@ Problem check_offload(const spec::PlanSpec& p) {
     return out;
   };
   if (o.optimizer_on_cpu() && !fw.offload_optimizer)
-    return {"offload.optimizer", fmt::format("{} has no optimizer CPU offload; {} offer it", fw.id,
-                                             offering(&spec::FrameworkSpec::offload_optimizer))};
+    return refuse(message, "offload.optimizer", [&] {
+      return fmt::format("{} has no optimizer CPU offload; {} offer it", fw.id,
+                         offering(&spec::FrameworkSpec::offload_optimizer));
+    });
   if (o.params_on_cpu() && !fw.offload_params)
-    return {"offload.params", fmt::format("{} has no parameter CPU offload; {} offers it", fw.id,
-                                          offering(&spec::FrameworkSpec::offload_params))};
+    return refuse(message, "offload.params", [&] {
+      return fmt::format("{} has no parameter CPU offload; {} offers it", fw.id,
+                         offering(&spec::FrameworkSpec::offload_params));
+    });
   // DeepSpeed's config reference: offload_param "Valid only with stage 3";
   // offload_optimizer "Valid for ZeRO stage 1, 2, 3" (Megatron-Core: with
   // the distributed optimizer, ZeRO-1 here).
   if (o.params_on_cpu() && p.parallel.zero < 3)
-    return {"offload.params", fmt::format("parameter offload needs ZeRO-3 (ZeRO-Infinity), got ZeRO-{}",
-                                          p.parallel.zero)};
+    return refuse(message, "offload.params", [&] {
+      return fmt::format("parameter offload needs ZeRO-3 (ZeRO-Infinity), got ZeRO-{}", p.parallel.zero);
+    });
   if (o.optimizer_on_cpu() && p.parallel.zero < 1)
-    return {"offload.optimizer", "optimizer offload needs ZeRO stage 1, 2 or 3 (the distributed optimizer), "
-                                 "got ZeRO-0"};
+    return refuse(message, "offload.optimizer", [&] {
+      return std::string(
+          "optimizer offload needs ZeRO stage 1, 2 or 3 (the distributed optimizer), "
+          "got ZeRO-0");
+    });
   if (o.params_on_cpu() && !o.optimizer_on_cpu())
-    return {"offload.params", "parameter offload without optimizer offload is not modelled; set offload.optimizer "
-                              "to cpu as well"};
+    return refuse(message, "offload.params", [&] {
+      return std::string(
+          "parameter offload without optimizer offload is not modelled; set offload.optimizer "
+          "to cpu as well");
+    });
   const spec::OptimizerKind k = p.optimizer.kind;
   if (o.optimizer_on_cpu() && k != spec::OptimizerKind::kAdam && k != spec::OptimizerKind::kAdamW)
-    return {"offload.optimizer", fmt::format("optimizer offload is modelled for adam and adamw (CPU Adam), not {}",
-                                             spec::to_string(k))};
+    return refuse(message, "offload.optimizer", [&] {
+      return fmt::format("optimizer offload is modelled for adam and adamw (CPU Adam), not {}", spec::to_string(k));
+    });
+  return {};
+}
+
+std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw,
+                                 std::string* message) {
+  const auto& q = p.parallel;
+  const int seq = graph::seq_len(m, p);
+  if (p.micro_batch < 1)
+    return refuse(message, "micro_batch", [&] { return std::string("expected a micro-batch of at least 1"); });
+  if (seq < 1)
+    return refuse(message, "seq_len", [&] { return std::string("expected a sequence length of at least 1"); });
+  if (p.global_batch > 0 && p.micro_batch > p.global_batch)
+    return refuse(message, "micro_batch", [&] {
+      return fmt::format("micro-batch {} exceeds the global batch {}", p.micro_batch, p.global_batch);
+    });
+  if (q.tp < 1 || q.pp < 1 || q.dp < 1 || q.cp < 1 || q.ep < 1)
+    return refuse(message, "parallel", [&] { return std::string("parallel degrees must be at least 1"); });
+  // Ranges: beyond these the run is not one training job (and 32-bit products overflow).
+  constexpr long long kMaxGpus = 10'000'000;
+  if (q.gpus() > kMaxGpus)
+    return refuse(message, "parallel", [&] {
+      return fmt::format("DP x TP x PP x CP = {} GPUs is out of range (at most {})", q.gpus(), kMaxGpus);
+    });
+  if (static_cast<long long>(p.micro_batch) * seq > (1LL << 40))
+    return refuse(message, "micro_batch", [&] {
+      return fmt::format("micro-batch x sequence = {} tokens is out of range",
+                         static_cast<long long>(p.micro_batch) * seq);
+    });
+  if (q.virtual_stages < 1 || q.virtual_stages > m.layers)
+    return refuse(message, "parallel.virtual_stages",
+                  [&] { return fmt::format("expected 1 to {} virtual stages, got {}", m.layers, q.virtual_stages); });
+  if (p.tokens < 0 || p.tokens > 1e18)
+    return refuse(message, "tokens",
+                  [&] { return fmt::format("{:g} tokens is out of range (at most 1e18)", p.tokens); });
+  if (m.heads % q.tp != 0)
+    return refuse(message, "parallel.tp",
+                  [&] { return fmt::format("TP {} does not divide {} attention heads", q.tp, m.heads); });
+  if (m.kv_heads % q.tp != 0 && q.tp % m.kv_heads != 0)
+    return refuse(message, "parallel.tp", [&] {
+      return fmt::format("TP {} does not divide {} KV heads (nor do they divide it)", q.tp, m.kv_heads);
+    });
+  if (m.ffn_hidden % q.tp != 0)
+    return refuse(message, "parallel.tp",
+                  [&] { return fmt::format("TP {} does not divide the FFN size {}", q.tp, m.ffn_hidden); });
+  const bool uneven = q.first_stage_layers > 0 || q.last_stage_layers > 0;
+  if (uneven) {
+    if (auto e = spec::check_stage_layers(m.layers, q.pp, q.first_stage_layers, q.last_stage_layers); !e.empty())
+      return refuse(message, q.first_stage_layers > 0 ? "parallel.first_stage_layers" : "parallel.last_stage_layers",
+                    [&] { return std::string(e); });
+    if (q.virtual_stages > 1)
+      return refuse(message, "parallel.virtual_stages",
+                    [&] { return std::string("uneven pipeline stages with virtual stages are not modelled"); });
+  }
+  const long long stages = static_cast<long long>(q.pp) * std::max(1, q.virtual_stages);
+  if (!uneven && m.layers % stages != 0)
+    return refuse(message, "parallel.pp", [&] {
+      return q.virtual_stages > 1
+                 ? fmt::format("PP {} x {} virtual stages does not divide {} layers", q.pp, q.virtual_stages, m.layers)
+                 : fmt::format("PP {} does not divide {} layers", q.pp, m.layers);
+    });
+  if (q.virtual_stages > 1 && q.pp == 1)
+    return refuse(message, "parallel.virtual_stages",
+                  [&] { return std::string("virtual pipeline stages need PP > 1"); });
+  if (seq % q.cp != 0)
+    return refuse(message, "parallel.cp",
+                  [&] { return fmt::format("CP {} does not divide the sequence length {}", q.cp, seq); });
+  if (q.ep > 1) {
+    if (!m.is_moe())
+      return refuse(message, "parallel.ep",
+                    [&] { return std::string("expert parallelism needs a mixture-of-experts model"); });
+    if (m.moe.experts % q.ep != 0)
+      return refuse(message, "parallel.ep",
+                    [&] { return fmt::format("EP {} does not divide {} experts", q.ep, m.moe.experts); });
+    if ((q.dp * q.cp) % q.ep != 0)
+      return refuse(message, "parallel.ep",
+                    [&] { return fmt::format("EP {} must divide DP x CP = {}", q.ep, q.dp * q.cp); });
+  }
+  if (p.global_batch > 0 && p.global_batch % (static_cast<long long>(p.micro_batch) * q.dp) != 0)
+    return refuse(message, "global_batch", [&] {
+      return fmt::format("global batch {} is not a multiple of micro-batch x DP = {} x {}", p.global_batch,
+                         p.micro_batch, q.dp);
+    });
+  if (p.precision == spec::Precision::kFp8 && !hw.supports(spec::Peak::kFp8))
+    return refuse(message, "precision",
+                  [&] { return fmt::format("fp8 needs fp8 tensor cores; {} has none", hw.name); });
+  // MXFP8 and NVFP4 GEMMs need tensor cores that apply block scales inside
+  // the MMA (Blackwell's tcgen05 block-scaled MMA); an fp4 peak of 0 is a
+  // profile that does not state one.
+  const bool blackwell = hw.generation == spec::Generation::kBlackwell;
+  if (p.precision == spec::Precision::kFp8 && p.fp8_recipe == spec::Fp8Recipe::kMxfp8 && !blackwell)
+    return refuse(message, "fp8.recipe", [&] {
+      return fmt::format("mxfp8 needs Blackwell block-scaled tensor cores; {} is {}", hw.name,
+                         spec::name(hw.generation));
+    });
+  if (p.precision == spec::Precision::kNvfp4 && !blackwell)
+    return refuse(message, "precision", [&] {
+      return fmt::format("nvfp4 needs Blackwell block-scaled tensor cores; {} is {}", hw.name,
+                         spec::name(hw.generation));
+    });
+  if (p.precision == spec::Precision::kNvfp4 && !hw.supports(spec::Peak::kFp4))
+    return refuse(message, "precision",
+                  [&] { return fmt::format("nvfp4 needs an fp4 peak; the {} profile gives none", hw.name); });
+  if (p.precision == spec::Precision::kTf32 && !hw.supports(spec::Peak::kTf32))
+    return refuse(message, "precision", [&] { return fmt::format("tf32 is not supported on {}", hw.name); });
+  // FlashAttention-3 is written for Hopper's wgmma and TMA (Shah et al. 2024, Sec. 3).
+  if (p.attention == spec::AttentionKind::kFlash3 && !hw.has_fa3())
+    return refuse(message, "attention", [&] {
+      return fmt::format("flash3 needs Hopper (wgmma and TMA); {} is {}", hw.name, spec::name(hw.generation));
+    });
+  if (p.recompute.block_layers > 0) {
+    if (q.virtual_stages > 1)
+      return refuse(message, "recompute",
+                    [&] { return std::string("block recomputation with virtual pipeline stages is not modelled"); });
+    const int most = spec::max_stage_layers(m.layers, q.pp, q.first_stage_layers, q.last_stage_layers);
+    if (p.recompute.block_layers > most)
+      return refuse(message, "recompute", [&] {
+        return fmt::format("block:{} recomputes more layers than a stage holds ({})", p.recompute.block_layers, most);
+      });
+  }
+  if (p.finetune.mode != spec::FinetuneMode::kFull && p.finetune.rank > m.hidden)
+    return refuse(message, "finetune.rank",
+                  [&] { return fmt::format("LoRA rank {} exceeds the hidden size {}", p.finetune.rank, m.hidden); });
+  if (const auto f = check_framework(p, message); !f.empty()) return f;
+  if (const auto f = check_offload(p, message); !f.empty()) return f;
+  // QLoRA's NF4 base is dequantized to bf16 before every GEMM (bitsandbytes):
+  // no fp8 GEMM inputs without a permanent fp8 copy of the base weights.
+  if (p.finetune.mode == spec::FinetuneMode::kQlora &&
+      (p.precision == spec::Precision::kFp8 || p.precision == spec::Precision::kNvfp4))
+    return refuse(message, "precision", [&] {
+      return fmt::format(
+          "qlora with {} is not supported: the NF4 base weights are dequantized to "
+          "bf16 for every GEMM",
+          spec::to_string(p.precision));
+    });
   return {};
 }
 
 }  // namespace
 
 Problem check_plan(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw) {
-  const auto& q = p.parallel;
-  const int seq = graph::seq_len(m, p);
-  if (p.micro_batch < 1) return {"micro_batch", "expected a micro-batch of at least 1"};
-  if (seq < 1) return {"seq_len", "expected a sequence length of at least 1"};
-  if (p.global_batch > 0 && p.micro_batch > p.global_batch)
-    return {"micro_batch", fmt::format("micro-batch {} exceeds the global batch {}", p.micro_batch, p.global_batch)};
-  if (q.tp < 1 || q.pp < 1 || q.dp < 1 || q.cp < 1 || q.ep < 1)
-    return {"parallel", "parallel degrees must be at least 1"};
-  // Ranges: beyond these the run is not one training job (and 32-bit products overflow).
-  constexpr long long kMaxGpus = 10'000'000;
-  if (q.gpus() > kMaxGpus)
-    return {"parallel", fmt::format("DP x TP x PP x CP = {} GPUs is out of range (at most {})", q.gpus(), kMaxGpus)};
-  if (static_cast<long long>(p.micro_batch) * seq > (1LL << 40))
-    return {"micro_batch", fmt::format("micro-batch x sequence = {} tokens is out of range",
-                                       static_cast<long long>(p.micro_batch) * seq)};
-  if (q.virtual_stages < 1 || q.virtual_stages > m.layers)
-    return {"parallel.virtual_stages", fmt::format("expected 1 to {} virtual stages, got {}", m.layers,
-                                                   q.virtual_stages)};
-  if (p.tokens < 0 || p.tokens > 1e18)
-    return {"tokens", fmt::format("{:g} tokens is out of range (at most 1e18)", p.tokens)};
-  if (m.heads % q.tp != 0)
-    return {"parallel.tp", fmt::format("TP {} does not divide {} attention heads", q.tp, m.heads)};
-  if (m.kv_heads % q.tp != 0 && q.tp % m.kv_heads != 0)
-    return {"parallel.tp", fmt::format("TP {} does not divide {} KV heads (nor do they divide it)", q.tp,
-                                       m.kv_heads)};
-  if (m.ffn_hidden % q.tp != 0)
-    return {"parallel.tp", fmt::format("TP {} does not divide the FFN size {}", q.tp, m.ffn_hidden)};
-  const bool uneven = q.first_stage_layers > 0 || q.last_stage_layers > 0;
-  if (uneven) {
-    if (auto e = spec::check_stage_layers(m.layers, q.pp, q.first_stage_layers, q.last_stage_layers); !e.empty())
-      return {q.first_stage_layers > 0 ? "parallel.first_stage_layers" : "parallel.last_stage_layers", e};
-    if (q.virtual_stages > 1)
-      return {"parallel.virtual_stages", "uneven pipeline stages with virtual stages are not modelled"};
-  }
-  const long long stages = static_cast<long long>(q.pp) * std::max(1, q.virtual_stages);
-  if (!uneven && m.layers % stages != 0)
-    return {"parallel.pp", q.virtual_stages > 1
-                               ? fmt::format("PP {} x {} virtual stages does not divide {} layers", q.pp,
-                                             q.virtual_stages, m.layers)
-                               : fmt::format("PP {} does not divide {} layers", q.pp, m.layers)};
-  if (q.virtual_stages > 1 && q.pp == 1)
-    return {"parallel.virtual_stages", "virtual pipeline stages need PP > 1"};
-  if (seq % q.cp != 0)
-    return {"parallel.cp", fmt::format("CP {} does not divide the sequence length {}", q.cp, seq)};
-  if (q.ep > 1) {
-    if (!m.is_moe()) return {"parallel.ep", "expert parallelism needs a mixture-of-experts model"};
-    if (m.moe.experts % q.ep != 0)
-      return {"parallel.ep", fmt::format("EP {} does not divide {} experts", q.ep, m.moe.experts)};
-    if ((q.dp * q.cp) % q.ep != 0)
-      return {"parallel.ep", fmt::format("EP {} must divide DP x CP = {}", q.ep, q.dp * q.cp)};
-  }
-  if (p.global_batch > 0 && p.global_batch % (static_cast<long long>(p.micro_batch) * q.dp) != 0)
-    return {"global_batch", fmt::format("global batch {} is not a multiple of micro-batch x DP = {} x {}",
-                                        p.global_batch, p.micro_batch, q.dp)};
-  if (p.precision == spec::Precision::kFp8 && !hw.supports(spec::Peak::kFp8))
-    return {"precision", fmt::format("fp8 needs fp8 tensor cores; {} has none", hw.name)};
-  // MXFP8 and NVFP4 GEMMs need tensor cores that apply block scales inside
-  // the MMA (Blackwell's tcgen05 block-scaled MMA); an fp4 peak of 0 is a
-  // profile that does not state one.
-  const bool blackwell = hw.generation == spec::Generation::kBlackwell;
-  if (p.precision == spec::Precision::kFp8 && p.fp8_recipe == spec::Fp8Recipe::kMxfp8 && !blackwell)
-    return {"fp8.recipe", fmt::format("mxfp8 needs Blackwell block-scaled tensor cores; {} is {}", hw.name,
-                                      spec::name(hw.generation))};
-  if (p.precision == spec::Precision::kNvfp4 && !blackwell)
-    return {"precision", fmt::format("nvfp4 needs Blackwell block-scaled tensor cores; {} is {}", hw.name,
-                                     spec::name(hw.generation))};
-  if (p.precision == spec::Precision::kNvfp4 && !hw.supports(spec::Peak::kFp4))
-    return {"precision", fmt::format("nvfp4 needs an fp4 peak; the {} profile gives none", hw.name)};
-  if (p.precision == spec::Precision::kTf32 && !hw.supports(spec::Peak::kTf32))
-    return {"precision", fmt::format("tf32 is not supported on {}", hw.name)};
-  // FlashAttention-3 is written for Hopper's wgmma and TMA (Shah et al. 2024, Sec. 3).
-  if (p.attention == spec::AttentionKind::kFlash3 && !hw.has_fa3())
-    return {"attention", fmt::format("flash3 needs Hopper (wgmma and TMA); {} is {}", hw.name, spec::name(hw.generation))};
-  if (p.recompute.block_layers > 0) {
-    if (q.virtual_stages > 1)
-      return {"recompute", "block recomputation with virtual pipeline stages is not modelled"};
-    const int most = spec::max_stage_layers(m.layers, q.pp, q.first_stage_layers, q.last_stage_layers);
-    if (p.recompute.block_layers > most)
-      return {"recompute", fmt::format("block:{} recomputes more layers than a stage holds ({})",
-                                       p.recompute.block_layers, most)};
-  }
-  if (p.finetune.mode != spec::FinetuneMode::kFull && p.finetune.rank > m.hidden)
-    return {"finetune.rank", fmt::format("LoRA rank {} exceeds the hidden size {}", p.finetune.rank, m.hidden)};
-  if (Problem f = check_framework(p); !f.field.empty()) return f;
-  if (Problem f = check_offload(p); !f.field.empty()) return f;
-  // QLoRA's NF4 base is dequantized to bf16 before every GEMM (bitsandbytes):
-  // no fp8 GEMM inputs without a permanent fp8 copy of the base weights.
-  if (p.finetune.mode == spec::FinetuneMode::kQlora &&
-      (p.precision == spec::Precision::kFp8 || p.precision == spec::Precision::kNvfp4))
-    return {"precision", fmt::format("qlora with {} is not supported: the NF4 base weights are dequantized to "
-                                     "bf16 for every GEMM", spec::to_string(p.precision))};
-  return {};
+  Problem out;
+  if (const auto field = check_plan_into(m, p, hw, &out.message); !field.empty()) out.field = field;
+  return out;
+}
+
+std::string_view check_plan_field(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw) {
+  return check_plan_into(m, p, hw, nullptr);
 }
 
 namespace {
@@ -391,7 +469,8 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   sg.act_bytes = sum.facts.act_bytes;
   sg.layers = static_cast<int>(sum.facts.layers);
   sg.tokens = sum.facts.tokens;
-  techniques::append_step_kernels(sg, m, p);
+  const auto lp = techniques::local_params(m, p);
+  techniques::append_step_kernels(sg, m, p, lp);
   MicrobatchSummary s = sum;
   const double layer_scale = static_cast<double>(m.layers) / std::max(1.0, sum.facts.layers);
   double pool_step = 0, comm_step = 0, pool_sm_step = 0, pool_gemm_step = 0;
@@ -495,7 +574,6 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
 
   out.memory = memory::estimate(s.facts, m, p, hw, mb);
   out.params = spec::count_params(m);
-  const auto lp = techniques::local_params(m, p);
   out.trainable_params = lp.model_trainable;
   // Training-run totals: the compute-bound kernels' time over the step, as the step counts it.
   const double compute_bound_s =

@@ -142,10 +142,10 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
   const double t = std::max(1, p.parallel.tp);
   s.buffers = fixed_buffers + (last ? g.logits_transient + g.tokens * (m.vocab / t) * g.act_bytes : 0.0);
   // ZeRO-3's gathered weights of two layers (current + prefetched).
-  const auto lp = techniques::local_params(m, p, stage);
-  const double dgroup = techniques::data_parallel_groups(p).dense;
-  if (p.parallel.zero >= 3 && dgroup > 1)
+  if (p.parallel.zero >= 3 && techniques::data_parallel_groups(p).dense > 1) {
+    const auto lp = techniques::local_params(m, p, stage);
     s.buffers += 2 * (lp.weights / std::max(1.0, lp.layers_local)) * spec::precision_policy(p).weight_bytes;
+  }
   s.allocated = s.weights + s.gradients + s.master_weights + s.optimizer + s.activations + s.buffers;
   const double workspace = kWorkspaceBytes + (p.parallel.gpus() > 1 ? kNcclBytes : 0.0);
   s.total = s.allocated * (1 + reserve) + workspace;

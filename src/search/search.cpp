@@ -555,12 +555,12 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
             continue;
           }
           const spec::PlanSpec p = plan_for(base, l, gb);
-          if (auto pr = engine::check_plan(m, p, hw); !pr.field.empty()) {
+          if (!engine::check_plan_field(m, p, hw).empty()) {
             ++n.pruned;
             ++n.plan;
-            if (order * inner + z < first_problem_at[tid]) {
+            if (order * inner + z < first_problem_at[tid]) {  // the message only for the one reported
               first_problem_at[tid] = order * inner + z;
-              r.first_problem = std::move(pr);
+              r.first_problem = engine::check_plan(m, p, hw);
             }
             continue;
           }

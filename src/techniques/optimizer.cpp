@@ -36,8 +36,7 @@ StepTraffic traffic(const spec::OptimizerSpec& o, double grad_b, double master_b
 
 }  // namespace
 
-void apply_optimizer(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p) {
-  const LocalParams lp = local_params(m, p);
+void apply_optimizer(graph::Graph& g, const spec::PlanSpec& p, const LocalParams& lp) {
   const spec::PrecisionPolicy pol = spec::precision_policy(p);
   const double weight_b = pol.weight_bytes;
   const double grad_b = pol.gradient_bytes;

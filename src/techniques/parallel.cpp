@@ -130,7 +130,7 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
   }
 }
 
-void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p) {
+void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p, const LocalParams& lp) {
   const auto& par = p.parallel;
   const double t = std::max(1, par.tp), cp = std::max(1, par.cp), dp = std::max(1, par.dp);
   const double pp = std::max(1, par.pp);
@@ -151,7 +151,6 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
   const auto groups = data_parallel_groups(p);
   const double dgroup = groups.dense;  // parameters are replicated across CP ranks too
   if (dgroup > 1 || par.zero > 0) {
-    const LocalParams lp = local_params(m, p);
     const spec::PrecisionPolicy pol = spec::precision_policy(p);
     const double wb = pol.weight_bytes;  // weights are gathered at working precision
     const double span = t * dgroup;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
 
 namespace ridgeline::techniques {
 
@@ -133,13 +132,20 @@ LocalParams local_params(const spec::ModelSpec& m, const spec::PlanSpec& p, Pipe
   // collectives, the optimizer step, each end stage's memory, the totals),
   // and a search asks again for every layout of one TP x PP x EP split. The
   // last few answers per thread, by their whole key, answer those.
-  constexpr int kKept = 4;
+  // Eight: an evaluation's stages (largest, first, last, middle) for the
+  // layout at hand and the one before it.
+  constexpr int kKept = 8;
   thread_local ParamsKey keys[kKept];
   thread_local LocalParams values[kKept];
   thread_local int used = 0, last = 0;
   const ParamsKey key = params_key(m, p, stage);
+  auto same = [&key](const ParamsKey& k) {  // a branch-free compare the compiler vectorizes
+    int diff = 0;
+    for (size_t j = 0; j < key.size(); ++j) diff |= k[j] ^ key[j];
+    return diff == 0;
+  };
   for (int n = 0, i = last; n < used; ++n, i = (i + kKept - 1) % kKept)  // newest first
-    if (std::memcmp(keys[i].data(), key.data(), sizeof(ParamsKey)) == 0) return values[i];
+    if (same(keys[i])) return values[i];
   last = (last + 1) % kKept;
   used = std::min(used + 1, kKept);
   keys[last] = key;

@@ -15,9 +15,13 @@ void build_microbatch(graph::Graph& g, const spec::ModelSpec& m, const spec::Mic
   apply_hessian_estimate(g, p);
 }
 
+void append_step_kernels(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p, const LocalParams& lp) {
+  apply_data_parallel(g, m, p, lp);
+  apply_optimizer(g, p, lp);
+}
+
 void append_step_kernels(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p) {
-  apply_data_parallel(g, m, p);
-  apply_optimizer(g, m, p);
+  append_step_kernels(g, m, p, local_params(m, p));
 }
 
 void build_step(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,

@@ -201,6 +201,11 @@ cost::CostParams resolve_for(const spec::HardwareSpec& hw, const spec::PlanSpec&
 /// Returns an empty Problem when valid.
 Problem check_plan(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw);
 
+/// check_plan's field alone (empty when valid), without forming the
+/// message: allocation-free, for a search that checks every layout and
+/// reports one refusal.
+std::string_view check_plan_field(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw);
+
 /// One micro-batch's costed graph, summed: everything a step needs that does
 /// not depend on the data-parallel layout (DP degree, ZeRO stage, virtual
 /// stages, global batch): a function of spec::MicrobatchPlan. A sweep

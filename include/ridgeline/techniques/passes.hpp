@@ -10,6 +10,7 @@
 #include "ridgeline/spec/hardware.hpp"
 #include "ridgeline/spec/model.hpp"
 #include "ridgeline/spec/plan.hpp"
+#include "ridgeline/techniques/params.hpp"
 
 namespace ridgeline::techniques {
 
@@ -55,10 +56,11 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
 /// Pipeline p2p, data parallel and ZeRO collectives (gradient reduction per
 /// step; ZeRO-3 weight gathers and p2p per micro-batch): the kernels that
 /// depend on DP, ZeRO and virtual stages.
-void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p);
+/// `lp`: local_params(m, p), which the caller holds (finish reads it too).
+void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p, const LocalParams& lp);
 
 /// Optimizer-step kernels (once per step) for the trainable parameters on this GPU.
-void apply_optimizer(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p);
+void apply_optimizer(graph::Graph& g, const spec::PlanSpec& p, const LocalParams& lp);
 
 /// Sophia's Hessian estimate every k steps: one more forward and backward of
 /// a micro-batch, amortised as per-step kernels at count / k (runs last in
@@ -70,6 +72,8 @@ void build_microbatch(graph::Graph& g, const spec::ModelSpec& m, const spec::Mic
                       const spec::HardwareSpec& hw);
 /// The kernels that depend on the data-parallel layout: DP/ZeRO collectives and the optimizer step.
 void append_step_kernels(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p);
+/// The same with local_params(m, p) given.
+void append_step_kernels(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p, const LocalParams& lp);
 /// The whole step: build_microbatch then append_step_kernels.
 void build_step(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
                 const spec::HardwareSpec& hw);
