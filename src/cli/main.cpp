@@ -78,11 +78,12 @@ std::string unknown_word(const CLI::App& app, int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace ridgeline::cli;
-  // The framework profiles (frameworks/*.yaml) are read once, here, so that a
-  // malformed one is one located error before any command (or --help, which
-  // lists their names) runs.
+  // The framework profiles (frameworks/*.yaml) are listed here and the
+  // default (megatron) read, so that a missing or malformed default is one
+  // located error before any command runs; the others are read when a plan,
+  // a list or a search first needs them.
   if (const int e = guarded([] {
-        ridgeline::spec::frameworks();
+        ridgeline::spec::framework(0);
         return 0;
       });
       e != 0)

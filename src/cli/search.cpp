@@ -174,7 +174,7 @@ Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std:
       c.extras.searched.emplace_back(search::name(d));
       if (d == Dim::kPrecision) s.precision = search::searchable_precisions(hw, base);
       if (d == Dim::kFramework)
-        for (size_t k = 0; k < spec::frameworks().size(); ++k) s.frameworks.push_back(static_cast<std::uint8_t>(k));
+        for (size_t k = 0; k < spec::framework_count(); ++k) s.frameworks.push_back(static_cast<std::uint8_t>(k));
       if (d == Dim::kTpOverlap) s.tp_overlap = {false, true};
       if (d == Dim::kFp8Recipe) s.fp8_recipe = search::searchable_fp8_recipes(m, hw, base);
       if (d == Dim::kOffload) s.offload = search::searchable_offloads();

@@ -423,7 +423,7 @@ std::string write_residuals(const std::vector<Residual>& rows, std::string_view 
     } else {
       out += fmt::format("\"kind\": \"training\", \"framework\": \"{}\", \"generation\": \"{}\", \"gpus\": {}, "
                          "\"params\": {:.4g}, \"dominant\": \"{}\"",
-                         spec::framework(r.run.framework).id, spec::name(r.run.generation), r.run.gpus,
+                         spec::framework_id(r.run.framework), spec::name(r.run.generation), r.run.gpus,
                          r.run.params, name(r.run.dominant));
     }
     out += fmt::format(", \"log_residual\": {:.6f}}}{}\n", r.log_residual, i + 1 < rows.size() ? "," : "");
