@@ -279,12 +279,13 @@ int nothing_status(const search::SearchResult& r) {
 
 }  // namespace
 
-void register_search(CLI::App& app, int& rc) {
+void register_search(Commands& commands, int& rc) {
   auto a = std::make_shared<SearchArgs>();
-  auto* cmd = app.add_subcommand(
+  auto* cmd = commands.add(
       "search",
       "Search parallel layouts and techniques for the fastest (or cheapest) configuration; a plan flag given is "
       "fixed, a dimension is searched only when not given");
+  if (!cmd) return;
   cmd->add_option("--gpu", a->gpu, "GPU profile name or YAML file; a comma list (h100_sxm,h200,b200) searches each "
                                    "and prints one best row per GPU")
       ->capture_default_str();
