@@ -296,6 +296,20 @@ TEST_CASE("strict JSON: a key given twice, at any depth, is an error at the seco
   const auto list = write_temp("dup_list.json", llama_json("  \"layers\": [{\"a\": 1, \"a\": 2}],\n"));
   CHECK(hf_errors(list) ==
         std::vector<std::string>{list + ":7:23: error: layers[0].a: given twice (first at line 7)"});
+
+  // An object of more than 16 keys (the reader indexes them past 16): keys k0..k19 on lines 2..21, then
+  // k3 again (first on line 5) and k19 again (first on line 21), each at column 3 of lines 22 and 23.
+  std::string big = "{\n";
+  for (int k = 0; k < 20; ++k) big += "  \"k" + std::to_string(k) + "\": " + std::to_string(k) + ",\n";
+  big += "  \"k3\": 0,\n  \"k19\": 0\n}\n";
+  std::vector<std::string> got;
+  try {
+    spec::parse_json(big, "big.json");
+  } catch (const support::SpecError& e) {
+    for (const auto& d : e.diagnostics()) got.push_back(d.format());
+  }
+  CHECK(got == std::vector<std::string>{"big.json:22:3: error: k3: given twice (first at line 5)",
+                                        "big.json:23:3: error: k19: given twice (first at line 21)"});
 }
 
 TEST_CASE("strict JSON: each field must have the JSON type it is read as") {
