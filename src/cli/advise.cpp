@@ -30,10 +30,11 @@ void set_predict_commands(advise::Advice& a, const std::string& gpu, const std::
   if (a.combined.tried) a.combined.predict_command = command(a.combined.outcome.plan);
 }
 
-void register_advise(CLI::App& app, int& rc) {
+void register_advise(Commands& commands, int& rc) {
   auto args = std::make_shared<AdviseArgs>();
-  auto* cmd = app.add_subcommand(
+  auto* cmd = commands.add(
       "advise", "Where the step time goes against the ideal, and the changes that relieve it, each evaluated");
+  if (!cmd) return;
   cmd->add_option("--gpu", args->gpu, "GPU profile name (see 'ridgeline list gpus') or YAML file")
       ->capture_default_str();
   cmd->add_option("--model", args->model, "Model name (see 'ridgeline list models'), YAML file or HF config.json")

@@ -66,9 +66,10 @@ struct MicrobenchArgs {
   std::string profile_output;
 };
 
-void register_microbench(CLI::App& app, int& rc) {
+void register_microbench(Commands& commands, int& rc) {
   auto a = std::make_shared<MicrobenchArgs>();
-  auto* cmd = app.add_subcommand("microbench", "Measure the calibration kernel classes on this CPU (--host)");
+  auto* cmd = commands.add("microbench", "Measure the calibration kernel classes on this CPU (--host)");
+  if (!cmd) return;
   cmd->add_flag("--host", a->host, "Run the host backend (one CPU core); GPU measurements come from cuda_validation/");
   cmd->add_flag("--quick", a->quick, "Fewer sizes and 10 samples (about 10-20 s)");
   cmd->add_option("--samples", a->samples, "Timed samples per case (default 10 with --quick, else 20)");
@@ -125,9 +126,10 @@ struct CalibrateArgs {
   std::uint64_t seed = 1;
 };
 
-void register_calibrate(CLI::App& app, int& rc) {
+void register_calibrate(Commands& commands, int& rc) {
   auto a = std::make_shared<CalibrateArgs>();
-  auto* cmd = app.add_subcommand("calibrate", "Fit a profile's efficiency parameters to measurements");
+  auto* cmd = commands.add("calibrate", "Fit a profile's efficiency parameters to measurements");
+  if (!cmd) return;
   cmd->add_option("--gpu", a->gpu, "GPU profile name or YAML file")->required();
   cmd->add_option("--measurements", a->measurements, "Measurement file (JSON, ridgeline.measurements/1)")->required();
   cmd->add_option("--output,-o", a->output, "Calibrated profile to write ('-' = standard output)");
@@ -288,9 +290,10 @@ std::string report_table(const calibrate::ValidationReport& r) {
   return s;
 }
 
-void register_validate(CLI::App& app, int& rc) {
+void register_validate(Commands& commands, int& rc) {
   auto a = std::make_shared<ValidateArgs>();
-  auto* cmd = app.add_subcommand("validate", "Fit on part of the measurements, report prediction errors on the rest");
+  auto* cmd = commands.add("validate", "Fit on part of the measurements, report prediction errors on the rest");
+  if (!cmd) return;
   cmd->add_option("--gpu", a->gpu, "GPU profile name or YAML file")->required();
   cmd->add_option("--measurements", a->measurements, "Measurement file (JSON, ridgeline.measurements/1)")->required();
   cmd->add_option("--holdout", a->holdout, "Fraction of each class held out for testing (0 = in sample)")
@@ -322,10 +325,10 @@ void register_validate(CLI::App& app, int& rc) {
 
 }  // namespace
 
-void register_calibration(CLI::App& app, int& rc) {
-  register_microbench(app, rc);
-  register_calibrate(app, rc);
-  register_validate(app, rc);
+void register_calibration(Commands& commands, int& rc) {
+  register_microbench(commands, rc);
+  register_calibrate(commands, rc);
+  register_validate(commands, rc);
 }
 
 }  // namespace ridgeline::cli

@@ -27,9 +27,10 @@ std::string private_note(const SpecEntry& e) {
 
 }  // namespace
 
-void register_list(CLI::App& app, int& rc) {
+void register_list(Commands& commands, int& rc) {
   auto what = std::make_shared<std::string>();
-  auto* cmd = app.add_subcommand("list", "List the shipped GPU profiles, models or training frameworks");
+  auto* cmd = commands.add("list", "List the shipped GPU profiles, models or training frameworks");
+  if (!cmd) return;
   cmd->add_option("what", *what, "gpus | models | frameworks")->required();
   cmd->callback([what, &rc] {
     rc = guarded([&] {
@@ -161,15 +162,16 @@ std::string describe_model(const spec::ModelSpec& m) {
 
 }  // namespace
 
-void register_check(CLI::App& app, int& rc) {
+void register_check(Commands& commands, int& rc) {
   struct CheckArgs {
     std::vector<std::string> files;
     std::vector<std::string> sets;
     bool verbose = false;
   };
   auto a = std::make_shared<CheckArgs>();
-  auto* cmd = app.add_subcommand(
+  auto* cmd = commands.add(
       "check", "Validate hardware profiles, models, plans, Hugging Face configs and measurement files");
+  if (!cmd) return;
   cmd->add_option("files", a->files,
                   "Files to check; the kind comes from the folder (hardware_profiles/, models/, plans/) or, "
                   "elsewhere, from the top-level keys. A Hugging Face model folder is checked as its config.json; "

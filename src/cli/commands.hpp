@@ -4,22 +4,53 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <utility>
 
 #include "plan_flags.hpp"
 #include "ridgeline/advise/advise.hpp"
 
 namespace ridgeline::cli {
 
-void register_predict(CLI::App& app, int& rc);
-void register_advise(CLI::App& app, int& rc);  // bottlenecks and the changes that relieve them
-void register_list(CLI::App& app, int& rc);
-void register_check(CLI::App& app, int& rc);
-void register_compare(CLI::App& app, int& rc);
-void register_calibration(CLI::App& app, int& rc);  // microbench, calibrate, validate
-void register_search(CLI::App& app, int& rc);
-void register_report(CLI::App& app, int& rc);
-void register_validate_published(CLI::App& app, int& rc);
-void register_kernel(CLI::App& app, int& rc);  // kernel gemm|attention|elementwise|norm|softmax|cast
+/// The top-level subcommands as they are registered. Every one is added with
+/// its name and description, which the top-level --help lists; only the one
+/// the command line runs gets its options and callback, since adding CLI11
+/// options is most of the start-up of a short command (each new option is
+/// checked against the subcommand's others). With no subcommand named, every
+/// one gets them.
+class Commands {
+ public:
+  /// `invoked`: the subcommand the command line names, or "" for every one.
+  Commands(CLI::App& app, std::string invoked) : app_(app), invoked_(std::move(invoked)) {}
+
+  /// Adds subcommand `name`; returns it when its options are to be added,
+  /// nullptr when another subcommand runs.
+  CLI::App* add(const std::string& name, std::string description) {
+    CLI::App* cmd = app_.add_subcommand(name, std::move(description));
+    if (invoked_.empty()) return cmd;
+    if (name != invoked_) return nullptr;
+    found_ = true;
+    return cmd;
+  }
+
+  /// Whether a subcommand added so far is the invoked one.
+  bool found() const { return found_; }
+
+ private:
+  CLI::App& app_;
+  std::string invoked_;
+  bool found_ = false;
+};
+
+void register_predict(Commands& commands, int& rc);
+void register_advise(Commands& commands, int& rc);  // bottlenecks and the changes that relieve them
+void register_list(Commands& commands, int& rc);
+void register_check(Commands& commands, int& rc);
+void register_compare(Commands& commands, int& rc);
+void register_calibration(Commands& commands, int& rc);  // microbench, calibrate, validate
+void register_search(Commands& commands, int& rc);
+void register_report(Commands& commands, int& rc);
+void register_validate_published(Commands& commands, int& rc);
+void register_kernel(Commands& commands, int& rc);  // kernel gemm|attention|elementwise|norm|softmax|cast
 
 /// Fills each suggestion's `ridgeline predict` command (predict_command) for
 /// `gpu` and `model` as the user named them, with the --set overrides of `flags`.

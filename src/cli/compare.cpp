@@ -91,9 +91,10 @@ class SubjectCache {
 
 }  // namespace
 
-void register_compare(CLI::App& app, int& rc) {
+void register_compare(Commands& commands, int& rc) {
   auto a = std::make_shared<CompareArgs>();
-  auto* cmd = app.add_subcommand("compare", "Weigh techniques side by side: one row per combination of --vary values");
+  auto* cmd = commands.add("compare", "Weigh techniques side by side: one row per combination of --vary values");
+  if (!cmd) return;
   cmd->add_option("--gpu", a->gpu, "GPU profile name or YAML file")->capture_default_str();
   cmd->add_option("--model", a->model, "Model name, YAML file or HF config.json")->capture_default_str();
   cmd->add_option("--vary", a->vary,

@@ -586,9 +586,10 @@ void register_stream(CLI::App* parent, int& rc, std::string_view which) {
 
 }  // namespace
 
-void register_kernel(CLI::App& app, int& rc) {
-  auto* cmd = app.add_subcommand(
+void register_kernel(Commands& commands, int& rc) {
+  auto* cmd = commands.add(
       "kernel", "Cost one kernel on one GPU: a GEMM, attention, or a memory-bound class, by shape");
+  if (!cmd) return;
   cmd->require_subcommand(1);
   register_gemm(cmd, rc);
   register_attention(cmd, rc);

@@ -1,6 +1,7 @@
 // ridgeline: training-step performance and memory prediction from GPU
 // profiles, model configs and a training plan.
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -74,36 +75,54 @@ std::string unknown_word(const CLI::App& app, int argc, char** argv) {
   return "";
 }
 
+/// The command line's app: every subcommand, with the options of `invoked`
+/// only (Commands); `found` says whether `invoked` named one.
+std::unique_ptr<CLI::App> make_app(const std::string& invoked, int& rc, bool& found) {
+  using namespace ridgeline::cli;
+  auto app = std::make_unique<CLI::App>(
+      "Ridgeline predicts how fast an LLM training run goes, whether it fits in GPU memory, what MFU it reaches\n"
+      "and which efficiency techniques to use, from a kernel-level roofline model of one training step.",
+      "ridgeline");
+  app->set_version_flag("--version", std::string("ridgeline ") + RIDGELINE_VERSION);
+  app->require_subcommand(1);
+  Commands commands(*app, invoked);
+  register_predict(commands, rc);
+  register_advise(commands, rc);
+  register_compare(commands, rc);
+  register_search(commands, rc);
+  register_kernel(commands, rc);
+  register_report(commands, rc);
+  register_calibration(commands, rc);
+  register_validate_published(commands, rc);
+  register_list(commands, rc);
+  register_check(commands, rc);
+  found = commands.found();
+  return app;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace ridgeline::cli;
-  // The framework profiles (frameworks/*.yaml) are read once, here, so that a
-  // malformed one is one located error before any command (or --help, which
-  // lists their names) runs.
+  // The framework profiles (frameworks/*.yaml) are listed here and the
+  // default (megatron) read, so that a missing or malformed default is one
+  // located error before any command runs; the others are read when a plan,
+  // a list or a search first needs them.
   if (const int e = guarded([] {
-        ridgeline::spec::frameworks();
+        ridgeline::spec::framework(0);
         return 0;
       });
       e != 0)
     return e;
-  CLI::App app{
-      "Ridgeline predicts how fast an LLM training run goes, whether it fits in GPU memory, what MFU it reaches\n"
-      "and which efficiency techniques to use, from a kernel-level roofline model of one training step.",
-      "ridgeline"};
-  app.set_version_flag("--version", std::string("ridgeline ") + RIDGELINE_VERSION);
-  app.require_subcommand(1);
   int rc = 0;
-  register_predict(app, rc);
-  register_advise(app, rc);
-  register_compare(app, rc);
-  register_search(app, rc);
-  register_kernel(app, rc);
-  register_report(app, rc);
-  register_calibration(app, rc);
-  register_validate_published(app, rc);
-  register_list(app, rc);
-  register_check(app, rc);
+  // The top-level app has no option that takes a value, so a first word that
+  // is not a flag is the subcommand, if it names one; otherwise (--help, a
+  // misspelt command) every subcommand gets its options.
+  const std::string first = argc > 1 && argv[1][0] != '-' ? argv[1] : "";
+  bool found = false;
+  std::unique_ptr<CLI::App> made = make_app(first, rc, found);
+  if (!first.empty() && !found) made = make_app("", rc, found);
+  CLI::App& app = *made;
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -148,9 +148,10 @@ report::MicroBatchMax micro_batch_max(const spec::ModelSpec& m, spec::PlanSpec p
 
 }  // namespace
 
-void register_predict(CLI::App& app, int& rc) {
+void register_predict(Commands& commands, int& rc) {
   auto args = std::make_shared<PredictArgs>();
-  auto* cmd = app.add_subcommand("predict", "Predict step time, memory, MFU and HFU of one configuration");
+  auto* cmd = commands.add("predict", "Predict step time, memory, MFU and HFU of one configuration");
+  if (!cmd) return;
   cmd->add_option("--gpu", args->gpu, "GPU profile name (see 'ridgeline list gpus') or YAML file")
       ->capture_default_str();
   cmd->add_option("--model", args->model, "Model name (see 'ridgeline list models'), YAML file or HF config.json")

@@ -195,10 +195,11 @@ std::vector<int> scaling_counts(int n) {
 
 }  // namespace
 
-void register_report(CLI::App& app, int& rc) {
+void register_report(Commands& commands, int& rc) {
   auto a = std::make_shared<ReportArgs>();
-  auto* cmd = app.add_subcommand(
+  auto* cmd = commands.add(
       "report", "Write a capacity-planning report (NAME.md, NAME.html with charts, NAME.json) for one question");
+  if (!cmd) return;
   cmd->add_option("--gpu", a->gpu, "GPU profile name (see 'ridgeline list gpus') or YAML file")->required();
   cmd->add_option("--model", a->model, "Model name (see 'ridgeline list models'), YAML file or HF config.json")
       ->required();

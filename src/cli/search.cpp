@@ -174,7 +174,7 @@ Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std:
       c.extras.searched.emplace_back(search::name(d));
       if (d == Dim::kPrecision) s.precision = search::searchable_precisions(hw, base);
       if (d == Dim::kFramework)
-        for (size_t k = 0; k < spec::frameworks().size(); ++k) s.frameworks.push_back(static_cast<std::uint8_t>(k));
+        for (size_t k = 0; k < spec::framework_count(); ++k) s.frameworks.push_back(static_cast<std::uint8_t>(k));
       if (d == Dim::kTpOverlap) s.tp_overlap = {false, true};
       if (d == Dim::kFp8Recipe) s.fp8_recipe = search::searchable_fp8_recipes(m, hw, base);
       if (d == Dim::kOffload) s.offload = search::searchable_offloads();
@@ -279,12 +279,13 @@ int nothing_status(const search::SearchResult& r) {
 
 }  // namespace
 
-void register_search(CLI::App& app, int& rc) {
+void register_search(Commands& commands, int& rc) {
   auto a = std::make_shared<SearchArgs>();
-  auto* cmd = app.add_subcommand(
+  auto* cmd = commands.add(
       "search",
       "Search parallel layouts and techniques for the fastest (or cheapest) configuration; a plan flag given is "
       "fixed, a dimension is searched only when not given");
+  if (!cmd) return;
   cmd->add_option("--gpu", a->gpu, "GPU profile name or YAML file; a comma list (h100_sxm,h200,b200) searches each "
                                    "and prints one best row per GPU")
       ->capture_default_str();

@@ -582,11 +582,12 @@ void check_group(const spec::PublishedFile& file, const std::string& group, cons
 
 }  // namespace
 
-void register_validate_published(CLI::App& app, int& rc) {
+void register_validate_published(Commands& commands, int& rc) {
   auto args = std::make_shared<ValidatePublishedArgs>();
-  auto* cmd = app.add_subcommand(
+  auto* cmd = commands.add(
       "validate-published",
       "Check predictions against published measurements (papers' tables, framework benchmarks, microbenchmarks)");
+  if (!cmd) return;
   cmd->add_option("file", args->file,
                   "Published-measurements YAML (default: validation/published.yaml of the repository)");
   cmd->add_option("--group", args->group, "Only rows of this group (e.g. korthikanti2022)");

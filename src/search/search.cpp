@@ -399,6 +399,14 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
                  const spec::HardwareSpec& hw, bool use_calibration) {
   const auto t0 = std::chrono::steady_clock::now();
   const Dims d = dims_for(s, m, base);
+  // The space's framework profiles are read here, on the calling thread
+  // (spec::framework reads each on first use): a malformed one is then the
+  // search's error, not a worker's. A plan with CPU offload that its
+  // framework lacks names every framework that offers it
+  // (engine::check_plan), so offload reads them all.
+  for (const std::uint8_t f : d.fw) (void)spec::framework(f);
+  if (std::any_of(d.offload.begin(), d.offload.end(), [](const spec::OffloadSpec& o) { return o.any(); }))
+    (void)spec::frameworks();
   engine::EvalOptions ro;
   ro.use_calibration = use_calibration;
   const cost::CostParams c = engine::resolve_for(hw, base, ro);

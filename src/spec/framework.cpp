@@ -1,9 +1,12 @@
 #include "ridgeline/spec/framework.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
+#include <memory>
+#include <mutex>
 
 #include "ridgeline/spec/yaml_reader.hpp"
 
@@ -41,23 +44,64 @@ void behaviour(MapReader& r, const std::string& key, Read read, bool required = 
   sub->finish();
 }
 
-std::vector<FrameworkSpec> load_all() {
-  std::vector<FrameworkSpec> all;
-  const fs::path dir = fs::path(data_dir()) / "frameworks";
-  std::vector<fs::path> files;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.path().extension() == ".yaml") files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  for (const auto& f : files) all.push_back(load_framework(f.string()));
-  const auto mega = std::find_if(all.begin(), all.end(), [](const FrameworkSpec& s) { return s.id == "megatron"; });
-  if (mega == all.end())
-    throw support::SpecError({dir.string(), 0, 0}, "framework",
-                             "no megatron.yaml: the default framework profile is missing");
-  std::rotate(all.begin(), mega, mega + 1);
-  if (all.size() > 255)
-    throw support::SpecError({dir.string(), 0, 0}, "framework", "more than 255 framework profiles");
-  return all;
+/// The profiles in data_dir()/frameworks: their ids and files from the
+/// folder's listing (megatron first, then by file name), each profile read
+/// the first time it is asked for. A plan names one framework; only listing
+/// or comparing them all reads every file.
+class Registry {
+ public:
+  Registry() {
+    const fs::path dir = fs::path(data_dir()) / "frameworks";
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (e.path().extension() == ".yaml") paths_.push_back(e.path().string());
+    std::sort(paths_.begin(), paths_.end());
+    for (const auto& p : paths_) ids_.push_back(fs::path(p).stem().string());
+    const auto mega = std::find(ids_.begin(), ids_.end(), "megatron");
+    if (mega == ids_.end())
+      throw support::SpecError({dir.string(), 0, 0}, "framework",
+                               "no megatron.yaml: the default framework profile is missing");
+    const auto m = mega - ids_.begin();
+    std::rotate(ids_.begin(), mega, mega + 1);
+    std::rotate(paths_.begin(), paths_.begin() + m, paths_.begin() + m + 1);
+    if (ids_.size() > 255)
+      throw support::SpecError({dir.string(), 0, 0}, "framework", "more than 255 framework profiles");
+    specs_.resize(ids_.size());
+    loaded_ = std::make_unique<std::atomic<bool>[]>(ids_.size());
+  }
+
+  const std::vector<std::string>& ids() const { return ids_; }
+
+  /// Profile `i`, read on first use (any thread; the evaluation's hot path
+  /// pays one atomic load). A malformed file throws, and throws again when asked again.
+  const FrameworkSpec& at(std::size_t i) {
+    if (!loaded_[i].load(std::memory_order_acquire)) {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (!loaded_[i].load(std::memory_order_relaxed)) {
+        specs_[i] = load_framework(paths_[i]);
+        loaded_[i].store(true, std::memory_order_release);
+      }
+    }
+    return specs_[i];
+  }
+
+  /// Every profile, each read if it was not yet, in id order (megatron first).
+  const std::vector<FrameworkSpec>& all() {
+    for (std::size_t i = 0; i < specs_.size(); ++i) at(i);
+    return specs_;
+  }
+
+ private:
+  std::vector<std::string> ids_;
+  std::vector<std::string> paths_;
+  std::vector<FrameworkSpec> specs_;  // sized once, so references to it stay valid
+  std::unique_ptr<std::atomic<bool>[]> loaded_;
+  std::mutex mutex_;
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
 }
 
 }  // namespace
@@ -149,21 +193,25 @@ FrameworkSpec load_framework(const std::string& path) {
   return f;
 }
 
-const std::vector<FrameworkSpec>& frameworks() {
-  static const std::vector<FrameworkSpec> all = load_all();
-  return all;
-}
+const std::vector<FrameworkSpec>& frameworks() { return registry().all(); }
 
 const FrameworkSpec& framework(std::uint8_t index) {
-  const auto& all = frameworks();
-  return index < all.size() ? all[index] : all.front();
+  Registry& r = registry();
+  return r.at(index < r.ids().size() ? index : 0);
 }
 
 std::optional<std::uint8_t> find_framework(std::string_view id) {
-  const auto& all = frameworks();
-  for (std::size_t i = 0; i < all.size(); ++i)
-    if (all[i].id == id) return static_cast<std::uint8_t>(i);
+  const auto& ids = registry().ids();
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] == id) return static_cast<std::uint8_t>(i);
   return std::nullopt;
+}
+
+std::size_t framework_count() { return registry().ids().size(); }
+
+const std::string& framework_id(std::uint8_t index) {
+  const auto& ids = registry().ids();
+  return ids[index < ids.size() ? index : 0];
 }
 
 std::optional<Recompute> framework_recompute(const FrameworkSpec& f, std::string_view name) {
@@ -183,8 +231,7 @@ std::optional<Recompute> framework_recompute(const FrameworkSpec& f, std::string
 }
 
 std::string framework_choices() {
-  std::vector<std::string> ids;
-  for (const auto& f : frameworks()) ids.push_back(f.id);
+  std::vector<std::string> ids = registry().ids();
   std::sort(ids.begin(), ids.end());
   std::string s;
   for (std::size_t i = 0; i < ids.size(); ++i) s += (i ? ", " : "") + ids[i];

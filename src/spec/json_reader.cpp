@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <unordered_map>
 
@@ -13,6 +14,28 @@ namespace ridgeline::spec {
 namespace {
 
 constexpr int kMaxDepth = 512;
+
+/// The dotted path of the value being read ("rows[3].id"), a chain up the
+/// parser's stack, spelt out only when a diagnostic names it.
+struct Path {
+  const Path* parent = nullptr;  // nullptr: the document's root, ""
+  std::string_view key;          // an object member's key
+  std::size_t index = 0;         // an array item's index, when is_index
+  bool is_index = false;
+
+  std::string str() const {
+    if (!parent) return "";
+    const std::string up = parent->str();
+    if (is_index) return fmt::format("{}[{}]", up, index);
+    return up.empty() ? std::string(key) : up + "." + std::string(key);
+  }
+};
+
+/// A position in the text, made a SourceLoc (which holds the file name) only for a diagnostic.
+struct Pos {
+  int line = 0;
+  int col = 0;
+};
 
 /// A recursive-descent reader of RFC 8259 JSON that tracks line and column.
 /// A syntax error throws at once; keys given twice are collected (up to the
@@ -26,7 +49,7 @@ class Parser {
   JsonValue document() {
     skip_ws();
     if (i_ == t_.size()) throw support::SpecError({file_, 1, 1}, "", "file is empty; expected a mapping of fields");
-    JsonValue root = value("", 0);
+    JsonValue root = value(Path{}, 0);
     skip_ws();
     if (i_ != t_.size()) fail(fmt::format("expected the end of the file after the top-level value, got {}", got()));
     duplicates_.throw_if_errors();
@@ -34,10 +57,13 @@ class Parser {
   }
 
  private:
-  support::SourceLoc here() const { return {file_, line_, static_cast<int>(i_ - line_start_) + 1}; }
+  Pos pos() const { return {line_, static_cast<int>(i_ - line_start_) + 1}; }
+  support::SourceLoc loc(Pos p) const { return {file_, p.line, p.col}; }
+  support::SourceLoc here() const { return loc(pos()); }
   [[noreturn]] void fail_at(const support::SourceLoc& at, const std::string& message) const {
     throw support::SpecError(at, "", "malformed JSON: " + message);
   }
+  [[noreturn]] void fail_at(Pos at, const std::string& message) const { fail_at(loc(at), message); }
   [[noreturn]] void fail(const std::string& message) const { fail_at(here(), message); }
   bool at_end() const { return i_ >= t_.size(); }
   char peek() const { return at_end() ? '\0' : t_[i_]; }
@@ -65,11 +91,7 @@ class Parser {
     }
   }
 
-  static std::string join(const std::string& path, const std::string& key) {
-    return path.empty() ? key : path + "." + key;
-  }
-
-  JsonValue value(const std::string& path, int depth) {
+  JsonValue value(const Path& path, int depth) {
     if (depth > kMaxDepth) fail(fmt::format("nested deeper than {} levels", kMaxDepth));
     const char c = peek();
     if (c == '{') return object(path, depth);
@@ -86,12 +108,16 @@ class Parser {
     fail(fmt::format("expected a value, got {}", got()));
   }
 
-  JsonValue object(const std::string& path, int depth) {
+  JsonValue object(const Path& path, int depth) {
     JsonValue v;
     v.kind = JsonValue::Kind::kObject;
     v.loc = here();
     ++i_;
-    std::unordered_map<std::string, int> first_line;
+    // The line of each member's key, for "given twice (first at line N)":
+    // the first members' searched in order, an index once there are more.
+    constexpr std::size_t kScanned = 16;
+    std::array<int, kScanned> scanned_lines{};
+    std::unordered_map<std::string, int> indexed_lines;
     skip_ws();
     if (peek() == '}') {
       ++i_;
@@ -99,17 +125,28 @@ class Parser {
     }
     for (;;) {
       if (peek() != '"') fail(fmt::format("expected a key in double quotes, got {}", got()));
-      const support::SourceLoc key_loc = here();
+      const Pos key_pos = pos();
       std::string key = string(path);
       skip_ws();
       if (peek() != ':') fail(fmt::format("expected ':' after the key, got {}", got()));
       ++i_;
       skip_ws();
-      const std::string field = join(path, key);
+      const Path field{&path, key};
       JsonValue member = value(field, depth + 1);
-      if (auto [it, fresh] = first_line.emplace(key, key_loc.line); !fresh) {
+      const std::size_t n = v.members.size();
+      if (n == kScanned && indexed_lines.empty())
+        for (std::size_t m = 0; m < n; ++m) indexed_lines.emplace(v.members[m].key, scanned_lines[m]);
+      int first_line = 0;  // lines count from 1: 0 = a new key
+      if (indexed_lines.empty()) {
+        for (std::size_t m = 0; m < n && first_line == 0; ++m)
+          if (v.members[m].key == key) first_line = scanned_lines[m];
+        if (first_line == 0) scanned_lines[n] = key_pos.line;
+      } else if (auto [it, fresh] = indexed_lines.emplace(key, key_pos.line); !fresh) {
+        first_line = it->second;
+      }
+      if (first_line != 0) {
         if (!duplicates_.full())
-          duplicates_.error(key_loc, field, fmt::format("given twice (first at line {})", it->second));
+          duplicates_.error(loc(key_pos), field.str(), fmt::format("given twice (first at line {})", first_line));
       } else {
         v.members.push_back(JsonMember{std::move(key), std::move(member)});
       }
@@ -119,14 +156,14 @@ class Parser {
         return v;
       }
       if (peek() != ',') fail(fmt::format("expected ',' or '}}' after a value, got {}", got()));
-      const support::SourceLoc comma = here();
+      const Pos comma = pos();
       ++i_;
       skip_ws();
       if (peek() == '}') fail_at(comma, "trailing comma before '}'");
     }
   }
 
-  JsonValue array(const std::string& path, int depth) {
+  JsonValue array(const Path& path, int depth) {
     JsonValue v;
     v.kind = JsonValue::Kind::kArray;
     v.loc = here();
@@ -137,14 +174,15 @@ class Parser {
       return v;
     }
     for (;;) {
-      v.items.push_back(value(fmt::format("{}[{}]", path, v.items.size()), depth + 1));
+      const Path item{&path, {}, v.items.size(), true};
+      v.items.push_back(value(item, depth + 1));
       skip_ws();
       if (peek() == ']') {
         ++i_;
         return v;
       }
       if (peek() != ',') fail(fmt::format("expected ',' or ']' after a value, got {}", got()));
-      const support::SourceLoc comma = here();
+      const Pos comma = pos();
       ++i_;
       skip_ws();
       if (peek() == ']') fail_at(comma, "trailing comma before ']'");
@@ -183,11 +221,23 @@ class Parser {
   }
 
   /// A string at the opening quote, decoded; `path` names it when its bytes are not UTF-8.
-  std::string string(const std::string& path) {
-    const support::SourceLoc start = here();
+  std::string string(const Path& path) {
+    const Pos start = pos();
     ++i_;
     std::string out;
+    bool ascii = true;  // ASCII is UTF-8: only text with a byte >= 0x80 is checked
     for (;;) {
+      // The run of characters up to a quote, an escape or a control character, at once.
+      std::size_t end = i_;
+      unsigned char high = 0;
+      for (; end < t_.size(); ++end) {
+        const auto c = static_cast<unsigned char>(t_[end]);
+        if (c == '"' || c == '\\' || c < 0x20) break;
+        high |= c;
+      }
+      out.append(t_.data() + i_, end - i_);
+      ascii = ascii && high < 0x80;
+      i_ = end;
       if (at_end()) fail_at(start, "string not closed (missing '\"')");
       const auto c = static_cast<unsigned char>(t_[i_]);
       if (c == '"') {
@@ -195,12 +245,7 @@ class Parser {
         break;
       }
       if (c < 0x20) fail("control character in a string; write it as an escape such as \\n");
-      if (c != '\\') {
-        out += static_cast<char>(c);
-        ++i_;
-        continue;
-      }
-      const support::SourceLoc esc = here();
+      const Pos esc = pos();
       ++i_;
       const char e = peek();
       ++i_;
@@ -228,6 +273,7 @@ class Parser {
             fail_at(esc, "\\u0000 (a NUL character) in a string");
           }
           append_utf8(out, cp);
+          ascii = ascii && cp < 0x80;
           break;
         }
         default:
@@ -235,7 +281,7 @@ class Parser {
           fail_at(esc, fmt::format("invalid escape '\\{}' in a string", e));
       }
     }
-    if (!valid_utf8(out)) throw support::SpecError(start, path, "expected UTF-8 text");
+    if (!ascii && !valid_utf8(out)) throw support::SpecError(loc(start), path.str(), "expected UTF-8 text");
     return out;
   }
 

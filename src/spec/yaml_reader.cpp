@@ -103,6 +103,46 @@ class DuplicateKeyFinder : public YAML::EventHandler {
   std::vector<Frame> frames_;
 };
 
+/// The same check on the loaded tree, for a document without anchors, where
+/// every node has one parent: yaml-cpp keeps a repeated key as another pair
+/// of its map (node_data::insert_map_pair appends), marked where it stands.
+/// Visits keys and values in document order, as the parser's events come,
+/// and names each field as DuplicateKeyFinder does; only the paths of
+/// containers are built.
+void find_duplicate_keys(const YAML::Node& node, const std::string& path, const std::string& file,
+                         support::DiagnosticList& diags) {
+  auto is_container = [](const YAML::Node& n) { return n.IsMap() || n.IsSequence(); };
+  if (node.IsSequence()) {
+    std::size_t index = 0;
+    for (auto it = node.begin(); it != node.end(); ++it, ++index) {
+      const YAML::Node item = *it;
+      if (is_container(item)) find_duplicate_keys(item, fmt::format("{}[{}]", path, index), file, diags);
+    }
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::map<std::string_view, int> first_line;  // views of the keys' text, which the tree holds
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const YAML::Node key = it->first;
+    const YAML::Node value = it->second;
+    if (!key.IsScalar()) {  // a null or complex key, and its value, under the map's own path
+      if (is_container(key)) find_duplicate_keys(key, path, file, diags);
+      if (is_container(value)) find_duplicate_keys(value, path, file, diags);
+      continue;
+    }
+    const std::string& name = key.Scalar();
+    const YAML::Mark mark = key.Mark();
+    if (auto at = first_line.find(name); at != first_line.end()) {
+      if (!diags.full())
+        diags.error({file, mark.line + 1, mark.column + 1}, path.empty() ? name : path + "." + name,
+                    fmt::format("given twice (first at line {})", at->second));
+    } else {
+      first_line.emplace(name, mark.line + 1);
+    }
+    if (is_container(value)) find_duplicate_keys(value, path.empty() ? name : path + "." + name, file, diags);
+  }
+}
+
 }  // namespace
 
 YAML::Node load_yaml_file(const std::string& path) {
@@ -112,12 +152,19 @@ YAML::Node load_yaml_file(const std::string& path) {
     YAML::Node root = YAML::Load(text);
     if (!root.IsDefined() || root.IsNull())
       throw support::SpecError({path, 1, 1}, "", "file is empty; expected a mapping of fields");
-    // The same text parsed again as events: it parsed once, so it parses again.
-    std::istringstream in(text);
-    YAML::Parser parser(in);
     support::DiagnosticList diags;
-    DuplicateKeyFinder finder(path, diags);
-    parser.HandleNextDocument(finder);
+    if (text.find('&') == std::string::npos) {
+      // No anchor, so no alias: the tree is the document, each node once.
+      find_duplicate_keys(root, "", path, diags);
+    } else {
+      // An aliased node is shared in the tree (a cycle, or exponentially many
+      // paths to one node); its events name it once. The text parsed once, so
+      // it parses again.
+      std::istringstream in(text);
+      YAML::Parser parser(in);
+      DuplicateKeyFinder finder(path, diags);
+      parser.HandleNextDocument(finder);
+    }
     diags.throw_if_errors();
     return root;
   } catch (const YAML::ParserException& e) {

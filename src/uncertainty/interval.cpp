@@ -423,7 +423,7 @@ std::string write_residuals(const std::vector<Residual>& rows, std::string_view 
     } else {
       out += fmt::format("\"kind\": \"training\", \"framework\": \"{}\", \"generation\": \"{}\", \"gpus\": {}, "
                          "\"params\": {:.4g}, \"dominant\": \"{}\"",
-                         spec::framework(r.run.framework).id, spec::name(r.run.generation), r.run.gpus,
+                         spec::framework_id(r.run.framework), spec::name(r.run.generation), r.run.gpus,
                          r.run.params, name(r.run.dominant));
     }
     out += fmt::format(", \"log_residual\": {:.6f}}}{}\n", r.log_residual, i + 1 < rows.size() ? "," : "");
@@ -476,6 +476,7 @@ IntervalModel load_residuals(const std::string& path) {
       top.error_at("rows", "expected a list");
     } else {
       rows.reserve(seq->items.size());
+      const std::string framework_choices = spec::framework_choices();
       for (std::size_t i = 0; i < seq->items.size(); ++i) {
         const spec::JsonValue& row = seq->items[i];
         spec::JsonMapReader m(row, path, fmt::format("rows[{}]", i), d);
@@ -506,7 +507,7 @@ IntervalModel load_residuals(const std::string& path) {
           if (auto t = read_word(m, "dtype", spec::parse_dtype, "fp32, tf32, fp16, bf16, fp8_e4m3, ..."))
             r.kernel_traits.dtype = *t;
         } else if (kind) {
-          if (auto f = read_word(m, "framework", spec::find_framework, spec::framework_choices())) r.run.framework = *f;
+          if (auto f = read_word(m, "framework", spec::find_framework, framework_choices)) r.run.framework = *f;
           if (auto n = m.integer("gpus", true, 1, 1LL << 24)) r.run.gpus = *n;
           if (auto p = m.number("params", true, 1, 1e15)) r.run.params = *p;
           auto dom = read_word(

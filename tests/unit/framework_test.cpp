@@ -2,6 +2,7 @@
 // the data-parallel traffic each framework's documented behaviour implies.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -48,6 +49,30 @@ TEST_CASE("frameworks: the five shipped profiles load, megatron first and the de
   CHECK(p.framework == 0);
   CHECK(p.fusion == spec::framework(0).fusion);
   CHECK(p.attention == spec::framework(0).attention);
+}
+
+TEST_CASE("frameworks: each profile is found by its id before any is read, and reads as that id") {
+  // The folder's listing, read here independently: every .yaml is a framework, megatron first, then by name.
+  std::vector<std::string> ids;
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(RIDGELINE_SOURCE_DIR) / "frameworks"))
+    if (e.path().extension() == ".yaml") ids.push_back(e.path().stem().string());
+  std::sort(ids.begin(), ids.end());
+  std::stable_partition(ids.begin(), ids.end(), [](const std::string& id) { return id == "megatron"; });
+  REQUIRE(spec::framework_count() == ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto index = static_cast<std::uint8_t>(i);
+    CHECK(spec::framework_id(index) == ids[i]);
+    CHECK(spec::find_framework(ids[i]) == index);
+    CHECK(spec::framework(index).id == ids[i]);
+    CHECK(spec::framework(index).source_file.ends_with(ids[i] + ".yaml"));
+  }
+  CHECK_FALSE(spec::find_framework("megatron_lm"));
+  // Out of range is megatron, as a plan's default.
+  CHECK(spec::framework(static_cast<std::uint8_t>(ids.size())).id == "megatron");
+  // The whole list is the same objects framework() hands out.
+  const auto& all = spec::frameworks();
+  REQUIRE(all.size() == ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) CHECK(&all[i] == &spec::framework(static_cast<std::uint8_t>(i)));
 }
 
 TEST_CASE("frameworks: choosing one sets its default kernels unless the plan gives them") {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/hardware.hpp"
 #include "ridgeline/spec/json_reader.hpp"
 #include "ridgeline/spec/model.hpp"
@@ -22,11 +23,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// Where write_temp puts a file named `name`.
+std::string temp_path(const std::string& name) {
+  return (fs::temp_directory_path() / ("ridgeline_strict_" + std::to_string(::getpid())) / name).string();
+}
+
 /// Writes `text` to a fresh temporary file named `name`.
 std::string write_temp(const std::string& name, const std::string& text) {
-  const fs::path dir = fs::temp_directory_path() / ("ridgeline_strict_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const fs::path p = dir / name;
+  const fs::path p = temp_path(name);
+  fs::create_directories(p.parent_path());
   std::ofstream(p, std::ios::binary) << text;
   return p.string();
 }
@@ -47,6 +52,40 @@ std::vector<std::string> model_errors(const std::string& f) { return errors(spec
 std::vector<std::string> plan_errors(const std::string& f) { return errors(spec::load_plan, f); }
 std::vector<std::string> hf_errors(const std::string& f) { return errors(spec::load_hf_config, f); }
 std::vector<std::string> yaml_errors(const std::string& f) { return errors(spec::load_yaml_file, f); }
+
+/// The duplicate-key errors of `text`, checked to be the same whether the tree
+/// is walked (no '&' in the text) or the parser's events are read (a '&' in a
+/// trailing comment).
+std::vector<std::string> tree_and_event_errors(const std::string& name, const std::string& text) {
+  const auto from_tree = yaml_errors(write_temp(name, text));
+  const auto from_events = yaml_errors(write_temp(name, text + "# & read as events\n"));
+  CHECK(from_tree == from_events);
+  return from_tree;
+}
+
+/// A shipped file's text with `line` inserted after the first line that
+/// starts with `after`; the 1-based numbers of that line and of the new one.
+struct Edited {
+  std::string text;
+  int first = 0;
+  int inserted = 0;
+};
+Edited insert_after(const std::string& shipped, const std::string& after, const std::string& line) {
+  std::ifstream in(fs::path(RIDGELINE_SOURCE_DIR) / shipped);
+  Edited e;
+  std::string l;
+  int n = 0;
+  while (std::getline(in, l)) {
+    e.text += l + "\n";
+    ++n;
+    if (e.first == 0 && l.starts_with(after)) {
+      e.first = n;
+      e.text += line + "\n";
+      e.inserted = ++n;
+    }
+  }
+  return e;
+}
 
 const char* kModel =
     "name: M\n"
@@ -97,6 +136,53 @@ TEST_CASE("strict YAML: a key given twice is an error at the second, in every ma
   // The same key in two different maps is not a repeat.
   const auto siblings = write_temp("siblings.yaml", "parallel:\n  tp: 2\nfp8:\n  recipe: delayed\nloss_scaling: {}\n");
   CHECK(yaml_errors(siblings).empty());
+}
+
+TEST_CASE("strict YAML: a key given twice is found in lists of lists, under complex keys, past the first repeat") {
+  // Hand-placed repeats: line and column of each second key counted in the text (1-based).
+  const auto lists = tree_and_event_errors("dup_lists.yaml",
+                                           "rows:\n"                    // 1
+                                           "  - - x: 1\n"               // 2
+                                           "      y: 2\n"               // 3
+                                           "    - x: 3\n"               // 4
+                                           "      x: 4\n"               // 5: rows[0][1].x, column 7
+                                           "  - {a: 1, b: 2, a: 3}\n");  // 6: rows[1].a, column 18
+  CHECK(lists == std::vector<std::string>{temp_path("dup_lists.yaml") +
+                                              ":5:7: error: rows[0][1].x: given twice (first at line 4)",
+                                          temp_path("dup_lists.yaml") +
+                                              ":6:18: error: rows[1].a: given twice (first at line 6)"});
+
+  // A complex key and its value are under the map's own path; a repeat inside either is still found.
+  const auto complex = tree_and_event_errors("dup_complex.yaml",
+                                             "top:\n"               // 1
+                                             "  ? {k: 1, k: 2}\n"   // 2: top.k, column 12
+                                             "  : {v: 1, v: 2}\n");  // 3: top.v, column 12
+  CHECK(complex ==
+        std::vector<std::string>{temp_path("dup_complex.yaml") + ":2:12: error: top.k: given twice (first at line 2)",
+                                 temp_path("dup_complex.yaml") + ":3:12: error: top.v: given twice (first at line 3)"});
+
+  // A key given three times is reported at the second and the third, each against the first.
+  const auto thrice = tree_and_event_errors("dup_thrice.yaml", "a: 1\na: 2\na: 3\n");
+  const std::string f = temp_path("dup_thrice.yaml");
+  CHECK(thrice == std::vector<std::string>{f + ":2:1: error: a: given twice (first at line 1)",
+                                           f + ":3:1: error: a: given twice (first at line 1)"});
+}
+
+TEST_CASE("strict YAML: a key given twice in a framework profile or a GPU profile names its line and column") {
+  const Edited fw = insert_after("frameworks/megatron.yaml", "name:", "name: Again");
+  REQUIRE(fw.first > 0);
+  const auto fw_file = write_temp("megatron.yaml", fw.text);
+  CHECK(errors(spec::load_framework, fw_file) ==
+        std::vector<std::string>{fw_file + ":" + std::to_string(fw.inserted) +
+                                 ":1: error: name: given twice (first at line " + std::to_string(fw.first) + ")"});
+
+  const Edited gpu = insert_after("hardware_profiles/h100_sxm.yaml", "  hbm_bandwidth:", "  hbm_bandwidth: 4 TB/s");
+  REQUIRE(gpu.first > 0);
+  const auto gpu_file = write_temp("h100_sxm.yaml", gpu.text);
+  CHECK(errors(spec::load_hardware, gpu_file) ==
+        std::vector<std::string>{gpu_file + ":" + std::to_string(gpu.inserted) +
+                                 ":3: error: memory.hbm_bandwidth: given twice (first at line " +
+                                 std::to_string(gpu.first) + ")"});
 }
 
 TEST_CASE("strict YAML: an aliased map is checked once, and aliases cannot make the check loop or explode") {
@@ -210,6 +296,20 @@ TEST_CASE("strict JSON: a key given twice, at any depth, is an error at the seco
   const auto list = write_temp("dup_list.json", llama_json("  \"layers\": [{\"a\": 1, \"a\": 2}],\n"));
   CHECK(hf_errors(list) ==
         std::vector<std::string>{list + ":7:23: error: layers[0].a: given twice (first at line 7)"});
+
+  // An object of more than 16 keys (the reader indexes them past 16): keys k0..k19 on lines 2..21, then
+  // k3 again (first on line 5) and k19 again (first on line 21), each at column 3 of lines 22 and 23.
+  std::string big = "{\n";
+  for (int k = 0; k < 20; ++k) big += "  \"k" + std::to_string(k) + "\": " + std::to_string(k) + ",\n";
+  big += "  \"k3\": 0,\n  \"k19\": 0\n}\n";
+  std::vector<std::string> got;
+  try {
+    spec::parse_json(big, "big.json");
+  } catch (const support::SpecError& e) {
+    for (const auto& d : e.diagnostics()) got.push_back(d.format());
+  }
+  CHECK(got == std::vector<std::string>{"big.json:22:3: error: k3: given twice (first at line 5)",
+                                        "big.json:23:3: error: k19: given twice (first at line 21)"});
 }
 
 TEST_CASE("strict JSON: each field must have the JSON type it is read as") {

@@ -9,10 +9,12 @@
 //
 // A plan names its framework by index into frameworks() (PlanSpec::framework,
 // a small integer, so plans copy without allocating); index 0 is always
-// megatron, the default. The registry is read once, on first use, from
-// data_dir()/frameworks.
+// megatron, the default. The indices come from the listing of
+// data_dir()/frameworks, on first use; each profile is read the first time it
+// is asked for (a plan needs one), all of them only by frameworks().
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -96,13 +98,21 @@ struct FrameworkSpec {
   bool offload_params = false;
 };
 
-/// Every framework profile, megatron first, then by id. Throws
-/// support::SpecError when a file is malformed or megatron is missing.
+/// Every framework profile, megatron first, then by id; reads each file not
+/// yet read. Throws support::SpecError when a file is malformed or megatron
+/// is missing.
 const std::vector<FrameworkSpec>& frameworks();
-/// A plan's framework (index into frameworks(); out of range = megatron).
+/// A plan's framework (index into frameworks(); out of range = megatron);
+/// reads its file on first use, from any thread. Throws support::SpecError
+/// when that file is malformed.
 const FrameworkSpec& framework(std::uint8_t index);
-/// Index of the framework with this id; nullopt when there is none.
+/// Index of the framework with this id (the file stem); nullopt when there is
+/// none. Reads no profile.
 std::optional<std::uint8_t> find_framework(std::string_view id);
+/// How many profiles there are (frameworks().size()), without reading them.
+std::size_t framework_count();
+/// The id of framework `index` (framework(index).id), without reading it.
+const std::string& framework_id(std::uint8_t index);
 /// "deepspeed, fsdp, hf, megatron, torchtitan".
 std::string framework_choices();
 
