@@ -439,20 +439,21 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
                                                  std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(shard_units, 1))));
   std::vector<SearchResult> parts(threads);
   std::vector<size_t> first_problem_at(threads, std::numeric_limits<size_t>::max());
-  // Each qualifying layout's step time goes to its own slot (8 bytes a
-  // layout of the shard, reserved once: the per-layout path allocates
-  // nothing, tests/unit/allocation_test.cpp), so the kept times come out in
-  // layout order whatever thread evaluated them. The count within the best's
-  // interval is then one pass over them (search::search_intervals). The
-  // slots are the calling thread's and outlive the search: allocating and
-  // filling a fresh 400 KB buffer took 0.8 ms of the 175B benchmark's
-  // search (a tenth of it), refilling a kept one a few microseconds.
-  constexpr double kNoTime = -1;
-  thread_local std::vector<double> kept_slots;
-  kept_slots.assign(shard_layouts, kNoTime);
-  // A local name for the caller's buffer: inside the workers, kept_slots
-  // itself would be each pool thread's own (empty) buffer.
-  std::vector<double>& time_slots = kept_slots;
+  // Each qualifying layout's step time is appended to its thread's list,
+  // unit by unit; a unit's times come out in layout order (pp, then vpp,
+  // ZeRO and offload), and unit_times[k] says where unit k's are. The
+  // interval count (search::search_intervals) reads them in layout order
+  // whatever thread evaluated them. The lists are each thread's own and
+  // outlive the search (a pool thread's too), so the per-layout path
+  // allocates nothing once they have grown (tests/unit/allocation_test.cpp).
+  // A slot per enumerated layout (8 bytes each, 12 MB for a wide search)
+  // cost more in first-touch page faults than the search itself.
+  struct UnitTimes {
+    std::uint32_t thread = 0;
+    std::uint32_t begin = 0, end = 0;
+  };
+  std::vector<UnitTimes> unit_times(shard_units);
+  std::vector<std::vector<double>*> thread_times(threads, nullptr);
   // Unit k of the shard as its indices into the dimensions and its layout
   // (all but pp, dp, vpp, ZeRO and offload).
   struct Unit {
@@ -503,7 +504,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
   // Threads take the units with the most PP degrees left to evaluate first
   // (longest first, so that no thread ends on a long unit while the other
   // waits); ties in unit order. The order changes nothing in the answer:
-  // rows rank by ranks_before, step times go to their layout's slot, and
+  // rows rank by ranks_before, step times are gathered unit by unit, and
   // the first refused plan is the first in the enumeration order.
   std::vector<std::pair<std::uint32_t, std::uint32_t>> unit_order(shard_units);  // (PP degrees kept, unit)
   for (size_t k = 0; k < shard_units; ++k) {
@@ -530,13 +531,17 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
     opt.keep_kernels = false;
     opt.use_calibration = use_calibration;
     pred.calibrated = c.calibrated;
+    thread_local std::vector<double> kept_times;
+    kept_times.clear();
+    thread_times[tid] = &kept_times;
     for (size_t next = next_unit.fetch_add(1, std::memory_order_relaxed); next < shard_units;
          next = next_unit.fetch_add(1, std::memory_order_relaxed)) {
       const size_t k = unit_order[next].second;
       const Unit u = unit_of(k);
       Layout l = u.l;
+      unit_times[k].thread = static_cast<std::uint32_t>(tid);
+      unit_times[k].begin = static_cast<std::uint32_t>(kept_times.size());
       for (size_t pi = 0; pi < per_unit; ++pi) {
-        const size_t graph_index = k * per_unit + pi;  // within the shard
         // The layout's place in the enumeration order (tp, pp, cp, ep, mb,
         // recompute, precision, framework, TP overlap, fp8 recipe, then vpp and ZeRO): the first
         // refused plan in this order is the one reported, on any thread.
@@ -591,7 +596,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
             ++n.over_memory;
             continue;
           }
-          time_slots[graph_index * inner + z] = pred.step.time_s;
+          kept_times.push_back(pred.step.time_s);
           Candidate cand;
           cand.layout = l;
           cand.step_time_s = pred.step.time_s;
@@ -612,6 +617,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
           keep_top(r.top, cand, keep);
         }
       }
+      unit_times[k].end = static_cast<std::uint32_t>(kept_times.size());
     }
   };
   WorkerPool::instance().run(threads, worker);
@@ -627,8 +633,11 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
   }
   const size_t times = out.counts.evaluated - out.counts.infeasible;
   out.feasible_step_times_s.reserve(times);
-  for (double t : time_slots)
-    if (t != kNoTime) out.feasible_step_times_s.push_back(t);
+  for (const UnitTimes& u : unit_times) {
+    if (u.end == u.begin) continue;
+    const std::vector<double>& from = *thread_times[u.thread];
+    out.feasible_step_times_s.insert(out.feasible_step_times_s.end(), from.begin() + u.begin, from.begin() + u.end);
+  }
   out.first_problem = parts[first].first_problem;
   std::sort(all.begin(), all.end(), ranks_before);
   const bool cut = times > keep;
