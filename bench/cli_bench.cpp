@@ -76,6 +76,24 @@ void BM_Cli_PredictFits8xH100(benchmark::State& state) {
 }
 BENCHMARK(BM_Cli_PredictFits8xH100)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// The same search ten times wider and more: also over the framework
+// (deepspeed, fsdp, hf, megatron, torchtitan), TP communication overlap
+// and CPU offload (none, optimizer, optimizer + parameters): 1,555,200
+// layouts enumerated, 30x the 51,840 above. The target is under 100 ms.
+void BM_Cli_SearchWide175B_1024xA100(benchmark::State& state) {
+  const std::vector<std::string> args = {
+      RIDGELINE_BINARY, "search", "--gpu",  "a100_sxm_80gb", "--model", "gpt3_175b", "--gpus", "1024",
+      "--global-batch", "1536",   "--seq",  "2048",          "--top",   "5",         "--search",
+      "tp,pp,dp,cp,mb,vpp,zero,recompute,framework,tp_overlap,offload"};
+  for (auto _ : state) {
+    if (run_quietly(args) != 0) {
+      state.SkipWithError("ridgeline search did not exit 0");
+      break;
+    }
+  }
+}
+BENCHMARK(BM_Cli_SearchWide175B_1024xA100)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // `ridgeline advise` on Llama-3-70B at TP8 PP4 DP16 on 512 H100s (issue 17:
 // under 100 ms through the CLI): the plan and every change, each through the engine.
 void BM_Cli_Advise70B_512xH100(benchmark::State& state) {
