@@ -520,8 +520,11 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
                    [](const auto& a, const auto& b) { return a.first > b.first; });
   std::atomic<size_t> next_unit{0};
   auto worker = [&](int tid) {
-    SearchResult& r = parts[tid];
+    // The thread's result is its own until the end (parts[] side by side
+    // would share cache lines: every layout bumps a count).
+    SearchResult r;
     SearchCounts& n = r.counts;
+    size_t first_at = std::numeric_limits<size_t>::max();
     r.top.reserve(keep);
     graph::Graph g, sg;
     engine::MicrobatchSummary sum;
@@ -571,8 +574,8 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
           if (!engine::check_plan_field(m, p, hw).empty()) {
             ++n.pruned;
             ++n.plan;
-            if (order * inner + z < first_problem_at[tid]) {  // the message only for the one reported
-              first_problem_at[tid] = order * inner + z;
+            if (order * inner + z < first_at) {  // the message only for the one reported
+              first_at = order * inner + z;
               r.first_problem = engine::check_plan(m, p, hw);
             }
             continue;
@@ -619,6 +622,8 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
       }
       unit_times[k].end = static_cast<std::uint32_t>(kept_times.size());
     }
+    parts[tid] = std::move(r);
+    first_problem_at[tid] = first_at;
   };
   WorkerPool::instance().run(threads, worker);
 
