@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cmath>
 
 namespace ridgeline::techniques {
@@ -119,10 +120,11 @@ ParamsKey params_key(const spec::ModelSpec& m, const spec::PlanSpec& p, Pipeline
                max_seq_len, activation, norm, position, tied_embeddings, bias, dropout, moe] = m;
   const auto& [mode, rank, targets] = p.finetune;
   const auto& q = p.parallel;
-  return {layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, max_seq_len, static_cast<int>(activation),
-          static_cast<int>(norm), static_cast<int>(position), tied_embeddings, bias, moe.experts, moe.top_k, q.tp,
-          q.pp, q.ep, q.first_stage_layers, q.last_stage_layers, static_cast<int>(mode), rank, targets,
-          static_cast<int>(stage)};
+  // The stage, TP, PP and EP first: local_params's table is indexed by them.
+  return {static_cast<int>(stage), q.tp, q.pp, q.ep, q.first_stage_layers, q.last_stage_layers,
+          static_cast<int>(mode), rank, targets, layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab,
+          max_seq_len, static_cast<int>(activation), static_cast<int>(norm), static_cast<int>(position),
+          tied_embeddings, bias, moe.experts, moe.top_k};
 }
 
 }  // namespace
@@ -130,27 +132,32 @@ ParamsKey params_key(const spec::ModelSpec& m, const spec::PlanSpec& p, Pipeline
 LocalParams local_params(const spec::ModelSpec& m, const spec::PlanSpec& p, PipelineStage stage) {
   // One evaluation asks for the same counts several times (the DP
   // collectives, the optimizer step, each end stage's memory, the totals),
-  // and a search asks again for every layout of one TP x PP x EP split. The
-  // last few answers per thread, by their whole key, answer those.
-  // Eight: an evaluation's stages (largest, first, last, middle) for the
-  // layout at hand and the one before it.
-  constexpr int kKept = 8;
-  thread_local ParamsKey keys[kKept];
-  thread_local LocalParams values[kKept];
-  thread_local int used = 0, last = 0;
-  const ParamsKey key = params_key(m, p, stage);
-  auto same = [&key](const ParamsKey& k) {  // a branch-free compare the compiler vectorizes
-    int diff = 0;
-    for (size_t j = 0; j < key.size(); ++j) diff |= k[j] ^ key[j];
-    return diff == 0;
+  // and a search asks again for every layout of one TP x PP x EP split.
+  // Answers are kept per thread in a small table indexed by the key's hash
+  // (one compare per lookup; a scan of the last few entries took 170
+  // instructions a lookup), each checked against its whole key.
+  constexpr std::size_t kSlots = 32;
+  struct Slot {
+    ParamsKey key;
+    LocalParams value;
+    bool used = false;
   };
-  for (int n = 0, i = last; n < used; ++n, i = (i + kKept - 1) % kKept)  // newest first
-    if (same(keys[i])) return values[i];
-  last = (last + 1) % kKept;
-  used = std::min(used + 1, kKept);
-  keys[last] = key;
-  values[last] = compute_local_params(m, p, stage);
-  return values[last];
+  thread_local std::array<Slot, kSlots> table{};
+  const ParamsKey key = params_key(m, p, stage);
+  // The index hashes what tells one search's layouts apart (the stage,
+  // TP, PP and EP: the key's first four); the compare reads the rest.
+  const std::uint64_t h = (static_cast<std::uint64_t>(key[0]) * 0x9E3779B97F4A7C15ull) ^
+                          (static_cast<std::uint64_t>(key[1]) * 0xFF51AFD7ED558CCDull) ^
+                          (static_cast<std::uint64_t>(key[2]) * 0xC4CEB9FE1A85EC53ull) ^
+                          (static_cast<std::uint64_t>(key[3]) * 0xD6E8FEB86659FD93ull);
+  Slot& slot = table[(h >> 40) % kSlots];
+  int diff = slot.used ? 0 : 1;  // a branch-free compare the compiler vectorizes
+  for (std::size_t j = 0; j < key.size(); ++j) diff |= slot.key[j] ^ key[j];
+  if (diff == 0) return slot.value;
+  slot.key = key;
+  slot.value = compute_local_params(m, p, stage);
+  slot.used = true;
+  return slot.value;
 }
 
 double optimizer_state_bytes(const spec::OptimizerSpec& o, const LocalParams& lp, double e) {
