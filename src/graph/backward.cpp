@@ -72,8 +72,12 @@ std::string_view wgrad_name(Op op) {
 
 void derive_backward(Graph& g) {
   const size_t n = g.kernels.size();
+  // At most two backward kernels per forward one: with the room reserved
+  // (once per kept graph), the forward kernel is read in place while its
+  // backward ones are appended, not copied out first.
+  g.kernels.reserve(3 * n);
   for (size_t i = 0; i < n; ++i) {
-    const Kernel f = g.kernels[i];
+    const Kernel& f = g.kernels[i];
     if (f.phase != Phase::kForward) continue;
     if (f.cls == KernelClass::kCollective || f.cls == KernelClass::kP2p || f.has(kPerStep)) continue;
     // Quantization casts and amax passes: the precision pass emits the
