@@ -111,9 +111,54 @@ void random_effects_bounds(double mu, double s_within, double s_between, double 
   r_hi = std::max(0.0, mu + half);
 }
 
+namespace {
+
+/// The continued fraction of the regularized incomplete beta function
+/// I_x(a, b) (Press et al., Numerical Recipes, 3rd ed., sec. 6.4: betacf,
+/// evaluated by the modified Lentz method), converging for x < (a+1)/(a+b+2).
+double beta_continued_fraction(double a, double b, double x) {
+  constexpr double kTiny = 1e-300, kEps = 1e-16;
+  double c = 1, d = 1 - (a + b) * x / (a + 1);
+  if (std::abs(d) < kTiny) d = kTiny;
+  d = 1 / d;
+  double h = d;
+  for (int m = 1; m <= 500; ++m) {
+    const double m2 = 2.0 * m;
+    double aa = m * (b - m) * x / ((a + m2 - 1) * (a + m2));
+    d = 1 + aa * d;
+    if (std::abs(d) < kTiny) d = kTiny;
+    c = 1 + aa / c;
+    if (std::abs(c) < kTiny) c = kTiny;
+    d = 1 / d;
+    h *= d * c;
+    aa = -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1));
+    d = 1 + aa * d;
+    if (std::abs(d) < kTiny) d = kTiny;
+    c = 1 + aa / c;
+    if (std::abs(c) < kTiny) c = kTiny;
+    d = 1 / d;
+    const double del = d * c;
+    h *= del;
+    if (std::abs(del - 1) < kEps) break;
+  }
+  return h;
+}
+
+/// I_x(a, b), the regularized incomplete beta function.
+double incomplete_beta(double a, double b, double x) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const double front =
+      std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x));
+  if (x < (a + 1) / (a + b + 2)) return front * beta_continued_fraction(a, b, x) / a;
+  return 1 - front * beta_continued_fraction(b, a, 1 - x) / b;
+}
+
+}  // namespace
+
 double student_t_quantile(double p, double nu) {
-  // Bisection on the CDF, 1/2 + the density's integral from 0 (Simpson's
-  // rule on the substitution x = tan u, which maps [0, inf) to [0, pi/2)).
+  // Bisection on the CDF, from the incomplete beta function (Abramowitz &
+  // Stegun 26.7.1: P(T <= t) = 1 - I_{nu/(nu+t^2)}(nu/2, 1/2) / 2 for t >= 0).
   // A command asks for one level and a few source counts: the last answers are kept.
   struct Memo {
     double p = -1, nu = -1, t = 0;
@@ -125,19 +170,9 @@ double student_t_quantile(double p, double nu) {
   // Closed forms for one and two degrees of freedom (two and three sources).
   if (nu == 1) return std::tan(M_PI * (p - 0.5));
   if (nu == 2) return (2 * p - 1) / std::sqrt(2 * p * (1 - p));
-  const double c = std::exp(std::lgamma((nu + 1) / 2) - std::lgamma(nu / 2)) / std::sqrt(nu * M_PI);
-  auto cdf = [&](double t) {
-    const double top = std::atan(std::abs(t));
-    const int n = 200;
-    const double h = top / n;
-    double sum = 0;
-    for (int i = 0; i <= n; ++i) {
-      const double u = i * h, x = std::tan(u);
-      const double f = c * std::pow(1 + x * x / nu, -(nu + 1) / 2) / (std::cos(u) * std::cos(u));
-      sum += (i == 0 || i == n ? 1 : i % 2 ? 4 : 2) * f;
-    }
-    const double half = sum * h / 3;
-    return t >= 0 ? 0.5 + half : 0.5 - half;
+  auto cdf = [nu](double t) {
+    const double tail = 0.5 * incomplete_beta(nu / 2, 0.5, nu / (nu + t * t));
+    return t >= 0 ? 1 - tail : tail;
   };
   double lo = -1e3, hi = 1e3;
   for (int i = 0; i < 64; ++i) {

@@ -356,4 +356,14 @@ TEST_CASE("intervals: Student's t quantile against its closed forms and tables")
   CHECK(uncertainty::student_t_quantile(0.975, 10) == doctest::Approx(2.228139).epsilon(1e-5));
   CHECK(uncertainty::student_t_quantile(0.1, 3) == doctest::Approx(-1.637744).epsilon(1e-5));
   CHECK(uncertainty::student_t_quantile(0.9, 1e6) == doctest::Approx(uncertainty::normal_quantile(0.9)).epsilon(1e-4));
+  // nu = 3 and 4 have closed-form CDFs (the quantile is searched on the
+  // incomplete beta function, not on these): with x = t / sqrt(nu),
+  // F_3(t) = 1/2 + (x / (1 + x^2) + atan x) / pi, and
+  // F_4(t) = 1/2 + (3/8) (t / sqrt(1 + t^2/4)) (1 - t^2 / (12 (1 + t^2/4))).
+  for (const double p : {0.6, 0.9, 0.975, 0.995}) {
+    const double t3 = uncertainty::student_t_quantile(p, 3), x = t3 / std::sqrt(3.0);
+    CHECK(0.5 + (x / (1 + x * x) + std::atan(x)) / M_PI == doctest::Approx(p).epsilon(1e-12));
+    const double t4 = uncertainty::student_t_quantile(p, 4), r = 1 + t4 * t4 / 4;
+    CHECK(0.5 + 0.375 * (t4 / std::sqrt(r)) * (1 - t4 * t4 / (12 * r)) == doctest::Approx(p).epsilon(1e-12));
+  }
 }
