@@ -596,10 +596,12 @@ double shape_compute_cached(const graph::Kernel& k, const CostParams& c, KernelC
   thread_local std::array<ShapeCacheEntry, kSlots> cache{};
   const auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
   const std::uint32_t tag = shape_tag(k);
-  std::uint64_t h = c.id * 0x9E3779B97F4A7C15ull;
-  for (std::uint64_t v : {bits(k.gemm.m), bits(k.gemm.n), bits(k.gemm.k), bits(k.gemm.batch),
-                          static_cast<std::uint64_t>(k.dtype), static_cast<std::uint64_t>(tag)})
-    h = (h ^ v) * 0x100000001B3ull;
+  // Each word times its own odd constant, then xor-ed: independent
+  // multiplies rather than one serial chain (cache_slot mixes the result).
+  const std::uint64_t h = (c.id * 0x9E3779B97F4A7C15ull) ^ (bits(k.gemm.m) * 0xFF51AFD7ED558CCDull) ^
+                          (bits(k.gemm.n) * 0xC4CEB9FE1A85EC53ull) ^ (bits(k.gemm.k) * 0xD6E8FEB86659FD93ull) ^
+                          (bits(k.gemm.batch) * 0xA0761D6478BD642Full) ^
+                          ((static_cast<std::uint64_t>(k.dtype) << 8 | tag) * 0xE7037ED1A0B428DBull);
   ShapeCacheEntry& e = cache[cache_slot(h, kSlots)];
   if (e.id == c.id && c.id != 0 && e.m == k.gemm.m && e.n == k.gemm.n && e.k == k.gemm.k &&
       e.batch == k.gemm.batch && e.dtype == k.dtype && e.tag == tag && (tag == 0 || e.flops == k.flops)) {
@@ -628,11 +630,13 @@ CollectiveCost collective_cost_cached(graph::Collective kind, double bytes, doub
   };
   constexpr std::size_t kSlots = 128;
   thread_local std::array<Entry, kSlots> cache{};
-  std::uint64_t h = c.id * 0x9E3779B97F4A7C15ull;
-  // Hash the values' bits: a byte count can exceed what an integer holds.
-  for (std::uint64_t v : {std::bit_cast<std::uint64_t>(bytes), std::bit_cast<std::uint64_t>(n),
-                          std::bit_cast<std::uint64_t>(span), static_cast<std::uint64_t>(kind)})
-    h = (h ^ v) * 0x100000001B3ull;
+  // Hash the values' bits (a byte count can exceed what an integer holds),
+  // each times its own odd constant: independent multiplies, not a chain.
+  const std::uint64_t h = (c.id * 0x9E3779B97F4A7C15ull) ^
+                          (std::bit_cast<std::uint64_t>(bytes) * 0xFF51AFD7ED558CCDull) ^
+                          (std::bit_cast<std::uint64_t>(n) * 0xC4CEB9FE1A85EC53ull) ^
+                          (std::bit_cast<std::uint64_t>(span) * 0xD6E8FEB86659FD93ull) ^
+                          (static_cast<std::uint64_t>(kind) * 0xA0761D6478BD642Full);
   Entry& e = cache[cache_slot(h, kSlots)];
   if (e.id == c.id && c.id != 0 && e.kind == kind && e.bytes == bytes && e.n == n && e.span == span) return e.cost;
   const CollectiveCost cc = collective_cost(kind, bytes, n, span, c);
