@@ -33,16 +33,20 @@ int run_quietly(std::vector<std::string> args) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-void BM_Cli_Search175B_1024xA100(benchmark::State& state) {
-  const std::vector<std::string> args = {RIDGELINE_BINARY, "search",   "--gpu",   "a100_sxm_80gb", "--model",
-                                         "gpt3_175b",      "--gpus",   "1024",    "--global-batch", "1536",
-                                         "--seq",          "2048",     "--top",   "5"};
+/// Runs `args` once per benchmark iteration; stops with an error when it
+/// exits with other than `expected`.
+void time_command(benchmark::State& state, std::vector<std::string> args, int expected = 0) {
   for (auto _ : state) {
-    if (run_quietly(args) != 0) {
-      state.SkipWithError("ridgeline search did not exit 0");
+    if (run_quietly(args) != expected) {
+      state.SkipWithError(("ridgeline " + args[1] + " did not exit " + std::to_string(expected)).c_str());
       break;
     }
   }
+}
+
+void BM_Cli_Search175B_1024xA100(benchmark::State& state) {
+  time_command(state, {RIDGELINE_BINARY, "search", "--gpu", "a100_sxm_80gb", "--model", "gpt3_175b", "--gpus", "1024",
+                       "--global-batch", "1536", "--seq", "2048", "--top", "5"});
 }
 BENCHMARK(BM_Cli_Search175B_1024xA100)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -52,27 +56,12 @@ BENCHMARK(BM_Cli_Search175B_1024xA100)->Unit(benchmark::kMillisecond)->UseRealTi
 // the GPU, model and framework profiles, the residuals behind the intervals,
 // one evaluation and the table. The target is under 5 ms on the 2-core
 // development machine.
-void BM_Cli_PredictDefault(benchmark::State& state) {
-  const std::vector<std::string> args = {RIDGELINE_BINARY, "predict"};
-  for (auto _ : state) {
-    if (run_quietly(args) != 1) {
-      state.SkipWithError("ridgeline predict (the default plan) did not exit 1 (does not fit)");
-      break;
-    }
-  }
-}
+void BM_Cli_PredictDefault(benchmark::State& state) { time_command(state, {RIDGELINE_BINARY, "predict"}, 1); }
 BENCHMARK(BM_Cli_PredictDefault)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_Cli_PredictFits8xH100(benchmark::State& state) {
-  const std::vector<std::string> args = {RIDGELINE_BINARY, "predict", "--gpu",  "h100_sxm", "--model", "llama3_8b",
-                                         "--seq",          "8192",    "--global-batch", "64", "--tp", "1",
-                                         "--pp",           "1",       "--dp",   "8",        "--zero",  "2"};
-  for (auto _ : state) {
-    if (run_quietly(args) != 0) {
-      state.SkipWithError("ridgeline predict did not exit 0");
-      break;
-    }
-  }
+  time_command(state, {RIDGELINE_BINARY, "predict", "--gpu", "h100_sxm", "--model", "llama3_8b", "--seq", "8192",
+                       "--global-batch", "64", "--tp", "1", "--pp", "1", "--dp", "8", "--zero", "2"});
 }
 BENCHMARK(BM_Cli_PredictFits8xH100)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -81,31 +70,17 @@ BENCHMARK(BM_Cli_PredictFits8xH100)->Unit(benchmark::kMillisecond)->UseRealTime(
 // and CPU offload (none, optimizer, optimizer + parameters): 1,555,200
 // layouts enumerated, 30x the 51,840 above. The target is under 100 ms.
 void BM_Cli_SearchWide175B_1024xA100(benchmark::State& state) {
-  const std::vector<std::string> args = {
-      RIDGELINE_BINARY, "search", "--gpu",  "a100_sxm_80gb", "--model", "gpt3_175b", "--gpus", "1024",
-      "--global-batch", "1536",   "--seq",  "2048",          "--top",   "5",         "--search",
-      "tp,pp,dp,cp,mb,vpp,zero,recompute,framework,tp_overlap,offload"};
-  for (auto _ : state) {
-    if (run_quietly(args) != 0) {
-      state.SkipWithError("ridgeline search did not exit 0");
-      break;
-    }
-  }
+  time_command(state, {RIDGELINE_BINARY, "search", "--gpu", "a100_sxm_80gb", "--model", "gpt3_175b", "--gpus", "1024",
+                       "--global-batch", "1536", "--seq", "2048", "--top", "5", "--search",
+                       "tp,pp,dp,cp,mb,vpp,zero,recompute,framework,tp_overlap,offload"});
 }
 BENCHMARK(BM_Cli_SearchWide175B_1024xA100)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // `ridgeline advise` on Llama-3-70B at TP8 PP4 DP16 on 512 H100s (issue 17:
 // under 100 ms through the CLI): the plan and every change, each through the engine.
 void BM_Cli_Advise70B_512xH100(benchmark::State& state) {
-  const std::vector<std::string> args = {RIDGELINE_BINARY, "advise", "--gpu",  "h100_sxm", "--model", "llama3_70b",
-                                         "--tp",           "8",      "--pp",   "4",        "--dp",    "16",
-                                         "--global-batch", "2048",   "--seq",  "8192"};
-  for (auto _ : state) {
-    if (run_quietly(args) != 0) {
-      state.SkipWithError("ridgeline advise did not exit 0");
-      break;
-    }
-  }
+  time_command(state, {RIDGELINE_BINARY, "advise", "--gpu", "h100_sxm", "--model", "llama3_70b", "--tp", "8", "--pp",
+                       "4", "--dp", "16", "--global-batch", "2048", "--seq", "8192"});
 }
 BENCHMARK(BM_Cli_Advise70B_512xH100)->Unit(benchmark::kMillisecond)->UseRealTime();
 

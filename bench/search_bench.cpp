@@ -31,39 +31,17 @@ struct Space175B {
   }
 };
 
-void BM_Search175B_1024xA100(benchmark::State& state) {
+/// Runs search `s` (its thread count from the benchmark's argument) over
+/// the 175B space until the benchmark is done; counters: evaluated layouts
+/// per second of search, layouts enumerated, the search's seconds, and heap
+/// allocations per evaluated layout (the whole search's, over them).
+void time_search(benchmark::State& state, search::SearchSpec s) {
   const Space175B sp;
-  search::SearchSpec s;
   s.gpus = 1024;
   s.global_batch = 1536;
   s.threads = static_cast<int>(state.range(0));
-  double evaluated = 0, seconds = 0;
-  alloc_count::Scope allocs;
-  for (auto _ : state) {
-    auto r = search::run(s, sp.m, sp.base, sp.hw);
-    evaluated += static_cast<double>(r.counts.evaluated);
-    seconds += r.seconds;
-    benchmark::DoNotOptimize(r.top.data());
-  }
-  state.counters["evaluated_per_s"] = evaluated / seconds;
-  state.counters["search_s"] = seconds / state.iterations();
-  state.counters["allocs_per_eval"] = static_cast<double>(allocs.count()) / evaluated;
-}
-BENCHMARK(BM_Search175B_1024xA100)->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMillisecond)->UseRealTime();
-
-// The wide space (bench/cli_bench.cpp's BM_Cli_SearchWide175B): framework,
-// TP overlap and offload searched as well, 1,555,200 layouts enumerated.
-void BM_SearchWide175B_1024xA100(benchmark::State& state) {
-  const Space175B sp;
-  search::SearchSpec s;
-  s.gpus = 1024;
-  s.global_batch = 1536;
-  s.threads = static_cast<int>(state.range(0));
-  s.frameworks = {};
-  for (size_t i = 0; i < spec::framework_count(); ++i) s.frameworks.push_back(static_cast<std::uint8_t>(i));
-  s.tp_overlap = {false, true};
-  s.offload = search::searchable_offloads();
   double evaluated = 0, enumerated = 0, seconds = 0;
+  alloc_count::Scope allocs;
   for (auto _ : state) {
     auto r = search::run(s, sp.m, sp.base, sp.hw);
     evaluated += static_cast<double>(r.counts.evaluated);
@@ -74,6 +52,20 @@ void BM_SearchWide175B_1024xA100(benchmark::State& state) {
   state.counters["evaluated_per_s"] = evaluated / seconds;
   state.counters["enumerated"] = enumerated / state.iterations();
   state.counters["search_s"] = seconds / state.iterations();
+  state.counters["allocs_per_eval"] = static_cast<double>(allocs.count()) / evaluated;
+}
+
+void BM_Search175B_1024xA100(benchmark::State& state) { time_search(state, {}); }
+BENCHMARK(BM_Search175B_1024xA100)->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The wide space (bench/cli_bench.cpp's BM_Cli_SearchWide175B): framework,
+// TP overlap and offload searched as well, 1,555,200 layouts enumerated.
+void BM_SearchWide175B_1024xA100(benchmark::State& state) {
+  search::SearchSpec s;
+  for (size_t i = 0; i < spec::framework_count(); ++i) s.frameworks.push_back(static_cast<std::uint8_t>(i));
+  s.tp_overlap = {false, true};
+  s.offload = search::searchable_offloads();
+  time_search(state, s);
 }
 BENCHMARK(BM_SearchWide175B_1024xA100)->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMillisecond)->UseRealTime();
 
