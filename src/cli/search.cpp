@@ -45,11 +45,16 @@ struct SearchArgs {
 
 using search::Dim;
 
-/// The plan field behind each searched dimension (by Dim).
+/// The plan field behind each searched dimension (by Dim), and a second one
+/// for a dimension over two fields ("" for none): either, given, fixes it.
+/// Block recomputation is a value of the recompute field (block:K), so
+/// --recompute fixes it as well as the recompute dimension.
 constexpr std::string_view kDimKey[search::kDimCount] = {
     "parallel.tp",   "parallel.pp", "parallel.dp", "parallel.cp", "parallel.ep", "micro_batch",
     "parallel.virtual_stages", "parallel.zero", "recompute", "precision", "framework", "parallel.tp_comm_overlap",
-    "fp8.recipe", "offload.optimizer"};
+    "fp8.recipe", "offload.optimizer", "recompute", "parallel.first_stage_layers"};
+constexpr std::string_view kDimAlsoKey[search::kDimCount] = {
+    "", "", "", "", "", "", "", "", "", "", "", "", "", "offload.params", "", "parallel.last_stage_layers"};
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
@@ -67,11 +72,13 @@ Dim apply_fix(spec::PlanSpec& base, const std::string& text) {
   const std::string key = text.substr(0, eq), value = text.substr(eq + 1);
   const spec::PlanField* f = spec::find_plan_field(key);
   int d = -1;
-  for (int i = 0; f && i < search::kDimCount; ++i)
-    if (kDimKey[i] == f->key) d = i;
+  for (int i = 0; f && i < search::kDimCount && d < 0; ++i)  // recompute: the recompute dimension first
+    if (kDimKey[i] == f->key || kDimAlsoKey[i] == f->key) d = i;
   if (d < 0)
     throw UsageError{"--fix", fmt::format("unknown key '{}'; expected tp, pp, dp, cp, ep, micro_batch, vpp, zero, "
-                                          "recompute, precision, framework, tp_comm_overlap, fp8_recipe or offload_optimizer", key)};
+                                          "recompute, precision, framework, tp_comm_overlap, fp8_recipe, "
+                                          "offload_optimizer, offload_params, first_stage_layers or "
+                                          "last_stage_layers", key)};
   if (auto e = spec::set_field(*f, base, value); !e.empty()) throw UsageError{"--fix", fmt::format("{}: {}", key, e)};
   return static_cast<Dim>(d);
 }
@@ -153,21 +160,26 @@ Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std:
     throw UsageError{"--search", fmt::format("expected a list such as tp,pp,zero; one of {}", search::dim_choices())};
   for (int i = 0; i < search::kDimCount; ++i) {
     const Dim d = static_cast<Dim>(i);
-    // Offload is one dimension over two plan fields: either flag fixes it.
+    // Offload and stages are each one dimension over two plan fields:
+    // either flag fixes it. The recompute field fixes recompute_layers too.
     const bool given = a.plan.given(kDimKey[i]) || fixed_by_fix.count(i) ||
-                       (d == Dim::kOffload && a.plan.given("offload.params"));
+                       (!kDimAlsoKey[i].empty() && a.plan.given(kDimAlsoKey[i])) ||
+                       (d == Dim::kRecomputeLayers && fixed_by_fix.count(static_cast<int>(Dim::kRecompute)));
     if (given && listed.count(i)) {
-      const auto* f = spec::find_plan_field(kDimKey[i]);
+      const bool by_fix = fixed_by_fix.count(i) ||
+                          (d == Dim::kRecomputeLayers && fixed_by_fix.count(static_cast<int>(Dim::kRecompute)));
+      const auto* f = spec::find_plan_field(
+          !kDimAlsoKey[i].empty() && !a.plan.given(kDimKey[i]) ? kDimAlsoKey[i] : kDimKey[i]);
       throw UsageError{"--search", fmt::format("{} is fixed by {}; leave it out of --search or drop the flag",
-                                               search::name(d),
-                                               fixed_by_fix.count(i) ? std::string("--fix") : "--" + std::string(f->flag))};
+                                               search::name(d), by_fix ? std::string("--fix") : "--" + std::string(f->flag))};
     }
     bool searched = false;
     if (!given) {
       if (d == Dim::kDp) searched = true;  // what the GPU count leaves, unless given
       else if (!listed.empty()) searched = listed.count(i) > 0;
       else searched = d != Dim::kPrecision && d != Dim::kFramework && d != Dim::kTpOverlap &&
-                      d != Dim::kFp8Recipe && d != Dim::kOffload && (d != Dim::kEp || m.is_moe());
+                      d != Dim::kFp8Recipe && d != Dim::kOffload && d != Dim::kRecomputeLayers &&
+                      d != Dim::kStages && (d != Dim::kEp || m.is_moe());
     }
     if (d == Dim::kEp && !m.is_moe() && !given) searched = false;
     if (searched) {
@@ -178,6 +190,8 @@ Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std:
       if (d == Dim::kTpOverlap) s.tp_overlap = {false, true};
       if (d == Dim::kFp8Recipe) s.fp8_recipe = search::searchable_fp8_recipes(m, hw, base);
       if (d == Dim::kOffload) s.offload = search::searchable_offloads();
+      if (d == Dim::kRecomputeLayers) s.block_quarters = search::searchable_block_quarters();
+      if (d == Dim::kStages) s.stages = search::searchable_stage_trims();
       continue;
     }
     const auto& q = base.parallel;
@@ -206,8 +220,18 @@ Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std:
         s.offload = {base.offload};
         value = search::offload_text(base.offload);
         break;
+      case Dim::kRecomputeLayers:
+        continue;  // the plan's recompute (the recompute dimension says it)
+      case Dim::kStages: {
+        // The base plan's split, as given (run() reads it when s.stages is empty).
+        search::Layout l;
+        l.first_stage_layers = q.first_stage_layers;
+        l.last_stage_layers = q.last_stage_layers;
+        value = search::stages_text(l);
+        break;
+      }
     }
-    if ((d == Dim::kTpOverlap || d == Dim::kFp8Recipe || d == Dim::kOffload) && !given)
+    if ((d == Dim::kTpOverlap || d == Dim::kFp8Recipe || d == Dim::kOffload || d == Dim::kStages) && !given)
       continue;  // the plan's setting, unless asked for
     if (d == Dim::kEp && !m.is_moe() && !given) continue;  // nothing to say for a dense model
     c.extras.fixed.emplace_back(search::name(d), value);
@@ -297,14 +321,18 @@ void register_search(Commands& commands, int& rc) {
       ->capture_default_str();
   cmd->add_option("--search", a->search,
                   "Search exactly these dimensions (tp,pp,dp,cp,ep,mb,vpp,zero,recompute,precision,framework,"
-                  "tp_overlap,fp8_recipe,offload); the rest take the plan's values (dp, unless given, is what the GPU "
-                  "count leaves). Default: all but precision, framework, tp_overlap, fp8_recipe and offload (ep for "
-                  "MoE models only). offload tries none, the optimizer (ZeRO-Offload) and the optimizer with the "
-                  "parameters (ZeRO-Infinity) on the CPU")
+                  "tp_overlap,fp8_recipe,offload,recompute_layers,stages); the rest take the plan's values (dp, "
+                  "unless given, is what the GPU count leaves). Default: all but precision, framework, tp_overlap, "
+                  "fp8_recipe, offload, recompute_layers and stages (ep for MoE models only). offload tries none, the "
+                  "optimizer (ZeRO-Offload) and the optimizer with the parameters (ZeRO-Infinity) on the CPU; "
+                  "recompute_layers has full recomputation also try block:K, K = 1/4, 1/2 and 3/4 of a stage's "
+                  "layers (--recompute-method block); stages tries, with PP > 1, the last stage 1 and 2 layers "
+                  "lighter and the first 1 lighter than an even share (the other stages split the rest evenly)")
       ->type_name("LIST");
   cmd->add_option("--fix", a->fix, "Pin a dimension, as giving its flag does: tp=8, pp=4, dp=.., cp=.., ep=.., "
                                    "micro_batch=.., vpp=.., zero=.., recompute=.., precision=.., framework=.., "
-                                   "tp_comm_overlap=true|false, fp8_recipe=..");
+                                   "tp_comm_overlap=true|false, fp8_recipe=.., offload_optimizer=.., offload_params=.., "
+                                   "first_stage_layers=.., last_stage_layers=..");
   cmd->add_option("--headroom", a->headroom,
                   "Memory left free: a layout qualifies when its peak memory's upper end is at most capacity x (1 - "
                   "headroom)")

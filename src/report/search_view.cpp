@@ -37,8 +37,10 @@ std::string traits_from_json(const json& j, uncertainty::RunTraits& t) {
   return "";
 }
 
+/// A layout's fields; first_stage_layers and last_stage_layers only when
+/// set (0, an even share, is the default a reader assumes).
 json layout_json(const search::Layout& l) {
-  return {{"tp", l.tp},
+  json j = {{"tp", l.tp},
           {"pp", l.pp},
           {"dp", l.dp},
           {"cp", l.cp},
@@ -54,6 +56,9 @@ json layout_json(const search::Layout& l) {
           {"fp8_recipe", spec::to_string(l.fp8_recipe)},
           {"offload_optimizer", spec::to_string(l.offload.optimizer)},
           {"offload_params", spec::to_string(l.offload.params)}};
+  if (l.first_stage_layers > 0) j["first_stage_layers"] = l.first_stage_layers;
+  if (l.last_stage_layers > 0) j["last_stage_layers"] = l.last_stage_layers;
+  return j;
 }
 
 /// "" or what is wrong.
@@ -82,6 +87,8 @@ std::string layout_from_json(const json& e, search::Layout& l) {
   const auto par = spec::parse_offload_device(e.value("offload_params", std::string("none")));
   if (!opt || !par) return "unknown offload_optimizer or offload_params in a top entry";
   l.offload = {*opt, *par};
+  l.first_stage_layers = e.value("first_stage_layers", 0);
+  l.last_stage_layers = e.value("last_stage_layers", 0);
   return "";
 }
 
@@ -99,6 +106,15 @@ bool searched(const json& q, const char* dim) {
 
 std::string percent_text(double frac) { return fmt::format("{:g}%", frac * 100); }
 
+bool uneven(const search::Layout& l) { return l.first_stage_layers > 0 || l.last_stage_layers > 0; }
+
+/// Whether the rows show their stage split: when stages were searched or a
+/// row's stages are uneven.
+bool stages_shown(const search::SearchResult& r, const json& q) {
+  return searched(q, "stages") ||
+         std::any_of(r.top.begin(), r.top.end(), [](const auto& c) { return uneven(c.layout); });
+}
+
 /// The rows as cells, shared by the text and Markdown tables.
 text::Table rows_table(const search::SearchResult& r, const json& q, const search::SearchIntervals& iv) {
   using namespace units;
@@ -112,6 +128,7 @@ text::Table rows_table(const search::SearchResult& r, const json& q, const searc
                    std::any_of(r.top.begin(), r.top.end(), [](const auto& c) { return c.layout.tp_overlap; });
   const bool off = searched(q, "offload") ||
                    std::any_of(r.top.begin(), r.top.end(), [](const auto& c) { return c.layout.offload.any(); });
+  const bool stages = stages_shown(r, q);
   const bool ties = std::any_of(r.top.begin(), r.top.end(), [](const auto& c) { return !c.equivalent.empty(); });
   const bool known = price_known(q);
   auto col = [&](std::string h, bool numeric) {
@@ -121,6 +138,7 @@ text::Table rows_table(const search::SearchResult& r, const json& q, const searc
   col("#", true);
   col("TP", true);
   col("PP", true);
+  if (stages) col("stages", false);
   col("DP", true);
   col("CP", true);
   if (ep) col("EP", true);
@@ -148,8 +166,10 @@ text::Table rows_table(const search::SearchResult& r, const json& q, const searc
     const auto& y = c.layout;
     const auto& x = ranked_row(iv.top, i);
     const auto& iv_t = x.time;
-    std::vector<std::string> row = {std::to_string(i + 1), std::to_string(y.tp), std::to_string(y.pp),
-                                    std::to_string(y.dp), std::to_string(y.cp)};
+    std::vector<std::string> row = {std::to_string(i + 1), std::to_string(y.tp), std::to_string(y.pp)};
+    if (stages) row.push_back(search::stages_text(y));
+    row.push_back(std::to_string(y.dp));
+    row.push_back(std::to_string(y.cp));
     if (ep) row.push_back(std::to_string(y.ep));
     row.push_back(y.sp ? "on" : "off");
     if (ovl) row.push_back(y.tp_overlap ? "on" : "off");
@@ -244,7 +264,8 @@ std::string csv_quote(const std::string& s) {
 }
 
 std::string layout_label(const search::Layout& l, bool ep, bool fw) {
-  std::string o = fmt::format("TP{} PP{} DP{} CP{}", l.tp, l.pp, l.dp, l.cp);
+  std::string o = fmt::format("TP{} PP{}{} DP{} CP{}", l.tp, l.pp,
+                              uneven(l) ? " (stages " + search::stages_text(l) + ")" : "", l.dp, l.cp);
   if (ep) o += fmt::format(" EP{}", l.ep);
   o += fmt::format("{} mb{} v{} ZeRO-{} {} {}", l.sp ? " +SP" : "", l.micro_batch, l.vpp, l.zero,
                    spec::to_string(l.recompute), spec::to_string(l.precision));
@@ -525,7 +546,11 @@ std::string search_markdown(const search::SearchResult& r, const json& q, const 
 }
 
 std::string search_csv(const search::SearchResult& r, const json& q, const search::SearchIntervals& iv) {
-  std::string o = "rank,gpu,model,framework,tokens,tp,pp,dp,cp,ep,micro_batch,vpp,zero,sp,recompute,precision,"
+  // first_stage_layers, last_stage_layers (0 = an even share) only when the table shows stages.
+  const bool stages = stages_shown(r, q);
+  std::string o = std::string("rank,gpu,model,framework,tokens,tp,pp,") +
+                  (stages ? "first_stage_layers,last_stage_layers," : "") +
+                  "dp,cp,ep,micro_batch,vpp,zero,sp,recompute,precision,"
                   "step_time_s,step_time_lo_s,step_time_hi_s,mfu,hfu,peak_memory_bytes,tokens_per_s,tokens_per_s_lo,"
                   "tokens_per_s_hi,wall_clock_days,gpu_hours,cost_usd,standing,distinguishable_from_best,equivalent,"
                   "predict_command\n";
@@ -537,9 +562,11 @@ std::string search_csv(const search::SearchResult& r, const json& q, const searc
     const auto& x = ranked_row(iv.top, i);
     const auto& t = x.time;
     const int d = search::distinguishable(x.standing);
-    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},", i + 1, q.value("gpu", ""),
-                     q.value("model", ""), spec::framework(l.framework).id, c.tokens, l.tp, l.pp, l.dp, l.cp, l.ep,
-                     l.micro_batch, l.vpp, l.zero, l.sp, spec::to_string(l.recompute), spec::to_string(l.precision));
+    o += fmt::format("{},{},{},{},{},{},{},", i + 1, q.value("gpu", ""), q.value("model", ""),
+                     spec::framework(l.framework).id, c.tokens, l.tp, l.pp);
+    if (stages) o += fmt::format("{},{},", l.first_stage_layers, l.last_stage_layers);
+    o += fmt::format("{},{},{},{},{},{},{},{},{},", l.dp, l.cp, l.ep, l.micro_batch, l.vpp, l.zero, l.sp,
+                     spec::to_string(l.recompute), spec::to_string(l.precision));
     o += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", c.step_time_s,
                      end(t, t.time_lo(c.step_time_s)), end(t, t.time_hi(c.step_time_s)), c.mfu, c.hfu, c.memory_bytes,
                      c.tokens_per_s, end(t, t.rate_lo(c.tokens_per_s)), end(t, t.rate_hi(c.tokens_per_s)), c.days,

@@ -24,21 +24,39 @@ namespace {
 constexpr std::string_view kDimNames[kDimCount] = {"tp",        "pp",        "dp",       "cp",  "ep",
                                                    "mb",        "vpp",       "zero",     "recompute",
                                                    "precision", "framework", "tp_overlap", "fp8_recipe",
-                                                   "offload"};
+                                                   "offload",   "recompute_layers", "stages"};
 
 std::vector<int> values_or(int fixed, std::vector<int> all) {
   if (fixed > 0 || (fixed == 0 && !all.empty() && all.front() == 0)) return {fixed};
   return all;
 }
 
+/// A value of the recompute dimension: a policy, or full recomputation of
+/// `quarters` quarters of each stage's layers (block:K, K set per PP degree
+/// by block_layers_at).
+struct RecomputeChoice {
+  spec::Recompute policy;
+  int quarters = 0;      // 0: the policy as it is
+  size_t first_block = 0;  // the index of this policy's first block variant (quarters > 0)
+};
+
+/// block:K of `quarters` quarters of a stage's layers at PP `pp`: K = L x
+/// quarters / 4 with L = layers / PP, in integers (32 layers at PP 4: 8 a
+/// stage, K = 2, 4, 6).
+int block_layers_at(int layers, int pp, int quarters) { return layers / pp * quarters / 4; }
+
 struct Dims {
   std::vector<int> tp, pp, cp, ep, micro, vpp, zero;
-  std::vector<spec::Recompute> rec;
+  std::vector<RecomputeChoice> rec;
   std::vector<spec::Precision> prec;
   std::vector<std::uint8_t> fw;
   std::vector<bool> ovl;
   std::vector<spec::Fp8Recipe> recipe;
   std::vector<spec::OffloadSpec> offload;
+  /// Stage splits; `stages_searched` false: the base plan's first and last
+  /// stage layers, as given (one entry).
+  std::vector<StageTrim> stages;
+  bool stages_searched = false;
 };
 
 Dims dims_for(const SearchSpec& s, const spec::ModelSpec& m, const spec::PlanSpec& base) {
@@ -59,15 +77,27 @@ Dims dims_for(const SearchSpec& s, const spec::ModelSpec& m, const spec::PlanSpe
   d.micro = values_or(s.micro_batch, {1, 2, 4, 8, 16});
   d.vpp = values_or(s.vpp, {1, 2, 4});
   d.zero = s.zero >= 0 ? std::vector<int>{s.zero} : std::vector<int>{0, 1, 2, 3};
-  d.rec = s.recompute.empty() ? std::vector<spec::Recompute>{{spec::RecomputeKind::kNone, 0},
-                                                             {spec::RecomputeKind::kSelective, 0},
-                                                             {spec::RecomputeKind::kFull, 0}}
-                              : s.recompute;
+  const std::vector<spec::Recompute> recs =
+      s.recompute.empty() ? std::vector<spec::Recompute>{{spec::RecomputeKind::kNone, 0},
+                                                         {spec::RecomputeKind::kSelective, 0},
+                                                         {spec::RecomputeKind::kFull, 0}}
+                          : s.recompute;
+  // Each full recomputation of every layer is followed by its block variants.
+  for (const spec::Recompute& r : recs) {
+    d.rec.push_back({r, 0, 0});
+    const size_t first = d.rec.size();
+    if (r.kind == spec::RecomputeKind::kFull && r.block_layers == 0)
+      for (int q : s.block_quarters) d.rec.push_back({r, q, first});
+  }
   d.prec = s.precision.empty() ? std::vector<spec::Precision>{base.precision} : s.precision;
   d.fw = s.frameworks.empty() ? std::vector<std::uint8_t>{base.framework} : s.frameworks;
   d.ovl = s.tp_overlap.empty() ? std::vector<bool>{base.parallel.tp_comm_overlap} : s.tp_overlap;
   d.recipe = s.fp8_recipe.empty() ? std::vector<spec::Fp8Recipe>{base.fp8_recipe} : s.fp8_recipe;
   d.offload = s.offload.empty() ? std::vector<spec::OffloadSpec>{base.offload} : s.offload;
+  d.stages_searched = !s.stages.empty();
+  d.stages = d.stages_searched ? s.stages
+                               : std::vector<StageTrim>{{base.parallel.first_stage_layers,
+                                                         base.parallel.last_stage_layers}};
   return d;
 }
 
@@ -87,13 +117,13 @@ double score(Objective o, const engine::Prediction& p) {
 /// layout (fewer context-parallel ranks, more data-parallel replicas).
 auto layout_key(const Layout& l) {
   const auto& [tp, pp, dp, cp, ep, micro_batch, vpp, zero, sp, recompute, precision, framework, tp_overlap,
-               fp8_recipe, offload] = l;
+               fp8_recipe, offload, first_stage_layers, last_stage_layers] = l;
   const auto& [recompute_kind, every_k, block_layers] = recompute;
   const auto& [offload_optimizer, offload_params] = offload;
   return std::tuple(tp, pp, cp, dp, ep, micro_batch, vpp, zero, sp, static_cast<int>(recompute_kind), every_k,
                     block_layers, static_cast<int>(precision), static_cast<int>(framework), tp_overlap,
                     static_cast<int>(fp8_recipe), static_cast<int>(offload_optimizer),
-                    static_cast<int>(offload_params));
+                    static_cast<int>(offload_params), first_stage_layers, last_stage_layers);
 }
 
 /// Candidates kept per worker for `top` rows: rows are exact-tie groups, so
@@ -243,6 +273,10 @@ std::vector<spec::OffloadSpec> searchable_offloads() {
   return {{D::kNone, D::kNone}, {D::kCpu, D::kNone}, {D::kCpu, D::kCpu}};
 }
 
+std::vector<int> searchable_block_quarters() { return {1, 2, 3}; }
+
+std::vector<StageTrim> searchable_stage_trims() { return {{0, 0}, {0, 1}, {0, 2}, {1, 0}}; }
+
 std::vector<spec::Fp8Recipe> searchable_fp8_recipes(const spec::ModelSpec& m, const spec::HardwareSpec& hw,
                                                     const spec::PlanSpec& base) {
   std::vector<spec::Fp8Recipe> out;
@@ -292,6 +326,8 @@ spec::PlanSpec plan_for(const spec::PlanSpec& base, const Layout& l, int global_
   p.parallel.tp_comm_overlap = l.tp_overlap;
   p.fp8_recipe = l.fp8_recipe;
   p.offload = l.offload;
+  p.parallel.first_stage_layers = l.first_stage_layers;
+  p.parallel.last_stage_layers = l.last_stage_layers;
   p.micro_batch = l.micro_batch;
   p.recompute = l.recompute;
   p.precision = l.precision;
@@ -331,6 +367,13 @@ int min_gpus_for_state(const spec::ModelSpec& m, const spec::PlanSpec& base, con
   return hi;
 }
 
+std::string stages_text(const Layout& l) {
+  if (l.first_stage_layers <= 0 && l.last_stage_layers <= 0) return "even";
+  if (l.last_stage_layers <= 0) return fmt::format("first {}", l.first_stage_layers);
+  if (l.first_stage_layers <= 0) return fmt::format("last {}", l.last_stage_layers);
+  return fmt::format("first {} last {}", l.first_stage_layers, l.last_stage_layers);
+}
+
 std::string offload_text(const spec::OffloadSpec& o) {
   if (o.params_on_cpu()) return o.optimizer_on_cpu() ? "offload optimizer+params" : "offload params";
   return o.optimizer_on_cpu() ? "offload optimizer" : "no offload";
@@ -357,6 +400,8 @@ std::string tie_text(const Candidate& c) {
       [](const Layout& l) { return std::string(l.tp_overlap ? "TP overlap" : "no TP overlap"); },
       [](const Layout& l) { return l.precision == spec::Precision::kFp8 ? spec::to_string(l.fp8_recipe) : ""; },
       [](const Layout& l) { return offload_text(l.offload); },
+      [](const Layout& l) { return l.first_stage_layers > 0 || l.last_stage_layers > 0 ? "stages " + stages_text(l)
+                                                                                        : std::string("even stages"); },
   };
   std::string out;
   for (Get get : kFields) {
@@ -413,15 +458,17 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
   const int gb = s.global_batch > 0 ? s.global_batch : base.global_batch;
   const int seq = graph::seq_len(m, base);
   const double memory_limit = hw.memory_bytes * (1 - s.headroom);
-  // A unit of work: one micro-batch shape (tp, cp, ep, micro, recompute,
-  // precision, framework, TP overlap, fp8 recipe). Within it, one graph per PP degree: those graphs
-  // hold the same kernels at other counts, so their costs are formed once
-  // (engine::CostMemo). Within a graph, the layouts that share it (dp
-  // follows from the GPU count; virtual stages and ZeRO stages).
+  // A unit of work: one micro-batch shape (tp, cp, ep, micro, recompute
+  // with its share of block recomputation, precision, framework, TP
+  // overlap, fp8 recipe). Within it, one graph per PP degree and stage
+  // split: those graphs hold the same kernels at other counts, so their
+  // costs are formed once (engine::CostMemo). Within a graph, the layouts
+  // that share it (dp follows from the GPU count; virtual stages, ZeRO
+  // stages and offload).
   const size_t units =
       d.tp.size() * d.cp.size() * d.ep.size() * d.micro.size() * d.rec.size() * d.prec.size() * d.fw.size() *
       d.ovl.size() * d.recipe.size();
-  const size_t per_unit = d.pp.size();
+  const size_t per_unit = d.pp.size() * d.stages.size();
   const size_t inner = d.vpp.size() * d.zero.size() * d.offload.size();
   const size_t keep = keep_count(s.top);
   // This shard's units: u = shard_index, shard_index + shard_count, ...
@@ -440,8 +487,8 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
   std::vector<SearchResult> parts(threads);
   std::vector<size_t> first_problem_at(threads, std::numeric_limits<size_t>::max());
   // Each qualifying layout's step time is appended to its thread's list,
-  // unit by unit; a unit's times come out in layout order (pp, then vpp,
-  // ZeRO and offload), and unit_times[k] says where unit k's are. The
+  // unit by unit; a unit's times come out in layout order (pp, stage
+  // split, then vpp, ZeRO and offload), and unit_times[k] says where unit k's are. The
   // interval count (search::search_intervals) reads them in layout order
   // whatever thread evaluated them. The lists are each thread's own and
   // outlive the search (a pool thread's too), so the per-layout path
@@ -455,7 +502,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
   std::vector<UnitTimes> unit_times(shard_units);
   std::vector<std::vector<double>*> thread_times(threads, nullptr);
   // Unit k of the shard as its indices into the dimensions and its layout
-  // (all but pp, dp, vpp, ZeRO and offload).
+  // (all but pp, the stage split, dp, vpp, ZeRO and offload; block:K is set per PP).
   struct Unit {
     size_t recipe, ovl, fw, prec, rec, mb, ep, cp, tp;
     Layout l;
@@ -474,7 +521,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
     Layout& l = u.l;
     l.framework = d.fw[u.fw];
     l.precision = d.prec[u.prec];
-    l.recompute = d.rec[u.rec];
+    l.recompute = d.rec[u.rec].policy;
     l.micro_batch = d.micro[u.mb];
     l.ep = d.ep[u.ep];
     l.cp = d.cp[u.cp];
@@ -484,10 +531,42 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
     l.sp = s.sp < 0 ? l.tp > 1 : s.sp == 1;
     return u;
   };
-  // Why a unit's layouts at one PP degree are left out before any is
-  // evaluated (sets l.dp); kKept when they are not.
+  // Why a unit's layouts at one PP degree and stage split are left out
+  // before any is evaluated; kKept when they are not.
   enum class Cut : std::uint8_t { kKept, kShape, kRedundant, kBatch };
-  auto cut_of = [&](const Unit& u, Layout& l) {
+  // The stage splits at each PP degree (index pi x stages + si), formed
+  // once: the layers of the first and last stage, and whether the split is
+  // left out. Searched, a trim at PP 1 is the even layout again; a split
+  // whose other stages cannot share the rest evenly (spec::check_stage_layers,
+  // as engine::check_plan reads it) does not divide. Not searched, the base
+  // plan's split, which engine::check_plan judges per layout.
+  struct Split {
+    int first = 0, last = 0;
+    Cut cut = Cut::kKept;
+  };
+  std::vector<Split> splits(per_unit);
+  for (size_t j = 0; j < per_unit; ++j) {
+    const int pp = d.pp[j / d.stages.size()];
+    const StageTrim& t = d.stages[j % d.stages.size()];
+    Split& sp = splits[j];
+    if (!d.stages_searched) {
+      sp.first = t.first, sp.last = t.last;
+      continue;
+    }
+    if (t.first <= 0 && t.last <= 0) continue;
+    if (pp == 1) {
+      sp.cut = Cut::kRedundant;
+      continue;
+    }
+    const int even = m.layers / pp;
+    sp.first = t.first > 0 ? even - t.first : 0;
+    sp.last = t.last > 0 ? even - t.last : 0;
+    if ((t.first > 0 && sp.first < 1) || (t.last > 0 && sp.last < 1) || m.layers % pp != 0 ||
+        !spec::check_stage_layers(m.layers, pp, sp.first, sp.last).empty())
+      sp.cut = Cut::kShape;
+  }
+  // Sets l.dp, the stage split and block:K (index j = pi x stages + si).
+  auto cut_of = [&](const Unit& u, Layout& l, size_t j) {
     const int tpc = l.tp * l.pp * l.cp;
     const bool valid_shape = s.gpus % tpc == 0 && m.heads % l.tp == 0 && m.layers % l.pp == 0 &&
                              seq % l.cp == 0 && (l.cp == 1 || seq / l.cp >= 128);
@@ -495,8 +574,24 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
     if (!valid_shape || (s.dp > 0 && l.dp != s.dp) ||
         (l.ep > 1 && (m.moe.experts % l.ep != 0 || (l.dp * l.cp) % l.ep != 0)))
       return Cut::kShape;
+    const Split& sp = splits[j];
+    l.first_stage_layers = sp.first;
+    l.last_stage_layers = sp.last;
+    if (sp.cut == Cut::kShape) return Cut::kShape;
+    // block:K of a share of the stage's L layers: K = 0 (block:0) and K = L
+    // both recompute every layer, plain full recomputation again; a K an
+    // earlier share gave at this PP repeats that layout.
+    bool same_block = false;
+    if (const RecomputeChoice& rc = d.rec[u.rec]; rc.quarters > 0) {
+      const int k = block_layers_at(m.layers, l.pp, rc.quarters);
+      l.recompute.block_layers = k;
+      same_block = k < 1 || k >= m.layers / l.pp;
+      for (size_t e = rc.first_block; e < u.rec && !same_block; ++e)
+        same_block = block_layers_at(m.layers, l.pp, d.rec[e].quarters) == k;
+    }
     if ((d.ovl.size() > 1 && l.tp_overlap && l.tp == 1) ||  // nothing to overlap: the same layout as off
-        (u.recipe > 0 && l.precision != spec::Precision::kFp8))  // no fp8 GEMM: the recipe reads nothing
+        (u.recipe > 0 && l.precision != spec::Precision::kFp8) ||  // no fp8 GEMM: the recipe reads nothing
+        sp.cut == Cut::kRedundant || same_block)
       return Cut::kRedundant;
     if (gb % (static_cast<long long>(l.micro_batch) * l.dp) != 0) return Cut::kBatch;
     return Cut::kKept;
@@ -510,9 +605,9 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
   for (size_t k = 0; k < shard_units; ++k) {
     Unit u = unit_of(k);
     std::uint32_t kept = 0;
-    for (int pp : d.pp) {
-      u.l.pp = pp;
-      kept += cut_of(u, u.l) == Cut::kKept ? 1 : 0;
+    for (size_t j = 0; j < per_unit; ++j) {
+      u.l.pp = d.pp[j / d.stages.size()];
+      kept += cut_of(u, u.l, j) == Cut::kKept ? 1 : 0;
     }
     unit_order[k] = {kept, static_cast<std::uint32_t>(k)};
   }
@@ -544,17 +639,18 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
       Layout l = u.l;
       unit_times[k].thread = static_cast<std::uint32_t>(tid);
       unit_times[k].begin = static_cast<std::uint32_t>(kept_times.size());
-      for (size_t pi = 0; pi < per_unit; ++pi) {
-        // The layout's place in the enumeration order (tp, pp, cp, ep, mb,
-        // recompute, precision, framework, TP overlap, fp8 recipe, then vpp and ZeRO): the first
-        // refused plan in this order is the one reported, on any thread.
+      for (size_t j = 0; j < per_unit; ++j) {
+        // The layout's place in the enumeration order (tp, pp, stage split,
+        // cp, ep, mb, recompute, precision, framework, TP overlap, fp8
+        // recipe, then vpp, ZeRO and offload): the first refused plan in
+        // this order is the one reported, on any thread.
         const size_t order =
-            ((((((((u.tp * per_unit + pi) * d.cp.size() + u.cp) * d.ep.size() + u.ep) * d.micro.size() + u.mb) *
+            ((((((((u.tp * per_unit + j) * d.cp.size() + u.cp) * d.ep.size() + u.ep) * d.micro.size() + u.mb) *
                   d.rec.size() + u.rec) * d.prec.size() + u.prec) * d.fw.size() + u.fw) * d.ovl.size() + u.ovl) *
                 d.recipe.size() + u.recipe;
-        l.pp = d.pp[pi];
+        l.pp = d.pp[j / d.stages.size()];
         n.enumerated += inner;
-        if (const Cut cut = cut_of(u, l); cut != Cut::kKept) {
+        if (const Cut cut = cut_of(u, l, j); cut != Cut::kKept) {
           n.pruned += inner;
           (cut == Cut::kShape ? n.shape : cut == Cut::kRedundant ? n.redundant : n.batch) += inner;
           continue;

@@ -86,7 +86,7 @@ TEST_CASE("search order: ranks_before breaks every tie, exactly") {
 
   // Same score and memory: each Layout field alone decides.
   search::Layout base;
-  std::vector<search::Layout> one_field_more(14, base);
+  std::vector<search::Layout> one_field_more(16, base);
   one_field_more[0].tp = 2;
   one_field_more[1].pp = 2;
   one_field_more[2].dp = 2;
@@ -101,6 +101,8 @@ TEST_CASE("search order: ranks_before breaks every tie, exactly") {
   one_field_more[11].ep = 2;
   one_field_more[12].framework = 1;
   one_field_more[13].recompute = {spec::RecomputeKind::kFull, 0, 2};
+  one_field_more[14].first_stage_layers = 7;
+  one_field_more[15].last_stage_layers = 7;
   for (size_t i = 0; i < one_field_more.size(); ++i) {
     CAPTURE(i);
     CHECK(ranks_before(candidate(1.0, 1, base), candidate(1.0, 1, one_field_more[i])));

@@ -1,7 +1,8 @@
 // Configuration search: enumerates TP x PP x DP x CP x EP x micro-batch x
 // virtual stages x recomputation x ZeRO stage x precision x framework for a
 // GPU count and global batch (and, when asked, TP communication overlap, the
-// fp8 recipe and CPU offload), prunes what cannot be valid or cannot fit
+// fp8 recipe, CPU offload, block recomputation of part of each stage's
+// layers and uneven pipeline stages), prunes what cannot be valid or cannot fit
 // (model state alone above capacity), evaluates the rest with the engine
 // (reusing one micro-batch graph across the layouts that share it, and its
 // kernels' costs across the PP degrees of one micro-batch shape:
@@ -13,7 +14,7 @@
 // evaluate first; the answer does not depend on how many there are.
 // Shardable (--shard i/N): shard i evaluates every N-th micro-batch shape
 // (tp, cp, ep, micro-batch, recompute, precision, framework) with all its PP
-// degrees. Besides the best K, it keeps every qualifying configuration's step
+// degrees and stage splits. Besides the best K, it keeps every qualifying configuration's step
 // time (one 8-byte slot per layout of the shard, reserved once), so that how
 // many lie within the best's prediction interval (search/interval_ranking.hpp)
 // can be counted once the best is known. Units: seconds, bytes; headroom a fraction.
@@ -35,14 +36,15 @@ enum class Objective : std::uint8_t { kTime, kCost, kMfu };
 /// The dimensions a search varies, by their --search names.
 enum class Dim : std::uint8_t {
   kTp, kPp, kDp, kCp, kEp, kMicroBatch, kVpp, kZero, kRecompute, kPrecision, kFramework, kTpOverlap, kFp8Recipe,
-  kOffload
+  kOffload, kRecomputeLayers, kStages
 };
-inline constexpr int kDimCount = 14;
+inline constexpr int kDimCount = 16;
 /// "tp", "pp", "dp", "cp", "ep", "mb", "vpp", "zero", "recompute", "precision", "framework", "tp_overlap",
-/// "fp8_recipe", "offload".
+/// "fp8_recipe", "offload", "recompute_layers", "stages".
 std::string_view name(Dim d);
 std::optional<Dim> parse_dim(std::string_view s);
-/// "tp, pp, dp, cp, ep, mb, vpp, zero, recompute, precision, framework, tp_overlap, fp8_recipe, offload".
+/// "tp, pp, dp, cp, ep, mb, vpp, zero, recompute, precision, framework, tp_overlap, fp8_recipe, offload,
+/// recompute_layers, stages".
 std::string dim_choices();
 
 /// The default memory headroom: a layout qualifies only when the upper end
@@ -54,6 +56,13 @@ std::string dim_choices();
 /// expandable segments are not always on), NCCL and cuBLAS workspaces grown
 /// at run time, and the CUDA context, about 0.5-1 GiB of an 80 GiB card.
 inline constexpr double kDefaultHeadroom = 0.05;
+
+/// Layers the first and the last pipeline stage hold fewer than an even
+/// share (layers / PP); 0 = the even share.
+struct StageTrim {
+  int first = 0, last = 0;
+  bool operator==(const StageTrim&) const = default;
+};
 
 struct SearchSpec {
   int gpus = 8;
@@ -83,6 +92,25 @@ struct SearchSpec {
   /// with the parameters (searchable_offloads). A layout whose ZeRO stage or
   /// framework cannot offload is refused by engine::check_plan (counts.plan).
   std::vector<spec::OffloadSpec> offload;
+  /// Block recomputation (Megatron-LM --recompute-method block
+  /// --recompute-num-layers K, spelt block:K): besides every layer, full
+  /// recomputation also tries K = quarters x L / 4 (integer division) of
+  /// each stage's L = layers / PP, for each number of quarters here;
+  /// empty = none. `--search recompute_layers` tries 1, 2 and 3 quarters
+  /// (searchable_block_quarters). A K below 1, not below L, or equal to a K
+  /// already tried at that PP is pruned as redundant; a framework without
+  /// block recomputation is refused by engine::check_plan (counts.plan).
+  std::vector<int> block_quarters;
+  /// Uneven pipeline stages (Megatron-LM --decoder-first-pipeline-num-layers
+  /// / --decoder-last-pipeline-num-layers): each a number of layers the
+  /// first and the last stage hold fewer than an even share (0 = the even
+  /// share); empty = the base plan's parallel.first_stage_layers and
+  /// last_stage_layers. `--search stages` tries even stages, the last stage
+  /// 1 and 2 layers lighter and the first 1 lighter (searchable_stage_trims).
+  /// At PP 1 a trim is the even layout again (redundant); a split whose
+  /// other stages do not share the rest evenly (spec::check_stage_layers)
+  /// is left out as one that does not divide (counts.shape).
+  std::vector<StageTrim> stages;
   double headroom = kDefaultHeadroom;           // fraction of capacity left free
 };
 
@@ -94,6 +122,15 @@ std::vector<spec::Precision> searchable_precisions(const spec::HardwareSpec& hw,
 /// The offloads `--search offload` tries: none; the optimizer on the CPU
 /// (ZeRO-Offload); the optimizer and the parameters (ZeRO-Infinity).
 std::vector<spec::OffloadSpec> searchable_offloads();
+
+/// The block recomputation `--search recompute_layers` tries, in quarters of
+/// a stage's layers: 1, 2, 3 (K = L/4, L/2, 3L/4).
+std::vector<int> searchable_block_quarters();
+
+/// The stage splits `--search stages` tries: even; the last stage 1 and 2
+/// layers lighter; the first 1 lighter (the embedding and the LM head make
+/// the end stages the heavier ones).
+std::vector<StageTrim> searchable_stage_trims();
 
 /// The fp8 recipes `--search fp8_recipe` tries on `hw`: each that
 /// engine::check_plan accepts for an fp8 plan on it (mxfp8 needs Blackwell).
@@ -109,6 +146,8 @@ struct Layout {
   bool tp_overlap = false;     // parallel.tp_comm_overlap
   spec::Fp8Recipe fp8_recipe = spec::Fp8Recipe::kDelayed;  // fp8.recipe (read only by fp8 layouts)
   spec::OffloadSpec offload;   // offload.optimizer, offload.params
+  /// parallel.first_stage_layers, last_stage_layers; 0 = an even share.
+  int first_stage_layers = 0, last_stage_layers = 0;
 };
 
 struct Candidate {
@@ -179,7 +218,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
 ///   2. less memory per GPU;
 ///   3. the layout key: tp, pp, cp, dp, ep, micro_batch, vpp, zero, sp,
 ///      recompute (kind, every_k, block_layers), precision, framework, tp_overlap, fp8_recipe,
-///      offload (optimizer, params), each
+///      offload (optimizer, params), first_stage_layers, last_stage_layers, each
 ///      ascending (so
 ///      an exact tie goes to the plainer layout). It holds every field of
 ///      Layout, so only equal layouts rank equal.
@@ -214,6 +253,10 @@ int min_gpus_for_state(const spec::ModelSpec& m, const spec::PlanSpec& base, con
 /// layouts differ, each as the values of the row and its ties joined by "/";
 /// "" for a row of one layout.
 std::string tie_text(const Candidate& c);
+
+/// "even", "first 15", "last 30", "first 7 last 7": a layout's pipeline
+/// stages by the layers of the end stages given.
+std::string stages_text(const Layout& l);
 
 /// "no offload", "offload optimizer", "offload params", "offload optimizer+params".
 std::string offload_text(const spec::OffloadSpec& o);
