@@ -326,8 +326,9 @@ void register_search(Commands& commands, int& rc) {
                   "fp8_recipe, offload, recompute_layers and stages (ep for MoE models only). offload tries none, the "
                   "optimizer (ZeRO-Offload) and the optimizer with the parameters (ZeRO-Infinity) on the CPU; "
                   "recompute_layers has full recomputation also try block:K, K = 1/4, 1/2 and 3/4 of a stage's "
-                  "layers (--recompute-method block); stages tries, with PP > 1, the last stage 1 and 2 layers "
-                  "lighter and the first 1 lighter than an even share (the other stages split the rest evenly)")
+                  "layers (--recompute-method block); stages tries, with PP > 1, the last stage, both end stages and "
+                  "the first stage lighter than an even share, each by the fewest layers that leave the other "
+                  "stages an even share")
       ->type_name("LIST");
   cmd->add_option("--fix", a->fix, "Pin a dimension, as giving its flag does: tp=8, pp=4, dp=.., cp=.., ep=.., "
                                    "micro_batch=.., vpp=.., zero=.., recompute=.., precision=.., framework=.., "

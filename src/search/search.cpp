@@ -275,7 +275,7 @@ std::vector<spec::OffloadSpec> searchable_offloads() {
 
 std::vector<int> searchable_block_quarters() { return {1, 2, 3}; }
 
-std::vector<StageTrim> searchable_stage_trims() { return {{0, 0}, {0, 1}, {0, 2}, {1, 0}}; }
+std::vector<StageTrim> searchable_stage_trims() { return {{0, 0}, {0, 1}, {1, 1}, {1, 0}}; }
 
 std::vector<spec::Fp8Recipe> searchable_fp8_recipes(const spec::ModelSpec& m, const spec::HardwareSpec& hw,
                                                     const spec::PlanSpec& base) {
@@ -558,12 +558,18 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
       sp.cut = Cut::kRedundant;
       continue;
     }
+    // The trimmed ends lighter by the least d with which the other stages
+    // share the rest evenly (96 layers at PP 8: the last stage 5, the
+    // others 13; or both ends 9, the middle six 13).
     const int even = m.layers / pp;
-    sp.first = t.first > 0 ? even - t.first : 0;
-    sp.last = t.last > 0 ? even - t.last : 0;
-    if ((t.first > 0 && sp.first < 1) || (t.last > 0 && sp.last < 1) || m.layers % pp != 0 ||
-        !spec::check_stage_layers(m.layers, pp, sp.first, sp.last).empty())
-      sp.cut = Cut::kShape;
+    sp.cut = Cut::kShape;
+    for (int less = 1; less < even && m.layers % pp == 0; ++less) {
+      const int first = t.first > 0 ? even - less : 0, last = t.last > 0 ? even - less : 0;
+      if (spec::check_stage_layers(m.layers, pp, first, last).empty()) {
+        sp = {first, last, Cut::kKept};
+        break;
+      }
+    }
   }
   // Sets l.dp, the stage split and block:K (index j = pi x stages + si).
   auto cut_of = [&](const Unit& u, Layout& l, size_t j) {

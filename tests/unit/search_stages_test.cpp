@@ -5,9 +5,10 @@
 //     1/2 and 3/4 of a stage's L = layers / PP layers in integers, keeping
 //     1 <= K < L and dropping a K an earlier share gave at that PP;
 //   - stages: Megatron-LM's --decoder-first-pipeline-num-layers /
-//     --decoder-last-pipeline-num-layers; with PP > 1 the last stage 1 and 2
-//     layers lighter and the first 1 lighter than L, kept where the other
-//     stages split the rest evenly (spec::check_stage_layers).
+//     --decoder-last-pipeline-num-layers; with PP > 1 the last stage, both
+//     end stages and the first stage lighter than L, each by the least
+//     number of layers with which the other stages split the rest evenly
+//     (spec::check_stage_layers).
 // Each search is checked against a reference that lists the same space by
 // hand (the K and the splits the rules give, worked out in the comments)
 // and evaluates every layout with the plain engine::evaluate: the search's
@@ -249,19 +250,29 @@ TEST_CASE("search recompute_layers: a fixed block:K is the plan's, not widened")
 TEST_CASE("search stages: even stages and the end stages lighter, where the other stages share the rest") {
   StagesCase c;
   CHECK(search::searchable_stage_trims() ==
-        std::vector<search::StageTrim>{{0, 0}, {0, 1}, {0, 2}, {1, 0}});
+        std::vector<search::StageTrim>{{0, 0}, {0, 1}, {1, 1}, {1, 0}});
   c.s.stages = search::searchable_stage_trims();
   const auto r = search::run(c.s, c.m, c.base, c.hw);
-  // 24 layers; L = 24 / PP. A stage t layers lighter leaves (PP - 1) L + t
-  // to the other PP - 1 stages: they share it evenly when PP - 1 divides t.
+  // 24 layers; L = 24 / PP. One end d layers lighter leaves (PP - 1) L + d
+  // to the other PP - 1 stages; both ends d lighter leave (PP - 2) L + 2d
+  // to PP - 2. The least d >= 1 (and < L) with which they share it evenly:
   //   PP 1:  one stage: the trims are the even layout again (3 redundant)
-  //   PP 2:  L 12 -> last 11 (first 13), last 10 (first 14), first 11 (last 13): all three
-  //   PP 3:  L 8  -> last 7 leaves 17 to 2 stages (no); last 6 leaves 18 (9 + 9); first 7 leaves 17 (no)
-  //   PP 4, 6, 12: PP - 1 >= 3 divides neither 1 nor 2: none
+  //   PP 2:  L 12 -> last 11 (first 13); both: no middle stage to take 2d (no); first 11 (last 13)
+  //   PP 3:  L 8  -> last: 16 + d over 2, d = 2: last 6 (9 + 9); both: 8 + 2d over 1, d = 1: 7 and 7
+  //          (middle 10); first 6 (9 + 9)
+  //   PP 4:  L 6  -> last: 18 + d over 3, d = 3: last 3 (7 each); both: 12 + 2d over 2, d = 1: 5 and 5
+  //          (middle 7 + 7); first 3
+  //   PP 6:  L 4  -> last: 20 + d over 5 needs d = 5 >= L (no); both: 16 + 2d over 4, d = 2: 2 and 2
+  //          (middle 5 each); first (no)
+  //   PP 12: L 2  -> d = 1 only: 23 over 11, 22 over 10 (no)
   //   PP 8:  does not divide 12 GPUs
   const std::vector<std::pair<int, std::vector<std::pair<int, int>>>> splits = {
-      {1, {{0, 0}}}, {2, {{0, 0}, {0, 11}, {0, 10}, {11, 0}}}, {3, {{0, 0}, {0, 6}}}, {4, {{0, 0}}},
-      {6, {{0, 0}}}, {12, {{0, 0}}}};
+      {1, {{0, 0}}},
+      {2, {{0, 0}, {0, 11}, {11, 0}}},
+      {3, {{0, 0}, {0, 6}, {7, 7}, {6, 0}}},
+      {4, {{0, 0}, {0, 3}, {5, 5}, {3, 0}}},
+      {6, {{0, 0}, {2, 2}}},
+      {12, {{0, 0}}}};
   std::vector<search::Layout> layouts;
   for (const auto& [pp, list] : splits)
     for (const auto& [first, last] : list) {
@@ -273,12 +284,12 @@ TEST_CASE("search stages: even stages and the end stages lighter, where the othe
       l.last_stage_layers = last;
       layouts.push_back(l);
     }
-  REQUIRE(layouts.size() == 10);
-  // 7 PP degrees x 4 splits = 28: PP 8's 4 and the 11 splits that do not
-  // share evenly (PP 3: 2; PP 4, 6, 12: 3 each) do not divide; PP 1's 3
-  // trims are redundant; 10 are kept.
+  REQUIRE(layouts.size() == 15);
+  // 7 PP degrees x 4 splits = 28: PP 8's 4 and the 6 splits that do not
+  // share evenly (PP 2: 1; PP 6: 2; PP 12: 3) do not divide; PP 1's 3
+  // trims are redundant; 15 are kept.
   CHECK(r.counts.enumerated == 28);
-  CHECK(r.counts.shape == 15);
+  CHECK(r.counts.shape == 10);
   CHECK(r.counts.redundant == 3);
   CHECK(r.counts.plan == 0);
   check_against(r, reference(layouts, c.m, c.base, c.hw, 24, c.s.headroom));
@@ -288,7 +299,8 @@ TEST_CASE("search stages: even stages and the end stages lighter, where the othe
               .empty());
   }
   CHECK(search::stages_text(layouts[2]) == "last 11");
-  CHECK(search::stages_text(layouts[4]) == "first 11");
+  CHECK(search::stages_text(layouts[3]) == "first 11");
+  CHECK(search::stages_text(layouts[6]) == "first 7 last 7");
 
   // With interleaving searched too, engine::check_plan refuses uneven
   // stages with virtual stages (counted as plan refusals), and no row has both.

@@ -57,8 +57,9 @@ std::string dim_choices();
 /// at run time, and the CUDA context, about 0.5-1 GiB of an 80 GiB card.
 inline constexpr double kDefaultHeadroom = 0.05;
 
-/// Layers the first and the last pipeline stage hold fewer than an even
-/// share (layers / PP); 0 = the even share.
+/// Which end stages a searched split makes lighter than an even share
+/// (layers / PP): 1 = lighter, by the least number of layers with which the
+/// other stages share the rest evenly at that PP; 0 = the even share.
 struct StageTrim {
   int first = 0, last = 0;
   bool operator==(const StageTrim&) const = default;
@@ -102,14 +103,15 @@ struct SearchSpec {
   /// block recomputation is refused by engine::check_plan (counts.plan).
   std::vector<int> block_quarters;
   /// Uneven pipeline stages (Megatron-LM --decoder-first-pipeline-num-layers
-  /// / --decoder-last-pipeline-num-layers): each a number of layers the
-  /// first and the last stage hold fewer than an even share (0 = the even
-  /// share); empty = the base plan's parallel.first_stage_layers and
-  /// last_stage_layers. `--search stages` tries even stages, the last stage
-  /// 1 and 2 layers lighter and the first 1 lighter (searchable_stage_trims).
-  /// At PP 1 a trim is the even layout again (redundant); a split whose
-  /// other stages do not share the rest evenly (spec::check_stage_layers)
-  /// is left out as one that does not divide (counts.shape).
+  /// / --decoder-last-pipeline-num-layers): each which end stages are
+  /// lighter than an even share (StageTrim); empty = the base plan's
+  /// parallel.first_stage_layers and last_stage_layers. `--search stages`
+  /// tries even stages, the last stage, both ends and the first stage
+  /// lighter (searchable_stage_trims), each by the least number of layers
+  /// with which the other stages share the rest evenly at that PP. At PP 1
+  /// a trim is the even layout again (redundant); a trim no such number
+  /// serves (spec::check_stage_layers) is left out as one that does not
+  /// divide (counts.shape).
   std::vector<StageTrim> stages;
   double headroom = kDefaultHeadroom;           // fraction of capacity left free
 };
@@ -127,9 +129,11 @@ std::vector<spec::OffloadSpec> searchable_offloads();
 /// a stage's layers: 1, 2, 3 (K = L/4, L/2, 3L/4).
 std::vector<int> searchable_block_quarters();
 
-/// The stage splits `--search stages` tries: even; the last stage 1 and 2
-/// layers lighter; the first 1 lighter (the embedding and the LM head make
-/// the end stages the heavier ones).
+/// The stage splits `--search stages` tries: even; the last stage lighter;
+/// both end stages lighter; the first lighter (the embedding and the LM head
+/// make the end stages the heavier ones), each by the least number of layers
+/// that leaves the other stages an even share (Megatron-LM's
+/// --decoder-first/last-pipeline-num-layers).
 std::vector<StageTrim> searchable_stage_trims();
 
 /// The fp8 recipes `--search fp8_recipe` tries on `hw`: each that
