@@ -287,6 +287,11 @@ std::string_view check_plan_field(const spec::ModelSpec& m, const spec::PlanSpec
   return check_plan_into(m, p, hw, nullptr);
 }
 
+std::string_view check_framework_field(const spec::PlanSpec& p) {
+  if (const auto f = check_framework(p, nullptr); !f.empty()) return f;
+  return check_offload(p, nullptr);
+}
+
 namespace {
 
 /// Adds one costed kernel to the running sums; per-micro-batch kernels go to

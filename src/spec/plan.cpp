@@ -182,6 +182,7 @@ std::string check_stage_layers(int layers, int pp, int first, int last) {
   const int given = std::max(0, first) + std::max(0, last);
   const int others = pp - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0);
   const int rest = layers - given;
+  if (others == 0 ? rest == 0 : rest >= others && rest % others == 0) return "";  // the message only when refused
   std::string ends;
   if (first > 0) ends = fmt::format("the first stage's {}", first);
   if (last > 0) ends += fmt::format("{}the last stage's {}", ends.empty() ? "" : " and ", last);

@@ -206,6 +206,13 @@ Problem check_plan(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec
 /// reports one refusal.
 std::string_view check_plan_field(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw);
 
+/// The part of check_plan the framework and CPU offload decide (what the
+/// framework refuses and offers; what offload needs), the field alone. A
+/// plan it refuses check_plan refuses too (perhaps for another field
+/// first); a search asks it first, since most of a wide search's refusals
+/// are these and it reads a handful of fields.
+std::string_view check_framework_field(const spec::PlanSpec& p);
+
 /// One micro-batch's costed graph, summed: everything a step needs that does
 /// not depend on the data-parallel layout (DP degree, ZeRO stage, virtual
 /// stages, global batch): a function of spec::MicrobatchPlan. A sweep
