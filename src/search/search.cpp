@@ -313,19 +313,30 @@ std::string to_string(Objective o) {
   return "time";
 }
 
+namespace {
+
+/// The plan fields the layouts that share one micro-batch summary differ in
+/// (ZeRO, virtual stages, offload): plan_for sets them, and the search sets
+/// them alone between those layouts rather than copying the whole plan again.
+void set_step_fields(spec::PlanSpec& p, const Layout& l) {
+  p.parallel.zero = l.zero;
+  p.parallel.virtual_stages = l.vpp;
+  p.offload = l.offload;
+}
+
+}  // namespace
+
 spec::PlanSpec plan_for(const spec::PlanSpec& base, const Layout& l, int global_batch) {
   spec::PlanSpec p = base;
+  set_step_fields(p, l);
   p.parallel.tp = l.tp;
   p.parallel.pp = l.pp;
   p.parallel.dp = l.dp;
   p.parallel.cp = l.cp;
   p.parallel.ep = l.ep;
   p.parallel.sp = l.sp;
-  p.parallel.zero = l.zero;
-  p.parallel.virtual_stages = l.vpp;
   p.parallel.tp_comm_overlap = l.tp_overlap;
   p.fp8_recipe = l.fp8_recipe;
-  p.offload = l.offload;
   p.parallel.first_stage_layers = l.first_stage_layers;
   p.parallel.last_stage_layers = l.last_stage_layers;
   p.micro_batch = l.micro_batch;
@@ -662,6 +673,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
           continue;
         }
         bool built = false;
+        spec::PlanSpec p = plan_for(base, l, gb);  // the step fields set per layout below
         for (size_t z = 0; z < inner; ++z) {
           l.vpp = d.vpp[z / (d.zero.size() * d.offload.size())];
           l.zero = d.zero[z / d.offload.size() % d.zero.size()];
@@ -672,7 +684,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
             ++n.redundant;
             continue;
           }
-          const spec::PlanSpec p = plan_for(base, l, gb);
+          set_step_fields(p, l);
           if (!engine::check_framework_field(p).empty() || !engine::check_plan_field(m, p, hw).empty()) {
             ++n.pruned;
             ++n.plan;
