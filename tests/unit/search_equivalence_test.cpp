@@ -33,6 +33,7 @@
 #include "ridgeline/engine/cost_memo.hpp"
 #include "ridgeline/memory/memory.hpp"
 #include "ridgeline/search/search.hpp"
+#include "search_candidate.hpp"
 #include "test_support.hpp"
 
 using namespace ridgeline;
@@ -46,35 +47,6 @@ struct Case {
   search::Objective objective = search::Objective::kTime;
   int top = 5;
 };
-
-/// A candidate from a full prediction, as a row reports one: days from the
-/// goodput-adjusted wall clock; score by the objective (time: the step;
-/// cost: dollars, or GPU-seconds per step without a price; mfu: -MFU).
-search::Candidate from_prediction(const engine::Prediction& p, const search::Layout& l, search::Objective o) {
-  search::Candidate c;
-  c.layout = l;
-  c.step_time_s = p.step.time_s;
-  c.mfu = p.step.mfu;
-  c.hfu = p.step.hfu;
-  c.memory_bytes = p.memory.total;
-  c.memory_hi_bytes = search::memory_upper_bytes(p.memory);
-  c.tokens_per_s = p.step.tokens_per_s;
-  c.bubble_fraction = p.step.bubble_fraction;
-  c.exposed_comm_s = p.step.exposed_comm_s;
-  c.days = p.totals.wall_s / 86400.0;
-  c.completes = p.totals.completes;
-  c.gpu_hours = p.totals.gpu_hours;
-  c.cost_usd = p.totals.cost_usd;
-  c.tokens = p.totals.tokens;
-  switch (o) {
-    case search::Objective::kTime: c.score = p.step.time_s; break;
-    case search::Objective::kCost:
-      c.score = p.totals.cost_usd > 0 ? p.totals.cost_usd : p.step.time_s * static_cast<double>(p.step.gpus);
-      break;
-    case search::Objective::kMfu: c.score = -p.step.mfu; break;
-  }
-  return c;
-}
 
 struct Reference {
   std::vector<search::Candidate> rows;  // best first, exact ties collapsed
@@ -97,7 +69,7 @@ Reference reference_search(const Case& k, const spec::ModelSpec& m, const spec::
     ++ref.evaluated;
     if (pred.status != engine::Status::kOk || search::memory_upper_bytes(pred.memory) > limit) return;
     ref.feasible_times.push_back(pred.step.time_s);
-    all.push_back(from_prediction(pred, l, k.objective));
+    all.push_back(test::from_prediction(pred, l, k.objective));
   });
   std::sort(all.begin(), all.end(), search::ranks_before);
   for (auto& c : all) {
@@ -107,24 +79,6 @@ Reference reference_search(const Case& k, const spec::ModelSpec& m, const spec::
   if (static_cast<int>(ref.rows.size()) > k.top) ref.rows.resize(k.top);
   std::sort(ref.feasible_times.begin(), ref.feasible_times.end());
   return ref;
-}
-
-/// The figures a row prints (and its JSON holds), exactly.
-void check_same_figures(const search::Candidate& a, const search::Candidate& b) {
-  CHECK(a.step_time_s == b.step_time_s);
-  CHECK(a.score == b.score);
-  CHECK(a.mfu == b.mfu);
-  CHECK(a.hfu == b.hfu);
-  CHECK(a.memory_bytes == b.memory_bytes);
-  CHECK(a.memory_hi_bytes == b.memory_hi_bytes);
-  CHECK(a.tokens_per_s == b.tokens_per_s);
-  CHECK(a.bubble_fraction == b.bubble_fraction);
-  CHECK(a.exposed_comm_s == b.exposed_comm_s);
-  CHECK(a.days == b.days);
-  CHECK(a.gpu_hours == b.gpu_hours);
-  CHECK(a.cost_usd == b.cost_usd);
-  CHECK(a.tokens == b.tokens);
-  CHECK(a.completes == b.completes);
 }
 
 std::string layout_text(const search::Layout& l) {
@@ -180,8 +134,8 @@ void check_case(const Case& k, int threads) {
     const auto p = search::plan_for(base, row.layout, k.global_batch);
     const auto pred = engine::evaluate(m, p, hw, opt);
     REQUIRE(pred.status == engine::Status::kOk);
-    check_same_figures(row, from_prediction(pred, row.layout, k.objective));
-    check_same_figures(row, ref.rows[i]);
+    test::check_same_figures(row, test::from_prediction(pred, row.layout, k.objective));
+    test::check_same_figures(row, ref.rows[i]);
     REQUIRE(row.equivalent.size() == ref.rows[i].equivalent.size());
     for (size_t e = 0; e < row.equivalent.size(); ++e) {
       CHECK(layout_text(row.equivalent[e]) == layout_text(ref.rows[i].equivalent[e]));
@@ -308,7 +262,7 @@ TEST_CASE("search equivalence: TP communication overlap as a searched dimension"
     const auto p = search::plan_for(base, row.layout, 64);
     CHECK(p.parallel.tp_comm_overlap == row.layout.tp_overlap);
     CHECK_FALSE((row.layout.tp == 1 && row.layout.tp_overlap));
-    check_same_figures(row, from_prediction(engine::evaluate(m, p, hw, opt), row.layout, s.objective));
+    test::check_same_figures(row, test::from_prediction(engine::evaluate(m, p, hw, opt), row.layout, s.objective));
   }
   // Fixed on (--tp-comm-overlap, --fix tp_comm_overlap=true): every row has it, TP 1 included.
   s.tp_overlap = {true};
@@ -378,7 +332,7 @@ TEST_CASE("search equivalence: the fp8 recipe as a searched dimension") {
     const auto p = search::plan_for(base, row.layout, 64);
     CHECK(p.fp8_recipe == row.layout.fp8_recipe);
     if (row.layout.precision != spec::Precision::kFp8) CHECK(row.layout.fp8_recipe == on_h100.front());
-    check_same_figures(row, from_prediction(engine::evaluate(m, p, h100, opt), row.layout, s.objective));
+    test::check_same_figures(row, test::from_prediction(engine::evaluate(m, p, h100, opt), row.layout, s.objective));
   }
 }
 

@@ -23,31 +23,12 @@
 
 #include "ridgeline/search/search.hpp"
 #include "ridgeline/spec/framework.hpp"
+#include "search_candidate.hpp"
 #include "test_support.hpp"
 
 using namespace ridgeline;
 
 namespace {
-
-search::Candidate from_prediction(const engine::Prediction& p, const search::Layout& l) {
-  search::Candidate c;
-  c.layout = l;
-  c.step_time_s = p.step.time_s;
-  c.mfu = p.step.mfu;
-  c.hfu = p.step.hfu;
-  c.memory_bytes = p.memory.total;
-  c.memory_hi_bytes = search::memory_upper_bytes(p.memory);
-  c.tokens_per_s = p.step.tokens_per_s;
-  c.bubble_fraction = p.step.bubble_fraction;
-  c.exposed_comm_s = p.step.exposed_comm_s;
-  c.days = p.totals.wall_s / 86400.0;
-  c.completes = p.totals.completes;
-  c.gpu_hours = p.totals.gpu_hours;
-  c.cost_usd = p.totals.cost_usd;
-  c.tokens = p.totals.tokens;
-  c.score = p.step.time_s;  // objective time
-  return c;
-}
 
 struct Reference {
   std::vector<search::Candidate> rows;  // best first, exact ties collapsed
@@ -70,7 +51,7 @@ Reference reference(const std::vector<search::Layout>& layouts, const spec::Mode
     if (pred.status != engine::Status::kOk || search::memory_upper_bytes(pred.memory) > hw.memory_bytes * (1 - headroom))
       continue;
     ref.feasible_times.push_back(pred.step.time_s);
-    all.push_back(from_prediction(pred, l));
+    all.push_back(test::from_prediction(pred, l));
   }
   std::sort(all.begin(), all.end(), search::ranks_before);
   for (auto& c : all) {
@@ -104,19 +85,7 @@ void check_against(const search::SearchResult& r, const Reference& ref) {
     CAPTURE(i);
     CAPTURE(layout_text(a.layout));
     CHECK(layout_text(a.layout) == layout_text(b.layout));
-    CHECK(a.step_time_s == b.step_time_s);
-    CHECK(a.score == b.score);
-    CHECK(a.mfu == b.mfu);
-    CHECK(a.hfu == b.hfu);
-    CHECK(a.memory_bytes == b.memory_bytes);
-    CHECK(a.memory_hi_bytes == b.memory_hi_bytes);
-    CHECK(a.tokens_per_s == b.tokens_per_s);
-    CHECK(a.bubble_fraction == b.bubble_fraction);
-    CHECK(a.exposed_comm_s == b.exposed_comm_s);
-    CHECK(a.days == b.days);
-    CHECK(a.gpu_hours == b.gpu_hours);
-    CHECK(a.cost_usd == b.cost_usd);
-    CHECK(a.tokens == b.tokens);
+    test::check_same_figures(a, b);
     REQUIRE(a.equivalent.size() == b.equivalent.size());
     for (size_t e = 0; e < a.equivalent.size(); ++e)
       CHECK(layout_text(a.equivalent[e]) == layout_text(b.equivalent[e]));
