@@ -300,7 +300,8 @@ inline bool cli_args_allowed(const std::vector<std::string>& args) {
 }
 
 /// "" when a CLI run ended as it should: exit 0, 1 (does not fit) or 2 (bad
-/// input), and no "nan" or "inf" printed as a word. An error message may echo
+/// input), and no "nan" or "inf" printed as a word (a word joined to a
+/// name by a hyphen, "ZeRO-Infinity", is part of the name). An error message may echo
 /// an argument, so the word check is skipped when an argument contains one.
 inline std::string cli_result_problem(int rc, const std::string& out, const std::string& err,
                                       const std::vector<std::string>& args) {
@@ -315,6 +316,8 @@ inline std::string cli_result_problem(int rc, const std::string& out, const std:
     auto word = [&](size_t i) { return i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_'); };
     for (size_t i = 0; i < s.size(); ++i) {
       if (i > 0 && word(i - 1)) continue;
+      // A hyphenated name ("ZeRO-Infinity" in the help text), not a negative number.
+      if (i > 1 && s[i - 1] == '-' && std::isalpha(static_cast<unsigned char>(s[i - 2]))) continue;
       for (const char* bad : {"nan", "NaN", "NAN", "inf", "Inf", "INF", "infinity", "Infinity"}) {
         const size_t n = std::char_traits<char>::length(bad);
         if (s.compare(i, n, bad) == 0 && !word(i + n))
