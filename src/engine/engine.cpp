@@ -143,6 +143,15 @@ std::string_view check_offload(const spec::PlanSpec& p, std::string* message) {
 
 std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw,
                                  std::string* message) {
+  // Without a message (check_plan_field, a search's check of every layout)
+  // the framework's and offload's refusals come first: most of a wide
+  // search's refusals, read from a handful of fields. A plan refused here
+  // is refused either way; only check_plan names the first problem in order.
+  const bool framework_first = message == nullptr;
+  if (framework_first) {
+    if (const auto f = check_framework(p, nullptr); !f.empty()) return f;
+    if (const auto f = check_offload(p, nullptr); !f.empty()) return f;
+  }
   const auto& q = p.parallel;
   const int seq = graph::seq_len(m, p);
   if (p.micro_batch < 1)
@@ -260,8 +269,10 @@ std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec&
   if (p.finetune.mode != spec::FinetuneMode::kFull && p.finetune.rank > m.hidden)
     return refuse(message, "finetune.rank",
                   [&] { return fmt::format("LoRA rank {} exceeds the hidden size {}", p.finetune.rank, m.hidden); });
-  if (const auto f = check_framework(p, message); !f.empty()) return f;
-  if (const auto f = check_offload(p, message); !f.empty()) return f;
+  if (!framework_first) {
+    if (const auto f = check_framework(p, message); !f.empty()) return f;
+    if (const auto f = check_offload(p, message); !f.empty()) return f;
+  }
   // QLoRA's NF4 base is dequantized to bf16 before every GEMM (bitsandbytes):
   // no fp8 GEMM inputs without a permanent fp8 copy of the base weights.
   if (p.finetune.mode == spec::FinetuneMode::kQlora &&
@@ -285,11 +296,6 @@ Problem check_plan(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec
 
 std::string_view check_plan_field(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw) {
   return check_plan_into(m, p, hw, nullptr);
-}
-
-std::string_view check_framework_field(const spec::PlanSpec& p) {
-  if (const auto f = check_framework(p, nullptr); !f.empty()) return f;
-  return check_offload(p, nullptr);
 }
 
 namespace {

@@ -685,7 +685,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
             continue;
           }
           set_step_fields(p, l);
-          if (!engine::check_framework_field(p).empty() || !engine::check_plan_field(m, p, hw).empty()) {
+          if (!engine::check_plan_field(m, p, hw).empty()) {
             ++n.pruned;
             ++n.plan;
             if (order * inner + z < first_at) {  // the message only for the one reported

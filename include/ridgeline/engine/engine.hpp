@@ -201,17 +201,12 @@ cost::CostParams resolve_for(const spec::HardwareSpec& hw, const spec::PlanSpec&
 /// Returns an empty Problem when valid.
 Problem check_plan(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw);
 
-/// check_plan's field alone (empty when valid), without forming the
-/// message: allocation-free, for a search that checks every layout and
-/// reports one refusal.
+/// Whether check_plan refuses the plan: the field of a problem (empty when
+/// valid), without forming a message; allocation-free, for a search that
+/// checks every layout and reports one refusal. The framework's and
+/// offload's refusals are looked for first, so for a plan with several
+/// problems the field may not be the one check_plan names.
 std::string_view check_plan_field(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw);
-
-/// The part of check_plan the framework and CPU offload decide (what the
-/// framework refuses and offers; what offload needs), the field alone. A
-/// plan it refuses check_plan refuses too (perhaps for another field
-/// first); a search asks it first, since most of a wide search's refusals
-/// are these and it reads a handful of fields.
-std::string_view check_framework_field(const spec::PlanSpec& p);
 
 /// One micro-batch's costed graph, summed: everything a step needs that does
 /// not depend on the data-parallel layout (DP degree, ZeRO stage, virtual
