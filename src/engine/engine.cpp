@@ -439,6 +439,8 @@ void summarize(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m, 
                                                                                       : fw.dispatch_s;
   s.host_s = launches * dispatch;
   s.facts = memory::facts(g);
+  s.params = techniques::stage_params(m, p);
+  s.model_params = spec::count_params(m);
 }
 
 }  // namespace
@@ -480,7 +482,7 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   sg.act_bytes = sum.facts.act_bytes;
   sg.layers = static_cast<int>(sum.facts.layers);
   sg.tokens = sum.facts.tokens;
-  const auto lp = techniques::local_params(m, p);
+  const techniques::LocalParams& lp = sum.params.largest;  // local_params(m, p)
   techniques::append_step_kernels(sg, m, p, lp);
   MicrobatchSummary s = sum;
   const double layer_scale = static_cast<double>(m.layers) / std::max(1.0, sum.facts.layers);
@@ -533,7 +535,7 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   const double exposed_dp = pool_step > 0 ? std::max(dp_spill, overlap_cost(pool_sm_step, pool_gemm_step)) : 0.0;
   // CPU offload: the host link's transfers and the CPU optimizer step
   // (techniques/offload.hpp); backward's window includes recomputation.
-  const techniques::OffloadCost offload = techniques::offload_cost(m, p, hw, mb, s.t_fwd, s.t_bwd + s.t_rec);
+  const techniques::OffloadCost offload = techniques::offload_cost(p, hw, lp, mb, s.t_fwd, s.t_bwd + s.t_rec);
   double step = ideal + bubble + s.t_step_fixed + exposed_dp + comm_step + offload.exposed_s;
   step *= techniques::executed_steps_per_step(p);
   const long long gpus = par.gpus();
@@ -583,8 +585,8 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
       for (auto& k : out.kernels) k.share = k.time_s / total_time;
   }
 
-  out.memory = memory::estimate(s.facts, m, p, hw, mb);
-  out.params = spec::count_params(m);
+  out.memory = memory::estimate(s.facts, m, p, hw, mb, sum.params);
+  out.params = sum.model_params;
   out.trainable_params = lp.model_trainable;
   // Training-run totals: the compute-bound kernels' time over the step, as the step counts it.
   const double compute_bound_s =

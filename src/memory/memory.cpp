@@ -63,8 +63,11 @@ GraphFacts facts(const graph::Graph& g) {
 
 ModelState model_state(const spec::ModelSpec& m, const spec::PlanSpec& p, double fp8_linear_params,
                        PipelineStage stage) {
+  return model_state(p, techniques::local_params(m, p, stage), fp8_linear_params);
+}
+
+ModelState model_state(const spec::PlanSpec& p, const techniques::LocalParams& lp, double fp8_linear_params) {
   ModelState r;
-  const auto lp = techniques::local_params(m, p, stage);
   const auto groups = techniques::data_parallel_groups(p);
   const spec::PrecisionPolicy pol = spec::precision_policy(p);
   const double wb = pol.weight_bytes;
@@ -113,7 +116,8 @@ namespace {
 /// `fixed_buffers`: the buffers every stage holds; `reserve`: the
 /// framework's allocator reserve.
 StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const spec::PlanSpec& p, double mb,
-                         PipelineStage stage, double fixed_buffers, double reserve) {
+                         PipelineStage stage, const techniques::LocalParams& lp, double fixed_buffers,
+                         double reserve) {
   const bool only = std::max(1, p.parallel.pp) == 1;
   const bool first = only || stage == PipelineStage::kFirst;
   const bool last = only || stage == PipelineStage::kLast;
@@ -125,7 +129,7 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
                                                  first ? 0 : last ? q.pp - 1 : 1);
   StageMemory s;
   s.layers = layers;
-  const ModelState ms = model_state(m, p, g.fp8_linear_params, stage);
+  const ModelState ms = model_state(p, lp, g.fp8_linear_params);
   s.weights = ms.weights;
   s.gradients = ms.gradients;
   s.master_weights = ms.master_weights;
@@ -143,7 +147,6 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
   s.buffers = fixed_buffers + (last ? g.logits_transient + g.tokens * (m.vocab / t) * g.act_bytes : 0.0);
   // ZeRO-3's gathered weights of two layers (current + prefetched).
   if (p.parallel.zero >= 3 && techniques::data_parallel_groups(p).dense > 1) {
-    const auto lp = techniques::local_params(m, p, stage);
     s.buffers += 2 * (lp.weights / std::max(1.0, lp.layers_local)) * spec::precision_policy(p).weight_bytes;
   }
   s.allocated = s.weights + s.gradients + s.master_weights + s.optimizer + s.activations + s.buffers;
@@ -156,6 +159,11 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
 
 MemoryResult estimate(const GraphFacts& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
                       const spec::HardwareSpec& hw, double micro_batches) {
+  return estimate(g, m, p, hw, micro_batches, techniques::stage_params(m, p));
+}
+
+MemoryResult estimate(const GraphFacts& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
+                      const spec::HardwareSpec& hw, double micro_batches, const techniques::StageParams& sp) {
   MemoryResult r;
   const auto& par = p.parallel;
   const double t = std::max(1, par.tp);
@@ -177,16 +185,19 @@ MemoryResult estimate(const GraphFacts& g, const spec::ModelSpec& m, const spec:
   }
   r.allocator_reserve = spec::framework(p.framework).allocator_reserve;
   const bool pipelined = std::max(1, par.pp) > 1;
-  r.first_stage = stage_memory(g, m, p, micro_batches, PipelineStage::kFirst, fixed, r.allocator_reserve);
+  r.first_stage = stage_memory(g, m, p, micro_batches, PipelineStage::kFirst, sp.first, fixed,
+                                   r.allocator_reserve);
   r.last_stage = pipelined
-                     ? stage_memory(g, m, p, micro_batches, PipelineStage::kLast, fixed, r.allocator_reserve)
+                     ? stage_memory(g, m, p, micro_batches, PipelineStage::kLast, sp.last, fixed,
+                                   r.allocator_reserve)
                      : r.first_stage;
   const bool last_peaks = pipelined && r.last_stage.total > r.first_stage.total;
   // Uneven stages over PP > 2: stage 1, with the most layers between the
   // ends and p - 1 micro-batches in flight, may hold more than either end.
   const bool uneven = par.first_stage_layers > 0 || par.last_stage_layers > 0;
   if (pipelined && uneven && par.pp > 2)
-    r.middle_stage = stage_memory(g, m, p, micro_batches, PipelineStage::kMiddle, fixed, r.allocator_reserve);
+    r.middle_stage = stage_memory(g, m, p, micro_batches, PipelineStage::kMiddle, sp.middle, fixed,
+                                   r.allocator_reserve);
   const bool middle_peaks =
       r.middle_stage.total > std::max(r.first_stage.total, pipelined ? r.last_stage.total : 0.0);
   const StageMemory& s = middle_peaks ? r.middle_stage : last_peaks ? r.last_stage : r.first_stage;

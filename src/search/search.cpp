@@ -674,6 +674,9 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
         }
         bool built = false;
         spec::PlanSpec p = plan_for(base, l, gb);  // the step fields set per layout below
+        // The larger end stage's parameters, for the model-state bound: the
+        // step fields leave them unchanged (techniques::StageParams).
+        const techniques::LocalParams bound_params = techniques::local_params(m, p);
         for (size_t z = 0; z < inner; ++z) {
           l.vpp = d.vpp[z / (d.zero.size() * d.offload.size())];
           l.zero = d.zero[z / d.offload.size() % d.zero.size()];
@@ -694,7 +697,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
             }
             continue;
           }
-          if (memory::model_state(m, p).total() > memory_limit) {  // a lower bound on the peak's upper end
+          if (memory::model_state(p, bound_params).total() > memory_limit) {  // a lower bound on the peak's upper end
             ++n.pruned;
             ++n.state;
             continue;

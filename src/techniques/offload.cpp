@@ -10,9 +10,14 @@ namespace ridgeline::techniques {
 
 OffloadCost offload_cost(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw,
                          double micro_batches, double forward_s, double backward_s) {
+  if (!p.offload.any()) return {};
+  return offload_cost(p, hw, local_params(m, p), micro_batches, forward_s, backward_s);
+}
+
+OffloadCost offload_cost(const spec::PlanSpec& p, const spec::HardwareSpec& hw, const LocalParams& lp,
+                         double micro_batches, double forward_s, double backward_s) {
   OffloadCost c;
   if (!p.offload.any()) return c;
-  const LocalParams lp = local_params(m, p);
   const DataParallelGroups groups = data_parallel_groups(p);
   // ZeRO's partition of this GPU: dense parameters over DP x CP ranks,
   // experts over DP x CP / EP (memory::model_state shards alike).

@@ -7,10 +7,10 @@
 
 namespace ridgeline::techniques {
 
-double lora_params_per_layer(const spec::ModelSpec& m, const spec::PlanSpec& p) {
+double lora_params_per_layer(const spec::ModelSpec& m, const spec::FinetuneSpec& ft) {
   // Hu et al. 2021: a d_in x d_out weight gains r (d_in + d_out) parameters.
-  const double r = p.finetune.rank, h = m.hidden, q = m.q_dim(), kv = m.kv_dim(), f = m.ffn_hidden;
-  const auto t = p.finetune.targets;
+  const double r = ft.rank, h = m.hidden, q = m.q_dim(), kv = m.kv_dim(), f = m.ffn_hidden;
+  const auto t = ft.targets;
   const double experts = m.is_moe() ? m.moe.experts : 1;
   double n = 0;
   if (t & spec::kTargetQ) n += r * (h + q);
@@ -23,6 +23,10 @@ double lora_params_per_layer(const spec::ModelSpec& m, const spec::PlanSpec& p) 
   return n;
 }
 
+double lora_params_per_layer(const spec::ModelSpec& m, const spec::PlanSpec& p) {
+  return lora_params_per_layer(m, p.finetune);
+}
+
 DataParallelGroups data_parallel_groups(const spec::PlanSpec& p) {
   const auto& par = p.parallel;
   DataParallelGroups g;
@@ -33,11 +37,20 @@ DataParallelGroups data_parallel_groups(const spec::PlanSpec& p) {
 
 namespace {
 
-LocalParams compute_local_params(const spec::ModelSpec& m, const spec::PlanSpec& p, PipelineStage stage) {
+/// What local_params reads of a plan: its TP, PP, EP, uneven stages and fine-tuning.
+struct Split {
+  int tp, pp, ep, first_stage_layers, last_stage_layers;
+  const spec::FinetuneSpec& finetune;
+};
+
+/// `counted`, when given, is set to the stage counted (kLargest resolved to
+/// the end that holds more; with PP = 1, kFirst).
+LocalParams compute_local_params(const spec::ModelSpec& m, const Split& p, PipelineStage stage,
+                                 PipelineStage* counted = nullptr) {
   const auto pc = spec::count_params(m);
-  const double t = std::max(1, p.parallel.tp);
-  const double pp = std::max(1, p.parallel.pp);
-  const double ep = std::max(1, p.parallel.ep);
+  const double t = std::max(1, p.tp);
+  const double pp = std::max(1, p.pp);
+  const double ep = std::max(1, p.ep);
   LocalParams lp;
   double L_local = std::ceil(m.layers / pp);
   lp.model_total = pc.total;
@@ -61,16 +74,17 @@ LocalParams compute_local_params(const spec::ModelSpec& m, const spec::PlanSpec&
   const double emb = pc.embedding / t;
   const double head = (pp > 1 && m.tied_embeddings ? V * h : pc.lm_head) / t;
   bool first = true, last = true;
+  if (counted) *counted = PipelineStage::kFirst;
   if (pp > 1) {
     if (stage == PipelineStage::kLargest)
       stage = emb >= head + pc.final_norm ? PipelineStage::kFirst : PipelineStage::kLast;
+    if (counted) *counted = stage;
     first = stage == PipelineStage::kFirst;
     last = stage == PipelineStage::kLast;
     // Uneven stages: this stage's own layers (the largest end's for kLargest).
-    const auto& par = p.parallel;
-    if (par.first_stage_layers > 0 || par.last_stage_layers > 0) {
-      const int index = first ? 0 : last ? par.pp - 1 : 1;
-      L_local = spec::stage_layers(m.layers, par.pp, par.first_stage_layers, par.last_stage_layers, index);
+    if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
+      const int index = first ? 0 : last ? p.pp - 1 : 1;
+      L_local = spec::stage_layers(m.layers, p.pp, p.first_stage_layers, p.last_stage_layers, index);
     }
   }
   lp.layers_local = L_local;
@@ -93,7 +107,7 @@ LocalParams compute_local_params(const spec::ModelSpec& m, const spec::PlanSpec&
     lp.tensors = L_local * (4 * (m.bias ? 2 : 1) + (m.norm == spec::Norm::kLayerNorm ? 4 : 2)) + 3;
     lp.model_trainable = pc.total;
   } else {
-    const double lora_layer = lora_params_per_layer(m, p) / t;
+    const double lora_layer = lora_params_per_layer(m, p.finetune) / t;
     lp.frozen = lp.weights;
     lp.trainable = L_local * lora_layer;
     lp.weights += lp.trainable;
@@ -103,64 +117,32 @@ LocalParams compute_local_params(const spec::ModelSpec& m, const spec::PlanSpec&
     for (int bit = 1; bit <= 64; bit <<= 1) pairs += (p.finetune.targets & bit) ? 1 : 0;
     lp.matrix_rows_cols = L_local * pairs * 2 * (p.finetune.rank + h);
     lp.tensors = L_local * pairs * 2;
-    lp.model_trainable = m.layers * lora_params_per_layer(m, p);
+    lp.model_trainable = m.layers * lora_params_per_layer(m, p.finetune);
   }
   return lp;
-}
-
-/// Everything compute_local_params reads (count_params's model fields;
-/// the plan's TP, PP, EP, uneven stages and fine-tuning) as one array of
-/// ints, compared whole. The bindings list every field of ModelSpec and
-/// FinetuneSpec, so a field added to either stops this compiling until it is
-/// placed in or out of the key.
-using ParamsKey = std::array<int, 24>;
-
-ParamsKey params_key(const spec::ModelSpec& m, const spec::PlanSpec& p, PipelineStage stage) {
-  const auto& [id, name, hub_id, source_file, notes, layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab,
-               max_seq_len, activation, norm, position, tied_embeddings, bias, dropout, moe] = m;
-  const auto& [mode, rank, targets] = p.finetune;
-  const auto& q = p.parallel;
-  // The stage, TP, PP and EP first: local_params's table is indexed by them.
-  return {static_cast<int>(stage), q.tp, q.pp, q.ep, q.first_stage_layers, q.last_stage_layers,
-          static_cast<int>(mode), rank, targets, layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab,
-          max_seq_len, static_cast<int>(activation), static_cast<int>(norm), static_cast<int>(position),
-          tied_embeddings, bias, moe.experts, moe.top_k};
 }
 
 }  // namespace
 
 LocalParams local_params(const spec::ModelSpec& m, const spec::PlanSpec& p, PipelineStage stage) {
-  // One evaluation asks for the same counts several times (the DP
-  // collectives, the optimizer step, each end stage's memory, the totals),
-  // and a search asks again for every layout of one TP x PP x EP split.
-  // Answers are kept per thread in a small table indexed by the key's hash
-  // (one compare per lookup; a scan of the last few entries took 170
-  // instructions a lookup), each checked against its whole key.
-  constexpr std::size_t kSlots = 32;
-  struct Slot {
-    ParamsKey key;
-    LocalParams value;
-    bool used = false;
-  };
-  thread_local std::array<Slot, kSlots> table{};
-  const ParamsKey key = params_key(m, p, stage);
-  // The index hashes what tells one search's layouts apart (the stage,
-  // TP, PP and EP: the key's first four); the compare reads the rest.
-  const std::uint64_t h = (static_cast<std::uint64_t>(key[0]) * 0x9E3779B97F4A7C15ull) ^
-                          (static_cast<std::uint64_t>(key[1]) * 0xFF51AFD7ED558CCDull) ^
-                          (static_cast<std::uint64_t>(key[2]) * 0xC4CEB9FE1A85EC53ull) ^
-                          (static_cast<std::uint64_t>(key[3]) * 0xD6E8FEB86659FD93ull);
-  Slot& slot = table[(h >> 40) % kSlots];
-  // Word by word: the key was just stored word by word, and reading it back
-  // in wider vector loads stalls on store forwarding (perf annotate: a
-  // tenth of the search's samples).
-  bool same = slot.used;
-  for (std::size_t j = 0; same && j < key.size(); ++j) same = slot.key[j] == key[j];
-  if (same) return slot.value;
-  slot.key = key;
-  slot.value = compute_local_params(m, p, stage);
-  slot.used = true;
-  return slot.value;
+  const auto& q = p.parallel;
+  return compute_local_params(m, {q.tp, q.pp, q.ep, q.first_stage_layers, q.last_stage_layers, p.finetune}, stage);
+}
+
+StageParams stage_params(const spec::ModelSpec& m, const spec::MicrobatchPlan& p) {
+  const auto& q = p.parallel;
+  const Split split{q.tp, q.pp, q.ep, q.first_stage_layers, q.last_stage_layers, p.finetune};
+  StageParams s;
+  // The larger end is one of the two ends counted (with PP = 1 the only
+  // stage is every view), so two counts serve three views.
+  PipelineStage larger = PipelineStage::kFirst;
+  s.largest = compute_local_params(m, split, PipelineStage::kLargest, &larger);
+  s.first = larger == PipelineStage::kFirst ? s.largest : compute_local_params(m, split, PipelineStage::kFirst);
+  s.last = larger == PipelineStage::kLast || q.pp <= 1 ? s.largest
+                                                         : compute_local_params(m, split, PipelineStage::kLast);
+  if ((q.first_stage_layers > 0 || q.last_stage_layers > 0) && q.pp > 2)
+    s.middle = compute_local_params(m, split, PipelineStage::kMiddle);
+  return s;
 }
 
 double optimizer_state_bytes(const spec::OptimizerSpec& o, const LocalParams& lp, double e) {

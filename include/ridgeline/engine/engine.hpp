@@ -228,6 +228,11 @@ struct MicrobatchSummary {
   std::array<double, spec::kPhaseCount> phase_s{}, phase_step_s{};
   double compute_bound_s = 0, compute_bound_step_s = 0;  // kernels whose roofline is compute (energy)
   memory::GraphFacts facts;
+  /// Each stage's parameters and the model's counts: what every layout of
+  /// this graph shares (DP, ZeRO, virtual stages and offload leave them
+  /// unchanged), formed with the graph rather than per layout.
+  techniques::StageParams params;
+  spec::ParamCounts model_params;
 };
 
 /// Scratch one evaluation reuses, owned by the caller (one per thread): the

@@ -142,6 +142,8 @@ struct ModelState {
 /// the larger end stage, is the search's bound (<= the peak over stages).
 ModelState model_state(const spec::ModelSpec& m, const spec::PlanSpec& p, double fp8_linear_params = 0,
                        techniques::PipelineStage stage = techniques::PipelineStage::kLargest);
+/// The same with the stage's parameters given (techniques::local_params(m, p, stage)).
+ModelState model_state(const spec::PlanSpec& p, const techniques::LocalParams& lp, double fp8_linear_params = 0);
 
 /// Micro-batches whose layer activations a pipeline stage holds at once
 /// (first stage by default), at most `micro_batches`:
@@ -153,6 +155,10 @@ ModelState model_state(const spec::ModelSpec& m, const spec::PlanSpec& p, double
 double in_flight_microbatches(const spec::PlanSpec& p, double micro_batches,
                               techniques::PipelineStage stage = techniques::PipelineStage::kFirst);
 
+/// `sp`: techniques::stage_params of the plan (a search's layouts of one
+/// graph share them); without it, formed here.
+MemoryResult estimate(const GraphFacts& f, const spec::ModelSpec& m, const spec::PlanSpec& p,
+                      const spec::HardwareSpec& hw, double micro_batches, const techniques::StageParams& sp);
 MemoryResult estimate(const GraphFacts& f, const spec::ModelSpec& m, const spec::PlanSpec& p,
                       const spec::HardwareSpec& hw, double micro_batches);
 inline MemoryResult estimate(const graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,

@@ -20,6 +20,8 @@
 // host (no parameter copy after the step).
 #pragma once
 
+#include "ridgeline/techniques/params.hpp"
+
 #include "ridgeline/spec/hardware.hpp"
 #include "ridgeline/spec/model.hpp"
 #include "ridgeline/spec/plan.hpp"
@@ -54,6 +56,9 @@ struct OffloadCost {
 ///     behind the micro-batch's compute: exposed max(0, t_fetch - forward_s - backward_s)
 /// Allocation-free; a plan without offload returns zeros at once.
 OffloadCost offload_cost(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw,
+                         double micro_batches, double forward_s, double backward_s);
+/// The same with local_params(m, p) given.
+OffloadCost offload_cost(const spec::PlanSpec& p, const spec::HardwareSpec& hw, const LocalParams& lp,
                          double micro_batches, double forward_s, double backward_s);
 
 }  // namespace ridgeline::techniques

@@ -48,7 +48,18 @@ DataParallelGroups data_parallel_groups(const spec::PlanSpec& p);
 LocalParams local_params(const spec::ModelSpec& m, const spec::PlanSpec& p,
                          PipelineStage stage = PipelineStage::kLargest);
 
+/// Every stage's local_params under one plan: what all layouts of one
+/// micro-batch graph share (DP, ZeRO, virtual stages and offload leave
+/// them unchanged), formed once per graph (engine::MicrobatchSummary)
+/// instead of once per layout and use. `middle` is formed only where
+/// memory::estimate reads it (uneven stages over PP > 2) and is zero otherwise.
+struct StageParams {
+  LocalParams largest, first, last, middle;
+};
+StageParams stage_params(const spec::ModelSpec& m, const spec::MicrobatchPlan& p);
+
 /// LoRA adapter parameters added to one decoder layer (whole, un-sharded).
+double lora_params_per_layer(const spec::ModelSpec& m, const spec::FinetuneSpec& ft);
 double lora_params_per_layer(const spec::ModelSpec& m, const spec::PlanSpec& p);
 
 /// Optimizer state bytes per trainable parameter (factored optimizers: given
