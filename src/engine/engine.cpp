@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstring>
 #include <fmt/format.h>
 
 #include "ridgeline/spec/framework.hpp"
@@ -302,7 +304,7 @@ namespace {
 
 /// Adds one costed kernel to the running sums; per-micro-batch kernels go to
 /// the micro-batch phase sums, per-step ones to the step sums.
-void accumulate(MicrobatchSummary& s, const graph::Kernel& k, const cost::KernelCost& kc, double layer_scale) {
+void accumulate(KernelSums& s, const graph::Kernel& k, const cost::KernelCost& kc, double layer_scale) {
   const bool per_step = k.has(graph::kPerStep);
   const double t = kc.time_s * k.count;  // per micro-batch (or per step)
   const bool is_comm = k.cls == spec::KernelClass::kCollective || k.cls == spec::KernelClass::kP2p;
@@ -373,21 +375,25 @@ void keep(Prediction& out, const graph::Kernel& k, const cost::KernelCost& kc, d
 
 bool same_cost_inputs(const graph::Kernel& a, const graph::Kernel& b) {
   // The bindings list every field of Kernel, so a field added to it stops
-  // this compiling until it is placed on one side or the other.
-  const auto& [name, op, phase, cls, dtype, group, attention, flags, gemm, comm, count, flops, model_flops,
-               read_bytes, write_bytes, chain_bytes, sram_bytes, saved_bytes, saved_core_bytes, saved_fraction,
-               workspace_bytes, launches, weight_params] = a;
-  (void)count, (void)saved_bytes, (void)saved_core_bytes, (void)saved_fraction, (void)workspace_bytes;
-  // Names are string literals: the same text is the same pointer (a copy
-  // elsewhere only costs the kernel again).
-  return name.data() == b.name.data() && name.size() == b.name.size() && op == b.op && phase == b.phase &&
-         cls == b.cls && dtype == b.dtype && group == b.group && attention == b.attention && flags == b.flags &&
-         gemm.m == b.gemm.m && gemm.n == b.gemm.n &&
-         gemm.k == b.gemm.k && gemm.batch == b.gemm.batch && comm.kind == b.comm.kind && comm.bytes == b.comm.bytes &&
-         comm.group == b.comm.group && comm.span == b.comm.span && flops == b.flops &&
-         model_flops == b.model_flops && read_bytes == b.read_bytes && write_bytes == b.write_bytes &&
-         chain_bytes == b.chain_bytes && sram_bytes == b.sram_bytes && launches == b.launches &&
-         weight_params == b.weight_params;
+  // this compiling until it is placed on one side of `count` or the other.
+  const auto& [name, op, phase, cls, dtype, group, attention, flags, gemm, comm, flops, model_flops, read_bytes,
+               write_bytes, chain_bytes, sram_bytes, launches, weight_params, count, saved_bytes, saved_core_bytes,
+               saved_fraction, workspace_bytes] = a;
+  (void)name, (void)op, (void)phase, (void)cls, (void)dtype, (void)group, (void)attention, (void)flags, (void)gemm;
+  (void)comm, (void)flops, (void)model_flops, (void)read_bytes, (void)write_bytes, (void)chain_bytes;
+  (void)sram_bytes, (void)launches, (void)weight_params, (void)count, (void)saved_bytes, (void)saved_core_bytes;
+  (void)saved_fraction, (void)workspace_bytes;
+  // The cost inputs are the bytes before `count`: their sizes add up to its
+  // offset, so no padding lies among them, and they compare bytewise. Equal
+  // bytes are equal inputs (names are string literals: the same text is the
+  // same pointer); unequal bytes of equal values (-0 and 0; a copied name)
+  // only cost the kernel again.
+  constexpr size_t kInputs = sizeof(std::string_view) + 6 * sizeof(std::uint8_t) + sizeof(std::uint16_t) +
+                             sizeof(graph::GemmShape) + sizeof(graph::CollectiveSpec) + 8 * sizeof(double);
+  static_assert(sizeof(graph::GemmShape) == 4 * sizeof(double));
+  static_assert(sizeof(graph::CollectiveSpec) == 4 * 8);
+  static_assert(offsetof(graph::Kernel, count) == kInputs, "padding or a new field among Kernel's cost inputs");
+  return std::memcmp(&a, &b, kInputs) == 0;
 }
 
 namespace {
@@ -484,7 +490,7 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   sg.tokens = sum.facts.tokens;
   const techniques::LocalParams& lp = sum.params.largest;  // local_params(m, p)
   techniques::append_step_kernels(sg, m, p, lp);
-  MicrobatchSummary s = sum;
+  KernelSums s = sum;  // the step kernels add to a copy of the sums alone
   const double layer_scale = static_cast<double>(m.layers) / std::max(1.0, sum.facts.layers);
   double pool_step = 0, comm_step = 0, pool_sm_step = 0, pool_gemm_step = 0;
   for (const auto& k : sg.kernels) {
@@ -577,7 +583,7 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
   st.mfu = st.model_flops / (denom * bf16);
   st.mfu_dtype = st.model_flops / (denom * std::max(1.0, hw.peak(used)));
   st.hfu = (st.model_flops + st.recompute_flops) / (denom * bf16);
-  st.flops_convention = spec::to_string(p.attention_flops);
+  st.flops_convention = spec::name(p.attention_flops);
   if (opt.keep_kernels) {
     double total_time = 0;
     for (double x : out.time_by_phase) total_time += x;
@@ -585,7 +591,7 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
       for (auto& k : out.kernels) k.share = k.time_s / total_time;
   }
 
-  out.memory = memory::estimate(s.facts, m, p, hw, mb, sum.params);
+  memory::estimate_into(out.memory, sum.facts, m, p, hw, mb, sum.params);
   out.params = sum.model_params;
   out.trainable_params = lp.model_trainable;
   // Training-run totals: the compute-bound kernels' time over the step, as the step counts it.

@@ -165,6 +165,13 @@ MemoryResult estimate(const GraphFacts& g, const spec::ModelSpec& m, const spec:
 MemoryResult estimate(const GraphFacts& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
                       const spec::HardwareSpec& hw, double micro_batches, const techniques::StageParams& sp) {
   MemoryResult r;
+  estimate_into(r, g, m, p, hw, micro_batches, sp);
+  return r;
+}
+
+void estimate_into(MemoryResult& r, const GraphFacts& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
+                   const spec::HardwareSpec& hw, double micro_batches, const techniques::StageParams& sp) {
+  r = MemoryResult{};
   const auto& par = p.parallel;
   const double t = std::max(1, par.tp);
   // Buffers every stage holds.
@@ -218,7 +225,6 @@ MemoryResult estimate(const GraphFacts& g, const spec::ModelSpec& m, const spec:
   r.host_capacity = hw.host.memory_bytes;
   r.host_fits = r.host_bytes <= r.host_capacity;
   r.fits = r.total <= r.capacity && r.host_fits;
-  return r;
 }
 
 void set_stage(MemoryResult& r, const StageMemory& s) {

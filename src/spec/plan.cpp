@@ -117,7 +117,12 @@ std::string to_string(AttentionKind a) { return word_of(kAttention, a); }
 std::string to_string(Fusion f) { return word_of(kFusion, f); }
 std::string to_string(OptimizerKind o) { return word_of(kOptimizers, o); }
 std::string to_string(FinetuneMode f) { return word_of(kFinetune, f); }
-std::string to_string(AttentionFlops a) { return word_of(kAttnFlops, a); }
+std::string_view name(AttentionFlops a) {
+  for (const auto& [w, x] : kAttnFlops)
+    if (x == a) return w;
+  return "?";
+}
+std::string to_string(AttentionFlops a) { return std::string(name(a)); }
 std::string to_string(Fp8Recipe r) { return word_of(kRecipes, r); }
 std::string to_string(MasterWeights w) { return word_of(kMasterWeights, w); }
 std::string to_string(MainGrads g) { return word_of(kMainGrads, g); }

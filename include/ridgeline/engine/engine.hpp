@@ -51,7 +51,7 @@ struct StepResult {
   /// offload.exposed_s is part of time_s. All zero without offload.
   techniques::OffloadCost offload;
   long long gpus = 1;
-  std::string flops_convention;  // "causal" or "full"
+  std::string_view flops_convention;  // "causal" or "full" (spec::name: static text)
 };
 
 /// Where a run's token count comes from: the plan's `tokens`; Chinchilla's
@@ -213,7 +213,9 @@ std::string_view check_plan_field(const spec::ModelSpec& m, const spec::PlanSpec
 /// stages, global batch): a function of spec::MicrobatchPlan. A sweep
 /// computes it once per distinct micro-batch plan. Times in seconds and
 /// FLOPs per micro-batch on one GPU unless a name says per step.
-struct MicrobatchSummary {
+/// The running sums of costed kernels (accumulated in graph order): what
+/// finish() adds the layout's step kernels to, on a copy of these alone.
+struct KernelSums {
   double t_fwd = 0, t_bwd = 0, t_rec = 0;  // kernel time by phase
   double t_step_fixed = 0;                 // per-step kernels of the graph (fp8 weight casts, Hessian estimate)
   double exposed_comm_s = 0;               // communication nothing hides
@@ -227,6 +229,8 @@ struct MicrobatchSummary {
   std::array<double, spec::kKernelClassCount> class_s{}, class_step_s{};
   std::array<double, spec::kPhaseCount> phase_s{}, phase_step_s{};
   double compute_bound_s = 0, compute_bound_step_s = 0;  // kernels whose roofline is compute (energy)
+};
+struct MicrobatchSummary : KernelSums {
   memory::GraphFacts facts;
   /// Each stage's parameters and the model's counts: what every layout of
   /// this graph shares (DP, ZeRO, virtual stages and offload leave them

@@ -50,8 +50,9 @@ enum KernelFlags : std::uint16_t {
   kCausal = 512,       // fused attention with a causal mask
 };
 
-/// Collective operations.
-enum class Collective : std::uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kP2p };
+/// Collective operations. Eight bytes wide: CollectiveSpec then holds no
+/// padding (Kernel's cost inputs compare bytewise).
+enum class Collective : std::uint64_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kP2p };
 
 struct GemmShape {
   double m = 0, n = 0, k = 0, batch = 1;
@@ -88,13 +89,18 @@ struct Kernel {
   /// stays small to copy).
   GemmShape gemm;
   CollectiveSpec comm;       // collectives and p2p
-  double count = 1;          // instances per micro-batch (or per step when kPerStep)
   double flops = 0;          // hardware FLOPs per instance
   double model_flops = 0;    // FLOPs credited to MFU per instance (causal attention halved, ...)
   double read_bytes = 0;     // HBM bytes read per instance
   double write_bytes = 0;    // HBM bytes written per instance
   double chain_bytes = 0;    // part of write_bytes the next kernel of its chain reads
   double sram_bytes = 0;     // bytes through shared memory (fused attention)
+  double launches = 1;       // kernel launches per instance
+  double weight_params = 0;  // weight elements a GEMM multiplies by (for fp8 casts, LoRA, dequant)
+  // The fields above, from `name`, are what the cost model reads (one
+  // block without padding: engine::same_cost_inputs compares it bytewise);
+  // those below it does not.
+  double count = 1;          // instances per micro-batch (or per step when kPerStep)
   double saved_bytes = 0;    // bytes kept for backward per instance
   double saved_core_bytes = 0;  // of which attention-core internals (s^2 scores...), dropped by selective recompute
   /// Of the instances' saved tensors, the fraction alive at once: forward
@@ -103,8 +109,6 @@ struct Kernel {
   /// for segment / layers of its instances (the working set of one segment).
   double saved_fraction = 1;
   double workspace_bytes = 0;  // alive only while the kernel runs (an eager loss's fp32 logits)
-  double launches = 1;       // kernel launches per instance
-  double weight_params = 0;  // weight elements a GEMM multiplies by (for fp8 casts, LoRA, dequant)
 
   bool has(KernelFlags f) const { return (flags & f) != 0; }
   double hbm_bytes() const { return read_bytes + write_bytes; }

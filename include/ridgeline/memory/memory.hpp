@@ -159,6 +159,9 @@ double in_flight_microbatches(const spec::PlanSpec& p, double micro_batches,
 /// graph share them); without it, formed here.
 MemoryResult estimate(const GraphFacts& f, const spec::ModelSpec& m, const spec::PlanSpec& p,
                       const spec::HardwareSpec& hw, double micro_batches, const techniques::StageParams& sp);
+/// The same into `r` (every field set): a search's loop, without a copy.
+void estimate_into(MemoryResult& r, const GraphFacts& f, const spec::ModelSpec& m, const spec::PlanSpec& p,
+                   const spec::HardwareSpec& hw, double micro_batches, const techniques::StageParams& sp);
 MemoryResult estimate(const GraphFacts& f, const spec::ModelSpec& m, const spec::PlanSpec& p,
                       const spec::HardwareSpec& hw, double micro_batches);
 inline MemoryResult estimate(const graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,

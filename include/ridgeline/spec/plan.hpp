@@ -251,6 +251,8 @@ std::string to_string(Fusion f);
 std::string to_string(OptimizerKind o);
 std::string to_string(FinetuneMode f);
 std::string to_string(AttentionFlops a);
+/// The same word as static text (to_string's, without a copy).
+std::string_view name(AttentionFlops a);
 std::string lora_targets_to_string(std::uint8_t mask);
 std::string to_string(Fp8Recipe r);
 std::string to_string(MasterWeights w);
