@@ -4,8 +4,10 @@
 
 namespace ridgeline::graph {
 
-Kernel backward_copy(const Kernel& f) {
-  Kernel b = f;
+namespace {
+
+/// backward_copy's changes, made to `b`, a copy of forward kernel `f`.
+void to_backward(Kernel& b, const Kernel& f) {
   b.phase = Phase::kBackward;
   b.saved_bytes = 0;
   b.saved_core_bytes = 0;
@@ -13,14 +15,23 @@ Kernel backward_copy(const Kernel& f) {
   b.chain_bytes = 0;
   b.flops = 2 * f.flops;
   b.model_flops = 2 * f.model_flops;
+}
+
+}  // namespace
+
+Kernel backward_copy(const Kernel& f) {
+  Kernel b = f;
+  to_backward(b, f);
   return b;
 }
 
 namespace {
 
-Kernel backward_gemm(const Kernel& f, std::string_view name, double m, double n, double k, double read,
-                     double write) {
-  Kernel b = f;
+/// Appends the backward GEMM of forward kernel `f` to `ks` in place (the
+/// room is reserved: `f`, an element of `ks`, stays where it is).
+void push_backward_gemm(std::vector<Kernel>& ks, const Kernel& f, std::string_view name, double m, double n,
+                        double k, double read, double write) {
+  Kernel& b = ks.emplace_back(f);
   b.name = name;
   b.phase = Phase::kBackward;
   b.gemm = {m, n, k, f.gemm.batch};
@@ -32,7 +43,6 @@ Kernel backward_gemm(const Kernel& f, std::string_view name, double m, double n,
   b.saved_bytes = 0;
   b.saved_core_bytes = 0;
   b.workspace_bytes = 0;
-  return b;
 }
 
 std::string_view dgrad_name(Op op) {
@@ -89,15 +99,16 @@ void derive_backward(Graph& g) {
       const double in_b = f.has(kFp8Gemm) ? 1.0 : e;
       // Input gradient dX[M,K] = dY[M,N] * W[N,K]: reads dY and W, writes dX.
       const double w_bytes = f.read_bytes - B * M * K * in_b;  // the forward's second operand
-      g.kernels.push_back(backward_gemm(f, dgrad_name(f.op), M, K, N, B * M * N * e + w_bytes, B * M * K * e));
+      push_backward_gemm(g.kernels, f, dgrad_name(f.op), M, K, N, B * M * N * e + w_bytes, B * M * K * e);
       // Weight gradient dW[N,K] = dY^T * X (none for a frozen weight); for
       // activation-activation GEMMs the second operand's gradient.
       if (!f.has(kFrozen))
-        g.kernels.push_back(
-            backward_gemm(f, wgrad_name(f.op), N, K, M, B * M * N * e + B * M * K * in_b, w_bytes));
+        push_backward_gemm(g.kernels, f, wgrad_name(f.op), N, K, M, B * M * N * e + B * M * K * in_b, w_bytes);
       continue;
     }
-    Kernel b = backward_copy(f);
+    // Built in place (room reserved above); `f` stays valid.
+    Kernel& b = g.kernels.emplace_back(f);
+    to_backward(b, f);
     switch (f.op) {
       case Op::kResidual1:
       case Op::kResidual2:
@@ -144,7 +155,6 @@ void derive_backward(Graph& g) {
         if (f.cls == KernelClass::kNorm) b.launches = f.launches + 1;  // weight-gradient reduction
         break;
     }
-    g.kernels.push_back(b);
   }
 }
 

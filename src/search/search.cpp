@@ -677,6 +677,8 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
         // The larger end stage's parameters, for the model-state bound: the
         // step fields leave them unchanged (techniques::StageParams).
         const techniques::LocalParams bound_params = techniques::local_params(m, p);
+        // The checks that read no step field, once for all the graph's layouts.
+        const bool graph_refused = !engine::check_graph_field(m, p, hw).empty();
         for (size_t z = 0; z < inner; ++z) {
           l.vpp = d.vpp[z / (d.zero.size() * d.offload.size())];
           l.zero = d.zero[z / d.offload.size() % d.zero.size()];
@@ -688,7 +690,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
             continue;
           }
           set_step_fields(p, l);
-          if (!engine::check_plan_field(m, p, hw).empty()) {
+          if (graph_refused || !engine::check_step_field(m, p, hw).empty()) {
             ++n.pruned;
             ++n.plan;
             if (order * inner + z < first_at) {  // the message only for the one reported

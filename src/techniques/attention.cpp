@@ -19,7 +19,8 @@ void apply_attention(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
     const Kernel& k = ks[i];
     const bool core = k.phase == spec::Phase::kForward && k.has(graph::kAttnCore);
     if (!core) {
-      ks[out++] = k;
+      if (out != i) ks[out] = k;  // kept kernels move down only behind a dropped one
+      ++out;
       continue;
     }
     if (placed) continue;

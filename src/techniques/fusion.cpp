@@ -101,7 +101,8 @@ void apply_fusion(graph::Graph& g, const spec::ModelSpec& m, const spec::Microba
       if (grp == FuseGroup::kNone) a.group = FuseGroup::kNone;
       continue;
     }
-    ks[out++] = ks[i];
+    if (out != i) ks[out] = ks[i];  // kept kernels move down only behind a merged one
+    ++out;
   }
   ks.resize(out);
 }

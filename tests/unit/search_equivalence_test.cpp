@@ -33,6 +33,7 @@
 #include "ridgeline/engine/cost_memo.hpp"
 #include "ridgeline/memory/memory.hpp"
 #include "ridgeline/search/search.hpp"
+#include "ridgeline/spec/framework.hpp"
 #include "search_candidate.hpp"
 #include "test_support.hpp"
 
@@ -349,4 +350,71 @@ TEST_CASE("search equivalence: fp8_recipe through the command line") {
   REQUIRE(fixed.status == 0);
   const auto fixed_json = nlohmann::json::parse(fixed.out);  // bound: ranging over a temporary's member dangles
   for (const auto& row : fixed_json["top"]) CHECK(row["fp8_recipe"] == "blockwise");
+}
+
+TEST_CASE("search equivalence: the graph and step halves of the plan check refuse what the whole refuses") {
+  // A grid over the fields both halves read, most of its plans refused for
+  // one reason or several: TP not dividing the heads, PP not dividing the
+  // layers (with or without virtual stages), virtual stages without PP,
+  // ZeRO-2 with PP where a framework refuses it, interleaving with
+  // micro-batches not a multiple of PP, offload without the ZeRO stage or
+  // framework it needs, a recompute policy a framework does not offer, fp8
+  // on a GPU without it, a batch that does not divide. Llama-3-8B: 32
+  // layers, 32 heads, 8 KV heads.
+  const auto m = test::model("llama3_8b");
+  const spec::HardwareSpec gpus[] = {test::gpu("h100_sxm"), test::gpu("a100_sxm_80gb")};
+  const spec::OffloadSpec offloads[] = {
+      {}, {spec::OffloadDevice::kCpu, spec::OffloadDevice::kNone}, {spec::OffloadDevice::kCpu, spec::OffloadDevice::kCpu},
+      {spec::OffloadDevice::kNone, spec::OffloadDevice::kCpu}};
+  const spec::RecomputeKind recomputes[] = {spec::RecomputeKind::kNone, spec::RecomputeKind::kSelective,
+                                            spec::RecomputeKind::kFull};
+  size_t plans = 0, refused = 0, by_graph = 0, by_step = 0;
+  for (const auto& hw : gpus)
+    for (size_t fw = 0; fw < spec::framework_count(); ++fw)
+      for (int tp : {1, 3, 8})
+        for (int pp : {1, 2, 3, 4})
+          for (int dp : {1, 2, 4})
+            for (auto rk : recomputes)
+              for (auto prec : {spec::Precision::kBf16, spec::Precision::kFp8})
+                for (int vpp : {1, 2, 3})
+                  for (int zero : {0, 1, 2, 3})
+                    for (const auto& off : offloads) {
+                      spec::PlanSpec p = test::plan(1, 4096);
+                      p.global_batch = 12;
+                      p.framework = static_cast<std::uint8_t>(fw);
+                      p.parallel.tp = tp;
+                      p.parallel.pp = pp;
+                      p.parallel.dp = dp;
+                      p.recompute = {rk, 0};
+                      p.precision = prec;
+                      p.parallel.virtual_stages = vpp;
+                      p.parallel.zero = zero;
+                      p.offload = off;
+                      const bool whole = !engine::check_plan_field(m, p, hw).empty();
+                      const bool graph = !engine::check_graph_field(m, p, hw).empty();
+                      const bool step = !engine::check_step_field(m, p, hw).empty();
+                      CAPTURE(fw);
+                      CAPTURE(tp);
+                      CAPTURE(pp);
+                      CAPTURE(dp);
+                      CAPTURE(vpp);
+                      CAPTURE(zero);
+                      REQUIRE(whole == (graph || step));
+                      CHECK(whole == !engine::check_plan(m, p, hw).field.empty());
+                      // The graph half reads no step field: the same answer with them at their defaults.
+                      spec::PlanSpec q = p;
+                      q.parallel.virtual_stages = 1;
+                      q.parallel.zero = 0;
+                      q.offload = {};
+                      CHECK(graph == !engine::check_graph_field(m, q, hw).empty());
+                      ++plans;
+                      refused += whole;
+                      by_graph += graph;
+                      by_step += step && !graph;
+                    }
+  // Both halves refuse plans the other accepts, and some plans pass both.
+  CHECK(by_graph > 0);
+  CHECK(by_step > 0);
+  CHECK(refused < plans);
+  CHECK(refused == by_graph + by_step);
 }

@@ -208,6 +208,14 @@ Problem check_plan(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec
 /// problems the field may not be the one check_plan names.
 std::string_view check_plan_field(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw);
 
+/// check_plan_field in two halves, for a search that varies a plan's step
+/// fields (virtual stages, ZeRO stage, offload) over the layouts of one
+/// graph: check_graph_field runs the checks that read none of them (once
+/// per graph), check_step_field those that read one. A plan is refused by
+/// check_plan_field exactly when one of the two refuses it.
+std::string_view check_graph_field(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw);
+std::string_view check_step_field(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw);
+
 /// One micro-batch's costed graph, summed: everything a step needs that does
 /// not depend on the data-parallel layout (DP degree, ZeRO stage, virtual
 /// stages, global batch): a function of spec::MicrobatchPlan. A sweep
