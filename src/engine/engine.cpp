@@ -500,9 +500,24 @@ double overlap_exposed_s(double comm_s, double sm_s, double gemm_s, double windo
   return std::max(std::max(0.0, comm_s - window_s), overlap_contention_s(sm_s, gemm_s, window_s, gemm_window_s));
 }
 
+void finish_memory(Prediction& out, const MicrobatchSummary& sum, const spec::ModelSpec& m, const spec::PlanSpec& p,
+                   const spec::HardwareSpec& hw) {
+  memory::estimate_into(out.memory, sum.facts, m, p, hw, micro_batches(p), sum.params);
+  out.params = sum.model_params;
+  out.trainable_params = sum.params.largest.model_trainable;
+  out.status = out.memory.fits ? Status::kOk : Status::kDoesNotFit;
+}
+
 void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, const spec::ModelSpec& m,
             const spec::PlanSpec& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
             const EvalOptions& opt) {
+  finish_memory(out, sum, m, p, hw);
+  finish_time(out, sum, sg, m, p, hw, c, opt);
+}
+
+void finish_time(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, const spec::ModelSpec& m,
+                 const spec::PlanSpec& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
+                 const EvalOptions& opt) {
   const auto& par = p.parallel;
   const double mb = micro_batches(p);
   // The layout-dependent kernels: DP/ZeRO collectives and the optimizer step.
@@ -613,14 +628,10 @@ void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, con
       for (auto& k : out.kernels) k.share = k.time_s / total_time;
   }
 
-  memory::estimate_into(out.memory, sum.facts, m, p, hw, mb, sum.params);
-  out.params = sum.model_params;
-  out.trainable_params = lp.model_trainable;
   // Training-run totals: the compute-bound kernels' time over the step, as the step counts it.
   const double compute_bound_s =
       (s.compute_bound_s * mb + s.compute_bound_step_s) * techniques::executed_steps_per_step(p);
   training_totals(out.totals, st, compute_bound_s, lp, p, hw);
-  out.status = out.memory.fits ? Status::kOk : Status::kDoesNotFit;
 }
 
 void evaluate_into(Prediction& out, Workspace& ws, const spec::ModelSpec& m, const spec::PlanSpec& p,

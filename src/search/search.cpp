@@ -709,8 +709,9 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
             ++n.graphs;
             built = true;
           }
-          pred.status = engine::Status::kOk;
-          engine::finish(pred, sum, sg, m, p, hw, c, opt);
+          // Memory first: a layout over it needs no step time (what it
+          // would have been is read nowhere).
+          engine::finish_memory(pred, sum, m, p, hw);
           ++n.evaluated;
           const double hi = memory_upper_bytes(pred.memory);
           if (pred.status != engine::Status::kOk || hi > memory_limit) {
@@ -718,6 +719,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
             ++n.over_memory;
             continue;
           }
+          engine::finish_time(pred, sum, sg, m, p, hw, c, opt);
           kept_times.push_back(pred.step.time_s);
           Candidate cand;
           cand.layout = l;

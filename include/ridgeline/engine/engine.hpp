@@ -273,10 +273,22 @@ void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::Mod
 
 /// Completes a prediction from a micro-batch summary: DP/ZeRO collectives and
 /// the optimizer step (built into `step_graph`), pipeline bubble, memory,
-/// metrics and training totals. `out.status`/`problem` must already be set ok.
+/// metrics and training totals; the status from the memory (ok, or does
+/// not fit). `out.problem` must already be empty (a plan check_plan accepts).
 void finish(Prediction& out, const MicrobatchSummary& s, graph::Graph& step_graph, const spec::ModelSpec& m,
             const spec::PlanSpec& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
             const EvalOptions& opt);
+
+/// finish() in its two parts, which read nothing of each other:
+/// finish_memory sets the memory, the parameter counts and the status (ok,
+/// or does not fit); finish_time the step, the time by class and phase,
+/// the kernel rows and the training totals. A search that drops a layout
+/// on its memory completes the time of the others only.
+void finish_memory(Prediction& out, const MicrobatchSummary& s, const spec::ModelSpec& m, const spec::PlanSpec& p,
+                   const spec::HardwareSpec& hw);
+void finish_time(Prediction& out, const MicrobatchSummary& s, graph::Graph& step_graph, const spec::ModelSpec& m,
+                 const spec::PlanSpec& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
+                 const EvalOptions& opt);
 
 /// The time communication scheduled beside compute adds to it (finish()):
 /// compute of length C beside a collective of length T holding a fraction f
