@@ -189,6 +189,14 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
     qk.saved_bytes = (q + kv) * D.e;  // Q and K: 4 sbh
     if (causal) qk.model_flops = qk.flops / 2;
     push(qk, L);
+  }
+  // The rest of the naive core; a fused attention kernel replaces the whole
+  // core (techniques::apply_attention, which reads the first core kernel's
+  // type and count only), so for one the rest is not made.
+  if (P.attention == spec::AttentionKind::kNaive) {
+    const double sk = D.s * std::max(1, par.cp);
+    const double scores = D.b * D.a * D.s * sk;
+    const double q = D.T * D.a * D.d, kv = D.T * D.g * D.d;
     auto sm = [&](std::string_view name, Op op, double extra_read) {
       Kernel k = pointwise(name, op, FuseGroup::kSoftmax, scores * D.e + extra_read, scores * D.e, scores, act);
       k.cls = KernelClass::kSoftmax;
