@@ -439,7 +439,8 @@ cost::KernelCost memo_cost(CostMemo& memo, size_t i, const graph::Kernel& k, con
 }
 
 void summarize(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
-               const spec::HardwareSpec& hw, const cost::CostParams& c, Prediction* out, double mb, CostMemo* memo) {
+               const spec::HardwareSpec& hw, const cost::CostParams& c, Prediction* out, double mb, CostMemo* memo,
+               const techniques::StageParams* params) {
   s = MicrobatchSummary{};
   techniques::build_microbatch(g, m, p, hw);
   const double layer_scale = static_cast<double>(m.layers) / std::max(1, g.layers);
@@ -467,7 +468,7 @@ void summarize(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m, 
                                                                                       : fw.dispatch_s;
   s.host_s = launches * dispatch;
   s.facts = memory::facts(g);
-  s.params = techniques::stage_params(m, p);
+  s.params = params ? *params : techniques::stage_params(m, p);
   s.model_params = spec::count_params(m);
 }
 
@@ -476,13 +477,13 @@ void summarize(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m, 
 void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m,
                           const spec::MicrobatchPlan& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
                           Prediction* out, double mb) {
-  summarize(s, g, m, p, hw, c, out, mb, nullptr);
+  summarize(s, g, m, p, hw, c, out, mb, nullptr, nullptr);
 }
 
 void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m,
                           const spec::MicrobatchPlan& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
-                          CostMemo& memo) {
-  summarize(s, g, m, p, hw, c, nullptr, 1, &memo);
+                          CostMemo& memo, const techniques::StageParams* params) {
+  summarize(s, g, m, p, hw, c, nullptr, 1, &memo, params);
 }
 
 namespace {

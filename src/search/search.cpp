@@ -641,6 +641,11 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
     graph::Graph g, sg;
     engine::MicrobatchSummary sum;
     engine::CostMemo memo;
+    std::vector<double> state_bound(d.zero.size() * d.offload.size());
+    // Each stage's parameters by (TP, EP, PP and stage split): what they
+    // read of a plan (techniques::stage_params), formed at first use.
+    std::vector<techniques::StageParams> split_params(d.tp.size() * d.ep.size() * per_unit);
+    std::vector<std::uint8_t> split_formed(split_params.size(), 0);
     engine::Prediction pred;
     engine::EvalOptions opt;
     opt.keep_kernels = false;
@@ -679,6 +684,9 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
         const techniques::LocalParams bound_params = techniques::local_params(m, p);
         // The checks that read no step field, once for all the graph's layouts.
         const bool graph_refused = !engine::check_graph_field(m, p, hw).empty();
+        // The model-state bound reads ZeRO and offload of the step fields,
+        // not the virtual stages: formed once per (ZeRO, offload) of the graph.
+        std::fill(state_bound.begin(), state_bound.end(), -1.0);
         for (size_t z = 0; z < inner; ++z) {
           l.vpp = d.vpp[z / (d.zero.size() * d.offload.size())];
           l.zero = d.zero[z / d.offload.size() % d.zero.size()];
@@ -699,13 +707,20 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
             }
             continue;
           }
-          if (memory::model_state(p, bound_params).total() > memory_limit) {  // a lower bound on the peak's upper end
+          double& bound = state_bound[z % state_bound.size()];
+          if (bound < 0) bound = memory::model_state(p, bound_params).total();
+          if (bound > memory_limit) {  // a lower bound on the peak's upper end
             ++n.pruned;
             ++n.state;
             continue;
           }
           if (!built) {
-            engine::summarize_microbatch(sum, g, m, p, hw, c, memo);
+            const size_t at = (u.tp * d.ep.size() + u.ep) * per_unit + j;
+            if (!split_formed[at]) {
+              split_params[at] = techniques::stage_params(m, p);
+              split_formed[at] = 1;
+            }
+            engine::summarize_microbatch(sum, g, m, p, hw, c, memo, &split_params[at]);
             ++n.graphs;
             built = true;
           }

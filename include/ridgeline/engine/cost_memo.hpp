@@ -32,9 +32,11 @@ bool same_cost_inputs(const graph::Kernel& a, const graph::Kernel& b);
 
 /// summarize_microbatch (no kernel rows) with the costs taken from, and
 /// kept in, `memo` (one per thread; allocation-free once it has held a
-/// graph as long as this one).
+/// graph as long as this one). `params`: techniques::stage_params(m, p)
+/// when the caller has them (a search forms them once per TP, PP, EP and
+/// stage split, not once per graph); nullptr: formed here.
 void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m,
                           const spec::MicrobatchPlan& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
-                          CostMemo& memo);
+                          CostMemo& memo, const techniques::StageParams* params = nullptr);
 
 }  // namespace ridgeline::engine
