@@ -440,9 +440,14 @@ cost::KernelCost memo_cost(CostMemo& memo, size_t i, const graph::Kernel& k, con
 
 void summarize(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
                const spec::HardwareSpec& hw, const cost::CostParams& c, Prediction* out, double mb, CostMemo* memo,
-               const techniques::StageParams* params) {
+               const techniques::StageParams* params, const graph::Graph* base) {
   s = MicrobatchSummary{};
-  techniques::build_microbatch(g, m, p, hw);
+  if (base) {
+    g = *base;  // the caller's techniques::build_microbatch_base of this plan
+    techniques::finish_microbatch(g, m, p, hw);
+  } else {
+    techniques::build_microbatch(g, m, p, hw);
+  }
   const double layer_scale = static_cast<double>(m.layers) / std::max(1, g.layers);
   if (out) out->kernels.reserve(g.kernels.size() + 8);
   if (memo && (memo->params != &c || memo->cuda_graphs != p.cuda_graphs)) {
@@ -477,13 +482,13 @@ void summarize(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m, 
 void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m,
                           const spec::MicrobatchPlan& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
                           Prediction* out, double mb) {
-  summarize(s, g, m, p, hw, c, out, mb, nullptr, nullptr);
+  summarize(s, g, m, p, hw, c, out, mb, nullptr, nullptr, nullptr);
 }
 
 void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m,
                           const spec::MicrobatchPlan& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
-                          CostMemo& memo, const techniques::StageParams* params) {
-  summarize(s, g, m, p, hw, c, nullptr, 1, &memo, params);
+                          CostMemo& memo, const techniques::StageParams* params, const graph::Graph* base) {
+  summarize(s, g, m, p, hw, c, nullptr, 1, &memo, params, base);
 }
 
 namespace {

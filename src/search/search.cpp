@@ -16,6 +16,7 @@
 #include "ridgeline/engine/cost_memo.hpp"
 #include "ridgeline/memory/memory.hpp"
 #include "ridgeline/spec/framework.hpp"
+#include "ridgeline/techniques/passes.hpp"
 
 namespace ridgeline::search {
 
@@ -615,10 +616,20 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
   };
   // Threads take the units with the most PP degrees left to evaluate first
   // (longest first, so that no thread ends on a long unit while the other
-  // waits); ties in unit order. The order changes nothing in the answer:
-  // rows rank by ranks_before, step times are gathered unit by unit, and
-  // the first refused plan is the first in the enumeration order.
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> unit_order(shard_units);  // (PP degrees kept, unit)
+  // waits); ties by their base (every unit index but the recomputation's),
+  // then in unit order. Units of one base that follow each other form one
+  // work item: they differ only in recomputation, so at each PP degree and
+  // stage split they share the micro-batch graph's base
+  // (techniques::build_microbatch_base), built once for all of them. The
+  // order changes nothing in the answer: rows rank by ranks_before, step
+  // times are gathered unit by unit, and the first refused plan is the first
+  // in the enumeration order.
+  struct Ordered {
+    std::uint32_t kept;  // PP degrees and stage splits kept
+    std::uint32_t base;  // the unit's indices but the recomputation's
+    std::uint32_t unit;
+  };
+  std::vector<Ordered> unit_order(shard_units);
   for (size_t k = 0; k < shard_units; ++k) {
     Unit u = unit_of(k);
     std::uint32_t kept = 0;
@@ -626,11 +637,20 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
       u.l.pp = d.pp[j / d.stages.size()];
       kept += cut_of(u, u.l, j) == Cut::kKept ? 1 : 0;
     }
-    unit_order[k] = {kept, static_cast<std::uint32_t>(k)};
+    const size_t base =
+        ((((((u.tp * d.cp.size() + u.cp) * d.ep.size() + u.ep) * d.micro.size() + u.mb) * d.prec.size() + u.prec) *
+              d.fw.size() + u.fw) * d.ovl.size() + u.ovl) * d.recipe.size() + u.recipe;
+    unit_order[k] = {kept, static_cast<std::uint32_t>(base), static_cast<std::uint32_t>(k)};
   }
-  std::stable_sort(unit_order.begin(), unit_order.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::atomic<size_t> next_unit{0};
+  std::sort(unit_order.begin(), unit_order.end(), [](const Ordered& a, const Ordered& b) {
+    return a.kept != b.kept ? a.kept > b.kept : a.base != b.base ? a.base < b.base : a.unit < b.unit;
+  });
+  std::vector<std::uint32_t> item_start;  // work item i: unit_order[item_start[i] .. item_start[i + 1])
+  for (size_t i = 0; i < shard_units; ++i)
+    if (i == 0 || unit_order[i].base != unit_order[i - 1].base) item_start.push_back(static_cast<std::uint32_t>(i));
+  item_start.push_back(static_cast<std::uint32_t>(shard_units));
+  const size_t items = item_start.size() - 1;
+  std::atomic<size_t> next_item{0};
   auto worker = [&](int tid) {
     // The thread's result is its own until the end (parts[] side by side
     // would share cache lines: every layout bumps a count).
@@ -646,6 +666,9 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
     // read of a plan (techniques::stage_params), formed at first use.
     std::vector<techniques::StageParams> split_params(d.tp.size() * d.ep.size() * per_unit);
     std::vector<std::uint8_t> split_formed(split_params.size(), 0);
+    // The work item's micro-batch graph bases, by PP degree and stage split.
+    std::vector<graph::Graph> bases(per_unit);
+    std::vector<std::uint8_t> base_built(per_unit, 0);
     engine::Prediction pred;
     engine::EvalOptions opt;
     opt.keep_kernels = false;
@@ -654,109 +677,116 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
     thread_local std::vector<double> kept_times;
     kept_times.clear();
     thread_times[tid] = &kept_times;
-    for (size_t next = next_unit.fetch_add(1, std::memory_order_relaxed); next < shard_units;
-         next = next_unit.fetch_add(1, std::memory_order_relaxed)) {
-      const size_t k = unit_order[next].second;
-      const Unit u = unit_of(k);
-      Layout l = u.l;
-      unit_times[k].thread = static_cast<std::uint32_t>(tid);
-      unit_times[k].begin = static_cast<std::uint32_t>(kept_times.size());
-      for (size_t j = 0; j < per_unit; ++j) {
-        // The layout's place in the enumeration order (tp, pp, stage split,
-        // cp, ep, mb, recompute, precision, framework, TP overlap, fp8
-        // recipe, then vpp, ZeRO and offload): the first refused plan in
-        // this order is the one reported, on any thread.
-        const size_t order =
-            ((((((((u.tp * per_unit + j) * d.cp.size() + u.cp) * d.ep.size() + u.ep) * d.micro.size() + u.mb) *
-                  d.rec.size() + u.rec) * d.prec.size() + u.prec) * d.fw.size() + u.fw) * d.ovl.size() + u.ovl) *
-                d.recipe.size() + u.recipe;
-        l.pp = d.pp[j / d.stages.size()];
-        n.enumerated += inner;
-        if (const Cut cut = cut_of(u, l, j); cut != Cut::kKept) {
-          n.pruned += inner;
-          (cut == Cut::kShape ? n.shape : cut == Cut::kRedundant ? n.redundant : n.batch) += inner;
-          continue;
-        }
-        bool built = false;
-        spec::PlanSpec p = plan_for(base, l, gb);  // the step fields set per layout below
-        // The larger end stage's parameters, for the model-state bound: the
-        // step fields leave them unchanged (techniques::StageParams).
-        const techniques::LocalParams bound_params = techniques::local_params(m, p);
-        // The checks that read no step field, once for all the graph's layouts.
-        const bool graph_refused = !engine::check_graph_field(m, p, hw).empty();
-        // The model-state bound reads ZeRO and offload of the step fields,
-        // not the virtual stages: formed once per (ZeRO, offload) of the graph.
-        std::fill(state_bound.begin(), state_bound.end(), -1.0);
-        for (size_t z = 0; z < inner; ++z) {
-          l.vpp = d.vpp[z / (d.zero.size() * d.offload.size())];
-          l.zero = d.zero[z / d.offload.size() % d.zero.size()];
-          l.offload = d.offload[z % d.offload.size()];
-          if ((l.zero > 0 && l.dp * l.cp == 1 && !l.offload.any()) ||  // nothing to shard: same as ZeRO-0
-              (l.vpp > 1 && (l.pp == 1 || m.layers % (l.pp * l.vpp) != 0))) {  // interleaving needs whole chunks
-            ++n.pruned;
-            ++n.redundant;
+    for (size_t item = next_item.fetch_add(1, std::memory_order_relaxed); item < items;
+         item = next_item.fetch_add(1, std::memory_order_relaxed)) {
+      std::fill(base_built.begin(), base_built.end(), 0);
+      for (size_t next = item_start[item]; next < item_start[item + 1]; ++next) {
+        const size_t k = unit_order[next].unit;
+        const Unit u = unit_of(k);
+        Layout l = u.l;
+        unit_times[k].thread = static_cast<std::uint32_t>(tid);
+        unit_times[k].begin = static_cast<std::uint32_t>(kept_times.size());
+        for (size_t j = 0; j < per_unit; ++j) {
+          // The layout's place in the enumeration order (tp, pp, stage split,
+          // cp, ep, mb, recompute, precision, framework, TP overlap, fp8
+          // recipe, then vpp, ZeRO and offload): the first refused plan in
+          // this order is the one reported, on any thread.
+          const size_t order =
+              ((((((((u.tp * per_unit + j) * d.cp.size() + u.cp) * d.ep.size() + u.ep) * d.micro.size() + u.mb) *
+                    d.rec.size() + u.rec) * d.prec.size() + u.prec) * d.fw.size() + u.fw) * d.ovl.size() + u.ovl) *
+                  d.recipe.size() + u.recipe;
+          l.pp = d.pp[j / d.stages.size()];
+          n.enumerated += inner;
+          if (const Cut cut = cut_of(u, l, j); cut != Cut::kKept) {
+            n.pruned += inner;
+            (cut == Cut::kShape ? n.shape : cut == Cut::kRedundant ? n.redundant : n.batch) += inner;
             continue;
           }
-          set_step_fields(p, l);
-          if (graph_refused || !engine::check_step_field(m, p, hw).empty()) {
-            ++n.pruned;
-            ++n.plan;
-            if (order * inner + z < first_at) {  // the message only for the one reported
-              first_at = order * inner + z;
-              r.first_problem = engine::check_plan(m, p, hw);
+          bool built = false;
+          spec::PlanSpec p = plan_for(base, l, gb);  // the step fields set per layout below
+          // The larger end stage's parameters, for the model-state bound: the
+          // step fields leave them unchanged (techniques::StageParams).
+          const techniques::LocalParams bound_params = techniques::local_params(m, p);
+          // The checks that read no step field, once for all the graph's layouts.
+          const bool graph_refused = !engine::check_graph_field(m, p, hw).empty();
+          // The model-state bound reads ZeRO and offload of the step fields,
+          // not the virtual stages: formed once per (ZeRO, offload) of the graph.
+          std::fill(state_bound.begin(), state_bound.end(), -1.0);
+          for (size_t z = 0; z < inner; ++z) {
+            l.vpp = d.vpp[z / (d.zero.size() * d.offload.size())];
+            l.zero = d.zero[z / d.offload.size() % d.zero.size()];
+            l.offload = d.offload[z % d.offload.size()];
+            if ((l.zero > 0 && l.dp * l.cp == 1 && !l.offload.any()) ||  // nothing to shard: same as ZeRO-0
+                (l.vpp > 1 && (l.pp == 1 || m.layers % (l.pp * l.vpp) != 0))) {  // interleaving needs whole chunks
+              ++n.pruned;
+              ++n.redundant;
+              continue;
             }
-            continue;
-          }
-          double& bound = state_bound[z % state_bound.size()];
-          if (bound < 0) bound = memory::model_state(p, bound_params).total();
-          if (bound > memory_limit) {  // a lower bound on the peak's upper end
-            ++n.pruned;
-            ++n.state;
-            continue;
-          }
-          if (!built) {
-            const size_t at = (u.tp * d.ep.size() + u.ep) * per_unit + j;
-            if (!split_formed[at]) {
-              split_params[at] = techniques::stage_params(m, p);
-              split_formed[at] = 1;
+            set_step_fields(p, l);
+            if (graph_refused || !engine::check_step_field(m, p, hw).empty()) {
+              ++n.pruned;
+              ++n.plan;
+              if (order * inner + z < first_at) {  // the message only for the one reported
+                first_at = order * inner + z;
+                r.first_problem = engine::check_plan(m, p, hw);
+              }
+              continue;
             }
-            engine::summarize_microbatch(sum, g, m, p, hw, c, memo, &split_params[at]);
-            ++n.graphs;
-            built = true;
+            double& bound = state_bound[z % state_bound.size()];
+            if (bound < 0) bound = memory::model_state(p, bound_params).total();
+            if (bound > memory_limit) {  // a lower bound on the peak's upper end
+              ++n.pruned;
+              ++n.state;
+              continue;
+            }
+            if (!built) {
+              const size_t at = (u.tp * d.ep.size() + u.ep) * per_unit + j;
+              if (!split_formed[at]) {
+                split_params[at] = techniques::stage_params(m, p);
+                split_formed[at] = 1;
+              }
+              if (!base_built[j]) {
+                techniques::build_microbatch_base(bases[j], m, p, hw);
+                base_built[j] = 1;
+              }
+              engine::summarize_microbatch(sum, g, m, p, hw, c, memo, &split_params[at], &bases[j]);
+              ++n.graphs;
+              built = true;
+            }
+            // Memory first: a layout over it needs no step time (what it
+            // would have been is read nowhere).
+            engine::finish_memory(pred, sum, m, p, hw);
+            ++n.evaluated;
+            const double hi = memory_upper_bytes(pred.memory);
+            if (pred.status != engine::Status::kOk || hi > memory_limit) {
+              ++n.infeasible;
+              ++n.over_memory;
+              continue;
+            }
+            engine::finish_time(pred, sum, sg, m, p, hw, c, opt);
+            kept_times.push_back(pred.step.time_s);
+            Candidate cand;
+            cand.layout = l;
+            cand.step_time_s = pred.step.time_s;
+            cand.mfu = pred.step.mfu;
+            cand.hfu = pred.step.hfu;
+            cand.memory_bytes = pred.memory.total;
+            cand.memory_hi_bytes = hi;
+            cand.tokens_per_s = pred.step.tokens_per_s;
+            cand.bubble_fraction = pred.step.bubble_fraction;
+            cand.exposed_comm_s = pred.step.exposed_comm_s;
+            cand.days = pred.totals.wall_s / 86400.0;  // goodput-adjusted; 0 when it never completes
+            cand.completes = pred.totals.completes;
+            cand.gpu_hours = pred.totals.gpu_hours;
+            cand.cost_usd = pred.totals.cost_usd;
+            cand.tokens = pred.totals.tokens;
+            cand.score = score(s.objective, pred);
+            cand.traits = uncertainty::traits_of(pred, p, hw);
+            keep_top(r.top, cand, keep);
           }
-          // Memory first: a layout over it needs no step time (what it
-          // would have been is read nowhere).
-          engine::finish_memory(pred, sum, m, p, hw);
-          ++n.evaluated;
-          const double hi = memory_upper_bytes(pred.memory);
-          if (pred.status != engine::Status::kOk || hi > memory_limit) {
-            ++n.infeasible;
-            ++n.over_memory;
-            continue;
-          }
-          engine::finish_time(pred, sum, sg, m, p, hw, c, opt);
-          kept_times.push_back(pred.step.time_s);
-          Candidate cand;
-          cand.layout = l;
-          cand.step_time_s = pred.step.time_s;
-          cand.mfu = pred.step.mfu;
-          cand.hfu = pred.step.hfu;
-          cand.memory_bytes = pred.memory.total;
-          cand.memory_hi_bytes = hi;
-          cand.tokens_per_s = pred.step.tokens_per_s;
-          cand.bubble_fraction = pred.step.bubble_fraction;
-          cand.exposed_comm_s = pred.step.exposed_comm_s;
-          cand.days = pred.totals.wall_s / 86400.0;  // goodput-adjusted; 0 when it never completes
-          cand.completes = pred.totals.completes;
-          cand.gpu_hours = pred.totals.gpu_hours;
-          cand.cost_usd = pred.totals.cost_usd;
-          cand.tokens = pred.totals.tokens;
-          cand.score = score(s.objective, pred);
-          cand.traits = uncertainty::traits_of(pred, p, hw);
-          keep_top(r.top, cand, keep);
         }
+        unit_times[k].end = static_cast<std::uint32_t>(kept_times.size());
       }
-      unit_times[k].end = static_cast<std::uint32_t>(kept_times.size());
     }
     parts[tid] = std::move(r);
     first_problem_at[tid] = first_at;

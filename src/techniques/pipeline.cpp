@@ -2,17 +2,27 @@
 
 namespace ridgeline::techniques {
 
-void build_microbatch(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
-                      const spec::HardwareSpec& hw) {
+void build_microbatch_base(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
+                           const spec::HardwareSpec& hw) {
   graph::build_forward(m, p, g);
   apply_attention(g, m, p, hw);
   apply_fusion(g, m, p);
   apply_precision(g, m, p);
   apply_finetune(g, m, p);
   graph::derive_backward(g);
+}
+
+void finish_microbatch(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
+                       const spec::HardwareSpec& hw) {
   apply_recompute(g, p);
   apply_parallel(g, m, p, hw);
   apply_hessian_estimate(g, p);
+}
+
+void build_microbatch(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
+                      const spec::HardwareSpec& hw) {
+  build_microbatch_base(g, m, p, hw);
+  finish_microbatch(g, m, p, hw);
 }
 
 void append_step_kernels(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p, const LocalParams& lp) {

@@ -34,6 +34,7 @@
 #include "ridgeline/memory/memory.hpp"
 #include "ridgeline/search/search.hpp"
 #include "ridgeline/spec/framework.hpp"
+#include "ridgeline/techniques/passes.hpp"
 #include "search_candidate.hpp"
 #include "test_support.hpp"
 
@@ -417,4 +418,68 @@ TEST_CASE("search equivalence: the graph and step halves of the plan check refus
   CHECK(by_step > 0);
   CHECK(refused < plans);
   CHECK(refused == by_graph + by_step);
+}
+
+TEST_CASE("search equivalence: the micro-batch graph's base reads nothing of the recomputation") {
+  // The search builds techniques::build_microbatch_base once for the units
+  // that differ only in recomputation and finishes a copy per unit. So the
+  // base must come out the same whatever the recomputation, and a summary
+  // from the shared base must equal one built from scratch, to the bit.
+  const auto hw = test::gpu("h100_sxm");
+  const auto m = test::model("llama3_70b");  // 80 layers
+  const auto c = cost::resolve(hw);
+  const spec::Recompute policies[] = {{spec::RecomputeKind::kNone, 0},      {spec::RecomputeKind::kSelective, 0},
+                                      {spec::RecomputeKind::kFull, 0},      {spec::RecomputeKind::kEvery, 4},
+                                      {spec::RecomputeKind::kSqrt, 0}};
+  for (int pp : {1, 4})
+    for (auto prec : {spec::Precision::kBf16, spec::Precision::kFp8}) {
+      spec::PlanSpec p = test::plan(2, 4096);
+      p.parallel.tp = 4;
+      p.parallel.sp = true;
+      p.parallel.pp = pp;
+      p.precision = prec;
+      graph::Graph first;
+      techniques::build_microbatch_base(first, m, p, hw);
+      engine::CostMemo memo;
+      for (size_t r = 0; r < std::size(policies); ++r) {
+        CAPTURE(pp);
+        CAPTURE(r);
+        p.recompute = policies[r];
+        for (int block : {0, 5}) {  // block:5 (Megatron's block method) over any of them
+          p.recompute.block_layers = block;
+          graph::Graph base;
+          techniques::build_microbatch_base(base, m, p, hw);
+          REQUIRE(base.kernels.size() == first.kernels.size());
+          CHECK(base.layers == first.layers);
+          for (size_t i = 0; i < base.kernels.size(); ++i) {
+            const graph::Kernel& a = base.kernels[i];
+            const graph::Kernel& b = first.kernels[i];
+            CHECK(engine::same_cost_inputs(a, b));
+            CHECK(a.count == b.count);
+            CHECK(a.saved_bytes == b.saved_bytes);
+            CHECK(a.saved_core_bytes == b.saved_core_bytes);
+            CHECK(a.saved_fraction == b.saved_fraction);
+            CHECK(a.workspace_bytes == b.workspace_bytes);
+          }
+          // From the shared base, the summary a full build gives.
+          engine::MicrobatchSummary whole, shared;
+          graph::Graph gw, gs;
+          engine::summarize_microbatch(whole, gw, m, p, hw, c, nullptr, 1);
+          engine::summarize_microbatch(shared, gs, m, p, hw, c, memo, nullptr, &first);
+          REQUIRE(gs.kernels.size() == gw.kernels.size());
+          CHECK(shared.t_fwd == whole.t_fwd);
+          CHECK(shared.t_bwd == whole.t_bwd);
+          CHECK(shared.t_rec == whole.t_rec);
+          CHECK(shared.exposed_comm_s == whole.exposed_comm_s);
+          CHECK(shared.overlappable_comm_s == whole.overlappable_comm_s);
+          CHECK(shared.host_s == whole.host_s);
+          CHECK(shared.model_flop == whole.model_flop);
+          CHECK(shared.recompute_flop == whole.recompute_flop);
+          CHECK(shared.class_s == whole.class_s);
+          CHECK(shared.phase_s == whole.phase_s);
+          CHECK(shared.facts.layer_alive == whole.facts.layer_alive);
+          CHECK(shared.facts.recompute_working == whole.facts.recompute_working);
+        }
+      }
+    }
 }

@@ -34,9 +34,12 @@ bool same_cost_inputs(const graph::Kernel& a, const graph::Kernel& b);
 /// kept in, `memo` (one per thread; allocation-free once it has held a
 /// graph as long as this one). `params`: techniques::stage_params(m, p)
 /// when the caller has them (a search forms them once per TP, PP, EP and
-/// stage split, not once per graph); nullptr: formed here.
+/// stage split, not once per graph); nullptr: formed here. `base`:
+/// techniques::build_microbatch_base(m, p) when the caller has it (plans
+/// that differ only in recomputation share it); nullptr: built here.
 void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m,
                           const spec::MicrobatchPlan& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
-                          CostMemo& memo, const techniques::StageParams* params = nullptr);
+                          CostMemo& memo, const techniques::StageParams* params = nullptr,
+                          const graph::Graph* base = nullptr);
 
 }  // namespace ridgeline::engine

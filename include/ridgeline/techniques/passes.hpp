@@ -70,6 +70,15 @@ void apply_hessian_estimate(graph::Graph& g, const spec::MicrobatchPlan& p);
 /// One micro-batch: build_forward, the per-micro-batch passes, derive_backward.
 void build_microbatch(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
                       const spec::HardwareSpec& hw);
+/// build_microbatch in two parts: the base (build_forward, attention,
+/// fusion, precision, fine-tuning, derive_backward), which reads nothing of
+/// the plan's recomputation, so plans that differ only there share it; and
+/// the rest (recomputation, the parallel collectives, the Hessian estimate),
+/// applied to a copy of the base.
+void build_microbatch_base(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
+                           const spec::HardwareSpec& hw);
+void finish_microbatch(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
+                       const spec::HardwareSpec& hw);
 /// The kernels that depend on the data-parallel layout: DP/ZeRO collectives and the optimizer step.
 void append_step_kernels(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p);
 /// The same with local_params(m, p) given.
