@@ -42,6 +42,32 @@ using namespace ridgeline;
 
 namespace {
 
+/// Two micro-batch summaries equal to the bit in what finish reads.
+void check_same_summary(const engine::MicrobatchSummary& a, const engine::MicrobatchSummary& b) {
+  CHECK(a.t_fwd == b.t_fwd);
+  CHECK(a.t_bwd == b.t_bwd);
+  CHECK(a.t_rec == b.t_rec);
+  CHECK(a.t_step_fixed == b.t_step_fixed);
+  CHECK(a.exposed_comm_s == b.exposed_comm_s);
+  CHECK(a.overlappable_comm_s == b.overlappable_comm_s);
+  CHECK(a.overlappable_comm_sm_s == b.overlappable_comm_sm_s);
+  CHECK(a.overlappable_comm_gemm_s == b.overlappable_comm_gemm_s);
+  CHECK(a.window_s == b.window_s);
+  CHECK(a.gemm_window_s == b.gemm_window_s);
+  CHECK(a.host_s == b.host_s);
+  CHECK(a.model_flop == b.model_flop);
+  CHECK(a.recompute_flop == b.recompute_flop);
+  CHECK(a.hardware_flop == b.hardware_flop);
+  CHECK(a.class_s == b.class_s);
+  CHECK(a.phase_s == b.phase_s);
+  CHECK(a.class_step_s == b.class_step_s);
+  CHECK(a.phase_step_s == b.phase_step_s);
+  CHECK(a.compute_bound_s == b.compute_bound_s);
+  CHECK(a.facts.layer_saved == b.facts.layer_saved);
+  CHECK(a.facts.layer_alive == b.facts.layer_alive);
+  CHECK(a.facts.recompute_working == b.facts.recompute_working);
+}
+
 struct Case {
   std::string gpu, model;
   int gpus, global_batch, seq;
@@ -194,19 +220,7 @@ TEST_CASE("search equivalence: a micro-batch summary with kept costs is the summ
       graph::Graph ga, gb;
       engine::summarize_microbatch(a, ga, m, p, hw, c, nullptr, 1);
       engine::summarize_microbatch(b, gb, m, p, hw, c, memo);
-      CHECK(a.t_fwd == b.t_fwd);
-      CHECK(a.t_bwd == b.t_bwd);
-      CHECK(a.t_rec == b.t_rec);
-      CHECK(a.exposed_comm_s == b.exposed_comm_s);
-      CHECK(a.overlappable_comm_s == b.overlappable_comm_s);
-      CHECK(a.overlappable_comm_sm_s == b.overlappable_comm_sm_s);
-      CHECK(a.window_s == b.window_s);
-      CHECK(a.host_s == b.host_s);
-      CHECK(a.model_flop == b.model_flop);
-      CHECK(a.class_s == b.class_s);
-      CHECK(a.phase_s == b.phase_s);
-      CHECK(a.compute_bound_s == b.compute_bound_s);
-      CHECK(a.facts.layer_alive == b.facts.layer_alive);
+      check_same_summary(a, b);
     }
   // After the first graph of each recomputation, the kernels' shapes repeat:
   // most costs are reused (the graphs differ from PP 1 in counts only).
@@ -467,18 +481,7 @@ TEST_CASE("search equivalence: the micro-batch graph's base reads nothing of the
           engine::summarize_microbatch(whole, gw, m, p, hw, c, nullptr, 1);
           engine::summarize_microbatch(shared, gs, m, p, hw, c, memo, nullptr, &first);
           REQUIRE(gs.kernels.size() == gw.kernels.size());
-          CHECK(shared.t_fwd == whole.t_fwd);
-          CHECK(shared.t_bwd == whole.t_bwd);
-          CHECK(shared.t_rec == whole.t_rec);
-          CHECK(shared.exposed_comm_s == whole.exposed_comm_s);
-          CHECK(shared.overlappable_comm_s == whole.overlappable_comm_s);
-          CHECK(shared.host_s == whole.host_s);
-          CHECK(shared.model_flop == whole.model_flop);
-          CHECK(shared.recompute_flop == whole.recompute_flop);
-          CHECK(shared.class_s == whole.class_s);
-          CHECK(shared.phase_s == whole.phase_s);
-          CHECK(shared.facts.layer_alive == whole.facts.layer_alive);
-          CHECK(shared.facts.recompute_working == whole.facts.recompute_working);
+          check_same_summary(shared, whole);
         }
       }
     }
