@@ -156,7 +156,7 @@ std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec&
   // Each check runs in the scope of the fields it reads: kStep where it
   // reads a step field (virtual stages, ZeRO, offload), else kGraph.
   constexpr bool graph = scope != Scope::kStep, step = scope != Scope::kGraph;
-  // Without a message (check_plan_field, a search's check of every layout)
+  // Without a message (check_plan_field and its halves, a search's checks)
   // the framework's and offload's refusals come first: most of a wide
   // search's refusals, read from a handful of fields. A plan refused here
   // is refused either way; only check_plan names the first problem in order.

@@ -202,8 +202,9 @@ cost::CostParams resolve_for(const spec::HardwareSpec& hw, const spec::PlanSpec&
 Problem check_plan(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw);
 
 /// Whether check_plan refuses the plan: the field of a problem (empty when
-/// valid), without forming a message; allocation-free, for a search that
-/// checks every layout and reports one refusal. The framework's and
+/// valid), without forming a message; allocation-free, for a loop that
+/// checks many plans and reports one refusal (the search runs its two
+/// halves, below). The framework's and
 /// offload's refusals are looked for first, so for a plan with several
 /// problems the field may not be the one check_plan names.
 std::string_view check_plan_field(const spec::ModelSpec& m, const spec::PlanSpec& p, const spec::HardwareSpec& hw);
