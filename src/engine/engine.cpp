@@ -163,16 +163,16 @@ std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec&
   const bool framework_first = message == nullptr;
   if (framework_first) {
     if (const auto f = check_framework<scope>(p, nullptr); !f.empty()) return f;
-    if (step)
+    if constexpr (step)
       if (const auto f = check_offload(p, nullptr); !f.empty()) return f;
   }
   const auto& q = p.parallel;
   const int seq = graph::seq_len(m, p);
   if (graph && p.micro_batch < 1)
     return refuse(message, "micro_batch", [&] { return std::string("expected a micro-batch of at least 1"); });
-  if (graph && (seq < 1))
+  if (graph && seq < 1)
     return refuse(message, "seq_len", [&] { return std::string("expected a sequence length of at least 1"); });
-  if (graph && (p.global_batch > 0 && p.micro_batch > p.global_batch))
+  if (graph && p.global_batch > 0 && p.micro_batch > p.global_batch)
     return refuse(message, "micro_batch", [&] {
       return fmt::format("micro-batch {} exceeds the global batch {}", p.micro_batch, p.global_batch);
     });
@@ -180,11 +180,11 @@ std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec&
     return refuse(message, "parallel", [&] { return std::string("parallel degrees must be at least 1"); });
   // Ranges: beyond these the run is not one training job (and 32-bit products overflow).
   constexpr long long kMaxGpus = 10'000'000;
-  if (graph && (q.gpus() > kMaxGpus))
+  if (graph && q.gpus() > kMaxGpus)
     return refuse(message, "parallel", [&] {
       return fmt::format("DP x TP x PP x CP = {} GPUs is out of range (at most {})", q.gpus(), kMaxGpus);
     });
-  if (graph && (static_cast<long long>(p.micro_batch) * seq > (1LL << 40)))
+  if (graph && static_cast<long long>(p.micro_batch) * seq > (1LL << 40))
     return refuse(message, "micro_batch", [&] {
       return fmt::format("micro-batch x sequence = {} tokens is out of range",
                          static_cast<long long>(p.micro_batch) * seq);
@@ -195,40 +195,40 @@ std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec&
   if (graph && (p.tokens < 0 || p.tokens > 1e18))
     return refuse(message, "tokens",
                   [&] { return fmt::format("{:g} tokens is out of range (at most 1e18)", p.tokens); });
-  if (graph && (m.heads % q.tp != 0))
+  if (graph && m.heads % q.tp != 0)
     return refuse(message, "parallel.tp",
                   [&] { return fmt::format("TP {} does not divide {} attention heads", q.tp, m.heads); });
-  if (graph && (m.kv_heads % q.tp != 0 && q.tp % m.kv_heads != 0))
+  if (graph && m.kv_heads % q.tp != 0 && q.tp % m.kv_heads != 0)
     return refuse(message, "parallel.tp", [&] {
       return fmt::format("TP {} does not divide {} KV heads (nor do they divide it)", q.tp, m.kv_heads);
     });
-  if (graph && (m.ffn_hidden % q.tp != 0))
+  if (graph && m.ffn_hidden % q.tp != 0)
     return refuse(message, "parallel.tp",
                   [&] { return fmt::format("TP {} does not divide the FFN size {}", q.tp, m.ffn_hidden); });
   const bool uneven = q.first_stage_layers > 0 || q.last_stage_layers > 0;
   if (uneven) {
-    if (auto e = spec::check_stage_layers(m.layers, q.pp, q.first_stage_layers, q.last_stage_layers);
-        graph && !e.empty())
-      return refuse(message, q.first_stage_layers > 0 ? "parallel.first_stage_layers" : "parallel.last_stage_layers",
-                    [&] { return std::string(e); });
+    if constexpr (graph)
+      if (auto e = spec::check_stage_layers(m.layers, q.pp, q.first_stage_layers, q.last_stage_layers); !e.empty())
+        return refuse(message, q.first_stage_layers > 0 ? "parallel.first_stage_layers" : "parallel.last_stage_layers",
+                      [&] { return std::string(e); });
     if (step && q.virtual_stages > 1)
       return refuse(message, "parallel.virtual_stages",
                     [&] { return std::string("uneven pipeline stages with virtual stages are not modelled"); });
   }
   const long long stages = static_cast<long long>(q.pp) * std::max(1, q.virtual_stages);
-  if (step && (!uneven && m.layers % stages != 0))
+  if (step && !uneven && m.layers % stages != 0)
     return refuse(message, "parallel.pp", [&] {
       return q.virtual_stages > 1
                  ? fmt::format("PP {} x {} virtual stages does not divide {} layers", q.pp, q.virtual_stages, m.layers)
                  : fmt::format("PP {} does not divide {} layers", q.pp, m.layers);
     });
-  if (step && (q.virtual_stages > 1 && q.pp == 1))
+  if (step && q.virtual_stages > 1 && q.pp == 1)
     return refuse(message, "parallel.virtual_stages",
                   [&] { return std::string("virtual pipeline stages need PP > 1"); });
-  if (graph && (seq % q.cp != 0))
+  if (graph && seq % q.cp != 0)
     return refuse(message, "parallel.cp",
                   [&] { return fmt::format("CP {} does not divide the sequence length {}", q.cp, seq); });
-  if (graph && (q.ep > 1)) {
+  if (graph && q.ep > 1) {
     if (!m.is_moe())
       return refuse(message, "parallel.ep",
                     [&] { return std::string("expert parallelism needs a mixture-of-experts model"); });
@@ -239,35 +239,35 @@ std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec&
       return refuse(message, "parallel.ep",
                     [&] { return fmt::format("EP {} must divide DP x CP = {}", q.ep, q.dp * q.cp); });
   }
-  if (graph && (p.global_batch > 0 && p.global_batch % (static_cast<long long>(p.micro_batch) * q.dp) != 0))
+  if (graph && p.global_batch > 0 && p.global_batch % (static_cast<long long>(p.micro_batch) * q.dp) != 0)
     return refuse(message, "global_batch", [&] {
       return fmt::format("global batch {} is not a multiple of micro-batch x DP = {} x {}", p.global_batch,
                          p.micro_batch, q.dp);
     });
-  if (graph && (p.precision == spec::Precision::kFp8 && !hw.supports(spec::Peak::kFp8)))
+  if (graph && p.precision == spec::Precision::kFp8 && !hw.supports(spec::Peak::kFp8))
     return refuse(message, "precision",
                   [&] { return fmt::format("fp8 needs fp8 tensor cores; {} has none", hw.name); });
   // MXFP8 and NVFP4 GEMMs need tensor cores that apply block scales inside
   // the MMA (Blackwell's tcgen05 block-scaled MMA); an fp4 peak of 0 is a
   // profile that does not state one.
   const bool blackwell = hw.generation == spec::Generation::kBlackwell;
-  if (graph && (p.precision == spec::Precision::kFp8 && p.fp8_recipe == spec::Fp8Recipe::kMxfp8 && !blackwell))
+  if (graph && p.precision == spec::Precision::kFp8 && p.fp8_recipe == spec::Fp8Recipe::kMxfp8 && !blackwell)
     return refuse(message, "fp8.recipe", [&] {
       return fmt::format("mxfp8 needs Blackwell block-scaled tensor cores; {} is {}", hw.name,
                          spec::name(hw.generation));
     });
-  if (graph && (p.precision == spec::Precision::kNvfp4 && !blackwell))
+  if (graph && p.precision == spec::Precision::kNvfp4 && !blackwell)
     return refuse(message, "precision", [&] {
       return fmt::format("nvfp4 needs Blackwell block-scaled tensor cores; {} is {}", hw.name,
                          spec::name(hw.generation));
     });
-  if (graph && (p.precision == spec::Precision::kNvfp4 && !hw.supports(spec::Peak::kFp4)))
+  if (graph && p.precision == spec::Precision::kNvfp4 && !hw.supports(spec::Peak::kFp4))
     return refuse(message, "precision",
                   [&] { return fmt::format("nvfp4 needs an fp4 peak; the {} profile gives none", hw.name); });
-  if (graph && (p.precision == spec::Precision::kTf32 && !hw.supports(spec::Peak::kTf32)))
+  if (graph && p.precision == spec::Precision::kTf32 && !hw.supports(spec::Peak::kTf32))
     return refuse(message, "precision", [&] { return fmt::format("tf32 is not supported on {}", hw.name); });
   // FlashAttention-3 is written for Hopper's wgmma and TMA (Shah et al. 2024, Sec. 3).
-  if (graph && (p.attention == spec::AttentionKind::kFlash3 && !hw.has_fa3()))
+  if (graph && p.attention == spec::AttentionKind::kFlash3 && !hw.has_fa3())
     return refuse(message, "attention", [&] {
       return fmt::format("flash3 needs Hopper (wgmma and TMA); {} is {}", hw.name, spec::name(hw.generation));
     });
@@ -276,23 +276,23 @@ std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec&
       return refuse(message, "recompute",
                     [&] { return std::string("block recomputation with virtual pipeline stages is not modelled"); });
     const int most = spec::max_stage_layers(m.layers, q.pp, q.first_stage_layers, q.last_stage_layers);
-    if (graph && (p.recompute.block_layers > most))
+    if (graph && p.recompute.block_layers > most)
       return refuse(message, "recompute", [&] {
         return fmt::format("block:{} recomputes more layers than a stage holds ({})", p.recompute.block_layers, most);
       });
   }
-  if (graph && (p.finetune.mode != spec::FinetuneMode::kFull && p.finetune.rank > m.hidden))
+  if (graph && p.finetune.mode != spec::FinetuneMode::kFull && p.finetune.rank > m.hidden)
     return refuse(message, "finetune.rank",
                   [&] { return fmt::format("LoRA rank {} exceeds the hidden size {}", p.finetune.rank, m.hidden); });
   if (!framework_first) {
     if (const auto f = check_framework<scope>(p, message); !f.empty()) return f;
-    if (step)
+    if constexpr (step)
       if (const auto f = check_offload(p, message); !f.empty()) return f;
   }
   // QLoRA's NF4 base is dequantized to bf16 before every GEMM (bitsandbytes):
   // no fp8 GEMM inputs without a permanent fp8 copy of the base weights.
-  if (graph && (p.finetune.mode == spec::FinetuneMode::kQlora &&
-      (p.precision == spec::Precision::kFp8 || p.precision == spec::Precision::kNvfp4)))
+  if (graph && p.finetune.mode == spec::FinetuneMode::kQlora &&
+      (p.precision == spec::Precision::kFp8 || p.precision == spec::Precision::kNvfp4))
     return refuse(message, "precision", [&] {
       return fmt::format(
           "qlora with {} is not supported: the NF4 base weights are dequantized to "

@@ -159,13 +159,8 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
 
 MemoryResult estimate(const GraphFacts& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
                       const spec::HardwareSpec& hw, double micro_batches) {
-  return estimate(g, m, p, hw, micro_batches, techniques::stage_params(m, p));
-}
-
-MemoryResult estimate(const GraphFacts& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
-                      const spec::HardwareSpec& hw, double micro_batches, const techniques::StageParams& sp) {
   MemoryResult r;
-  estimate_into(r, g, m, p, hw, micro_batches, sp);
+  estimate_into(r, g, m, p, hw, micro_batches, techniques::stage_params(m, p));
   return r;
 }
 

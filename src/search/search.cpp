@@ -704,9 +704,14 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
           }
           bool built = false;
           spec::PlanSpec p = plan_for(base, l, gb);  // the step fields set per layout below
-          // The larger end stage's parameters, for the model-state bound: the
-          // step fields leave them unchanged (techniques::StageParams).
-          const techniques::LocalParams bound_params = techniques::local_params(m, p);
+          // Each stage's parameters (the step fields leave them unchanged):
+          // the larger end's bound the model state; the graph's summary keeps them all.
+          const size_t at = (u.tp * d.ep.size() + u.ep) * per_unit + j;
+          if (!split_formed[at]) {
+            split_params[at] = techniques::stage_params(m, p);
+            split_formed[at] = 1;
+          }
+          const techniques::StageParams& held = split_params[at];
           // The checks that read no step field, once for all the graph's layouts.
           const bool graph_refused = !engine::check_graph_field(m, p, hw).empty();
           // The model-state bound reads ZeRO and offload of the step fields,
@@ -733,23 +738,18 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
               continue;
             }
             double& bound = state_bound[z % state_bound.size()];
-            if (bound < 0) bound = memory::model_state(p, bound_params).total();
+            if (bound < 0) bound = memory::model_state(p, held.largest).total();
             if (bound > memory_limit) {  // a lower bound on the peak's upper end
               ++n.pruned;
               ++n.state;
               continue;
             }
             if (!built) {
-              const size_t at = (u.tp * d.ep.size() + u.ep) * per_unit + j;
-              if (!split_formed[at]) {
-                split_params[at] = techniques::stage_params(m, p);
-                split_formed[at] = 1;
-              }
               if (!base_built[j]) {
                 techniques::build_microbatch_base(bases[j], m, p, hw);
                 base_built[j] = 1;
               }
-              engine::summarize_microbatch(sum, g, m, p, hw, c, memo, &split_params[at], &bases[j]);
+              engine::summarize_microbatch(sum, g, m, p, hw, c, memo, &held, &bases[j]);
               ++n.graphs;
               built = true;
             }

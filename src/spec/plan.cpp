@@ -19,10 +19,14 @@ std::optional<E> find_word(const std::pair<std::string_view, E> (&table)[N], std
   return std::nullopt;
 }
 template <class E, size_t N>
-std::string word_of(const std::pair<std::string_view, E> (&table)[N], E v) {
+std::string_view view_of(const std::pair<std::string_view, E> (&table)[N], E v) {
   for (const auto& [w, x] : table)
-    if (x == v) return std::string(w);
+    if (x == v) return w;
   return "?";
+}
+template <class E, size_t N>
+std::string word_of(const std::pair<std::string_view, E> (&table)[N], E v) {
+  return std::string(view_of(table, v));
 }
 template <class E, size_t N>
 std::string choices_of(const std::pair<std::string_view, E> (&table)[N]) {
@@ -117,12 +121,8 @@ std::string to_string(AttentionKind a) { return word_of(kAttention, a); }
 std::string to_string(Fusion f) { return word_of(kFusion, f); }
 std::string to_string(OptimizerKind o) { return word_of(kOptimizers, o); }
 std::string to_string(FinetuneMode f) { return word_of(kFinetune, f); }
-std::string_view name(AttentionFlops a) {
-  for (const auto& [w, x] : kAttnFlops)
-    if (x == a) return w;
-  return "?";
-}
-std::string to_string(AttentionFlops a) { return std::string(name(a)); }
+std::string_view name(AttentionFlops a) { return view_of(kAttnFlops, a); }
+std::string to_string(AttentionFlops a) { return word_of(kAttnFlops, a); }
 std::string to_string(Fp8Recipe r) { return word_of(kRecipes, r); }
 std::string to_string(MasterWeights w) { return word_of(kMasterWeights, w); }
 std::string to_string(MainGrads g) { return word_of(kMainGrads, g); }

@@ -155,11 +155,9 @@ ModelState model_state(const spec::PlanSpec& p, const techniques::LocalParams& l
 double in_flight_microbatches(const spec::PlanSpec& p, double micro_batches,
                               techniques::PipelineStage stage = techniques::PipelineStage::kFirst);
 
-/// `sp`: techniques::stage_params of the plan (a search's layouts of one
-/// graph share them); without it, formed here.
-MemoryResult estimate(const GraphFacts& f, const spec::ModelSpec& m, const spec::PlanSpec& p,
-                      const spec::HardwareSpec& hw, double micro_batches, const techniques::StageParams& sp);
-/// The same into `r` (every field set): a search's loop, without a copy.
+/// Into `r` (every field set), with `sp`, techniques::stage_params of the
+/// plan, given (a search's layouts of one graph share them): a loop's
+/// estimate, without a copy. estimate() forms them.
 void estimate_into(MemoryResult& r, const GraphFacts& f, const spec::ModelSpec& m, const spec::PlanSpec& p,
                    const spec::HardwareSpec& hw, double micro_batches, const techniques::StageParams& sp);
 MemoryResult estimate(const GraphFacts& f, const spec::ModelSpec& m, const spec::PlanSpec& p,

@@ -20,11 +20,10 @@
 // host (no parameter copy after the step).
 #pragma once
 
-#include "ridgeline/techniques/params.hpp"
-
 #include "ridgeline/spec/hardware.hpp"
 #include "ridgeline/spec/model.hpp"
 #include "ridgeline/spec/plan.hpp"
+#include "ridgeline/techniques/params.hpp"
 
 namespace ridgeline::techniques {
 
