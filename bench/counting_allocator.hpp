@@ -43,6 +43,9 @@ namespace ridgeline::alloc_count {
 
 /// False where the replacement is left out (ASan builds): counts read 0.
 constexpr bool kCounting = RIDGELINE_COUNTING_NEW;
+/// An AddressSanitizer build (scripts/sanitize.sh: -O1, every memory access
+/// checked): what it times is the instrumentation as much as the machine.
+constexpr bool kAddressSanitizer = !kCounting;
 
 inline std::atomic<bool> g_on{false};
 inline std::atomic<std::uint64_t> g_count{0};

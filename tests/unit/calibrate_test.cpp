@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <utility>
 
+#include "../../bench/counting_allocator.hpp"
 #include "ridgeline/calibrate/calibrate.hpp"
 #include "ridgeline/cost/cost.hpp"
 #include "ridgeline/graph/graph.hpp"
@@ -471,6 +472,14 @@ TEST_CASE("calibrate: end to end on this CPU: microbench --host --quick, calibra
   REQUIRE(r.status == 0);
   CHECK(nlohmann::json::parse(r.out).contains("groups"));
 
+  // The accuracy bounds below are the machine's: an AddressSanitizer build's
+  // timings are the instrumentation's too (its held-out GEMM median was 104%
+  // once in CI, 4.6% on a rerun here), so there the pipeline above is the check.
+  if (alloc_count::kAddressSanitizer) {
+    MESSAGE("AddressSanitizer build: the held-out error bounds are skipped (instrumented timings)");
+    fs::remove_all(dir);
+    return;
+  }
   // Held-out errors (30% of each class, seed 1). Measured on a 2-core shared
   // VM under load (docs/calibration.md, 15 splits): calibrated gemm medians
   // 0.5-11%, bandwidth 3-14%; the bound leaves room for a noisier machine.
