@@ -514,30 +514,38 @@ void finish_memory(Prediction& out, const MicrobatchSummary& sum, const spec::Mo
   out.status = out.memory.fits ? Status::kOk : Status::kDoesNotFit;
 }
 
-void finish(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, const spec::ModelSpec& m,
+void finish(Prediction& out, const MicrobatchSummary& sum, StepKernels& step, const spec::ModelSpec& m,
             const spec::PlanSpec& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
             const EvalOptions& opt) {
   finish_memory(out, sum, m, p, hw);
-  finish_time(out, sum, sg, m, p, hw, c, opt);
+  build_step_kernels(step, sum, m, p, c);
+  finish_time(out, sum, step, m, p, hw, opt);
 }
 
-void finish_time(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg, const spec::ModelSpec& m,
-                 const spec::PlanSpec& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
-                 const EvalOptions& opt) {
-  const auto& par = p.parallel;
-  const double mb = micro_batches(p);
-  // The layout-dependent kernels: DP/ZeRO collectives and the optimizer step.
+void build_step_kernels(StepKernels& out, const MicrobatchSummary& sum, const spec::ModelSpec& m,
+                        const spec::PlanSpec& p, const cost::CostParams& c) {
+  // The layout-dependent kernels: pipeline p2p, DP/ZeRO collectives and the optimizer step.
+  graph::Graph& sg = out.graph;
   sg.kernels.clear();
   sg.act_bytes = sum.facts.act_bytes;
   sg.layers = static_cast<int>(sum.facts.layers);
   sg.tokens = sum.facts.tokens;
+  techniques::append_step_kernels(sg, m, p, sum.params.largest);  // local_params(m, p)
+  out.costs.resize(sg.kernels.size());
+  for (size_t i = 0; i < sg.kernels.size(); ++i) out.costs[i] = cost::cost_kernel(sg.kernels[i], c, p.cuda_graphs);
+}
+
+void finish_time(Prediction& out, const MicrobatchSummary& sum, const StepKernels& sk, const spec::ModelSpec& m,
+                 const spec::PlanSpec& p, const spec::HardwareSpec& hw, const EvalOptions& opt) {
+  const auto& par = p.parallel;
+  const double mb = micro_batches(p);
   const techniques::LocalParams& lp = sum.params.largest;  // local_params(m, p)
-  techniques::append_step_kernels(sg, m, p, lp);
   KernelSums s = sum;  // the step kernels add to a copy of the sums alone
   const double layer_scale = static_cast<double>(m.layers) / std::max(1.0, sum.facts.layers);
   double pool_step = 0, comm_step = 0, pool_sm_step = 0, pool_gemm_step = 0;
-  for (const auto& k : sg.kernels) {
-    const cost::KernelCost kc = cost::cost_kernel(k, c, p.cuda_graphs);
+  for (size_t i = 0; i < sk.graph.kernels.size(); ++i) {
+    const graph::Kernel& k = sk.graph.kernels[i];
+    const cost::KernelCost& kc = sk.costs[i];
     const bool is_comm = k.cls == spec::KernelClass::kCollective || k.cls == spec::KernelClass::kP2p;
     if (is_comm && k.has(graph::kPerStep)) {
       (k.has(graph::kOverlapped) ? pool_step : comm_step) += kc.time_s * k.count;
@@ -634,10 +642,14 @@ void finish_time(Prediction& out, const MicrobatchSummary& sum, graph::Graph& sg
       for (auto& k : out.kernels) k.share = k.time_s / total_time;
   }
 
-  // Training-run totals: the compute-bound kernels' time over the step, as the step counts it.
-  const double compute_bound_s =
-      (s.compute_bound_s * mb + s.compute_bound_step_s) * techniques::executed_steps_per_step(p);
-  training_totals(out.totals, st, compute_bound_s, lp, p, hw);
+  // The compute-bound kernels' time over the step, as the step counts it.
+  st.compute_bound_s = (s.compute_bound_s * mb + s.compute_bound_step_s) * techniques::executed_steps_per_step(p);
+  if (opt.totals) training_totals(out.totals, st, lp, p, hw);
+}
+
+void finish_totals(Prediction& out, const MicrobatchSummary& s, const spec::PlanSpec& p,
+                   const spec::HardwareSpec& hw) {
+  training_totals(out.totals, out.step, s.params.largest, p, hw);
 }
 
 void evaluate_into(Prediction& out, Workspace& ws, const spec::ModelSpec& m, const spec::PlanSpec& p,

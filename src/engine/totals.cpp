@@ -25,8 +25,8 @@ Goodput expected_wall(double ideal_s, double write_s, double mtbf_s, double rest
   return g;
 }
 
-void training_totals(TrainingTotals& tt, const StepResult& st, double compute_bound_s,
-                     const techniques::LocalParams& lp, const spec::PlanSpec& p, const spec::HardwareSpec& hw) {
+void training_totals(TrainingTotals& tt, const StepResult& st, const techniques::LocalParams& lp,
+                     const spec::PlanSpec& p, const spec::HardwareSpec& hw) {
   tt = TrainingTotals{};
   const double gpus = static_cast<double>(st.gpus);
   const double step = st.time_s;
@@ -69,7 +69,7 @@ void training_totals(TrainingTotals& tt, const StepResult& st, double compute_bo
   tt.gpu_hours = tt.wall_s * gpus / 3600.0;
   tt.cost_usd = tt.gpu_hours * hw.price_per_gpu_hour_usd;
   // Power: idle to TDP by the share of the step in compute-bound kernels.
-  tt.compute_bound_share = step > 0 ? std::clamp(compute_bound_s / step, 0.0, 1.0) : 0.0;
+  tt.compute_bound_share = step > 0 ? std::clamp(st.compute_bound_s / step, 0.0, 1.0) : 0.0;
   // A power limit (nvidia-smi -pl) caps the board below its TDP.
   const double top_w = p.power_limit_w > 0 && hw.tdp_w > 0 ? std::min(p.power_limit_w, hw.tdp_w) : hw.tdp_w;
   const double idle_w = std::min(hw.idle_w > 0 ? hw.idle_w : kIdlePowerFraction * hw.tdp_w, top_w);

@@ -133,14 +133,18 @@ size_t keep_count(int top) { return static_cast<size_t>(std::max(top, 0)) * 8 + 
 
 /// Keeps the best k seen so far in a heap whose front is the worst kept
 /// (the one that ranks last); a candidate enters only if it ranks before it.
+/// Whether keep_top keeps `c`: it reads the candidate's score, memory and layout alone.
+bool enters_top(const std::vector<Candidate>& top, const Candidate& c, size_t k) {
+  return k >= 1 && (top.size() < k || ranks_before(c, top.front()));
+}
+
 void keep_top(std::vector<Candidate>& top, const Candidate& c, size_t k) {
-  if (k < 1) return;
+  if (!enters_top(top, c, k)) return;
   if (top.size() < k) {
     top.push_back(c);
     std::push_heap(top.begin(), top.end(), ranks_before);
     return;
   }
-  if (!ranks_before(c, top.front())) return;
   std::pop_heap(top.begin(), top.end(), ranks_before);
   top.back() = c;
   std::push_heap(top.begin(), top.end(), ranks_before);
@@ -658,7 +662,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
     SearchCounts& n = r.counts;
     size_t first_at = std::numeric_limits<size_t>::max();
     r.top.reserve(keep);
-    graph::Graph g, sg;
+    graph::Graph g;
     engine::MicrobatchSummary sum;
     engine::CostMemo memo;
     std::vector<double> state_bound(d.zero.size() * d.offload.size());
@@ -669,9 +673,20 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
     // The work item's micro-batch graph bases, by PP degree and stage split.
     std::vector<graph::Graph> bases(per_unit);
     std::vector<std::uint8_t> base_built(per_unit, 0);
+    // The work item's step kernels, by stage split and (vpp, ZeRO, offload):
+    // they read the graph's facts and stage parameters, which its units,
+    // differing only in recomputation, share (engine::StepKernels). The
+    // thread's own, kept across searches as kept_times is (their kernel
+    // lists grow once).
+    thread_local std::vector<engine::StepKernels> steps;
+    if (steps.size() < per_unit * inner) steps.resize(per_unit * inner);
+    std::vector<std::uint8_t> step_built(per_unit * inner, 0);
     engine::Prediction pred;
+    Candidate scratch;  // every field is set before keep_top reads it
+    const bool totals_scored = s.objective == Objective::kCost;
     engine::EvalOptions opt;
     opt.keep_kernels = false;
+    opt.totals = false;  // formed below for the layouts the top keeps
     opt.use_calibration = use_calibration;
     pred.calibrated = c.calibrated;
     thread_local std::vector<double> kept_times;
@@ -680,6 +695,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
     for (size_t item = next_item.fetch_add(1, std::memory_order_relaxed); item < items;
          item = next_item.fetch_add(1, std::memory_order_relaxed)) {
       std::fill(base_built.begin(), base_built.end(), 0);
+      std::fill(step_built.begin(), step_built.end(), 0);
       for (size_t next = item_start[item]; next < item_start[item + 1]; ++next) {
         const size_t k = unit_order[next].unit;
         const Unit u = unit_of(k);
@@ -763,14 +779,24 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
               ++n.over_memory;
               continue;
             }
-            engine::finish_time(pred, sum, sg, m, p, hw, c, opt);
+            const size_t at_step = j * inner + z;
+            if (!step_built[at_step]) {
+              engine::build_step_kernels(steps[at_step], sum, m, p, c);
+              step_built[at_step] = 1;
+            }
+            engine::finish_time(pred, sum, steps[at_step], m, p, hw, opt);
             kept_times.push_back(pred.step.time_s);
-            Candidate cand;
+            // The training totals only for a layout the top keeps, unless the score reads them.
+            if (totals_scored) engine::finish_totals(pred, sum, p, hw);
+            Candidate& cand = scratch;
             cand.layout = l;
+            cand.score = score(s.objective, pred);
+            cand.memory_bytes = pred.memory.total;
+            if (!enters_top(r.top, cand, keep)) continue;
+            if (!totals_scored) engine::finish_totals(pred, sum, p, hw);
             cand.step_time_s = pred.step.time_s;
             cand.mfu = pred.step.mfu;
             cand.hfu = pred.step.hfu;
-            cand.memory_bytes = pred.memory.total;
             cand.memory_hi_bytes = hi;
             cand.tokens_per_s = pred.step.tokens_per_s;
             cand.bubble_fraction = pred.step.bubble_fraction;
@@ -780,7 +806,6 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
             cand.gpu_hours = pred.totals.gpu_hours;
             cand.cost_usd = pred.totals.cost_usd;
             cand.tokens = pred.totals.tokens;
-            cand.score = score(s.objective, pred);
             cand.traits = uncertainty::traits_of(pred, p, hw);
             keep_top(r.top, cand, keep);
           }

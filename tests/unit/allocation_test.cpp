@@ -94,7 +94,8 @@ TEST_CASE("the search's summarize_microbatch + finish make no heap allocation af
   opt.keep_kernels = false;
   for (const auto& p : plans()) {
     CAPTURE(p.parallel.cp);
-    graph::Graph g, sg;
+    graph::Graph g;
+    engine::StepKernels sg;
     engine::MicrobatchSummary sum;
     engine::CostMemo memo;
     engine::Prediction pred;

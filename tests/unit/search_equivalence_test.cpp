@@ -486,3 +486,71 @@ TEST_CASE("search equivalence: the micro-batch graph's base reads nothing of the
       }
     }
 }
+
+TEST_CASE("search equivalence: the step kernels read nothing of the recomputation") {
+  // The search builds engine::build_step_kernels once per stage split and
+  // (vpp, ZeRO, offload) of a work item, whose units differ only in the
+  // recomputation, and finishes every unit's layouts with them. So they must
+  // come out the same from each unit's summary, kernel for kernel and cost
+  // for cost, over the frameworks, precisions, ZeRO stages and offloads.
+  const auto hw = test::gpu("h100_sxm");
+  const auto m = test::model("llama3_70b");  // 80 layers
+  const auto c = cost::resolve(hw);
+  const spec::Recompute policies[] = {{spec::RecomputeKind::kNone, 0},      {spec::RecomputeKind::kSelective, 0},
+                                      {spec::RecomputeKind::kFull, 0},      {spec::RecomputeKind::kEvery, 4},
+                                      {spec::RecomputeKind::kSqrt, 0}};
+  const spec::OffloadSpec offloads[] = {
+      {}, {spec::OffloadDevice::kCpu, spec::OffloadDevice::kNone}, {spec::OffloadDevice::kCpu, spec::OffloadDevice::kCpu}};
+  size_t compared = 0;
+  for (size_t fw = 0; fw < spec::framework_count(); ++fw)
+    for (int pp : {1, 4})
+      for (auto prec : {spec::Precision::kBf16, spec::Precision::kFp16, spec::Precision::kFp8})
+        for (int zero : {0, 1, 3})
+          for (const auto& off : offloads) {
+            spec::PlanSpec p = test::plan(1, 4096);
+            p.framework = static_cast<std::uint8_t>(fw);
+            p.parallel.tp = 4;
+            p.parallel.sp = true;
+            p.parallel.pp = pp;
+            p.parallel.dp = 8;
+            p.global_batch = 64;
+            p.parallel.virtual_stages = pp > 1 ? 2 : 1;
+            p.parallel.zero = zero;
+            p.precision = prec;
+            p.offload = off;
+            if (!engine::check_plan_field(m, p, hw).empty()) continue;
+            CAPTURE(fw);
+            CAPTURE(pp);
+            CAPTURE(zero);
+            engine::StepKernels first;
+            for (size_t r = 0; r < std::size(policies); ++r) {
+              CAPTURE(r);
+              p.recompute = policies[r];
+              engine::MicrobatchSummary sum;
+              graph::Graph g;
+              engine::summarize_microbatch(sum, g, m, p, hw, c, nullptr, 1);
+              engine::StepKernels step;
+              engine::build_step_kernels(step, sum, m, p, c);
+              if (r == 0) {
+                first = step;
+                continue;
+              }
+              CHECK(step.graph.layers == first.graph.layers);
+              CHECK(step.graph.act_bytes == first.graph.act_bytes);
+              CHECK(step.graph.tokens == first.graph.tokens);
+              REQUIRE(step.graph.kernels.size() == first.graph.kernels.size());
+              REQUIRE(step.costs.size() == step.graph.kernels.size());
+              for (size_t i = 0; i < step.graph.kernels.size(); ++i) {
+                const graph::Kernel& a = step.graph.kernels[i];
+                const graph::Kernel& b = first.graph.kernels[i];
+                CHECK(engine::same_cost_inputs(a, b));
+                CHECK(a.count == b.count);
+                CHECK(step.costs[i].time_s == first.costs[i].time_s);
+                CHECK(step.costs[i].sm_fraction == first.costs[i].sm_fraction);
+              }
+              ++compared;
+            }
+          }
+  MESSAGE("step kernels: " << compared << " summaries compared with their plan's first");
+  CHECK(compared > 100);  // 108 of the 270 plans pass check_plan: 432 comparisons
+}

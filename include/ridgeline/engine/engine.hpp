@@ -47,6 +47,7 @@ struct StepResult {
   double host_s = 0;            // per step: the host's dispatch time (the GPU waits when it exceeds the kernels')
   bool host_bound = false;      // a micro-batch's dispatch outlasts its kernels
   double comm_slowdown_s = 0;   // per step: compute slowed by the SMs overlapped collectives occupy
+  double compute_bound_s = 0;   // per step: the kernels whose roofline is compute (training_totals' power)
   /// CPU offload (techniques::offload_cost): its bytes and seconds per step;
   /// offload.exposed_s is part of time_s. All zero without offload.
   techniques::OffloadCost offload;
@@ -138,12 +139,12 @@ struct TrainingTotals {
 ///   checkpoint bytes = weights x weight bytes + trainable x (master + optimizer
 ///   state bytes), over the whole model once (a LoRA writes its adapters and
 ///   their state, not the frozen base); write time = bytes / aggregate bandwidth;
-///   power per GPU P = P_idle + (TDP - P_idle) s, s = compute_bound_s / step_s,
+///   power per GPU P = P_idle + (TDP - P_idle) s, s = st.compute_bound_s / step_s,
 ///   unless the plan gives power_utilization (P = TDP x it);
 ///   energy = GPUs x P x wall x PUE.
 /// `lp`: techniques::local_params of the plan (its model_* counts are the whole model's).
-void training_totals(TrainingTotals& tt, const StepResult& st, double compute_bound_s,
-                     const techniques::LocalParams& lp, const spec::PlanSpec& p, const spec::HardwareSpec& hw);
+void training_totals(TrainingTotals& tt, const StepResult& st, const techniques::LocalParams& lp,
+                     const spec::PlanSpec& p, const spec::HardwareSpec& hw);
 
 struct KernelResult {
   std::string_view name;
@@ -188,6 +189,9 @@ struct Prediction {
 
 struct EvalOptions {
   bool keep_kernels = true;
+  /// false: finish_time leaves Prediction::totals as they were; the search
+  /// forms them (finish_totals) only for a layout it keeps.
+  bool totals = true;
   bool use_calibration = true;
   /// Leave-one-group-out validation: see cost::ResolveOptions::without_group.
   std::string_view fit_without_group;
@@ -251,9 +255,24 @@ struct MicrobatchSummary : KernelSums {
 /// Scratch one evaluation reuses, owned by the caller (one per thread): the
 /// micro-batch graph, the layout-dependent step kernels and the summary.
 /// After the first evaluation of a model, evaluate_into allocates nothing.
+/// A layout's step kernels (techniques::append_step_kernels: pipeline p2p,
+/// DP/ZeRO collectives, the optimizer step) and their costs, in graph order.
+/// They read the micro-batch summary's graph facts and stage parameters, not
+/// its kernels: layouts whose plans differ only in recomputation share them
+/// (the search keeps one set per stage split, virtual stages, ZeRO and
+/// offload of a work item).
+struct StepKernels {
+  graph::Graph graph;
+  std::vector<cost::KernelCost> costs;
+};
+
+/// Builds and costs the step kernels of plan `p` on micro-batch summary `s`.
+void build_step_kernels(StepKernels& out, const MicrobatchSummary& s, const spec::ModelSpec& m,
+                        const spec::PlanSpec& p, const cost::CostParams& c);
+
 struct Workspace {
   graph::Graph microbatch;
-  graph::Graph step;
+  StepKernels step;
   MicrobatchSummary summary;
 };
 
@@ -273,23 +292,27 @@ void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::Mod
                           Prediction* out, double mb);
 
 /// Completes a prediction from a micro-batch summary: DP/ZeRO collectives and
-/// the optimizer step (built into `step_graph`), pipeline bubble, memory,
+/// the optimizer step (built into `step`), pipeline bubble, memory,
 /// metrics and training totals; the status from the memory (ok, or does
 /// not fit). `out.problem` must already be empty (a plan check_plan accepts).
-void finish(Prediction& out, const MicrobatchSummary& s, graph::Graph& step_graph, const spec::ModelSpec& m,
+void finish(Prediction& out, const MicrobatchSummary& s, StepKernels& step, const spec::ModelSpec& m,
             const spec::PlanSpec& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
             const EvalOptions& opt);
 
 /// finish() in its two parts, which read nothing of each other:
 /// finish_memory sets the memory, the parameter counts and the status (ok,
 /// or does not fit); finish_time the step, the time by class and phase,
-/// the kernel rows and the training totals. A search that drops a layout
+/// the kernel rows and the training totals (when opt.totals), from the
+/// layout's step kernels (build_step_kernels). A search that drops a layout
 /// on its memory completes the time of the others only.
 void finish_memory(Prediction& out, const MicrobatchSummary& s, const spec::ModelSpec& m, const spec::PlanSpec& p,
                    const spec::HardwareSpec& hw);
-void finish_time(Prediction& out, const MicrobatchSummary& s, graph::Graph& step_graph, const spec::ModelSpec& m,
-                 const spec::PlanSpec& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
-                 const EvalOptions& opt);
+void finish_time(Prediction& out, const MicrobatchSummary& s, const StepKernels& step, const spec::ModelSpec& m,
+                 const spec::PlanSpec& p, const spec::HardwareSpec& hw, const EvalOptions& opt);
+/// The training totals of a prediction finish_time completed (what it forms
+/// when opt.totals).
+void finish_totals(Prediction& out, const MicrobatchSummary& s, const spec::PlanSpec& p,
+                   const spec::HardwareSpec& hw);
 
 /// The time communication scheduled beside compute adds to it (finish()):
 /// compute of length C beside a collective of length T holding a fraction f
