@@ -438,9 +438,10 @@ cost::KernelCost memo_cost(CostMemo& memo, size_t i, const graph::Kernel& k, con
   return kc;
 }
 
-void summarize(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
-               const spec::HardwareSpec& hw, const cost::CostParams& c, Prediction* out, double mb, CostMemo* memo,
-               const techniques::StageParams* params, const graph::Graph* base) {
+}  // namespace
+
+void summarize_graph(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
+                     const spec::HardwareSpec& hw, const techniques::StageParams* params, const graph::Graph* base) {
   s = MicrobatchSummary{};
   if (base) {
     g = *base;  // the caller's techniques::build_microbatch_base of this plan
@@ -448,6 +449,18 @@ void summarize(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m, 
   } else {
     techniques::build_microbatch(g, m, p, hw);
   }
+  s.facts = memory::facts(g);
+  s.params = params ? *params : techniques::stage_params(m, p);
+  s.model_params = spec::count_params(m);
+}
+
+namespace {
+
+/// Every kernel of `g` costed (kept in `memo` when given, as kernel rows in
+/// `out`) and summed in graph order.
+void sum_costs(KernelSums& s, const graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
+                     const cost::CostParams& c, Prediction* out, double mb, CostMemo* memo) {
+  s = KernelSums{};
   const double layer_scale = static_cast<double>(m.layers) / std::max(1, g.layers);
   if (out) out->kernels.reserve(g.kernels.size() + 8);
   if (memo && (memo->params != &c || memo->cuda_graphs != p.cuda_graphs)) {
@@ -472,9 +485,6 @@ void summarize(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m, 
   const double dispatch = p.cuda_graphs ? 0.0 : p.fusion == spec::Fusion::kCompiled ? fw.dispatch_compiled_s
                                                                                       : fw.dispatch_s;
   s.host_s = launches * dispatch;
-  s.facts = memory::facts(g);
-  s.params = params ? *params : techniques::stage_params(m, p);
-  s.model_params = spec::count_params(m);
 }
 
 }  // namespace
@@ -482,13 +492,20 @@ void summarize(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m, 
 void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m,
                           const spec::MicrobatchPlan& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
                           Prediction* out, double mb) {
-  summarize(s, g, m, p, hw, c, out, mb, nullptr, nullptr, nullptr);
+  summarize_graph(s, g, m, p, hw, nullptr, nullptr);
+  sum_costs(s, g, m, p, c, out, mb, nullptr);
 }
 
 void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m,
                           const spec::MicrobatchPlan& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
                           CostMemo& memo, const techniques::StageParams* params, const graph::Graph* base) {
-  summarize(s, g, m, p, hw, c, nullptr, 1, &memo, params, base);
+  summarize_graph(s, g, m, p, hw, params, base);
+  sum_costs(s, g, m, p, c, nullptr, 1, &memo);
+}
+
+void summarize_costs(MicrobatchSummary& s, const graph::Graph& g, const spec::ModelSpec& m,
+                     const spec::MicrobatchPlan& p, const cost::CostParams& c, CostMemo& memo) {
+  sum_costs(s, g, m, p, c, nullptr, 1, &memo);
 }
 
 namespace {
@@ -507,8 +524,8 @@ double overlap_exposed_s(double comm_s, double sm_s, double gemm_s, double windo
 }
 
 void finish_memory(Prediction& out, const MicrobatchSummary& sum, const spec::ModelSpec& m, const spec::PlanSpec& p,
-                   const spec::HardwareSpec& hw) {
-  memory::estimate_into(out.memory, sum.facts, m, p, hw, micro_batches(p), sum.params);
+                   const spec::HardwareSpec& hw, const memory::StageStates* states) {
+  memory::estimate_into(out.memory, sum.facts, m, p, hw, micro_batches(p), sum.params, states);
   out.params = sum.model_params;
   out.trainable_params = sum.params.largest.model_trainable;
   out.status = out.memory.fits ? Status::kOk : Status::kDoesNotFit;

@@ -116,8 +116,8 @@ namespace {
 /// `fixed_buffers`: the buffers every stage holds; `reserve`: the
 /// framework's allocator reserve.
 StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const spec::PlanSpec& p, double mb,
-                         PipelineStage stage, const techniques::LocalParams& lp, double fixed_buffers,
-                         double reserve) {
+                         PipelineStage stage, const techniques::LocalParams& lp, const ModelState& ms,
+                         double fixed_buffers, double reserve) {
   const bool only = std::max(1, p.parallel.pp) == 1;
   const bool first = only || stage == PipelineStage::kFirst;
   const bool last = only || stage == PipelineStage::kLast;
@@ -129,7 +129,6 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
                                                  first ? 0 : last ? q.pp - 1 : 1);
   StageMemory s;
   s.layers = layers;
-  const ModelState ms = model_state(p, lp, g.fp8_linear_params);
   s.weights = ms.weights;
   s.gradients = ms.gradients;
   s.master_weights = ms.master_weights;
@@ -164,8 +163,32 @@ MemoryResult estimate(const GraphFacts& g, const spec::ModelSpec& m, const spec:
   return r;
 }
 
+namespace {
+
+bool is_pipelined(const spec::PlanSpec& p) { return std::max(1, p.parallel.pp) > 1; }
+
+/// Uneven stages over PP > 2: stage 1, with the most layers between the
+/// ends and p - 1 micro-batches in flight, may hold more than either end.
+bool middle_counts(const spec::PlanSpec& p) {
+  const auto& par = p.parallel;
+  return is_pipelined(p) && (par.first_stage_layers > 0 || par.last_stage_layers > 0) && par.pp > 2;
+}
+
+}  // namespace
+
+StageStates stage_states(const GraphFacts& g, const spec::PlanSpec& p, const techniques::StageParams& sp) {
+  StageStates s;
+  s.first = model_state(p, sp.first, g.fp8_linear_params);
+  if (is_pipelined(p)) s.last = model_state(p, sp.last, g.fp8_linear_params);
+  if (middle_counts(p)) s.middle = model_state(p, sp.middle, g.fp8_linear_params);
+  return s;
+}
+
 void estimate_into(MemoryResult& r, const GraphFacts& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
-                   const spec::HardwareSpec& hw, double micro_batches, const techniques::StageParams& sp) {
+                   const spec::HardwareSpec& hw, double micro_batches, const techniques::StageParams& sp,
+                   const StageStates* given) {
+  const StageStates formed = given ? StageStates{} : stage_states(g, p, sp);
+  const StageStates& st = given ? *given : formed;
   r = MemoryResult{};
   const auto& par = p.parallel;
   const double t = std::max(1, par.tp);
@@ -186,20 +209,16 @@ void estimate_into(MemoryResult& r, const GraphFacts& g, const spec::ModelSpec& 
     fixed += r.cp_kv_buffers;
   }
   r.allocator_reserve = spec::framework(p.framework).allocator_reserve;
-  const bool pipelined = std::max(1, par.pp) > 1;
-  r.first_stage = stage_memory(g, m, p, micro_batches, PipelineStage::kFirst, sp.first, fixed,
-                                   r.allocator_reserve);
-  r.last_stage = pipelined
-                     ? stage_memory(g, m, p, micro_batches, PipelineStage::kLast, sp.last, fixed,
-                                   r.allocator_reserve)
-                     : r.first_stage;
+  const bool pipelined = is_pipelined(p);
+  r.first_stage = stage_memory(g, m, p, micro_batches, PipelineStage::kFirst, sp.first, st.first, fixed,
+                               r.allocator_reserve);
+  r.last_stage = pipelined ? stage_memory(g, m, p, micro_batches, PipelineStage::kLast, sp.last, st.last, fixed,
+                                          r.allocator_reserve)
+                           : r.first_stage;
   const bool last_peaks = pipelined && r.last_stage.total > r.first_stage.total;
-  // Uneven stages over PP > 2: stage 1, with the most layers between the
-  // ends and p - 1 micro-batches in flight, may hold more than either end.
-  const bool uneven = par.first_stage_layers > 0 || par.last_stage_layers > 0;
-  if (pipelined && uneven && par.pp > 2)
-    r.middle_stage = stage_memory(g, m, p, micro_batches, PipelineStage::kMiddle, sp.middle, fixed,
-                                   r.allocator_reserve);
+  if (middle_counts(p))
+    r.middle_stage = stage_memory(g, m, p, micro_batches, PipelineStage::kMiddle, sp.middle, st.middle, fixed,
+                                  r.allocator_reserve);
   const bool middle_peaks =
       r.middle_stage.total > std::max(r.first_stage.total, pipelined ? r.last_stage.total : 0.0);
   const StageMemory& s = middle_peaks ? r.middle_stage : last_peaks ? r.last_stage : r.first_stage;

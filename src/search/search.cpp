@@ -665,7 +665,11 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
     graph::Graph g;
     engine::MicrobatchSummary sum;
     engine::CostMemo memo;
-    std::vector<double> state_bound(d.zero.size() * d.offload.size());
+    const size_t zo = d.zero.size() * d.offload.size();  // (ZeRO, offload) pairs
+    // The model-state bound by stage split and (ZeRO, offload): it reads
+    // neither the virtual stages nor the recomputation, so a work item
+    // forms it once for all its units (-1: not yet).
+    std::vector<double> state_bound(per_unit * zo);
     // Each stage's parameters by (TP, EP, PP and stage split): what they
     // read of a plan (techniques::stage_params), formed at first use.
     std::vector<techniques::StageParams> split_params(d.tp.size() * d.ep.size() * per_unit);
@@ -681,6 +685,11 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
     thread_local std::vector<engine::StepKernels> steps;
     if (steps.size() < per_unit * inner) steps.resize(per_unit * inner);
     std::vector<std::uint8_t> step_built(per_unit * inner, 0);
+    // Likewise the stages' model state (memory::stage_states), by stage
+    // split and (ZeRO, offload): it reads neither the virtual stages nor the
+    // recomputation.
+    std::vector<memory::StageStates> states(per_unit * zo);
+    std::vector<std::uint8_t> states_formed(states.size(), 0);
     engine::Prediction pred;
     Candidate scratch;  // every field is set before keep_top reads it
     const bool totals_scored = s.objective == Objective::kCost;
@@ -696,6 +705,8 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
          item = next_item.fetch_add(1, std::memory_order_relaxed)) {
       std::fill(base_built.begin(), base_built.end(), 0);
       std::fill(step_built.begin(), step_built.end(), 0);
+      std::fill(states_formed.begin(), states_formed.end(), 0);
+      std::fill(state_bound.begin(), state_bound.end(), -1.0);
       for (size_t next = item_start[item]; next < item_start[item + 1]; ++next) {
         const size_t k = unit_order[next].unit;
         const Unit u = unit_of(k);
@@ -718,7 +729,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
             (cut == Cut::kShape ? n.shape : cut == Cut::kRedundant ? n.redundant : n.batch) += inner;
             continue;
           }
-          bool built = false;
+          bool built = false, costed = false;
           spec::PlanSpec p = plan_for(base, l, gb);  // the step fields set per layout below
           // Each stage's parameters (the step fields leave them unchanged):
           // the larger end's bound the model state; the graph's summary keeps them all.
@@ -730,9 +741,6 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
           const techniques::StageParams& held = split_params[at];
           // The checks that read no step field, once for all the graph's layouts.
           const bool graph_refused = !engine::check_graph_field(m, p, hw).empty();
-          // The model-state bound reads ZeRO and offload of the step fields,
-          // not the virtual stages: formed once per (ZeRO, offload) of the graph.
-          std::fill(state_bound.begin(), state_bound.end(), -1.0);
           for (size_t z = 0; z < inner; ++z) {
             l.vpp = d.vpp[z / (d.zero.size() * d.offload.size())];
             l.zero = d.zero[z / d.offload.size() % d.zero.size()];
@@ -753,7 +761,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
               }
               continue;
             }
-            double& bound = state_bound[z % state_bound.size()];
+            double& bound = state_bound[j * zo + z % zo];
             if (bound < 0) bound = memory::model_state(p, held.largest).total();
             if (bound > memory_limit) {  // a lower bound on the peak's upper end
               ++n.pruned;
@@ -765,19 +773,28 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
                 techniques::build_microbatch_base(bases[j], m, p, hw);
                 base_built[j] = 1;
               }
-              engine::summarize_microbatch(sum, g, m, p, hw, c, memo, &held, &bases[j]);
+              engine::summarize_graph(sum, g, m, p, hw, &held, &bases[j]);
               ++n.graphs;
               built = true;
             }
             // Memory first: a layout over it needs no step time (what it
             // would have been is read nowhere).
-            engine::finish_memory(pred, sum, m, p, hw);
+            const size_t at_state = j * zo + z % zo;
+            if (!states_formed[at_state]) {
+              states[at_state] = memory::stage_states(sum.facts, p, sum.params);
+              states_formed[at_state] = 1;
+            }
+            engine::finish_memory(pred, sum, m, p, hw, &states[at_state]);
             ++n.evaluated;
             const double hi = memory_upper_bytes(pred.memory);
             if (pred.status != engine::Status::kOk || hi > memory_limit) {
               ++n.infeasible;
               ++n.over_memory;
               continue;
+            }
+            if (!costed) {  // the graph's kernels, costed once one of its layouts fits
+              engine::summarize_costs(sum, g, m, p, c, memo);
+              costed = true;
             }
             const size_t at_step = j * inner + z;
             if (!step_built[at_step]) {

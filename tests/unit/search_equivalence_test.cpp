@@ -200,7 +200,7 @@ TEST_CASE("search equivalence: README's Llama-3-70B on 64 GPUs of each kind, bes
   }
 }
 
-TEST_CASE("search equivalence: a micro-batch summary with kept costs is the summary without, to the bit") {
+TEST_CASE("search equivalence: a micro-batch summary with kept costs, or in two halves, is the summary without, to the bit") {
   // engine::CostMemo: graphs of one micro-batch shape at PP 1, 2, 4, 8 hold
   // the same kernels at other counts, so after the first only kernels whose
   // cost inputs differ are costed; the sums must not change.
@@ -216,11 +216,18 @@ TEST_CASE("search equivalence: a micro-batch summary with kept costs is the summ
       p.parallel.sp = true;
       p.parallel.pp = pp;
       p.recompute = {rk, 0};
-      engine::MicrobatchSummary a, b;
-      graph::Graph ga, gb;
+      engine::MicrobatchSummary a, b, h;
+      graph::Graph ga, gb, gh;
       engine::summarize_microbatch(a, ga, m, p, hw, c, nullptr, 1);
       engine::summarize_microbatch(b, gb, m, p, hw, c, memo);
       check_same_summary(a, b);
+      // The search's two halves: the graph's facts with its sums zero, then its costs.
+      engine::summarize_graph(h, gh, m, p, hw);
+      CHECK(h.t_fwd == 0);
+      CHECK(h.host_s == 0);
+      CHECK(h.facts.layer_saved == a.facts.layer_saved);
+      engine::summarize_costs(h, gh, m, p, c, memo);
+      check_same_summary(h, a);
     }
   // After the first graph of each recomputation, the kernels' shapes repeat:
   // most costs are reused (the graphs differ from PP 1 in counts only).
@@ -487,10 +494,11 @@ TEST_CASE("search equivalence: the micro-batch graph's base reads nothing of the
     }
 }
 
-TEST_CASE("search equivalence: the step kernels read nothing of the recomputation") {
+TEST_CASE("search equivalence: the step kernels and the stages' model state read nothing of the recomputation") {
   // The search builds engine::build_step_kernels once per stage split and
   // (vpp, ZeRO, offload) of a work item, whose units differ only in the
-  // recomputation, and finishes every unit's layouts with them. So they must
+  // recomputation, and finishes every unit's layouts with them; likewise
+  // memory::stage_states per stage split and (ZeRO, offload). So they must
   // come out the same from each unit's summary, kernel for kernel and cost
   // for cost, over the frameworks, precisions, ZeRO stages and offloads.
   const auto hw = test::gpu("h100_sxm");
@@ -523,6 +531,7 @@ TEST_CASE("search equivalence: the step kernels read nothing of the recomputatio
             CAPTURE(pp);
             CAPTURE(zero);
             engine::StepKernels first;
+            memory::StageStates first_states;
             for (size_t r = 0; r < std::size(policies); ++r) {
               CAPTURE(r);
               p.recompute = policies[r];
@@ -531,9 +540,26 @@ TEST_CASE("search equivalence: the step kernels read nothing of the recomputatio
               engine::summarize_microbatch(sum, g, m, p, hw, c, nullptr, 1);
               engine::StepKernels step;
               engine::build_step_kernels(step, sum, m, p, c);
+              const memory::StageStates states = memory::stage_states(sum.facts, p, sum.params);
+              // The stages' model state a plain estimate forms is the same.
+              engine::Prediction given, formed;
+              engine::finish_memory(given, sum, m, p, hw, &states);
+              engine::finish_memory(formed, sum, m, p, hw);
+              CHECK(given.memory.total == formed.memory.total);
+              CHECK(given.memory.host_bytes == formed.memory.host_bytes);
               if (r == 0) {
                 first = step;
+                first_states = states;
                 continue;
+              }
+              for (const auto& [a, b] : {std::pair{states.first, first_states.first},
+                                         std::pair{states.last, first_states.last},
+                                         std::pair{states.middle, first_states.middle}}) {
+                CHECK(a.weights == b.weights);
+                CHECK(a.gradients == b.gradients);
+                CHECK(a.master_weights == b.master_weights);
+                CHECK(a.optimizer == b.optimizer);
+                CHECK(a.host == b.host);
               }
               CHECK(step.graph.layers == first.graph.layers);
               CHECK(step.graph.act_bytes == first.graph.act_bytes);

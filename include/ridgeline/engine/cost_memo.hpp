@@ -42,4 +42,16 @@ void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::Mod
                           CostMemo& memo, const techniques::StageParams* params = nullptr,
                           const graph::Graph* base = nullptr);
 
+/// summarize_microbatch in its two halves, which read nothing of each
+/// other, for a search that judges memory first: summarize_graph builds the
+/// graph and forms what finish_memory reads (graph facts, stage parameters,
+/// the model's counts; the running sums zero); summarize_costs costs the
+/// graph it built and forms the running sums finish_time reads. A graph
+/// none of whose layouts fits is never costed.
+void summarize_graph(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
+                     const spec::HardwareSpec& hw, const techniques::StageParams* params = nullptr,
+                     const graph::Graph* base = nullptr);
+void summarize_costs(MicrobatchSummary& s, const graph::Graph& g, const spec::ModelSpec& m,
+                     const spec::MicrobatchPlan& p, const cost::CostParams& c, CostMemo& memo);
+
 }  // namespace ridgeline::engine

@@ -305,8 +305,10 @@ void finish(Prediction& out, const MicrobatchSummary& s, StepKernels& step, cons
 /// the kernel rows and the training totals (when opt.totals), from the
 /// layout's step kernels (build_step_kernels). A search that drops a layout
 /// on its memory completes the time of the others only.
+/// `states`: memory::stage_states of the plan when the caller has them
+/// (memory::estimate_into); nullptr: formed here.
 void finish_memory(Prediction& out, const MicrobatchSummary& s, const spec::ModelSpec& m, const spec::PlanSpec& p,
-                   const spec::HardwareSpec& hw);
+                   const spec::HardwareSpec& hw, const memory::StageStates* states = nullptr);
 void finish_time(Prediction& out, const MicrobatchSummary& s, const StepKernels& step, const spec::ModelSpec& m,
                  const spec::PlanSpec& p, const spec::HardwareSpec& hw, const EvalOptions& opt);
 /// The training totals of a prediction finish_time completed (what it forms

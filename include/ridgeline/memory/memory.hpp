@@ -155,11 +155,25 @@ ModelState model_state(const spec::PlanSpec& p, const techniques::LocalParams& l
 double in_flight_microbatches(const spec::PlanSpec& p, double micro_batches,
                               techniques::PipelineStage stage = techniques::PipelineStage::kFirst);
 
+/// The model state of each pipeline stage an estimate reads: model_state
+/// of the first, the last and (uneven stages over PP > 2) a middle stage's
+/// parameters, with the graph's fp8 linear parameters. It reads the plan's
+/// parallel degrees, precision, optimizer, ZeRO and offload, not the
+/// virtual stages or the recomputation: a search forms it once per stage
+/// split, ZeRO stage and offload of the graphs that differ only in
+/// recomputation.
+struct StageStates {
+  ModelState first, last, middle;
+};
+StageStates stage_states(const GraphFacts& f, const spec::PlanSpec& p, const techniques::StageParams& sp);
+
 /// Into `r` (every field set), with `sp`, techniques::stage_params of the
 /// plan, given (a search's layouts of one graph share them): a loop's
-/// estimate, without a copy. estimate() forms them.
+/// estimate, without a copy. estimate() forms them. `states`:
+/// stage_states(f, p, sp) when the caller has them; nullptr: formed here.
 void estimate_into(MemoryResult& r, const GraphFacts& f, const spec::ModelSpec& m, const spec::PlanSpec& p,
-                   const spec::HardwareSpec& hw, double micro_batches, const techniques::StageParams& sp);
+                   const spec::HardwareSpec& hw, double micro_batches, const techniques::StageParams& sp,
+                   const StageStates* states = nullptr);
 MemoryResult estimate(const GraphFacts& f, const spec::ModelSpec& m, const spec::PlanSpec& p,
                       const spec::HardwareSpec& hw, double micro_batches);
 inline MemoryResult estimate(const graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p,
