@@ -42,6 +42,11 @@ using namespace ridgeline;
 
 namespace {
 
+/// The recomputation policies the work-item tests vary (all a work item's units may differ in).
+const spec::Recompute policies[] = {{spec::RecomputeKind::kNone, 0},  {spec::RecomputeKind::kSelective, 0},
+                                    {spec::RecomputeKind::kFull, 0},  {spec::RecomputeKind::kEvery, 4},
+                                    {spec::RecomputeKind::kSqrt, 0}};
+
 /// Two micro-batch summaries equal to the bit in what finish reads.
 void check_same_summary(const engine::MicrobatchSummary& a, const engine::MicrobatchSummary& b) {
   CHECK(a.t_fwd == b.t_fwd);
@@ -449,9 +454,6 @@ TEST_CASE("search equivalence: the micro-batch graph's base reads nothing of the
   const auto hw = test::gpu("h100_sxm");
   const auto m = test::model("llama3_70b");  // 80 layers
   const auto c = cost::resolve(hw);
-  const spec::Recompute policies[] = {{spec::RecomputeKind::kNone, 0},      {spec::RecomputeKind::kSelective, 0},
-                                      {spec::RecomputeKind::kFull, 0},      {spec::RecomputeKind::kEvery, 4},
-                                      {spec::RecomputeKind::kSqrt, 0}};
   for (int pp : {1, 4})
     for (auto prec : {spec::Precision::kBf16, spec::Precision::kFp8}) {
       spec::PlanSpec p = test::plan(2, 4096);
@@ -504,9 +506,6 @@ TEST_CASE("search equivalence: the step kernels and the stages' model state read
   const auto hw = test::gpu("h100_sxm");
   const auto m = test::model("llama3_70b");  // 80 layers
   const auto c = cost::resolve(hw);
-  const spec::Recompute policies[] = {{spec::RecomputeKind::kNone, 0},      {spec::RecomputeKind::kSelective, 0},
-                                      {spec::RecomputeKind::kFull, 0},      {spec::RecomputeKind::kEvery, 4},
-                                      {spec::RecomputeKind::kSqrt, 0}};
   const spec::OffloadSpec offloads[] = {
       {}, {spec::OffloadDevice::kCpu, spec::OffloadDevice::kNone}, {spec::OffloadDevice::kCpu, spec::OffloadDevice::kCpu}};
   size_t compared = 0;
