@@ -614,7 +614,13 @@ void finish_time(Prediction& out, const MicrobatchSummary& sum, const StepKernel
   step *= techniques::executed_steps_per_step(p);
   const long long gpus = par.gpus();
   auto& st = out.step;
-  st = StepResult{};
+  // Every field is set below, without zeroing the whole first (a search
+  // finishes ten thousand layouts). The binding names each field, so a field
+  // added to StepResult stops this compiling until it is set here too.
+  [[maybe_unused]] const auto& [time_s, tokens_per_step, tokens_per_s, model_flops, recompute_flops, hardware_flops,
+                                mfu, mfu_dtype, hfu, micro_batches_, microbatch_time_s, compute_time_s, exposed_comm_s,
+                                bubble_s, optimizer_s, bubble_fraction, host_s, host_bound, comm_slowdown_s,
+                                compute_bound_s, offload_, gpus_, flops_convention] = st;
   st.offload = offload;
   st.gpus = gpus;
   st.time_s = step;

@@ -189,7 +189,14 @@ void estimate_into(MemoryResult& r, const GraphFacts& g, const spec::ModelSpec& 
                    const StageStates* given) {
   const StageStates formed = given ? StageStates{} : stage_states(g, p, sp);
   const StageStates& st = given ? *given : formed;
-  r = MemoryResult{};
+  // Every field is set below, without zeroing the whole first (a search
+  // estimates ten thousand layouts). The binding names each field, so a
+  // field added to MemoryResult stops this compiling until it is set here.
+  [[maybe_unused]] const auto& [weights, gradients, master_weights, optimizer, activations, buffers, workspace,
+                                fragmentation, total, capacity, fits, host_bytes, host_capacity, host_fits, allocated,
+                                reserved, allocator_reserve, peak_stage, first_stage, last_stage, middle_stage,
+                                activations_per_layer, activations_per_microbatch, in_flight_microbatches,
+                                recompute_working, cp_kv_buffers] = r;
   const auto& par = p.parallel;
   const double t = std::max(1, par.tp);
   // Buffers every stage holds.
@@ -203,6 +210,7 @@ void estimate_into(MemoryResult& r, const GraphFacts& g, const spec::ModelSpec& 
   // Context parallelism (ring attention, Transformer Engine's p2p
   // cp_comm_type): while a rank computes on one K/V chunk it receives the
   // next, two buffers of its local K and V (2 x 2 T g d e).
+  r.cp_kv_buffers = 0;
   if (par.cp > 1) {
     const double g_local = std::max(1.0, m.kv_heads / t);
     r.cp_kv_buffers = 2 * 2 * g.tokens * g_local * m.head_dim * g.act_bytes;
@@ -216,9 +224,9 @@ void estimate_into(MemoryResult& r, const GraphFacts& g, const spec::ModelSpec& 
                                           r.allocator_reserve)
                            : r.first_stage;
   const bool last_peaks = pipelined && r.last_stage.total > r.first_stage.total;
-  if (middle_counts(p))
-    r.middle_stage = stage_memory(g, m, p, micro_batches, PipelineStage::kMiddle, sp.middle, st.middle, fixed,
-                                  r.allocator_reserve);
+  r.middle_stage = middle_counts(p) ? stage_memory(g, m, p, micro_batches, PipelineStage::kMiddle, sp.middle,
+                                                   st.middle, fixed, r.allocator_reserve)
+                                    : StageMemory{};
   const bool middle_peaks =
       r.middle_stage.total > std::max(r.first_stage.total, pipelined ? r.last_stage.total : 0.0);
   const StageMemory& s = middle_peaks ? r.middle_stage : last_peaks ? r.last_stage : r.first_stage;
