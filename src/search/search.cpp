@@ -154,14 +154,24 @@ void keep_top(std::vector<Candidate>& top, const Candidate& c, size_t k) {
 /// its first (plainest) layout. `cut`: the list was cut at a limit, so its
 /// last group may be incomplete and is dropped (unless it is the only one).
 std::vector<Candidate> collapse(std::vector<Candidate>& sorted, int top, bool cut) {
-  std::vector<Candidate> rows;
-  for (auto& c : sorted) {
-    if (!rows.empty() && ties(rows.back(), c)) rows.back().equivalent.push_back(c.layout);
-    else rows.push_back(std::move(c));
+  // In place: each group's first candidate moves to the next row slot of
+  // `sorted` and takes the rest's layouts, in one allocation per group (a
+  // search's last step: growing vectors here cost more than the sort).
+  size_t rows = 0;
+  for (size_t i = 0; i < sorted.size();) {
+    size_t end = i + 1;
+    while (end < sorted.size() && ties(sorted[i], sorted[end])) ++end;
+    Candidate& row = sorted[rows];
+    if (rows != i) row = std::move(sorted[i]);
+    row.equivalent.reserve(row.equivalent.size() + (end - i - 1));
+    for (size_t k = i + 1; k < end; ++k) row.equivalent.push_back(sorted[k].layout);
+    ++rows;
+    i = end;
   }
-  if (cut && rows.size() > 1) rows.pop_back();
-  if (static_cast<int>(rows.size()) > top) rows.resize(std::max(0, top));
-  return rows;
+  sorted.resize(rows);
+  if (cut && sorted.size() > 1) sorted.pop_back();
+  if (static_cast<int>(sorted.size()) > top) sorted.resize(std::max(0, top));
+  return std::move(sorted);
 }
 
 /// The search's worker threads, started once and kept (starting and
