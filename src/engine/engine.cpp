@@ -459,7 +459,7 @@ namespace {
 /// Every kernel of `g` costed (kept in `memo` when given, as kernel rows in
 /// `out`) and summed in graph order.
 void sum_costs(KernelSums& s, const graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
-                     const cost::CostParams& c, Prediction* out, double mb, CostMemo* memo) {
+               const cost::CostParams& c, Prediction* out, double mb, CostMemo* memo) {
   s = KernelSums{};
   const double layer_scale = static_cast<double>(m.layers) / std::max(1, g.layers);
   if (out) out->kernels.reserve(g.kernels.size() + 8);

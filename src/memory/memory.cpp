@@ -112,13 +112,22 @@ ModelState model_state(const spec::PlanSpec& p, const techniques::LocalParams& l
 
 namespace {
 
+bool is_pipelined(const spec::PlanSpec& p) { return std::max(1, p.parallel.pp) > 1; }
+
+/// Uneven stages over PP > 2: stage 1, with the most layers between the
+/// ends and p - 1 micro-batches in flight, may hold more than either end.
+bool middle_counts(const spec::PlanSpec& p) {
+  const auto& par = p.parallel;
+  return is_pipelined(p) && (par.first_stage_layers > 0 || par.last_stage_layers > 0) && par.pp > 2;
+}
+
 /// One end stage's footprint (without PP the only stage, holding both ends).
-/// `fixed_buffers`: the buffers every stage holds; `reserve`: the
-/// framework's allocator reserve.
+/// `ms`: the stage's model state (stage_states); `fixed_buffers`: the
+/// buffers every stage holds; `reserve`: the framework's allocator reserve.
 StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const spec::PlanSpec& p, double mb,
                          PipelineStage stage, const techniques::LocalParams& lp, const ModelState& ms,
                          double fixed_buffers, double reserve) {
-  const bool only = std::max(1, p.parallel.pp) == 1;
+  const bool only = !is_pipelined(p);
   const bool first = only || stage == PipelineStage::kFirst;
   const bool last = only || stage == PipelineStage::kLast;
   // Uneven stages: this stage's own layers; the graph holds the busiest stage's.
@@ -162,19 +171,6 @@ MemoryResult estimate(const GraphFacts& g, const spec::ModelSpec& m, const spec:
   estimate_into(r, g, m, p, hw, micro_batches, techniques::stage_params(m, p));
   return r;
 }
-
-namespace {
-
-bool is_pipelined(const spec::PlanSpec& p) { return std::max(1, p.parallel.pp) > 1; }
-
-/// Uneven stages over PP > 2: stage 1, with the most layers between the
-/// ends and p - 1 micro-batches in flight, may hold more than either end.
-bool middle_counts(const spec::PlanSpec& p) {
-  const auto& par = p.parallel;
-  return is_pipelined(p) && (par.first_stage_layers > 0 || par.last_stage_layers > 0) && par.pp > 2;
-}
-
-}  // namespace
 
 StageStates stage_states(const GraphFacts& g, const spec::PlanSpec& p, const techniques::StageParams& sp) {
   StageStates s;

@@ -131,13 +131,13 @@ auto layout_key(const Layout& l) {
 /// more candidates than rows; a group cut off by this limit is dropped (run()).
 size_t keep_count(int top) { return static_cast<size_t>(std::max(top, 0)) * 8 + 64; }
 
-/// Keeps the best k seen so far in a heap whose front is the worst kept
-/// (the one that ranks last); a candidate enters only if it ranks before it.
 /// Whether keep_top keeps `c`: it reads the candidate's score, memory and layout alone.
 bool enters_top(const std::vector<Candidate>& top, const Candidate& c, size_t k) {
   return k >= 1 && (top.size() < k || ranks_before(c, top.front()));
 }
 
+/// Keeps the best k seen so far in a heap whose front is the worst kept
+/// (the one that ranks last); a candidate enters only if it ranks before it.
 void keep_top(std::vector<Candidate>& top, const Candidate& c, size_t k) {
   if (!enters_top(top, c, k)) return;
   if (top.size() < k) {

@@ -252,9 +252,6 @@ struct MicrobatchSummary : KernelSums {
   spec::ParamCounts model_params;
 };
 
-/// Scratch one evaluation reuses, owned by the caller (one per thread): the
-/// micro-batch graph, the layout-dependent step kernels and the summary.
-/// After the first evaluation of a model, evaluate_into allocates nothing.
 /// A layout's step kernels (techniques::append_step_kernels: pipeline p2p,
 /// DP/ZeRO collectives, the optimizer step) and their costs, in graph order.
 /// They read the micro-batch summary's graph facts and stage parameters, not
@@ -270,6 +267,9 @@ struct StepKernels {
 void build_step_kernels(StepKernels& out, const MicrobatchSummary& s, const spec::ModelSpec& m,
                         const spec::PlanSpec& p, const cost::CostParams& c);
 
+/// Scratch one evaluation reuses, owned by the caller (one per thread): the
+/// micro-batch graph, the layout-dependent step kernels and the summary.
+/// After the first evaluation of a model, evaluate_into allocates nothing.
 struct Workspace {
   graph::Graph microbatch;
   StepKernels step;
