@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <deque>
+#include <iterator>
 #include <unordered_map>
 
 #include "ridgeline/spec/yaml_reader.hpp"
@@ -42,7 +44,14 @@ struct Pos {
 /// diagnostics limit) and thrown when the document is complete.
 class Parser {
  public:
-  Parser(std::string_view text, const std::string& file) : t_(text), file_(file) {
+  /// `stream_key` and `stream`: the top-level list whose items go to `stream` (parse_json_streaming).
+  Parser(std::string_view text, const std::string& file, std::string_view stream_key = {},
+         const JsonItemFn* stream = nullptr)
+      : t_(text),
+        file_(file),
+        shared_file_(std::make_shared<const std::string>(file)),
+        stream_key_(stream_key),
+        stream_(stream) {
     if (t_.starts_with("\xEF\xBB\xBF")) i_ = line_start_ = 3;  // a UTF-8 byte-order mark
   }
 
@@ -60,6 +69,7 @@ class Parser {
   Pos pos() const { return {line_, static_cast<int>(i_ - line_start_) + 1}; }
   support::SourceLoc loc(Pos p) const { return {file_, p.line, p.col}; }
   support::SourceLoc here() const { return loc(pos()); }
+  JsonLoc value_loc() const { return {shared_file_, line_, static_cast<int>(i_ - line_start_) + 1}; }
   [[noreturn]] void fail_at(const support::SourceLoc& at, const std::string& message) const {
     throw support::SpecError(at, "", "malformed JSON: " + message);
   }
@@ -92,54 +102,65 @@ class Parser {
   }
 
   JsonValue value(const Path& path, int depth) {
+    JsonValue v;
+    value_into(v, path, depth);
+    return v;
+  }
+
+  /// Reads the value at the cursor into `v` (a fresh JsonValue): each value
+  /// is built where it ends up, in its parent's list, not moved there.
+  void value_into(JsonValue& v, const Path& path, int depth) {
     if (depth > kMaxDepth) fail(fmt::format("nested deeper than {} levels", kMaxDepth));
     const char c = peek();
-    if (c == '{') return object(path, depth);
-    if (c == '[') return array(path, depth);
+    if (c == '{') return object(v, path, depth);
+    if (c == '[') return array(v, path, depth);
     if (c == '"') {
-      JsonValue v;
       v.kind = JsonValue::Kind::kString;
-      v.loc = here();
-      v.text = string(path);
-      return v;
+      v.loc = value_loc();
+      string_into(v.text, path);
+      return;
     }
-    if (c == '-' || (c >= '0' && c <= '9')) return number();
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return word();
+    if (c == '-' || (c >= '0' && c <= '9')) return number(v);
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return word(v);
     fail(fmt::format("expected a value, got {}", got()));
   }
 
-  JsonValue object(const Path& path, int depth) {
-    JsonValue v;
+  void object(JsonValue& v, const Path& path, int depth) {
     v.kind = JsonValue::Kind::kObject;
-    v.loc = here();
+    v.loc = value_loc();
     ++i_;
     // The line of each member's key, for "given twice (first at line N)":
     // the first members' searched in order, an index once there are more.
     constexpr std::size_t kScanned = 16;
-    std::array<int, kScanned> scanned_lines{};
+    std::array<int, kScanned> scanned_lines;
     std::unordered_map<std::string, int> indexed_lines;
     skip_ws();
     if (peek() == '}') {
       ++i_;
-      return v;
+      return;
     }
+    if (members_.size() <= static_cast<std::size_t>(depth)) members_.resize(depth + 1);
+    std::vector<JsonMember>& ms = members_[depth];  // a deque: deeper levels do not move it
+    ms.clear();
     for (;;) {
       if (peek() != '"') fail(fmt::format("expected a key in double quotes, got {}", got()));
       const Pos key_pos = pos();
-      std::string key = string(path);
+      const std::size_t n = ms.size();
+      JsonMember& member = ms.emplace_back();
+      const std::string& key = member.key;
+      string_into(member.key, path);
       skip_ws();
       if (peek() != ':') fail(fmt::format("expected ':' after the key, got {}", got()));
       ++i_;
       skip_ws();
       const Path field{&path, key};
-      JsonValue member = value(field, depth + 1);
-      const std::size_t n = v.members.size();
+      value_into(member.value, field, depth + 1);
       if (n == kScanned && indexed_lines.empty())
-        for (std::size_t m = 0; m < n; ++m) indexed_lines.emplace(v.members[m].key, scanned_lines[m]);
+        for (std::size_t m = 0; m < n; ++m) indexed_lines.emplace(ms[m].key, scanned_lines[m]);
       int first_line = 0;  // lines count from 1: 0 = a new key
       if (indexed_lines.empty()) {
         for (std::size_t m = 0; m < n && first_line == 0; ++m)
-          if (v.members[m].key == key) first_line = scanned_lines[m];
+          if (ms[m].key == key) first_line = scanned_lines[m];
         if (first_line == 0) scanned_lines[n] = key_pos.line;
       } else if (auto [it, fresh] = indexed_lines.emplace(key, key_pos.line); !fresh) {
         first_line = it->second;
@@ -147,13 +168,15 @@ class Parser {
       if (first_line != 0) {
         if (!duplicates_.full())
           duplicates_.error(loc(key_pos), field.str(), fmt::format("given twice (first at line {})", first_line));
-      } else {
-        v.members.push_back(JsonMember{std::move(key), std::move(member)});
+        ms.pop_back();
       }
       skip_ws();
       if (peek() == '}') {
         ++i_;
-        return v;
+        v.members.reserve(ms.size());
+        std::move(ms.begin(), ms.end(), std::back_inserter(v.members));
+        ms.clear();
+        return;
       }
       if (peek() != ',') fail(fmt::format("expected ',' or '}}' after a value, got {}", got()));
       const Pos comma = pos();
@@ -163,23 +186,32 @@ class Parser {
     }
   }
 
-  JsonValue array(const Path& path, int depth) {
-    JsonValue v;
+  void array(JsonValue& v, const Path& path, int depth) {
     v.kind = JsonValue::Kind::kArray;
-    v.loc = here();
+    v.loc = value_loc();
     ++i_;
     skip_ws();
     if (peek() == ']') {
       ++i_;
-      return v;
+      return;
     }
-    for (;;) {
-      const Path item{&path, {}, v.items.size(), true};
-      v.items.push_back(value(item, depth + 1));
+    // The streamed list: the top-level object's member `stream_key_`.
+    const bool streamed = stream_ && depth == 1 && path.parent && !path.parent->parent && !path.is_index &&
+                          path.key == stream_key_;
+    JsonValue one;  // a streamed item, its memory reused by the next
+    for (std::size_t index = 0;; ++index) {
+      const Path item{&path, {}, index, true};
+      if (streamed) {
+        one = JsonValue{};
+        value_into(one, item, depth + 1);
+        (*stream_)(one, index);
+      } else {
+        value_into(v.items.emplace_back(), item, depth + 1);
+      }
       skip_ws();
       if (peek() == ']') {
         ++i_;
-        return v;
+        return;
       }
       if (peek() != ',') fail(fmt::format("expected ',' or ']' after a value, got {}", got()));
       const Pos comma = pos();
@@ -220,11 +252,11 @@ class Parser {
     }
   }
 
-  /// A string at the opening quote, decoded; `path` names it when its bytes are not UTF-8.
-  std::string string(const Path& path) {
+  /// A string at the opening quote, decoded into `out`; `path` names it when its bytes are not UTF-8.
+  void string_into(std::string& out, const Path& path) {
     const Pos start = pos();
     ++i_;
-    std::string out;
+    out.clear();
     bool ascii = true;  // ASCII is UTF-8: only text with a byte >= 0x80 is checked
     for (;;) {
       // The run of characters up to a quote, an escape or a control character, at once.
@@ -282,23 +314,21 @@ class Parser {
       }
     }
     if (!ascii && !valid_utf8(out)) throw support::SpecError(loc(start), path.str(), "expected UTF-8 text");
-    return out;
   }
 
   void digits() {
     while (peek() >= '0' && peek() <= '9') ++i_;
   }
 
-  JsonValue number() {
-    JsonValue v;
+  void number(JsonValue& v) {
     v.kind = JsonValue::Kind::kNumber;
-    v.loc = here();
+    v.loc = value_loc();
     const size_t start = i_;
     if (peek() == '-') {
       ++i_;
       if (peek() == 'I') {
         i_ = start;
-        return word();
+        return word(v);
       }
     }
     if (peek() == '0') {
@@ -320,14 +350,12 @@ class Parser {
       if (!(peek() >= '0' && peek() <= '9')) fail(fmt::format("expected a digit in the exponent, got {}", got()));
       digits();
     }
-    v.text = std::string(t_.substr(start, i_ - start));
-    return v;
+    v.text.assign(t_.substr(start, i_ - start));
   }
 
   /// true, false, null; anything else spelt with letters is an error.
-  JsonValue word() {
-    JsonValue v;
-    v.loc = here();
+  void word(JsonValue& v) {
+    v.loc = value_loc();
     const size_t start = i_;
     if (peek() == '-') ++i_;
     while (!at_end() && (std::isalnum(static_cast<unsigned char>(t_[i_])) || t_[i_] == '_')) ++i_;
@@ -335,9 +363,9 @@ class Parser {
     if (w == "true" || w == "false") {
       v.kind = JsonValue::Kind::kBool;
       v.text = w;
-      return v;
+      return;
     }
-    if (w == "null") return v;
+    if (w == "null") return;
     if (w == "NaN" || w == "Infinity" || w == "-Infinity")
       fail_at(v.loc, fmt::format("{} is not a JSON value; write a number or null", w));
     std::string lower;
@@ -350,6 +378,12 @@ class Parser {
 
   std::string_view t_;
   const std::string& file_;
+  std::shared_ptr<const std::string> shared_file_;
+  std::string_view stream_key_;
+  const JsonItemFn* stream_ = nullptr;
+  // Each nesting level's members as they are read; an object then takes
+  // exactly as many (a row's 9 members in 9 slots, not 16).
+  std::deque<std::vector<JsonMember>> members_;
   size_t i_ = 0;
   size_t line_start_ = 0;
   int line_ = 1;
@@ -379,6 +413,15 @@ std::string describe(const JsonValue& v) {
 JsonValue parse_json(std::string_view text, const std::string& file) { return Parser(text, file).document(); }
 
 JsonValue load_json_file(const std::string& path) { return parse_json(read_text_file(path), path); }
+
+JsonValue parse_json_streaming(std::string_view text, const std::string& file, std::string_view key,
+                               const JsonItemFn& item) {
+  return Parser(text, file, key, &item).document();
+}
+
+JsonValue load_json_file_streaming(const std::string& path, std::string_view key, const JsonItemFn& item) {
+  return parse_json_streaming(read_text_file(path), path, key, item);
+}
 
 void apply_overrides(JsonValue& root, std::span<const FieldOverride> overrides, support::DiagnosticList& d) {
   for (const FieldOverride& o : overrides) {

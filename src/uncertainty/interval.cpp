@@ -495,11 +495,62 @@ void reject_unknown(const spec::JsonValue& object, std::initializer_list<std::st
 }  // namespace
 
 IntervalModel load_residuals(const std::string& path) {
-  const spec::JsonValue root = spec::load_json_file(path);
+  // The rows are read as the parser reaches them (load_json_file_streaming),
+  // into `row_diags`; the file's own fields are checked once it is read, and
+  // their errors come first, as the file lists them.
+  support::DiagnosticList row_diags;
+  std::vector<Residual> rows;
+  const std::string framework_choices = spec::framework_choices();
+  auto read_row = [&](const spec::JsonValue& row, std::size_t i) {
+    spec::JsonMapReader m(row, path, fmt::format("rows[{}]", i), row_diags);
+    if (!m.valid()) return;
+    reject_unknown(row,
+                   {"id", "group", "kind", "framework", "generation", "gpus", "params", "dominant", "dtype",
+                    "log_residual"},
+                   m);
+    Residual r;
+    if (auto s = m.string("id", true)) r.id = *s;
+    if (auto s = m.string("group", true)) r.group = *s;
+    const auto kind = read_word(
+        m, "kind",
+        [](std::string_view s) -> std::optional<int> {
+          if (s == "training") return 0;
+          if (s == "gemm") return 1;
+          if (s == "attention") return 2;
+          return std::nullopt;
+        },
+        "training, gemm, attention");
+    if (auto g = read_word(m, "generation", spec::parse_generation, "ampere, ada, hopper, blackwell, ...")) {
+      r.run.generation = *g;
+      r.kernel_traits.generation = *g;
+    }
+    if (kind && *kind > 0) {
+      r.kernel = true;
+      r.kernel_traits.kind = *kind == 1 ? KernelKind::kGemm : KernelKind::kAttention;
+      if (auto t = read_word(m, "dtype", spec::parse_dtype, "fp32, tf32, fp16, bf16, fp8_e4m3, ..."))
+        r.kernel_traits.dtype = *t;
+    } else if (kind) {
+      if (auto f = read_word(m, "framework", spec::find_framework, framework_choices)) r.run.framework = *f;
+      if (auto n = m.integer("gpus", true, 1, 1LL << 24)) r.run.gpus = *n;
+      if (auto p = m.number("params", true, 1, 1e15)) r.run.params = *p;
+      auto dom = read_word(
+          m, "dominant",
+          [](std::string_view s) -> std::optional<Dominant> {
+            Dominant x;
+            if (parse_dominant(s, x)) return x;
+            return std::nullopt;
+          },
+          "compute, attention, memory-bound, communication");
+      if (dom) r.run.dominant = *dom;
+    }
+    if (auto v = m.number("log_residual", true, -10, 10)) r.log_residual = *v;
+    m.finish();
+    rows.push_back(std::move(r));
+  };
+  const spec::JsonValue root = spec::load_json_file_streaming(path, "rows", read_row);
   support::DiagnosticList d;
   spec::JsonMapReader top(root, path, "", d);
   std::string source;
-  std::vector<Residual> rows;
   if (top.valid()) {
     reject_unknown(root, {"note", "source", "rows"}, top);
     (void)top.string("note");
@@ -509,59 +560,10 @@ IntervalModel load_residuals(const std::string& path) {
       top.error_at("rows", "missing required field 'rows'");
     } else if (seq->kind != spec::JsonValue::Kind::kArray) {
       top.error_at("rows", "expected a list");
-    } else {
-      rows.reserve(seq->items.size());
-      const std::string framework_choices = spec::framework_choices();
-      for (std::size_t i = 0; i < seq->items.size(); ++i) {
-        const spec::JsonValue& row = seq->items[i];
-        spec::JsonMapReader m(row, path, fmt::format("rows[{}]", i), d);
-        if (!m.valid()) continue;
-        reject_unknown(row,
-                       {"id", "group", "kind", "framework", "generation", "gpus", "params", "dominant", "dtype",
-                        "log_residual"},
-                       m);
-        Residual r;
-        if (auto s = m.string("id", true)) r.id = *s;
-        if (auto s = m.string("group", true)) r.group = *s;
-        const auto kind = read_word(
-            m, "kind",
-            [](std::string_view s) -> std::optional<int> {
-              if (s == "training") return 0;
-              if (s == "gemm") return 1;
-              if (s == "attention") return 2;
-              return std::nullopt;
-            },
-            "training, gemm, attention");
-        if (auto g = read_word(m, "generation", spec::parse_generation, "ampere, ada, hopper, blackwell, ...")) {
-          r.run.generation = *g;
-          r.kernel_traits.generation = *g;
-        }
-        if (kind && *kind > 0) {
-          r.kernel = true;
-          r.kernel_traits.kind = *kind == 1 ? KernelKind::kGemm : KernelKind::kAttention;
-          if (auto t = read_word(m, "dtype", spec::parse_dtype, "fp32, tf32, fp16, bf16, fp8_e4m3, ..."))
-            r.kernel_traits.dtype = *t;
-        } else if (kind) {
-          if (auto f = read_word(m, "framework", spec::find_framework, framework_choices)) r.run.framework = *f;
-          if (auto n = m.integer("gpus", true, 1, 1LL << 24)) r.run.gpus = *n;
-          if (auto p = m.number("params", true, 1, 1e15)) r.run.params = *p;
-          auto dom = read_word(
-              m, "dominant",
-              [](std::string_view s) -> std::optional<Dominant> {
-                Dominant x;
-                if (parse_dominant(s, x)) return x;
-                return std::nullopt;
-              },
-              "compute, attention, memory-bound, communication");
-          if (dom) r.run.dominant = *dom;
-        }
-        if (auto v = m.number("log_residual", true, -10, 10)) r.log_residual = *v;
-        m.finish();
-        rows.push_back(std::move(r));
-      }
     }
     top.finish();
   }
+  for (const support::Diagnostic& e : row_diags.items()) d.add(e);
   d.throw_if_errors();
   return IntervalModel(std::move(rows), source);
 }

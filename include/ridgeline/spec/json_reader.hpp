@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -21,10 +23,19 @@ namespace ridgeline::spec {
 
 struct JsonMember;
 
+/// Where a value starts: a SourceLoc whose file name is shared by every value
+/// of the document (a string per value was a third of a large file's tree).
+struct JsonLoc {
+  std::shared_ptr<const std::string> file;
+  int line = 0;  // 1-based; 0 = unknown
+  int col = 0;   // 1-based; 0 = unknown
+  operator support::SourceLoc() const { return {file ? *file : std::string(), line, col}; }
+};
+
 struct JsonValue {
   enum class Kind : std::uint8_t { kNull, kBool, kNumber, kString, kArray, kObject };
   Kind kind = Kind::kNull;
-  support::SourceLoc loc;  // where the value starts
+  JsonLoc loc;  // where the value starts
   std::string text;        // kString: the decoded text; kNumber: the literal; kBool: "true" or "false"
   std::vector<JsonValue> items;                            // kArray
   std::vector<JsonMember> members;  // kObject, in file order, keys unique
@@ -47,6 +58,21 @@ JsonValue parse_json(std::string_view text, const std::string& file);
 /// read_text_file + parse_json; an empty file is "file is empty; expected a mapping of fields".
 JsonValue load_json_file(const std::string& path);
 
+/// Called with each item of the streamed list and its index; the item is
+/// gone once the call returns.
+using JsonItemFn = std::function<void(const JsonValue& item, std::size_t index)>;
+
+/// parse_json for a file of many rows: the items of the top-level object's
+/// list `key` go to `item` one at a time, as they are read, and are not
+/// kept (the returned tree holds `key` as an empty list). The rows' memory is
+/// one row's, not the file's: the residuals behind every prediction interval
+/// are 375 rows whose tree was three quarters of a `ridgeline predict`'s heap.
+/// The same checks and errors as parse_json.
+JsonValue parse_json_streaming(std::string_view text, const std::string& file, std::string_view key,
+                               const JsonItemFn& item);
+/// read_text_file + parse_json_streaming.
+JsonValue load_json_file_streaming(const std::string& path, std::string_view key, const JsonItemFn& item);
+
 /// Puts each override into the object `root` (adding the key when absent):
 /// the value is read as a JSON literal (`40`, `true`, `null`, `"silu"`), and
 /// text that is not one is a string, so `hidden_act=gelu` works unquoted.
@@ -68,7 +94,7 @@ class JsonMapReader {
   bool has(const std::string& key) const;
   /// The location of the key's value, or nullopt when absent.
   std::optional<support::SourceLoc> loc(const std::string& key) const;
-  const support::SourceLoc& self_loc() const { return object_->loc; }
+  support::SourceLoc self_loc() const { return object_->loc; }
 
   std::optional<std::string> string(const std::string& key, bool required = false);
   std::optional<long long> integer(const std::string& key, bool required = false, long long min = 0,
