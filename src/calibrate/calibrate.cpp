@@ -707,7 +707,7 @@ std::optional<support::Diagnostic> check_device(const spec::MeasurementSet& set,
   support::SourceLoc loc{set.source_file, 0, 0};
   if (!set.source_file.empty()) {
     try {
-      YAML::Node root = spec::load_yaml_file(set.source_file);
+      spec::YamlNode root = spec::load_yaml_file(set.source_file);
       if (root.IsMap() && root["header"].IsMap() && root["header"]["device"].IsDefined())
         loc = spec::loc_of(set.source_file, root["header"]["device"]);
     } catch (const std::exception&) {

@@ -89,14 +89,14 @@ SpecKind spec_kind(const std::string& path) {
   if (path.find("hardware_profiles/") != std::string::npos) return SpecKind::kHardware;
   if (path.find("models/") != std::string::npos && !json) return SpecKind::kModel;
   if (path.find("plans/") != std::string::npos) return SpecKind::kPlan;
-  YAML::Node root;
+  spec::YamlNode root;
   try {
     root = spec::load_yaml_file(path);
   } catch (const support::SpecError&) {
     return json ? SpecKind::kHfConfig : SpecKind::kPlan;
   }
   if (!root.IsMap()) return json ? SpecKind::kHfConfig : SpecKind::kPlan;
-  auto has = [&](const char* key) { return static_cast<bool>(std::as_const(root)[key]); };
+  auto has = [&](const char* key) { return root[key].IsDefined(); };
   if (has("schema")) return SpecKind::kMeasurements;
   if (has("rows")) return SpecKind::kPublished;
   if (json || has("model_type") || has("architectures")) return SpecKind::kHfConfig;

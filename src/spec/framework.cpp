@@ -107,7 +107,7 @@ Registry& registry() {
 }  // namespace
 
 FrameworkSpec load_framework(const std::string& path) {
-  YAML::Node root = load_yaml_file(path);
+  YamlNode root = load_yaml_file(path);
   support::DiagnosticList d;
   FrameworkSpec f;
   f.source_file = path;
@@ -156,7 +156,7 @@ FrameworkSpec load_framework(const std::string& path) {
     if (auto v = m.number("value", true, 0, 1)) f.allocator_reserve = *v;
   });
   behaviour(r, "recompute", [&](MapReader& m) {
-    YAML::Node seq = m.sequence("value", true);
+    YamlNode seq = m.sequence("value", true);
     if (!seq.IsDefined()) return;
     for (std::size_t i = 0; i < seq.size(); ++i) {
       MapReader item(seq[i], path, fmt::format("recompute.value[{}]", i), d);

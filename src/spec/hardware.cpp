@@ -122,7 +122,7 @@ void read_calibration(MapReader& r, CalibrationSpec& c) {
   c.device = r.string("device").value_or("");
   c.date = r.string("date").value_or("");
   read_efficiency(r, c.efficiency);
-  YAML::Node res = r.sequence("residuals");
+  YamlNode res = r.sequence("residuals");
   if (res.IsDefined()) {
     for (size_t i = 0; i < res.size(); ++i) {
       MapReader e(res[i], r.file(), r.field(fmt::format("residuals[{}]", i)), r.diags());
@@ -137,7 +137,7 @@ void read_calibration(MapReader& r, CalibrationSpec& c) {
     }
   }
   c.heldout_fraction = r.number("heldout_fraction", false, 0.0, 0.99).value_or(0.0);
-  YAML::Node held = r.sequence("heldout");
+  YamlNode held = r.sequence("heldout");
   if (held.IsDefined()) {
     for (size_t i = 0; i < held.size(); ++i) {
       MapReader e(held[i], r.file(), r.field(fmt::format("heldout[{}]", i)), r.diags());
@@ -156,11 +156,11 @@ void read_calibration(MapReader& r, CalibrationSpec& c) {
 
 /// The aliases sequence: each a non-empty name, no two the same once normalised.
 void read_aliases(MapReader& top, HardwareSpec& hw) {
-  const YAML::Node seq = top.sequence("aliases");
+  const YamlNode seq = top.sequence("aliases");
   if (!seq.IsDefined()) return;
   std::vector<std::string> normalized;
   for (size_t i = 0; i < seq.size(); ++i) {
-    const YAML::Node a = seq[i];
+    const YamlNode a = seq[i];
     const std::string field = fmt::format("aliases[{}]", i);
     if (!a.IsScalar() || normalize_gpu_name(a.Scalar()).empty()) {
       top.diags().error(loc_of(top.file(), a), field,
@@ -244,7 +244,7 @@ double clock_at_power(const HardwareSpec& hw, double power_w) {
 HardwareSpec load_hardware(const std::string& path) { return load_hardware_with_overrides(path, {}); }
 
 HardwareSpec load_hardware_with_overrides(const std::string& path, std::span<const FieldOverride> overrides) {
-  YAML::Node root = load_yaml_file(path);
+  YamlNode root = load_yaml_file(path);
   support::DiagnosticList diags;
   apply_overrides(root, overrides, diags);
   HardwareSpec hw;
@@ -325,11 +325,11 @@ HardwareSpec load_hardware_with_overrides(const std::string& path, std::span<con
   }
   hw.price_per_gpu_hour_usd = top.quantity("price_per_gpu_hour", Dimension::kPricePerHour).value_or(0);
   if (auto src = top.map("sources")) {
-    for (auto it = src->self().begin(); it != src->self().end(); ++it) {
-      if (!it->first.IsScalar()) continue;  // finish() reports a key that is not a name
-      std::string key = it->first.Scalar();
+    for (const YamlPair& p : src->self().pairs()) {
+      if (!p.first.IsScalar()) continue;  // finish() reports a key that is not a name
+      const std::string& key = p.first.Scalar();
       src->allow(key);
-      if (it->second.IsScalar()) hw.sources[key] = it->second.Scalar();
+      if (p.second.IsScalar()) hw.sources[key] = p.second.Scalar();
       else src->error_at(key, "expected a text saying where the figure comes from");
     }
     src->finish();
@@ -340,7 +340,7 @@ HardwareSpec load_hardware_with_overrides(const std::string& path, std::span<con
   // Cross-field checks.
   // fp8 (fp4) peak exactly when the generation has fp8 (fp4) tensor cores.
   if (generation && hw.peak(Peak::kBf16) > 0) {
-    const YAML::Node peak = root["compute"]["peak"];
+    const YamlNode peak = root["compute"]["peak"];
     struct Rule {
       Peak p;
       bool has;

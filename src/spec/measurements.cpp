@@ -181,7 +181,7 @@ const std::vector<std::string>& measurement_class_names() {
 }
 
 MeasurementSet load_measurements(const std::string& path) {
-  YAML::Node root = load_yaml_file(path);
+  YamlNode root = load_yaml_file(path);
   support::DiagnosticList diags;
   MeasurementSet set;
   set.source_file = path;
@@ -190,7 +190,7 @@ MeasurementSet load_measurements(const std::string& path) {
     top.error_at("schema", fmt::format("expected \"{}\", got \"{}\"", kMeasurementSchema, *schema));
   set.header.schema = kMeasurementSchema;
   if (auto h = top.map("header", true)) read_header(*h, set.header);
-  YAML::Node records = top.sequence("records", true);
+  YamlNode records = top.sequence("records", true);
   if (records.IsDefined()) {
     if (records.size() == 0) top.error_at("records", "expected at least one record");
     for (size_t i = 0; i < records.size() && !diags.full(); ++i) {

@@ -62,7 +62,7 @@ void check(const ModelSpec& m, const Locate& locate, const support::SourceLoc& r
 }
 
 /// The checks for a YAML model (`root`) or a spec with no file behind it (nullptr).
-void check(const ModelSpec& m, const YAML::Node* root, const std::string& file, const char* k_heads,
+void check(const ModelSpec& m, const YamlNode* root, const std::string& file, const char* k_heads,
            const char* k_kv, const char* k_hidden, support::DiagnosticList& d) {
   const Locate locate = [&](const char* key) -> std::optional<support::SourceLoc> {
     if (root && (*root)[key].IsDefined()) return loc_of(file, (*root)[key]);
@@ -182,7 +182,7 @@ void validate_model(const ModelSpec& m, const std::string& file) {
 ModelSpec load_model(const std::string& path) { return load_model_with_overrides(path, {}); }
 
 ModelSpec load_model_with_overrides(const std::string& path, std::span<const FieldOverride> overrides) {
-  YAML::Node root = load_yaml_file(path);
+  YamlNode root = load_yaml_file(path);
   support::DiagnosticList d;
   apply_overrides(root, overrides, d);
   ModelSpec m;

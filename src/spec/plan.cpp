@@ -271,7 +271,7 @@ void read_fields(MapReader& r, std::string_view prefix, PlanSpec& p) {
 }  // namespace
 
 PlanSpec load_plan(const std::string& path) {
-  YAML::Node root = load_yaml_file(path);
+  YamlNode root = load_yaml_file(path);
   support::DiagnosticList d;
   PlanSpec p;
   p.source_file = path;

@@ -128,22 +128,21 @@ class RowReader {
  public:
   RowReader(const std::string& file, support::DiagnosticList& d) : file_(file), d_(d) {}
 
-  void error(const YAML::Node& at, const std::string& label, const std::string& message) {
+  void error(const YamlNode& at, const std::string& label, const std::string& message) {
     d_.error(loc_of(file_, at), label, message);
   }
 
   /// Reads a section's scalars and checks the fields Ridgeline reads.
-  void section(const YAML::Node& row, const char* key, const std::string& label, PublishedSection& out) {
-    const YAML::Node n = row[key];
+  void section(const YamlNode& row, const char* key, const std::string& label, PublishedSection& out) {
+    const YamlNode n = row[key];
     if (!n.IsDefined() || n.IsNull()) return;
     if (!n.IsMap()) {
       error(n, label, fmt::format("{}: expected a mapping of fields", key));
       return;
     }
-    for (auto it = n.begin(); it != n.end(); ++it) {
-      // Copies: yaml-cpp's it->first / it->second live in a temporary proxy.
-      const YAML::Node k = it->first;
-      const YAML::Node v = it->second;
+    for (const YamlPair& p : n.pairs()) {
+      const YamlNode& k = p.first;
+      const YamlNode& v = p.second;
       if (!k.IsScalar()) {
         error(k, label, fmt::format("{}: expected a field name", key));
         continue;
@@ -183,7 +182,7 @@ class RowReader {
 }  // namespace
 
 PublishedFile load_published(const std::string& path) {
-  YAML::Node root = load_yaml_file(path);
+  YamlNode root = load_yaml_file(path);
   support::DiagnosticList d;
   PublishedFile out;
   out.path = path;
@@ -195,7 +194,7 @@ PublishedFile load_published(const std::string& path) {
   top.allow("confidence_levels");
   top.allow("conventions");
   const auto row_count = top.integer("row_count", false, 0);
-  YAML::Node rows = top.sequence("rows", true);
+  YamlNode rows = top.sequence("rows", true);
   top.finish();
   if (!rows.IsDefined() || !rows.IsSequence()) {
     d.throw_if_errors();
@@ -208,7 +207,7 @@ PublishedFile load_published(const std::string& path) {
   std::map<std::string, int> first_line;  // id -> line of its first row
   std::string previous_id;
   for (size_t i = 0; i < rows.size() && !d.full(); ++i) {
-    const YAML::Node row = rows[i];
+    const YamlNode row = rows[i];
     const std::string at = fmt::format("rows[{}]", i);
     if (!row.IsMap()) {
       rr.error(row, previous_id.empty() ? at : fmt::format("{} (after id {})", at, previous_id),
@@ -219,7 +218,7 @@ PublishedFile load_published(const std::string& path) {
     r.index = static_cast<int>(i);
     r.loc = loc_of(path, row);
     std::string label = at;
-    const YAML::Node id = row["id"];
+    const YamlNode id = row["id"];
     if (!id.IsDefined() || id.IsNull()) {
       rr.error(row, previous_id.empty() ? at : fmt::format("{} (after id {})", at, previous_id),
                "missing required field 'id'");
@@ -238,7 +237,7 @@ PublishedFile load_published(const std::string& path) {
       first_line.emplace(r.id, r.loc.line);
     bool ok = true;
     auto scalar = [&](const char* key, bool required, std::string& dst) {
-      const YAML::Node n = row[key];
+      const YamlNode n = row[key];
       if (!n.IsDefined() || n.IsNull()) {
         if (required) {
           rr.error(row, label, fmt::format("missing required field '{}'", key));

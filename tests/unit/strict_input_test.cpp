@@ -4,6 +4,7 @@
 // diagnostic is checked as exact text: file:line:col (1-based) of the second
 // key or of the offending value, the dotted field path, the message.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
@@ -53,9 +54,9 @@ std::vector<std::string> plan_errors(const std::string& f) { return errors(spec:
 std::vector<std::string> hf_errors(const std::string& f) { return errors(spec::load_hf_config, f); }
 std::vector<std::string> yaml_errors(const std::string& f) { return errors(spec::load_yaml_file, f); }
 
-/// The duplicate-key errors of `text`, checked to be the same whether the tree
-/// is walked (no '&' in the text) or the parser's events are read (a '&' in a
-/// trailing comment).
+/// The duplicate-key errors of `text`, checked to be the same with a trailing
+/// comment that holds a '&' (an anchor's sign, which the reader once took as a
+/// cue to read the text a second way).
 std::vector<std::string> tree_and_event_errors(const std::string& name, const std::string& text) {
   const auto from_tree = yaml_errors(write_temp(name, text));
   const auto from_events = yaml_errors(write_temp(name, text + "# & read as events\n"));
@@ -188,21 +189,40 @@ TEST_CASE("strict YAML: a key given twice in a framework profile or a GPU profil
 TEST_CASE("strict YAML: an aliased map is checked once, and aliases cannot make the check loop or explode") {
   const auto alias = write_temp("alias.yaml", "a: &x {b: 1, b: 2}\nc: *x\nd: *x\n");
   CHECK(yaml_errors(alias) == std::vector<std::string>{alias + ":1:14: error: a.b: given twice (first at line 1)"});
-  // A sequence that contains itself, and a billion-laughs chain: yaml-cpp builds them; the check reads events.
+  // A sequence that contains itself is refused (an alias names only a
+  // complete anchor); a billion-laughs chain shares its nodes and is read
+  // in one pass over its events.
   const auto cycle = write_temp("cycle.yaml", "a: &x [*x]\n");
-  CHECK(yaml_errors(cycle).empty());
+  CHECK(yaml_errors(cycle) ==
+        std::vector<std::string>{cycle + ":1:8: error: malformed YAML: the alias *x names no complete anchor &x before it"});
   std::string laughs = "l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n";
   for (int i = 1; i < 30; ++i)
     laughs += "l" + std::to_string(i) + ": &l" + std::to_string(i) + " [" + std::string(9, ' ') + "*l" +
               std::to_string(i - 1) + ", *l" + std::to_string(i - 1) + ", *l" + std::to_string(i - 1) + "]\n";
   const auto bomb = write_temp("laughs.yaml", laughs);
   CHECK(yaml_errors(bomb).empty());
+  // An alias to an anchor that is never given, and one given only later.
+  const auto unknown = write_temp("unknown_alias.yaml", "a: *nowhere\nb: &nowhere 1\n");
+  CHECK(yaml_errors(unknown) ==
+        std::vector<std::string>{unknown +
+                                 ":1:4: error: malformed YAML: the alias *nowhere names no complete anchor &nowhere "
+                                 "before it"});
+}
+
+TEST_CASE("strict YAML: nesting deeper than 512 levels is refused at the first list past the limit") {
+  // 600 nested flow lists on one line: the 513th '[' (column 513) is one level too deep.
+  const auto deep = write_temp("deep.yaml", "a: " + std::string(600, '[') + std::string(600, ']') + "\n");
+  CHECK(yaml_errors(deep) ==
+        std::vector<std::string>{deep + ":1:515: error: malformed YAML: nested deeper than 512 levels"});
+  // 500 levels (the top-level map and 499 lists) read.
+  const auto fine = write_temp("fine.yaml", "a: " + std::string(499, '[') + std::string(499, ']') + "\n");
+  CHECK(yaml_errors(fine).empty());
 }
 
 TEST_CASE("strict YAML: null is never taken as absent; each typed field says what it expected") {
   // MapReader directly, so the test does not depend on one loader's field list.
   const auto quantity = write_temp("null_l2.yaml", "memory:\n  l2_cache: null\n  capacity: ~\ntokens:\n");
-  const YAML::Node root = spec::load_yaml_file(quantity);
+  const spec::YamlNode root = spec::load_yaml_file(quantity);
   support::DiagnosticList d;
   spec::MapReader r(root, quantity, "", d);
   auto mem = r.map("memory");
@@ -310,6 +330,40 @@ TEST_CASE("strict JSON: a key given twice, at any depth, is an error at the seco
   }
   CHECK(got == std::vector<std::string>{"big.json:22:3: error: k3: given twice (first at line 5)",
                                         "big.json:23:3: error: k19: given twice (first at line 21)"});
+}
+
+TEST_CASE("strict JSON: a streamed list's items are the items parse_json keeps, with the same errors") {
+  const std::string text =
+      "{\"note\": \"n\",\n \"rows\": [{\"id\": \"a\", \"x\": 1},\n  {\"id\": \"b\", \"x\": [2, 3]},\n"
+      "  7],\n \"tail\": {\"rows\": [1, 2]}}\n";
+  const spec::JsonValue whole = spec::parse_json(text, "t.json");
+  std::vector<std::string> seen;
+  const spec::JsonValue rest = spec::parse_json_streaming(
+      text, "t.json", "rows", [&](const spec::JsonValue& item, std::size_t i) {
+        const spec::JsonValue& kept = whole.find("rows")->items.at(i);
+        CHECK(item.kind == kept.kind);
+        CHECK(item.loc.line == kept.loc.line);
+        CHECK(item.loc.col == kept.loc.col);
+        CHECK(describe(item) == describe(kept));
+        const spec::JsonValue* id = item.find("id");
+        seen.push_back(fmt::format("{}:{}", i, id ? id->text : describe(item)));
+      });
+  CHECK(seen == std::vector<std::string>{"0:a", "1:b", "2:7"});
+  // The streamed list is left empty; a list of the same name deeper down is kept.
+  REQUIRE(rest.find("rows"));
+  CHECK(rest.find("rows")->kind == spec::JsonValue::Kind::kArray);
+  CHECK(rest.find("rows")->items.empty());
+  CHECK(rest.find("tail")->find("rows")->items.size() == 2);
+  CHECK(rest.find("note")->text == "n");
+  // A key given twice inside a streamed row: the same error, named by its row.
+  const std::string dup = "{\"rows\": [{\"id\": 1}, {\"id\": 2, \"id\": 3}]}";
+  std::vector<std::string> got;
+  try {
+    spec::parse_json_streaming(dup, "d.json", "rows", [](const spec::JsonValue&, std::size_t) {});
+  } catch (const support::SpecError& e) {
+    for (const auto& d : e.diagnostics()) got.push_back(d.format());
+  }
+  CHECK(got == std::vector<std::string>{"d.json:1:32: error: rows[1].id: given twice (first at line 1)"});
 }
 
 TEST_CASE("strict JSON: each field must have the JSON type it is read as") {

@@ -5,10 +5,8 @@
 // reports unknown keys with a did-you-mean suggestion. A key given twice in
 // any map of the file is rejected by load_yaml_file, and a null value (`~`,
 // `null`, nothing) is never taken as absent: each getter reports it as the
-// wrong type. Nothing outside spec/ and calibrate/ loaders sees a YAML::Node.
+// wrong type. Nothing outside spec/ and calibrate/ loaders sees a YamlNode.
 #pragma once
-
-#include <yaml-cpp/yaml.h>
 
 #include <optional>
 #include <span>
@@ -17,13 +15,14 @@
 #include <vector>
 
 #include "ridgeline/spec/field_override.hpp"
+#include "ridgeline/spec/yaml_node.hpp"
 #include "ridgeline/support/diagnostics.hpp"
 #include "ridgeline/units/units.hpp"
 
 namespace ridgeline::spec {
 
-/// Location of a node (yaml-cpp marks are 0-based; this is 1-based).
-support::SourceLoc loc_of(const std::string& file, const YAML::Node& node);
+/// Location of a node (parser marks are 0-based; this is 1-based).
+support::SourceLoc loc_of(const std::string& file, const YamlNode& node);
 
 /// The bytes of a spec file; an unreadable file or one with a NUL byte throws SpecError.
 std::string read_text_file(const std::string& path);
@@ -31,7 +30,7 @@ std::string read_text_file(const std::string& path);
 /// Parses a whole file; a syntax error, an unreadable file or a key given
 /// twice in any map ("KEY: given twice (first at line N)", KEY the dotted
 /// path, list items as `rows[3]`) throws SpecError.
-YAML::Node load_yaml_file(const std::string& path);
+YamlNode load_yaml_file(const std::string& path);
 
 /// True when `s` is well-formed UTF-8 (no overlongs, surrogates or code points above U+10FFFF).
 bool valid_utf8(std::string_view s);
@@ -46,7 +45,7 @@ std::optional<double> parse_real_number(const std::string& text, double min, dou
 /// Puts each override's value into `root` as a text value, creating the maps
 /// on its path (a field the file lacks is added). A path through a value that
 /// is not a map is reported under the override's label.
-void apply_overrides(YAML::Node& root, std::span<const FieldOverride> overrides, support::DiagnosticList& d);
+void apply_overrides(YamlNode& root, std::span<const FieldOverride> overrides, support::DiagnosticList& d);
 
 /// The diagnostics of `d`, those about an overridden field relabelled: no file
 /// position (the value came from elsewhere) and the override's label as the
@@ -61,7 +60,7 @@ std::vector<std::string> split_field_path(const std::string& field);
 class MapReader {
  public:
   /// `path` is the dotted prefix of this map's fields ("" at top level).
-  MapReader(const YAML::Node& node, std::string file, std::string path, support::DiagnosticList& diags);
+  MapReader(const YamlNode& node, std::string file, std::string path, support::DiagnosticList& diags);
 
   bool valid() const { return valid_; }
   /// Present and not null (a getter reports a null value; has() only steers which getter to call).
@@ -91,9 +90,9 @@ class MapReader {
   /// A nested map; returns nullopt (and reports) when the key holds something else.
   std::optional<MapReader> map(const std::string& key, bool required = false);
   /// A sequence node, or an undefined node when absent.
-  YAML::Node sequence(const std::string& key, bool required = false);
-  YAML::Node node(const std::string& key) const { return node_[key]; }
-  const YAML::Node& self() const { return node_; }
+  YamlNode sequence(const std::string& key, bool required = false);
+  YamlNode node(const std::string& key) const { return node_[key]; }
+  const YamlNode& self() const { return node_; }
 
   /// Reports every key that no getter asked for (strict), then missing
   /// required fields, except those an unknown key was a misspelling of.
@@ -109,11 +108,11 @@ class MapReader {
 
  private:
   /// The value node (null included), or an undefined node when absent.
-  YAML::Node get(const std::string& key, bool required);
+  YamlNode get(const std::string& key, bool required);
   /// The scalar text; a null, a list, a map or non-UTF-8 text is reported
   /// ("expected <expected>, got null" for a null).
   std::optional<std::string> scalar(const std::string& key, bool required, const std::string& expected);
-  YAML::Node node_;
+  YamlNode node_;
   std::string file_;
   std::string path_;
   support::DiagnosticList* diags_;
