@@ -9,6 +9,7 @@
 #include "common.hpp"
 #include "ridgeline/spec/framework.hpp"
 #include "ridgeline/support/diagnostics.hpp"
+#include "ridgeline/support/heap.hpp"
 #include <fmt/format.h>
 #include <algorithm>
 
@@ -104,6 +105,7 @@ std::unique_ptr<CLI::App> make_app(const std::string& invoked, int& rc, bool& fo
 
 int main(int argc, char** argv) {
   using namespace ridgeline::cli;
+  ridgeline::support::keep_freed_heap();
   // The framework profiles (frameworks/*.yaml) are listed here and the
   // default (megatron) read, so that a missing or malformed default is one
   // located error before any command runs; the others are read when a plan,
