@@ -125,7 +125,7 @@ TEST_CASE("strict YAML: a key given twice is an error at the second, in every ma
   CHECK(yaml_errors(rows) ==
         std::vector<std::string>{rows + ":5:7: error: rows[0].model.hidden: given twice (first at line 4)"});
 
-  // Quoted and plain spellings are one key (yaml-cpp's lookup finds either); every repeat is reported.
+  // Quoted and plain spellings are one key (a lookup finds either); every repeat is reported.
   const auto two = write_temp("dup_two.yaml", "a: 1\n\"a\": 2\nb: 1\nb: 2\n");
   CHECK(yaml_errors(two) == std::vector<std::string>{two + ":2:1: error: a: given twice (first at line 1)",
                                                      two + ":4:1: error: b: given twice (first at line 3)"});
