@@ -257,6 +257,14 @@ TEST_CASE("intervals: the residual file's errors are located") {
   CHECK(unknown.find("unknown key 'colour'") != std::string::npos);
   const std::string fw = error_of(test::edited(ok, "\"framework\": \"fsdp\"", "\"framework\": \"jax\""));
   CHECK(fw.find("rows[0].framework") != std::string::npos);
+  // The file is mapped, not read: the checks read_text_file makes still apply.
+  CHECK(error_of(test::edited(ok, "\"x\"", std::string("\"x\0\"", 4))).find("not a text file (contains a NUL byte)") !=
+        std::string::npos);
+  const std::string empty = error_of("");
+  CHECK(empty.find("file is empty") != std::string::npos);
+  // A row that is not an object, and a second row's error after the file's own.
+  const std::string rows = error_of(test::edited(ok, "  ]\n}", "  , 7]\n}"));
+  CHECK(rows.find("rows[1]: expected a mapping of fields") != std::string::npos);
 }
 
 TEST_CASE("intervals: validation/residuals.json is what the published rows give now") {
