@@ -239,7 +239,7 @@ ModelSpec load_hf_config_with_overrides(const std::string& path, std::span<const
   m.id = named_by_folder ? folder : fp.stem().string();
   // Unknown keys are ignored (configs carry many Ridgeline has no use for);
   // a null optional field takes its default, as in transformers.
-  JsonMapReader r(root, path, "", d);
+  JsonMapReader r(root, "", d);
   throw_if_errors();
   const auto type = r.string("model_type", true);
   r.finish();

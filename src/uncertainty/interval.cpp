@@ -502,15 +502,15 @@ IntervalModel load_residuals(const std::string& path) {
   std::vector<Residual> rows;
   const std::string framework_choices = spec::framework_choices();
   auto read_row = [&](const spec::JsonValue& row, std::size_t i) {
-    spec::JsonMapReader m(row, path, fmt::format("rows[{}]", i), row_diags);
+    spec::JsonMapReader m(row, fmt::format("rows[{}]", i), row_diags);
     if (!m.valid()) return;
     reject_unknown(row,
                    {"id", "group", "kind", "framework", "generation", "gpus", "params", "dominant", "dtype",
                     "log_residual"},
                    m);
     Residual r;
-    if (auto s = m.string("id", true)) r.id = *s;
-    if (auto s = m.string("group", true)) r.group = *s;
+    if (auto s = m.string("id", true)) r.id = std::move(*s);
+    if (auto s = m.string("group", true)) r.group = std::move(*s);
     const auto kind = read_word(
         m, "kind",
         [](std::string_view s) -> std::optional<int> {
@@ -549,7 +549,7 @@ IntervalModel load_residuals(const std::string& path) {
   };
   const spec::JsonValue root = spec::load_json_file_streaming(path, "rows", read_row);
   support::DiagnosticList d;
-  spec::JsonMapReader top(root, path, "", d);
+  spec::JsonMapReader top(root, "", d);
   std::string source;
   if (top.valid()) {
     reject_unknown(root, {"note", "source", "rows"}, top);

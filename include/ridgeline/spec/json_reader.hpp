@@ -87,7 +87,9 @@ void apply_overrides(JsonValue& root, std::span<const FieldOverride> overrides, 
 /// reads are ignored: configs carry many fields Ridgeline has no use for.
 class JsonMapReader {
  public:
-  JsonMapReader(const JsonValue& object, std::string file, std::string path, support::DiagnosticList& diags);
+  /// `path`: the dotted prefix of the object's fields ("" at the top); each
+  /// value carries its file and position (JsonLoc).
+  JsonMapReader(const JsonValue& object, std::string path, support::DiagnosticList& diags);
 
   bool valid() const { return valid_; }
   /// Present and not null.
@@ -116,7 +118,6 @@ class JsonMapReader {
   /// or a wrong kind ("expected <expected>, got <what>").
   const JsonValue* get(const std::string& key, bool required, JsonValue::Kind kind, const char* expected);
   const JsonValue* object_;
-  std::string file_;
   std::string path_;
   support::DiagnosticList* diags_;
   std::vector<std::string> missing_;
