@@ -64,7 +64,7 @@ std::string default_published_file() {
 
 json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
-std::string pct(double v) { return fmt::format("{:+.1f}%", v); }
+std::string signed_pct(double v) { return fmt::format("{:+.1f}%", v); }
 std::string abs_pct(double v) { return fmt::format("{:.1f}%", v); }
 
 std::string value(double v, const std::string& unit) {
@@ -105,7 +105,7 @@ std::vector<std::string> stats_cells(const std::string& name, const validation::
           std::to_string(s.skipped),
           any ? abs_pct(s.median_abs_pct) : "-",
           any ? abs_pct(s.p90_abs_pct) : "-",
-          any ? pct(s.median_speed_pct) : "-"};
+          any ? signed_pct(s.median_speed_pct) : "-"};
 }
 
 std::string headline(const PublishedReport& r) {
@@ -154,7 +154,7 @@ std::string render_table(const PublishedReport& r, bool show_skipped) {
     const auto& c = x.primary;
     any_unfit |= !x.fits;
     rows.push_back({x.id, x.group, x.profile, x.framework.empty() ? "-" : x.framework, c.quantity,
-                    value(c.measured, c.unit), value(c.predicted, c.unit), pct(c.error_pct) + (x.fits ? "" : " *")});
+                    value(c.measured, c.unit), value(c.predicted, c.unit), signed_pct(c.error_pct) + (x.fits ? "" : " *")});
   }
   out += text_table({"id", "group", "profile", "framework", "quantity", "measured", "predicted", "error"}, rows,
                     {false, false, false, false, false, true, true, true});
@@ -462,7 +462,7 @@ std::vector<std::string> logo_cells(const std::string& name, const validation::E
     const bool any = s->predicted > 0;
     c.push_back(any ? abs_pct(s->median_abs_pct) : "-");
     c.push_back(any ? abs_pct(s->p90_abs_pct) : "-");
-    c.push_back(any ? pct(s->median_speed_pct) : "-");
+    c.push_back(any ? signed_pct(s->median_speed_pct) : "-");
   }
   return c;
 }
