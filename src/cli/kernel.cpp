@@ -71,7 +71,7 @@ struct Field {
 };
 
 using R = KernelRecord;
-const Field kFields[] = {
+constinit const Field kFields[] = {
     {"schema", "", Unit::kText, false, &R::schema},
     {"kernel", "", Unit::kText, false, &R::kernel},
     {"class", "class", Unit::kText, false, &R::cls},

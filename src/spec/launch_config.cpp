@@ -30,7 +30,7 @@ struct MegatronArg {
 };
 
 // megatron/training/arguments.py spellings. Switches are store_true.
-const MegatronArg kMegatronArgs[] = {
+constinit const MegatronArg kMegatronArgs[] = {
     {"tensor-model-parallel-size", true, &LaunchValues::tp, {}, {}, "Megatron-LM spelling of --tp"},
     {"pipeline-model-parallel-size", true, &LaunchValues::pp, {}, {}, "Megatron-LM spelling of --pp"},
     {"context-parallel-size", true, &LaunchValues::cp, {}, {}, "Megatron-LM spelling of --cp"},

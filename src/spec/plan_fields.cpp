@@ -29,7 +29,7 @@ bool is_mixed(const PlanSpec& p) { return p.precision != Precision::kFp32 && p.p
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 // Ranges: beyond these a value is not one training job (and 32-bit products
 // of layout sizes overflow); engine::check_plan checks the combinations.
-const PlanField kFields[] = {
+constinit const PlanField kFields[] = {
     {.key = "micro_batch", .flag = "micro-batch", .help = "Micro-batch size per GPU", .type = FieldType::kInt,
      .lo = 1, .hi = 1 << 24, .int_ref = [](PlanSpec& p) -> int& { return p.micro_batch; }, .summary = "mb{}"},
     {.key = "global_batch", .flag = "global-batch",
