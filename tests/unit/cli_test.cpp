@@ -83,6 +83,18 @@ TEST_CASE("cli: golden predictions (regenerate with scripts/regen_golden.sh)") {
   }
 }
 
+TEST_CASE("cli: --version prints the project's version, alone or after other flags") {
+  // CMakeLists.txt's project(ridgeline VERSION ...) is RIDGELINE_VERSION.
+  const auto alone = test::run_cli("--version");
+  CHECK(alone.status == 0);
+  CHECK(alone.out == std::string("ridgeline ") + RIDGELINE_VERSION + "\n");
+  CHECK(alone.err.empty());
+  // Through CLI11 (the app's version flag): the same line.
+  const auto before_a_command = test::run_cli("--version predict");
+  CHECK(before_a_command.status == 0);
+  CHECK(before_a_command.out == alone.out);
+}
+
 TEST_CASE("cli: the shipped default runs and says whether it fits") {
   const auto r = test::run_cli("predict");
   // Llama-3-8B with AdamW needs 16 bytes per parameter of model state (ZeRO paper): 128 GB > 80 GiB.
