@@ -169,6 +169,21 @@ TEST_CASE("strict YAML: a key given twice is found in lists of lists, under comp
                                            f + ":3:1: error: a: given twice (first at line 1)"});
 }
 
+TEST_CASE("strict YAML: a key given twice in a map of more than 16 keys (looked up by index past 16)") {
+  // Keys k0..k19 on lines 1..20, then k3 again (first on line 4) and k19 again (first on line 20), each at
+  // column 1 of lines 21 and 22; the first value stays.
+  std::string big;
+  for (int k = 0; k < 20; ++k) big += "k" + std::to_string(k) + ": " + std::to_string(k) + "\n";
+  big += "k3: 0\nk19: 0\n";
+  const auto f = write_temp("big_map.yaml", big);
+  CHECK(yaml_errors(f) == std::vector<std::string>{f + ":21:1: error: k3: given twice (first at line 4)",
+                                                   f + ":22:1: error: k19: given twice (first at line 20)"});
+  const auto once = write_temp("big_map_once.yaml", big.substr(0, big.find("k3: 0")));
+  const spec::YamlNode root = spec::load_yaml_file(once);
+  CHECK(root.size() == 20);
+  CHECK(root["k19"].Scalar() == "19");
+}
+
 TEST_CASE("strict YAML: a key given twice in a framework profile or a GPU profile names its line and column") {
   const Edited fw = insert_after("frameworks/megatron.yaml", "name:", "name: Again");
   REQUIRE(fw.first > 0);

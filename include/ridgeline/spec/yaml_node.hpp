@@ -73,8 +73,6 @@ class YamlNode {
   /// anything but a map.
   void set(std::string_view key, YamlNode value);
 
-  /// The same node (not an equal one).
-  bool is(const YamlNode& other) const { return d_ == other.d_; }
 
  private:
   struct Data;
