@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "ridgeline/spec/yaml_reader.hpp"
 #include "ridgeline/support/diagnostics.hpp"
 
 namespace ridgeline::spec {
@@ -84,6 +85,14 @@ class YamlBuilder {
       : text_(text), file_(file), language_(language) {}
 
   YamlNode build() {
+    // Checked here rather than by libyaml's reader, which names the byte
+    // after a bad one ("invalid trailing UTF-8 octet").
+    if (const std::size_t at = invalid_utf8_at(text_); at != std::string_view::npos) {
+      const yaml_mark_t m = mark_at(at);
+      throw support::SpecError({file_, static_cast<int>(m.line) + 1, static_cast<int>(m.column) + 1}, "",
+                               fmt::format("not UTF-8 text (byte 0x{:02X} starts no UTF-8 character here)",
+                                           static_cast<unsigned char>(text_[at])));
+    }
     yaml_parser_t parser;
     if (!yaml_parser_initialize(&parser)) throw support::SpecError({file_, 0, 0}, "", "out of memory reading YAML");
     struct Closer {
@@ -125,23 +134,26 @@ class YamlBuilder {
     std::string what = p.problem ? p.problem : "unreadable text";
     if (p.problem_value != -1 && p.error == YAML_READER_ERROR)
       what += fmt::format(" (byte 0x{:02X} at offset {})", p.problem_value & 0xFF, p.problem_offset);
-    yaml_mark_t at = p.problem_mark;
-    if (p.error == YAML_READER_ERROR) {
-      // A reader error has an offset, not a line: count the lines up to it.
-      at = {};
-      for (std::size_t i = 0; i < p.problem_offset && i < text_.size(); ++i) {
-        if (text_[i] == '\n') {
-          ++at.line;
-          at.column = 0;
-        } else {
-          ++at.column;
-        }
-      }
-    }
+    // A reader error has an offset, not a line.
+    const yaml_mark_t at = p.error == YAML_READER_ERROR ? mark_at(p.problem_offset) : p.problem_mark;
     if (p.context)
       what += fmt::format(" ({} at line {}, column {})", p.context, p.context_mark.line + 1, p.context_mark.column + 1);
     throw support::SpecError({file_, static_cast<int>(at.line) + 1, static_cast<int>(at.column) + 1}, "",
                              fmt::format("malformed {}: {}", language_, what));
+  }
+
+  /// The 0-based line and column (in bytes) of byte `offset` of the text.
+  yaml_mark_t mark_at(std::size_t offset) const {
+    yaml_mark_t m{};
+    for (std::size_t i = 0; i < offset && i < text_.size(); ++i) {
+      if (text_[i] == '\n') {
+        ++m.line;
+        m.column = 0;
+      } else {
+        ++m.column;
+      }
+    }
+    return m;
   }
 
   [[noreturn]] void fail_at(const yaml_mark_t& m, const std::string& what) const {

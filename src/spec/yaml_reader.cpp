@@ -41,7 +41,7 @@ YamlNode load_yaml_file(const std::string& path) {
   return root;
 }
 
-bool valid_utf8(std::string_view s) {
+std::size_t invalid_utf8_at(std::string_view s) {
   size_t i = 0;
   const auto* b = reinterpret_cast<const unsigned char*>(s.data());
   while (i < s.size()) {
@@ -52,17 +52,19 @@ bool valid_utf8(std::string_view s) {
     if ((c >> 5) == 0x6) n = 1, cp = c & 0x1F;
     else if ((c >> 4) == 0xE) n = 2, cp = c & 0x0F;
     else if ((c >> 3) == 0x1E) n = 3, cp = c & 0x07;
-    else return false;
+    else return i;
     for (int k = 1; k <= n; ++k) {
-      if (i + k >= s.size() || (b[i + k] >> 6) != 0x2) return false;
+      if (i + k >= s.size() || (b[i + k] >> 6) != 0x2) return i;
       cp = (cp << 6) | (b[i + k] & 0x3F);
     }
     static constexpr unsigned kMin[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
     i += n + 1;
   }
-  return true;
+  return std::string_view::npos;
 }
+
+bool valid_utf8(std::string_view s) { return invalid_utf8_at(s) == std::string_view::npos; }
 
 std::optional<long long> parse_whole_number(const std::string& text, long long min, long long max,
                                             std::string& error) {

@@ -224,6 +224,17 @@ TEST_CASE("strict YAML: an aliased map is checked once, and aliases cannot make 
                                  "before it"});
 }
 
+TEST_CASE("strict YAML: text that is not UTF-8 is refused at its first bad byte") {
+  // "name: L" is 7 bytes: the lone 0xDE (it opens a 2-byte character, and 'a' does not continue one) is column 8.
+  const auto f = write_temp("not_utf8.yaml", "name: L\xde" "ama\nlayers: 2\n");
+  CHECK(yaml_errors(f) ==
+        std::vector<std::string>{f + ":1:8: error: not UTF-8 text (byte 0xDE starts no UTF-8 character here)"});
+  // On a later line, after valid multi-byte text (columns count bytes): "b: \xc3\xa9" is 5 bytes.
+  const auto g = write_temp("not_utf8_2.yaml", "a: \xc3\xa9\nb: \xc3\xa9\xff\n");
+  CHECK(yaml_errors(g) ==
+        std::vector<std::string>{g + ":2:6: error: not UTF-8 text (byte 0xFF starts no UTF-8 character here)"});
+}
+
 TEST_CASE("strict YAML: nesting deeper than 512 levels is refused at the first list past the limit") {
   // 600 nested flow lists on one line: the 513th '[' (column 513) is one level too deep.
   const auto deep = write_temp("deep.yaml", "a: " + std::string(600, '[') + std::string(600, ']') + "\n");

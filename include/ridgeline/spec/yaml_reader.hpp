@@ -34,6 +34,9 @@ YamlNode load_yaml_file(const std::string& path);
 
 /// True when `s` is well-formed UTF-8 (no overlongs, surrogates or code points above U+10FFFF).
 bool valid_utf8(std::string_view s);
+/// The offset of the first byte of the first sequence in `s` that is not
+/// well-formed UTF-8, or npos when there is none.
+std::size_t invalid_utf8_at(std::string_view s);
 
 /// The text of a whole number within [min, max], or nullopt with `error` set
 /// ("expected a whole number, got \"x\"", "expected a whole number from 1 to 64, got 65").
