@@ -781,7 +781,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
           // The checks that read no step field, once for all the graph's layouts.
           const bool graph_refused = !engine::check_graph_field(m, p, hw).empty();
           for (size_t z = 0; z < inner; ++z) {
-            l.vpp = d.vpp[z / (d.zero.size() * d.offload.size())];
+            l.vpp = d.vpp[z / zo];
             l.zero = d.zero[z / d.offload.size() % d.zero.size()];
             l.offload = d.offload[z % d.offload.size()];
             if ((l.zero > 0 && l.dp * l.cp == 1 && !l.offload.any()) ||  // nothing to shard: same as ZeRO-0
@@ -800,7 +800,8 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
               }
               continue;
             }
-            double& bound = state_bound[j * zo + z % zo];
+            const size_t at_zo = j * zo + z % zo;  // stage split and (ZeRO, offload)
+            double& bound = state_bound[at_zo];
             if (bound < 0) bound = memory::model_state(p, held.largest).total();
             if (bound > memory_limit) {  // a lower bound on the peak's upper end
               ++n.pruned;
@@ -818,12 +819,11 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
             }
             // Memory first: a layout over it needs no step time (what it
             // would have been is read nowhere).
-            const size_t at_state = j * zo + z % zo;
-            if (!states_formed[at_state]) {
-              states[at_state] = memory::stage_states(sum.facts, p, sum.params);
-              states_formed[at_state] = 1;
+            if (!states_formed[at_zo]) {
+              states[at_zo] = memory::stage_states(sum.facts, p, sum.params);
+              states_formed[at_zo] = 1;
             }
-            engine::finish_memory(pred, sum, m, p, hw, &states[at_state]);
+            engine::finish_memory(pred, sum, m, p, hw, &states[at_zo]);
             ++n.evaluated;
             const double hi = memory_upper_bytes(pred.memory);
             if (pred.status != engine::Status::kOk || hi > memory_limit) {

@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <deque>
-#include <iterator>
 #include <unordered_map>
 
 #include <fcntl.h>
@@ -144,9 +142,8 @@ class Parser {
       ++i_;
       return;
     }
-    if (members_.size() <= static_cast<std::size_t>(depth)) members_.resize(depth + 1);
-    std::vector<JsonMember>& ms = members_[depth];  // a deque: deeper levels do not move it
-    ms.clear();
+    std::vector<JsonMember>& ms = v.members;
+    ms.reserve(kScanned);  // one allocation for most objects (a residual row has 9 or 10 members)
     for (;;) {
       if (peek() != '"') fail(fmt::format("expected a key in double quotes, got {}", got()));
       const Pos key_pos = pos();
@@ -178,9 +175,6 @@ class Parser {
       skip_ws();
       if (peek() == '}') {
         ++i_;
-        v.members.reserve(ms.size());
-        std::move(ms.begin(), ms.end(), std::back_inserter(v.members));
-        ms.clear();
         return;
       }
       if (peek() != ',') fail(fmt::format("expected ',' or '}}' after a value, got {}", got()));
@@ -386,9 +380,6 @@ class Parser {
   std::shared_ptr<const std::string> shared_file_;
   std::string_view stream_key_;
   const JsonItemFn* stream_ = nullptr;
-  // Each nesting level's members as they are read; an object then takes
-  // exactly as many (a row's 9 members in 9 slots, not 16).
-  std::deque<std::vector<JsonMember>> members_;
   size_t i_ = 0;
   size_t line_start_ = 0;
   int line_ = 1;

@@ -87,12 +87,10 @@ class YamlBuilder {
   YamlNode build() {
     // Checked here rather than by libyaml's reader, which names the byte
     // after a bad one ("invalid trailing UTF-8 octet").
-    if (const std::size_t at = invalid_utf8_at(text_); at != std::string_view::npos) {
-      const yaml_mark_t m = mark_at(at);
-      throw support::SpecError({file_, static_cast<int>(m.line) + 1, static_cast<int>(m.column) + 1}, "",
+    if (const std::size_t at = invalid_utf8_at(text_); at != std::string_view::npos)
+      throw support::SpecError(loc(mark_at(at)), "",
                                fmt::format("not UTF-8 text (byte 0x{:02X} starts no UTF-8 character here)",
                                            static_cast<unsigned char>(text_[at])));
-    }
     yaml_parser_t parser;
     if (!yaml_parser_initialize(&parser)) throw support::SpecError({file_, 0, 0}, "", "out of memory reading YAML");
     struct Closer {
@@ -138,8 +136,7 @@ class YamlBuilder {
     const yaml_mark_t at = p.error == YAML_READER_ERROR ? mark_at(p.problem_offset) : p.problem_mark;
     if (p.context)
       what += fmt::format(" ({} at line {}, column {})", p.context, p.context_mark.line + 1, p.context_mark.column + 1);
-    throw support::SpecError({file_, static_cast<int>(at.line) + 1, static_cast<int>(at.column) + 1}, "",
-                             fmt::format("malformed {}: {}", language_, what));
+    fail_at(at, what);
   }
 
   /// The 0-based line and column (in bytes) of byte `offset` of the text.
@@ -156,9 +153,13 @@ class YamlBuilder {
     return m;
   }
 
+  /// A parser mark (0-based) as a diagnostic's position (1-based).
+  support::SourceLoc loc(const yaml_mark_t& m) const {
+    return {file_, static_cast<int>(m.line) + 1, static_cast<int>(m.column) + 1};
+  }
+
   [[noreturn]] void fail_at(const yaml_mark_t& m, const std::string& what) const {
-    throw support::SpecError({file_, static_cast<int>(m.line) + 1, static_cast<int>(m.column) + 1}, "",
-                             fmt::format("malformed {}: {}", language_, what));
+    throw support::SpecError(loc(m), "", fmt::format("malformed {}: {}", language_, what));
   }
 
   static std::string text_of(const yaml_char_t* s) { return s ? reinterpret_cast<const char*>(s) : ""; }
