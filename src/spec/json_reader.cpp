@@ -7,12 +7,8 @@
 #include <cctype>
 #include <unordered_map>
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include "ridgeline/spec/yaml_reader.hpp"
+#include "ridgeline/support/mapped_file.hpp"
 
 namespace ridgeline::spec {
 
@@ -415,39 +411,11 @@ JsonValue parse_json_streaming(std::string_view text, const std::string& file, s
   return Parser(text, file, key, &item).document();
 }
 
-namespace {
-
-/// A file's bytes mapped read-only from the page cache (the kernel maps up to
-/// 16 cached pages per fault) rather than copied into fresh heap pages (a
-/// fault each): the residuals behind every interval are 78 KiB. Empty when the
-/// file cannot be mapped (empty, a pipe); read_text_file then reads it.
-class MappedFile {
- public:
-  explicit MappedFile(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    struct stat st {};
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-      void* p = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-      if (p != MAP_FAILED) data_ = {static_cast<const char*>(p), static_cast<std::size_t>(st.st_size)};
-    }
-    ::close(fd);
-  }
-  ~MappedFile() {
-    if (!data_.empty()) ::munmap(const_cast<char*>(data_.data()), data_.size());
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  std::string_view text() const { return data_; }
-
- private:
-  std::string_view data_;
-};
-
-}  // namespace
-
 JsonValue load_json_file_streaming(const std::string& path, std::string_view key, const JsonItemFn& item) {
-  const MappedFile mapped(path);
+  // Mapped from the page cache rather than copied into fresh heap pages: the
+  // residuals behind every interval are 78 KiB. An unmappable file (empty, a
+  // pipe) is read as usual.
+  const support::MappedFile mapped(path);
   if (mapped.text().empty()) return parse_json_streaming(read_text_file(path), path, key, item);
   // read_text_file's check, on the mapped bytes.
   if (mapped.text().find('\0') != std::string_view::npos)

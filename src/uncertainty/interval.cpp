@@ -1,7 +1,5 @@
 #include "ridgeline/uncertainty/interval.hpp"
 
-#include "ridgeline/spec/json_reader.hpp"
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -16,6 +14,8 @@
 #include "ridgeline/spec/json_reader.hpp"
 #include "ridgeline/spec/plan.hpp"
 #include "ridgeline/spec/yaml_reader.hpp"
+#include "ridgeline/support/mapped_file.hpp"
+#include "ridgeline/uncertainty/built_in_residuals.hpp"
 
 namespace ridgeline::uncertainty {
 
@@ -480,6 +480,64 @@ auto read_word(spec::JsonMapReader& m, const std::string& key, Parse parse, std:
   return v;
 }
 
+/// A row's kind: 0 a training run, 1 a GEMM, 2 an attention kernel.
+std::optional<int> parse_row_kind(std::string_view s) {
+  if (s == "training") return 0;
+  if (s == "gemm") return 1;
+  if (s == "attention") return 2;
+  return std::nullopt;
+}
+
+std::optional<Dominant> parse_dominant_word(std::string_view s) {
+  Dominant x;
+  if (parse_dominant(s, x)) return x;
+  return std::nullopt;
+}
+
+// The bounds a row's numbers are read within.
+constexpr long long kMaxGpus = 1LL << 24;
+constexpr double kMaxParams = 1e15;
+constexpr double kMaxAbsLogResidual = 10;
+
+/// The rows built into the program (built_in_residuals.hpp), made Residuals
+/// with the file reader's words and bounds; nullopt where one does not read
+/// (the caller then reads the file, whose reader names the field).
+std::optional<IntervalModel> from_built_in(const BuiltInResiduals& b) {
+  std::vector<Residual> rows;
+  rows.reserve(b.rows.size());
+  const auto within = [](double v, double lo, double hi) { return v >= lo && v <= hi; };  // false for NaN
+  for (const BuiltInRow& e : b.rows) {
+    Residual r;
+    r.id = e.id;
+    r.group = e.group;
+    const auto kind = parse_row_kind(e.kind);
+    const auto gen = spec::parse_generation(e.generation);
+    if (!kind || !gen || !within(e.log_residual, -kMaxAbsLogResidual, kMaxAbsLogResidual)) return std::nullopt;
+    r.run.generation = *gen;
+    r.kernel_traits.generation = *gen;
+    if (*kind > 0) {
+      r.kernel = true;
+      r.kernel_traits.kind = *kind == 1 ? KernelKind::kGemm : KernelKind::kAttention;
+      const auto t = spec::parse_dtype(e.dtype);
+      if (!t) return std::nullopt;
+      r.kernel_traits.dtype = *t;
+    } else {
+      const auto f = spec::find_framework(e.framework);
+      const auto dom = parse_dominant_word(e.dominant);
+      if (!f || !dom || !within(e.gpus, 1, static_cast<double>(kMaxGpus)) || e.gpus != std::floor(e.gpus) ||
+          !within(e.params, 1, kMaxParams))
+        return std::nullopt;
+      r.run.framework = *f;
+      r.run.gpus = static_cast<long long>(e.gpus);
+      r.run.params = e.params;
+      r.run.dominant = *dom;
+    }
+    r.log_residual = e.log_residual;
+    rows.push_back(std::move(r));
+  }
+  return IntervalModel(std::move(rows), std::string(b.source));
+}
+
 /// Keys of `object` that no reader asks for are errors, as in the YAML files.
 void reject_unknown(const spec::JsonValue& object, std::initializer_list<std::string_view> known,
                     spec::JsonMapReader& m) {
@@ -511,15 +569,7 @@ IntervalModel load_residuals(const std::string& path) {
     Residual r;
     if (auto s = m.string("id", true)) r.id = std::move(*s);
     if (auto s = m.string("group", true)) r.group = std::move(*s);
-    const auto kind = read_word(
-        m, "kind",
-        [](std::string_view s) -> std::optional<int> {
-          if (s == "training") return 0;
-          if (s == "gemm") return 1;
-          if (s == "attention") return 2;
-          return std::nullopt;
-        },
-        "training, gemm, attention");
+    const auto kind = read_word(m, "kind", parse_row_kind, "training, gemm, attention");
     if (auto g = read_word(m, "generation", spec::parse_generation, "ampere, ada, hopper, blackwell, ...")) {
       r.run.generation = *g;
       r.kernel_traits.generation = *g;
@@ -531,19 +581,12 @@ IntervalModel load_residuals(const std::string& path) {
         r.kernel_traits.dtype = *t;
     } else if (kind) {
       if (auto f = read_word(m, "framework", spec::find_framework, framework_choices)) r.run.framework = *f;
-      if (auto n = m.integer("gpus", true, 1, 1LL << 24)) r.run.gpus = *n;
-      if (auto p = m.number("params", true, 1, 1e15)) r.run.params = *p;
-      auto dom = read_word(
-          m, "dominant",
-          [](std::string_view s) -> std::optional<Dominant> {
-            Dominant x;
-            if (parse_dominant(s, x)) return x;
-            return std::nullopt;
-          },
-          "compute, attention, memory-bound, communication");
+      if (auto n = m.integer("gpus", true, 1, kMaxGpus)) r.run.gpus = *n;
+      if (auto p = m.number("params", true, 1, kMaxParams)) r.run.params = *p;
+      auto dom = read_word(m, "dominant", parse_dominant_word, "compute, attention, memory-bound, communication");
       if (dom) r.run.dominant = *dom;
     }
-    if (auto v = m.number("log_residual", true, -10, 10)) r.log_residual = *v;
+    if (auto v = m.number("log_residual", true, -kMaxAbsLogResidual, kMaxAbsLogResidual)) r.log_residual = *v;
     m.finish();
     rows.push_back(std::move(r));
   };
@@ -570,12 +613,27 @@ IntervalModel load_residuals(const std::string& path) {
 
 std::string shipped_path() { return (fs::path(spec::data_dir()) / "validation" / "residuals.json").string(); }
 
+IntervalModel load_shipped_residuals(const std::string& path, bool* built_in) {
+  if (built_in) *built_in = false;
+  const BuiltInResiduals& b = built_in_residuals();
+  if (!b.text.empty()) {
+    const support::MappedFile file(path);
+    if (file.text() == b.text) {
+      if (auto model = from_built_in(b)) {
+        if (built_in) *built_in = true;
+        return std::move(*model);
+      }
+    }
+  }
+  return load_residuals(path);
+}
+
 const IntervalModel& shipped() {
   static const IntervalModel model = [] {
     const std::string p = shipped_path();
     std::error_code ec;
     if (!fs::is_regular_file(p, ec)) return IntervalModel();
-    return load_residuals(p);
+    return load_shipped_residuals(p);
   }();
   return model;
 }
