@@ -579,13 +579,21 @@ std::size_t cache_slot(std::uint64_t h, std::size_t slots) {
   return static_cast<std::size_t>(h % slots);
 }
 
+/// Zero in every byte when empty (id 0 matches no CostParams): a thread's
+/// cache is then zero-initialized thread-local storage (.tbss), which costs
+/// nothing until a slot is used. With one non-zero default (a dtype, a
+/// KernelCost's bound) the 53 KiB were an initialized image (.tdata) that
+/// every thread, the main one at start-up included, copied: 13 page faults
+/// of every `ridgeline` run before main.
 struct ShapeCacheEntry {
   std::uint64_t id = 0;
   double m = 0, n = 0, k = 0, batch = 0, flops = 0;
-  spec::Dtype dtype = spec::Dtype::kBf16;
+  spec::Dtype dtype{};
   std::uint32_t tag = 0;
   double compute_s = 0, extra = 0;
-  KernelCost detail;
+  // What the cost keeps of the tile search (KernelCost's fields of that name).
+  double tile_m = 0, tile_n = 0, split_k = 0, blocks = 0, waves = 0, efficiency = 0;
+  std::string_view basis;
 };
 
 /// The compute time of a GEMM or fused attention kernel through a
@@ -605,16 +613,19 @@ double shape_compute_cached(const graph::Kernel& k, const CostParams& c, KernelC
   ShapeCacheEntry& e = cache[cache_slot(h, kSlots)];
   if (e.id == c.id && c.id != 0 && e.m == k.gemm.m && e.n == k.gemm.n && e.k == k.gemm.k &&
       e.batch == k.gemm.batch && e.dtype == k.dtype && e.tag == tag && (tag == 0 || e.flops == k.flops)) {
-    r.tile_m = e.detail.tile_m, r.tile_n = e.detail.tile_n, r.split_k = e.detail.split_k;
-    r.blocks = e.detail.blocks, r.waves = e.detail.waves, r.efficiency = e.detail.efficiency;
-    r.basis = e.detail.basis;
+    r.tile_m = e.tile_m, r.tile_n = e.tile_n, r.split_k = e.split_k;
+    r.blocks = e.blocks, r.waves = e.waves, r.efficiency = e.efficiency;
+    r.basis = e.basis;
     extra = e.extra;
     return e.compute_s;
   }
   const double t = tag == 0 ? gemm_compute_s(k, c, r, extra) : attention_compute_s(k, c, r);
   e.id = c.id, e.m = k.gemm.m, e.n = k.gemm.n, e.k = k.gemm.k, e.batch = k.gemm.batch, e.dtype = k.dtype;
   e.tag = tag, e.flops = k.flops;
-  e.compute_s = t, e.extra = extra, e.detail = r;
+  e.compute_s = t, e.extra = extra;
+  e.tile_m = r.tile_m, e.tile_n = r.tile_n, e.split_k = r.split_k;
+  e.blocks = r.blocks, e.waves = r.waves, e.efficiency = r.efficiency;
+  e.basis = r.basis;
   return t;
 }
 
@@ -622,11 +633,11 @@ double shape_compute_cached(const graph::Kernel& k, const CostParams& c, KernelC
 /// costs the same few collectives of a layout again and again.
 CollectiveCost collective_cost_cached(graph::Collective kind, double bytes, double n, double span,
                                       const CostParams& c) {
-  struct Entry {
+  struct Entry {  // zero in every byte when empty, as ShapeCacheEntry
     std::uint64_t id = 0;
     graph::Collective kind{};
     double bytes = 0, n = 0, span = 0;
-    CollectiveCost cost;
+    CollectiveCost cost{0, {}, {}, 0, 0};  // not its default protocol (kSimple)
   };
   constexpr std::size_t kSlots = 128;
   thread_local std::array<Entry, kSlots> cache{};
