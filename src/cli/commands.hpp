@@ -20,7 +20,10 @@ namespace ridgeline::cli {
 class Commands {
  public:
   /// `invoked`: the subcommand the command line names, or "" for every one.
-  Commands(CLI::App& app, std::string invoked) : app_(app), invoked_(std::move(invoked)) {}
+  /// `named`: the flags the command line names (the invoked command registers
+  /// only those of its plan flags), or all.
+  Commands(CLI::App& app, std::string invoked, const NamedFlags& named)
+      : app_(app), invoked_(std::move(invoked)), named_(named) {}
 
   /// Adds subcommand `name`; returns it when its options are to be added,
   /// nullptr when another subcommand runs.
@@ -34,10 +37,13 @@ class Commands {
 
   /// Whether a subcommand added so far is the invoked one.
   bool found() const { return found_; }
+  /// Which plan flags the invoked command registers (PlanFlags::add_to).
+  const NamedFlags& named() const { return named_; }
 
  private:
   CLI::App& app_;
   std::string invoked_;
+  const NamedFlags& named_;
   bool found_ = false;
 };
 

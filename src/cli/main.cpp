@@ -80,8 +80,10 @@ std::string unknown_word(const CLI::App& app, int argc, char** argv) {
 const std::string kVersionLine = std::string("ridgeline ") + RIDGELINE_VERSION;
 
 /// The command line's app: every subcommand, with the options of `invoked`
-/// only (Commands); `found` says whether `invoked` named one.
-std::unique_ptr<CLI::App> make_app(const std::string& invoked, int& rc, bool& found) {
+/// only (Commands), and of its plan flags those `named` names; `found` says
+/// whether `invoked` named one.
+std::unique_ptr<CLI::App> make_app(const std::string& invoked, const ridgeline::cli::NamedFlags& named, int& rc,
+                                   bool& found) {
   using namespace ridgeline::cli;
   auto app = std::make_unique<CLI::App>(
       "Ridgeline predicts how fast an LLM training run goes, whether it fits in GPU memory, what MFU it reaches\n"
@@ -89,7 +91,7 @@ std::unique_ptr<CLI::App> make_app(const std::string& invoked, int& rc, bool& fo
       "ridgeline");
   app->set_version_flag("--version", kVersionLine);
   app->require_subcommand(1);
-  Commands commands(*app, invoked);
+  Commands commands(*app, invoked, named);
   register_predict(commands, rc);
   register_advise(commands, rc);
   register_compare(commands, rc);
@@ -132,8 +134,23 @@ int main(int argc, char** argv) {
   // misspelt command) every subcommand gets its options.
   const std::string first = argc > 1 && argv[1][0] != '-' ? argv[1] : "";
   bool found = false;
-  std::unique_ptr<CLI::App> made = make_app(first, rc, found);
-  if (!first.empty() && !found) made = make_app("", rc, found);
+  // First with only the plan flags the command line names (NamedFlags): a
+  // flag it does not name cannot change the parse. Help, --version and every
+  // parse error go to the app with every flag, which lists them, names the
+  // flag an unknown one is closest to and gives the messages it always gave
+  // (CLI11 runs no command's callback before the whole line is parsed).
+  if (!first.empty()) {
+    std::unique_ptr<CLI::App> lean = make_app(first, NamedFlags::of(argc, argv), rc, found);
+    if (found) {
+      try {
+        lean->parse(argc, argv);
+        return rc;
+      } catch (const CLI::Error&) {
+        rc = 0;
+      }
+    }
+  }
+  std::unique_ptr<CLI::App> made = make_app(found ? first : "", NamedFlags{}, rc, found);
   CLI::App& app = *made;
   try {
     app.parse(argc, argv);

@@ -12,7 +12,26 @@
 
 namespace ridgeline::cli {
 
-void PlanFlags::add_to(CLI::App& app, bool with_parallel) {
+NamedFlags NamedFlags::of(int argc, const char* const* argv) {
+  NamedFlags n;
+  n.all = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a.size() > 2 && a.starts_with("--")) n.flags.push_back(a.substr(0, a.find('=')));
+  }
+  return n;
+}
+
+bool NamedFlags::has(std::string_view flag, bool negated) const {
+  if (all) return true;
+  for (const std::string_view f : flags) {
+    if (f == flag) return true;
+    if (negated && f.size() == flag.size() + 3 && f.starts_with("--no-") && f.substr(5) == flag.substr(2)) return true;
+  }
+  return false;
+}
+
+void PlanFlags::add_to(CLI::App& app, const NamedFlags& named) {
   const auto fields = spec::plan_fields();
   values.assign(fields.size(), std::nullopt);
   switches.assign(fields.size(), std::nullopt);
@@ -20,7 +39,9 @@ void PlanFlags::add_to(CLI::App& app, bool with_parallel) {
   static const spec::PlanSpec kDefault;
   for (size_t i = 0; i < fields.size(); ++i) {
     const auto& f = fields[i];
-    if (f.flag.empty() || (!with_parallel && f.key.starts_with("parallel."))) continue;
+    if (f.flag.empty()) continue;
+    const std::string flag = "--" + std::string(f.flag);
+    if (!named.has(flag, f.type == spec::FieldType::kBool)) continue;
     std::string help(f.help);
     if (f.type == spec::FieldType::kWord) help += ": " + f.choices();
     if (f.type == spec::FieldType::kInt) help += fmt::format(" ({:.0f}-{:.0f}", f.lo, f.hi);
@@ -31,7 +52,6 @@ void PlanFlags::add_to(CLI::App& app, bool with_parallel) {
     if (help.ends_with(" ()")) help.resize(help.size() - 3);
     if (f.key == "parallel.sp")
       help += "; default on with TP > 1 where the framework runs it so (megatron, torchtitan), else off";
-    const std::string flag = "--" + std::string(f.flag);
     if (f.type == spec::FieldType::kBool) {
       // A flag function runs only when the flag is given (CLI11 assigns an
       // optional<bool> flag target false even when it is absent, which would
@@ -52,8 +72,8 @@ void PlanFlags::add_to(CLI::App& app, bool with_parallel) {
   megatron.assign(aliases.size(), std::nullopt);
   for (size_t i = 0; i < aliases.size(); ++i) {
     const auto& a = aliases[i];
-    if (!with_parallel && a.parallel) continue;
     const std::string flag = "--" + std::string(a.name);
+    if (!named.has(flag)) continue;
     if (a.takes_value) app.add_option(flag, megatron[i], std::string(a.help))->type_name("X");
     else app.add_flag_function(flag, [this, i](std::int64_t) { megatron[i] = ""; }, std::string(a.help));
   }

@@ -137,3 +137,45 @@ TEST_CASE("cli: check tells the kind of a file outside the shipped folders from 
   CHECK(bad.err.find("memory: missing required field") != std::string::npos);
   CHECK(bad.err.find("unknown key 'name'") == std::string::npos);
 }
+
+TEST_CASE("cli: a command registers only the plan flags its line names, and parses them as with every flag") {
+  // main.cpp parses first with the plan flags the line names (NamedFlags);
+  // each case's plan, as predict reports it, checked by hand against what
+  // the flags say: the "=" form, a switch's --no- form, a Megatron spelling.
+  const auto plan_of = [](const std::string& flags) {
+    const auto r = test::run_cli("predict --format json " + flags);
+    CAPTURE(flags);
+    CAPTURE(r.err);
+    REQUIRE(r.status <= 1);
+    return nlohmann::json::parse(r.out)["plan"];
+  };
+  const auto a = plan_of("--tp=2 --no-sp --dp 4 --zero=1 --micro-batch 2 --global-batch 16 --recompute selective");
+  CHECK(a["parallel"]["tp"] == 2);
+  CHECK(a["parallel"]["sp"] == false);  // Megatron's default with TP 2 is on: the --no- form was read
+  CHECK(a["parallel"]["dp"] == 4);
+  CHECK(a["parallel"]["zero"] == 1);
+  CHECK(a["micro_batch"] == 2);
+  CHECK(a["global_batch"] == 16);
+  CHECK(a["recompute"] == "selective");
+  const auto b = plan_of("--tensor-model-parallel-size 2 --dp 4 --global-batch 8 --sp");
+  CHECK(b["parallel"]["tp"] == 2);
+  CHECK(b["parallel"]["sp"] == true);
+  // Nothing named: every field its default (megatron, one GPU).
+  const auto c = plan_of("");
+  CHECK(c["parallel"]["tp"] == 1);
+  CHECK(c["micro_batch"] == 1);
+
+  // Errors and help are the app's with every flag: a misspelt flag is
+  // matched against flags the line does not name.
+  const auto typo = test::run_cli("predict --tp 2 --micro-batchh 2");
+  CHECK(typo.status == 2);
+  CHECK(typo.err == "error: unknown flag '--micro-batchh'; did you mean '--micro-batch'?\n");
+  const auto help = test::run_cli("predict --tp 2 --help");
+  CHECK(help.status == 0);
+  for (const char* flag : {"--last-stage-layers", "--tensor-model-parallel-size", "--no-sp", "--grid-carbon"})
+    CHECK(help.out.find(flag) != std::string::npos);
+  // A bad value of a named flag: the full app's message.
+  const auto bad = test::run_cli("search --tp x");
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("--tp") != std::string::npos);
+}
