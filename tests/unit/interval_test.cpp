@@ -363,6 +363,11 @@ TEST_CASE("intervals: the build's generator builds in a file of write_residuals'
                   "\", \"hopper\", \"compute\", \"\", 8, 7000000000") != std::string::npos);
   CHECK(good.find("-0.125}") != std::string::npos);
   CHECK(good.find("constexpr char kText[] =\n    \"\\x7b\\x0a") != std::string::npos);  // "{\n"
+  // A quote and a backslash in a word (the file escapes them as JSON does), as a C++ literal.
+  Residual odd = run_row("g", traits(0, spec::Generation::kHopper, 8, 7e9), -0.125);
+  odd.id = "a\"b\\c";
+  const std::string escaped = generate(uncertainty::write_residuals({odd}, "validation/published.yaml"));
+  CHECK(escaped.find("{\"a\\\"b\\\\c\", \"g\"") != std::string::npos);
   const std::string empty_table = "constexpr BuiltInResiduals kBuiltIn{};";
   CHECK(good.find(empty_table) == std::string::npos);
   // Not the writer's shape: nothing built in, and the program reads the file.
