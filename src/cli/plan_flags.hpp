@@ -14,10 +14,10 @@
 namespace ridgeline::cli {
 
 /// The long flags a command line names, so that a command registers only
-/// those of its ~80 per-field plan flags (PlanFlags::add_to): CLI11 2.1
-/// builds each new option twice and compares it with every earlier one of
-/// its command, copying their names, and registering predict's 95 options was
-/// 2.9M of its 6.6M instructions. A flag not named cannot be parsed, so the
+/// those of its 62 per-field and Megatron-spelt plan flags
+/// (PlanFlags::add_to): CLI11 2.1 builds each new option twice and compares
+/// it with every earlier one of its command, copying their names, and
+/// registering predict's 79 options was 2.9M of its 6.6M instructions. A flag not named cannot be parsed, so the
 /// parse is the same; every error, and --help, is answered by the app with
 /// every flag registered (main.cpp), which names them.
 struct NamedFlags {
