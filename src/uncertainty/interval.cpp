@@ -469,17 +469,6 @@ std::string write_residuals(const std::vector<Residual>& rows, std::string_view 
 
 namespace {
 
-/// A word field read with `parse`; an unknown word is an error at the value.
-template <class Parse>
-auto read_word(spec::JsonMapReader& m, const std::string& key, Parse parse, std::string_view choices)
-    -> decltype(parse(std::string_view{})) {
-  const auto s = m.string(key, true);
-  if (!s) return std::nullopt;
-  auto v = parse(*s);
-  if (!v) m.error_at(key, fmt::format("expected one of {}, got \"{}\"", choices, *s));
-  return v;
-}
-
 /// A row's kind: 0 a training run, 1 a GEMM, 2 an attention kernel.
 std::optional<int> parse_row_kind(std::string_view s) {
   if (s == "training") return 0;
@@ -499,41 +488,95 @@ constexpr long long kMaxGpus = 1LL << 24;
 constexpr double kMaxParams = 1e15;
 constexpr double kMaxAbsLogResidual = 10;
 
-/// The rows built into the program (built_in_residuals.hpp), made Residuals
-/// with the file reader's words and bounds; nullopt where one does not read
-/// (the caller then reads the file, whose reader names the field).
+/// One row of the residual file as a Residual, read from `src`: a file row
+/// (FileRow: located errors) or a built-in one (BuiltInSource: any field
+/// that does not read fails the row). `src.text(key)` gives a text field,
+/// `src.word(key, parse, choices)` a word through `parse`,
+/// `src.number(key, lo, hi, integer)` a number within [lo, hi].
+template <class Source>
+Residual read_row_fields(Source& src, const std::string& framework_choices) {
+  Residual r;
+  if (auto s = src.text("id")) r.id = std::move(*s);
+  if (auto s = src.text("group")) r.group = std::move(*s);
+  const auto kind = src.word("kind", parse_row_kind, "training, gemm, attention");
+  if (auto g = src.word("generation", spec::parse_generation, "ampere, ada, hopper, blackwell, ...")) {
+    r.run.generation = *g;
+    r.kernel_traits.generation = *g;
+  }
+  if (kind && *kind > 0) {
+    r.kernel = true;
+    r.kernel_traits.kind = *kind == 1 ? KernelKind::kGemm : KernelKind::kAttention;
+    if (auto t = src.word("dtype", spec::parse_dtype, "fp32, tf32, fp16, bf16, fp8_e4m3, ..."))
+      r.kernel_traits.dtype = *t;
+  } else if (kind) {
+    if (auto f = src.word("framework", spec::find_framework, framework_choices)) r.run.framework = *f;
+    if (auto n = src.number("gpus", 1, static_cast<double>(kMaxGpus), true)) r.run.gpus = static_cast<long long>(*n);
+    if (auto p = src.number("params", 1, kMaxParams, false)) r.run.params = *p;
+    if (auto dom = src.word("dominant", parse_dominant_word, "compute, attention, memory-bound, communication"))
+      r.run.dominant = *dom;
+  }
+  if (auto v = src.number("log_residual", -kMaxAbsLogResidual, kMaxAbsLogResidual, false)) r.log_residual = *v;
+  return r;
+}
+
+/// A row of the file, through its reader: every error located at its field.
+struct FileRow {
+  spec::JsonMapReader& m;
+  std::optional<std::string> text(const std::string& key) { return m.string(key, true); }
+  template <class Parse>
+  auto word(const std::string& key, Parse parse, std::string_view choices) -> decltype(parse(std::string_view{})) {
+    const auto s = m.string(key, true);
+    if (!s) return std::nullopt;
+    auto v = parse(*s);
+    if (!v) m.error_at(key, fmt::format("expected one of {}, got \"{}\"", choices, *s));
+    return v;
+  }
+  std::optional<double> number(const std::string& key, double lo, double hi, bool integer) {
+    if (!integer) return m.number(key, true, lo, hi);
+    const auto n = m.integer(key, true, static_cast<long long>(lo), static_cast<long long>(hi));
+    return n ? std::optional<double>(static_cast<double>(*n)) : std::nullopt;
+  }
+};
+
+/// A row built into the program (built_in_residuals.hpp): `ok` false once a
+/// field does not read (the caller then reads the file, which names it).
+struct BuiltInSource {
+  const BuiltInRow& e;
+  bool ok = true;
+  std::string_view word_of(std::string_view key) const {
+    if (key == "id") return e.id;
+    if (key == "group") return e.group;
+    if (key == "kind") return e.kind;
+    if (key == "framework") return e.framework;
+    if (key == "generation") return e.generation;
+    if (key == "dominant") return e.dominant;
+    return e.dtype;
+  }
+  std::optional<std::string> text(std::string_view key) { return std::string(word_of(key)); }
+  template <class Parse>
+  auto word(std::string_view key, Parse parse, std::string_view) -> decltype(parse(std::string_view{})) {
+    auto v = parse(word_of(key));
+    ok = ok && v.has_value();
+    return v;
+  }
+  std::optional<double> number(std::string_view key, double lo, double hi, bool integer) {
+    const double v = key == "gpus" ? e.gpus : key == "params" ? e.params : e.log_residual;
+    const bool good = v >= lo && v <= hi && (!integer || v == std::floor(v));  // false for NaN
+    ok = ok && good;
+    return good ? std::optional<double>(v) : std::nullopt;
+  }
+};
+
+/// The rows built into the program as Residuals, read as the file's rows
+/// are; nullopt where one does not read.
 std::optional<IntervalModel> from_built_in(const BuiltInResiduals& b) {
   std::vector<Residual> rows;
   rows.reserve(b.rows.size());
-  const auto within = [](double v, double lo, double hi) { return v >= lo && v <= hi; };  // false for NaN
+  const std::string framework_choices;  // only an error names them
   for (const BuiltInRow& e : b.rows) {
-    Residual r;
-    r.id = e.id;
-    r.group = e.group;
-    const auto kind = parse_row_kind(e.kind);
-    const auto gen = spec::parse_generation(e.generation);
-    if (!kind || !gen || !within(e.log_residual, -kMaxAbsLogResidual, kMaxAbsLogResidual)) return std::nullopt;
-    r.run.generation = *gen;
-    r.kernel_traits.generation = *gen;
-    if (*kind > 0) {
-      r.kernel = true;
-      r.kernel_traits.kind = *kind == 1 ? KernelKind::kGemm : KernelKind::kAttention;
-      const auto t = spec::parse_dtype(e.dtype);
-      if (!t) return std::nullopt;
-      r.kernel_traits.dtype = *t;
-    } else {
-      const auto f = spec::find_framework(e.framework);
-      const auto dom = parse_dominant_word(e.dominant);
-      if (!f || !dom || !within(e.gpus, 1, static_cast<double>(kMaxGpus)) || e.gpus != std::floor(e.gpus) ||
-          !within(e.params, 1, kMaxParams))
-        return std::nullopt;
-      r.run.framework = *f;
-      r.run.gpus = static_cast<long long>(e.gpus);
-      r.run.params = e.params;
-      r.run.dominant = *dom;
-    }
-    r.log_residual = e.log_residual;
-    rows.push_back(std::move(r));
+    BuiltInSource src{e};
+    rows.push_back(read_row_fields(src, framework_choices));
+    if (!src.ok) return std::nullopt;
   }
   return IntervalModel(std::move(rows), std::string(b.source));
 }
@@ -566,27 +609,8 @@ IntervalModel load_residuals(const std::string& path) {
                    {"id", "group", "kind", "framework", "generation", "gpus", "params", "dominant", "dtype",
                     "log_residual"},
                    m);
-    Residual r;
-    if (auto s = m.string("id", true)) r.id = std::move(*s);
-    if (auto s = m.string("group", true)) r.group = std::move(*s);
-    const auto kind = read_word(m, "kind", parse_row_kind, "training, gemm, attention");
-    if (auto g = read_word(m, "generation", spec::parse_generation, "ampere, ada, hopper, blackwell, ...")) {
-      r.run.generation = *g;
-      r.kernel_traits.generation = *g;
-    }
-    if (kind && *kind > 0) {
-      r.kernel = true;
-      r.kernel_traits.kind = *kind == 1 ? KernelKind::kGemm : KernelKind::kAttention;
-      if (auto t = read_word(m, "dtype", spec::parse_dtype, "fp32, tf32, fp16, bf16, fp8_e4m3, ..."))
-        r.kernel_traits.dtype = *t;
-    } else if (kind) {
-      if (auto f = read_word(m, "framework", spec::find_framework, framework_choices)) r.run.framework = *f;
-      if (auto n = m.integer("gpus", true, 1, kMaxGpus)) r.run.gpus = *n;
-      if (auto p = m.number("params", true, 1, kMaxParams)) r.run.params = *p;
-      auto dom = read_word(m, "dominant", parse_dominant_word, "compute, attention, memory-bound, communication");
-      if (dom) r.run.dominant = *dom;
-    }
-    if (auto v = m.number("log_residual", true, -kMaxAbsLogResidual, kMaxAbsLogResidual)) r.log_residual = *v;
+    FileRow src{m};
+    Residual r = read_row_fields(src, framework_choices);
     m.finish();
     rows.push_back(std::move(r));
   };
