@@ -122,19 +122,6 @@ double training_clock_fraction(const ResolveOptions& opt) {
   return n % 2 ? f[n / 2] : 0.5 * (f[n / 2 - 1] + f[n / 2]);
 }
 
-double power_capped_training_fraction(const spec::HardwareSpec& hw, const ResolveOptions& opt) {
-  const double boost = hw.clock_hz;
-  const double clock = spec::clock_at_power(hw, opt.power_limit_w);
-  if (!(boost > 0) || clock >= boost * (1 - 1e-9)) return 1.0;  // clock-capped: the boost clock holds
-  // The fraction that zeroes the median speed error of the 45 H100 bf16
-  // llm-foundry rows with every other default in place (validate-published
-  // --group llm_foundry, 2026-12-02: +13.8% at 1, 0.0% at 0.88). Corroborated
-  // outside the fitted rows (docs/accuracy.md, "Power-capped GPUs"):
-  // torchtitan's Llama 3.1 8B on 8 H100 at 500 W and Megatron-Core's GPT-3
-  // 175B on H100 come out 10-20% fast without it.
-  return fit(0.855, 1.0, "llm_foundry", opt);
-}
-
 CostParams resolve(const spec::HardwareSpec& hw, const ResolveOptions& opt) {
   spec::EfficiencySpec e = default_efficiency(hw);
   CostParams c;
@@ -143,7 +130,7 @@ CostParams resolve(const spec::HardwareSpec& hw, const ResolveOptions& opt) {
   const double clock = opt.locked_clock_hz > 0 ? opt.locked_clock_hz : spec::clock_at_power(hw, opt.power_limit_w);
   c.clock_scale = boost > 0 ? std::clamp(clock / boost, 0.05, 1.0) : 1.0;
   if (opt.training_run && opt.locked_clock_hz <= 0)
-    c.clock_scale *= training_clock_fraction(opt) * power_capped_training_fraction(hw, opt);
+    c.clock_scale *= training_clock_fraction(opt);
   if (opt.without_group == "mamf") {  // leave-one-group-out: the priors of main_loop
     const MainLoop ml = main_loop(hw);
     e.gemm_frac.fill(ml.prior16);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <span>
 #include <fmt/format.h>
 
 #include "ridgeline/graph/kernels.hpp"
@@ -177,11 +178,20 @@ std::optional<spec::Precision> precision_of(const std::string& text, std::vector
   return std::nullopt;
 }
 
+/// A recompute policy the source did not state: marked by a layer count no
+/// policy uses (every_k -1), replaced by map_training_row with the least recomputation
+/// that Ridgeline's memory model says fits (none, then selective, then full),
+/// which is what a practitioner would run and what a run that exists must have
+/// fitted with.
+constexpr spec::Recompute kUnstatedRecompute{spec::RecomputeKind::kNone, -1};
+
 /// training.recompute: a spec word (none, selective, full, every:K, sqrt), else
 /// free text ("full activation checkpointing", "none stated").
 OrSkip<spec::Recompute> recompute_of(const std::string& text) {
   const std::string t = lower(text);
   if (t.empty()) return spec::Recompute{};
+  // "not stated (...)": chosen later, the least recomputation that fits (kUnstatedRecompute).
+  if (t.rfind("not stated", 0) == 0) return kUnstatedRecompute;
   if (auto r = spec::parse_recompute(t)) return *r;
   if (t.rfind("none", 0) == 0 || t == "no" || t == "false") return spec::Recompute{};
   if (contains(t, "microbatch-level") || contains(t, "micro-batch-level"))
@@ -360,6 +370,30 @@ spec::AttentionKind kind_of_version(int v) {
   return v == 1 ? spec::AttentionKind::kFlash : v == 3 ? spec::AttentionKind::kFlash3 : spec::AttentionKind::kFlash2;
 }
 
+/// training.lora_targets: Ridgeline's words ("q,k,v,o") or NeMo's module
+/// names (nemo/collections/nlp/parts/peft_config.py target_modules:
+/// attention_qkv, attention_dense, mlp_fc1, mlp_fc2; "all").
+std::optional<std::uint8_t> lora_targets_of(std::string_view text) {
+  std::string words;
+  std::string t = lower(text);
+  for (char& c : t)
+    if (c == '[' || c == ']' || c == '\'' || c == '"' || c == ' ') c = ',';
+  for (size_t at = 0; at < t.size();) {
+    const size_t cut = std::min(t.find(',', at), t.size());
+    const std::string w = t.substr(at, cut - at);
+    at = cut + 1;
+    if (w.empty()) continue;
+    const char* mapped = w == "attention_qkv" || w == "linear_qkv" ? "q,k,v"
+                         : w == "attention_dense" || w == "linear_proj" ? "o"
+                         : w == "mlp_fc1" || w == "linear_fc1" ? "gate,up"
+                         : w == "mlp_fc2" || w == "linear_fc2" ? "down"
+                                                                : nullptr;
+    if (!words.empty()) words += ',';
+    words += mapped ? std::string(mapped) : w;
+  }
+  return spec::parse_lora_targets(words);
+}
+
 OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec::HardwareSpec& hw,
                                       const PredictOptions& opt) {
   TrainingCase out;
@@ -379,7 +413,8 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
   p.precision = *prec;
   auto rec = recompute_of(tr.text("recompute"));
   if (!rec) return rec.skip();
-  p.recompute = *rec;
+  const bool recompute_unstated = *rec == kUnstatedRecompute;
+  p.recompute = recompute_unstated ? spec::Recompute{} : *rec;
   // The framework first: the micro-batch search below asks its memory model.
   FrameworkChoice fw = framework_of(row);
   p.framework = fw.index;
@@ -394,8 +429,37 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
   q.pp = whole_or(tr, "pp", 1);
   q.cp = whole_or(tr, "cp", 1);
   if (tr.has("sequence_parallel")) q.sp = spec::parse_published_bool(tr.text("sequence_parallel")).value_or(false);
-  if (auto v = tr.number("virtual_pp_interleave"); v && *v > 1) q.virtual_stages = static_cast<int>(*v);
+  for (const char* key : {"virtual_pp_interleave", "virtual_pp"})
+    if (auto v = tr.number(key); v && *v > 1) q.virtual_stages = static_cast<int>(*v);
+  if (tr.has("tp_comm_overlap"))
+    q.tp_comm_overlap = spec::parse_published_bool(tr.text("tp_comm_overlap")).value_or(false);
+  else if (contains(lower(tr.text("overlap")), "tp-comm-overlap"))
+    q.tp_comm_overlap = true;
   q.zero = zero_of(tr, notes);
+  // Megatron's --overlap-param-gather needs its distributed optimizer
+  // (megatron/training/arguments.py: "--overlap-param-gather only supported
+  // with distributed optimizer"): ZeRO-1 in effect.
+  if (q.zero == 0 && contains(lower(tr.text("overlap")), "overlap-param-gather")) {
+    q.zero = 1;
+    notes.push_back("--overlap-param-gather implies Megatron's distributed optimizer: ZeRO-1");
+  }
+  // Fine-tuning: training.task (SFT: every weight trains, as in pre-training;
+  // LoRA: adapters on a frozen base).
+  const std::string task = lower(tr.text("task"));
+  if (contains(task, "lora")) {
+    p.finetune.mode = spec::FinetuneMode::kLora;
+    if (auto r = tr.number("lora_rank")) p.finetune.rank = static_cast<int>(*r);
+    if (tr.has("lora_targets")) {
+      auto t = lora_targets_of(tr.text("lora_targets"));
+      if (!t) return Skip{fmt::format("unrecognised training.lora_targets '{}'", tr.text("lora_targets"))};
+      p.finetune.targets = *t;
+    }
+    notes.push_back(fmt::format("LoRA rank {} on {}{}", p.finetune.rank,
+                                spec::lora_targets_to_string(p.finetune.targets),
+                                tr.has("lora_targets") ? "" : " (targets not stated: the plan default)"));
+  } else if (contains(task, "sft") || contains(task, "fine")) {
+    p.finetune.mode = spec::FinetuneMode::kFull;
+  }
   const auto gpus = row.hardware.number("num_gpus");
   const double layout = static_cast<double>(q.tp) * q.pp * q.cp * whole_or(tr, "dp", 1);
   if (layout > (1 << 24)) return Skip{"parallel layout of more than 16M GPUs"};
@@ -436,32 +500,11 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
     if (*global / (q.dp * *accum) > spec::kPublishedMaxWhole) return Skip{"micro-batch out of range"};
     micro = static_cast<int>(*global / (q.dp * *accum));
     notes.push_back(fmt::format("micro-batch {} = global batch / (DP x grad_accum)", micro));
-  } else if (global) {
-    // Not stated: the largest power of two that fits in memory (Ridgeline's
-    // memory model) and divides the per-GPU batch, when that batch is stated in
-    // sequences, or does not exceed it, when it is rounded from a token count:
-    // what a practitioner would pick.
-    const double per_rank = *global / q.dp;
-    const bool exact = global_exact && std::floor(per_rank) == per_rank;
-    spec::PlanSpec trial = p;
-    trial.global_batch = 0;
-    for (int b = 1 << 12; b >= 1; b /= 2) {
-      if (b > per_rank || (exact && std::fmod(per_rank, b) != 0)) continue;
-      trial.micro_batch = b;
-      const auto pr = run(out.model, trial, hw, opt);
-      if (!pr) return pr.skip();
-      if (pr->memory.fits || b == 1) {
-        micro = b;
-        break;
-      }
-    }
-    micro = std::max(1, micro);
-    notes.push_back(fmt::format("training.micro_batch not stated: assumed {} (the largest power of two {} the "
-                                "per-GPU batch of {:.4g} that Ridgeline predicts fits)",
-                                micro, exact ? "dividing" : "not above", per_rank));
-  } else {
+  } else if (!global) {
     return missing("training", "micro_batch");
   }
+  // Not stated: chosen below with the recomputation, once the global batch is known.
+  const bool micro_unstated = micro == 0;
   p.micro_batch = std::max(1, micro);
   const double per_step = static_cast<double>(p.micro_batch) * q.dp;
   if (!global) {
@@ -479,6 +522,58 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
   if (*global > spec::kPublishedMaxWhole)
     return Skip{fmt::format("global batch of {:.4g} sequences is out of range", *global)};
   p.global_batch = static_cast<int>(*global);
+  if (recompute_unstated || micro_unstated) {
+    // What the source did not state, a practitioner tunes: the micro-batch (a
+    // power of two that divides the per-GPU batch when that batch is stated in
+    // sequences, or does not exceed it when it is rounded from a token count)
+    // and the recomputation (none, selective or full) that Ridgeline predicts
+    // fastest among those that fit, the global batch kept. A run that exists
+    // fitted, so nothing that does not fit is chosen while something fits;
+    // when nothing does, the smallest footprint (micro-batch 1, full
+    // recomputation where unstated).
+    static constexpr spec::Recompute kTries[] = {{spec::RecomputeKind::kNone, 0, 0},
+                                                 {spec::RecomputeKind::kSelective, 0, 0},
+                                                 {spec::RecomputeKind::kFull, 0, 0}};
+    const std::span<const spec::Recompute> tries =
+        recompute_unstated ? std::span<const spec::Recompute>(kTries) : std::span<const spec::Recompute>(&p.recompute, 1);
+    const double per_rank = static_cast<double>(p.global_batch) / q.dp;
+    const bool exact = global_exact && std::floor(per_rank) == per_rank;
+    spec::PlanSpec best = p, trial = p;
+    double best_rate = -1;
+    for (const spec::Recompute& r : tries) {
+      trial.recompute = r;
+      for (int b = micro_unstated ? 1 << 12 : p.micro_batch; b >= 1; b /= 2) {
+        if (micro_unstated && (b > std::max(1.0, per_rank) || (exact && std::fmod(per_rank, b) != 0))) continue;
+        trial.micro_batch = b;
+        const double step = static_cast<double>(b) * q.dp;
+        trial.global_batch = static_cast<int>(std::max(1.0, std::round(p.global_batch / step)) * step);
+        const auto pr = run(out.model, trial, hw, opt);
+        if (!pr) return pr.skip();
+        if (pr->memory.fits && pr->step.tokens_per_s > best_rate) best_rate = pr->step.tokens_per_s, best = trial;
+        if (!micro_unstated) break;
+      }
+    }
+    if (best_rate < 0) {  // nothing fits: the smallest footprint
+      if (!tr.has("tp") && !tr.has("pp") && !tr.has("cp"))
+        return Skip{"parallel layout not stated (training.tp, training.pp), and one without model parallelism "
+                    "does not fit"};
+      best = p;
+      best.micro_batch = micro_unstated ? 1 : p.micro_batch;
+      if (recompute_unstated) best.recompute = kTries[2];
+    }
+    if (micro_unstated) {
+      if (best.global_batch != p.global_batch)
+        notes.push_back(fmt::format("global batch {} sequences rounded to {} (a multiple of micro-batch x DP)",
+                                    p.global_batch, best.global_batch));
+      notes.push_back(fmt::format("training.micro_batch not stated: {} (of the powers of two {} the per-GPU batch "
+                                  "of {:.4g}, the fastest Ridgeline predicts fits)",
+                                  best.micro_batch, exact ? "dividing" : "not above", per_rank));
+    }
+    if (recompute_unstated)
+      notes.push_back(fmt::format("training.recompute not stated: {} (the fastest Ridgeline predicts fits)",
+                                  spec::to_string(best.recompute)));
+    p = best;
+  }
   return out;
 }
 

@@ -123,17 +123,6 @@ struct ResolveOptions {
 /// left out (opt.without_group) is left out of the median.
 double training_clock_fraction(const ResolveOptions& opt);
 
-/// A further fraction for a GPU that is power-capped where it runs (its
-/// clock at the power limit, spec::clock_at_power, below the boost clock):
-/// a clock-capped GPU (A100 SXM at 400 W holds its 1410 MHz boost under
-/// load) keeps its benchmark clock through a long run, while a power-capped
-/// one shares a fixed budget with leakage that grows as the die and board
-/// reach steady temperature and with the HBM and NVLink traffic of a
-/// training step, and settles lower. Fitted on the "llm_foundry" H100 rows
-/// (the only power-capped GPU with published end-to-end rows); prior 1
-/// (no effect) when that group is left out. 1 for a clock-capped GPU.
-double power_capped_training_fraction(const spec::HardwareSpec& hw, const ResolveOptions& opt);
-
 /// Resolves a profile (with its calibration block when present and `use_calibration`).
 CostParams resolve(const spec::HardwareSpec& hw, const ResolveOptions& opt);
 inline CostParams resolve(const spec::HardwareSpec& hw, bool use_calibration = true) {
