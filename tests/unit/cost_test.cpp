@@ -179,6 +179,31 @@ TEST_CASE("cost: attention as a tiled kernel - blocks, waves, causal half, backw
   CHECK(cost::cost_kernel(fa2, c, false).compute_s > 1.3 * rc.compute_s);
 }
 
+TEST_CASE("cost: a causal attention kernel's unequal blocks are list-scheduled, not packed perfectly") {
+  // FA3 forward, head dim 128, causal, 1 x 1 x 4096 tokens on an H100 (132 SMs):
+  // 128 x 128 tiles, nq = nk = 32 query blocks; query block j (0-based) runs
+  // j + 1 key tiles: mean (32 + 1) / 2 = 16.5, longest 32, plus one
+  // prologue/epilogue iteration each (attention_block_iters). 32 blocks on 132
+  // SMs: the longest block alone sets the time, (32 + 1) iterations.
+  const auto hw = test::gpu("h100_sxm");
+  const auto c = cost::resolve(hw);
+  graph::AttentionShape s;
+  s.batch = 1, s.heads = 1, s.kv_heads = 1, s.q_len = 4096, s.kv_len = 4096, s.head_dim = 128, s.causal = true;
+  const auto one = cost::cost_kernel(graph::flash_attention_forward(s, spec::AttentionKind::kFlash3,
+                                                                    spec::Dtype::kBf16, hw), c, false);
+  // 16 x 64 = 1024 heads: 32768 blocks of total 32768 x (16.5 + 1) = 573,440
+  // iterations; Graham's bound: 573,440 / 132 + (1 - 1/132) x 33 = 4344.2 + 32.75
+  // = 4376.96 iterations, against 4344.2 for perfect packing and
+  // ceil(32768 / 132) x 17.5 = 249 x 17.5 = 4357.5 for equal waves of mean blocks.
+  s.heads = 1024;
+  const auto many = cost::cost_kernel(graph::flash_attention_forward(s, spec::AttentionKind::kFlash3,
+                                                                     spec::Dtype::kBf16, hw), c, false);
+  CHECK(one.blocks == 32);
+  CHECK(many.blocks == 32768);
+  const double iter_s = one.compute_s / 33.0;
+  CHECK(many.compute_s / iter_s == doctest::Approx(573440.0 / 132 + (1 - 1.0 / 132) * 33).epsilon(1e-9));
+}
+
 TEST_CASE("cost: time never rises when bandwidth or peak rise") {
   auto hw = test::gpu("a100_sxm_80gb");
   const graph::Kernel ks[] = {gemm(4096, 4096, 4096, spec::Dtype::kBf16), gemm(64, 4096, 4096, spec::Dtype::kBf16),

@@ -3,6 +3,7 @@
 // from dynamic power P ~ f V^2 with V ~ f in the DVFS range (so P ~ f^3),
 // referenced to the profile's TDP, where the sustained clock is observed.
 // Expected values are hand calculations from the shipped profiles' figures.
+#include <cmath>
 #include <doctest/doctest.h>
 
 #include <filesystem>
