@@ -91,8 +91,23 @@ ModelState model_state(const spec::PlanSpec& p, const techniques::LocalParams& l
     if (p.parallel.zero < stage_covered) return bytes;
     return (bytes - expert_bytes) / groups.dense + expert_bytes / groups.expert;
   };
-  r.weights = shard(3, weights, expert_weights);
-  r.gradients = shard(2, lp.trainable * pol.gradient_bytes, lp.expert_trainable * pol.gradient_bytes);
+  // Under pipeline parallelism a framework may keep what ZeRO would shard
+  // whole across the step's micro-batches (frameworks/*.yaml pp_params,
+  // pp_grads; torchtitan: torchtitan/distributed/fsdp.py:129-132 returns
+  // reshard_after_forward = not pp_enabled, and PyTorch's pipeline stage
+  // turns FSDP's gradient sync off for all but the last backward): the
+  // stage's whole 16-bit weights, and its whole gradients in the reduce
+  // dtype (FSDP2 upcasts an unsynced gradient to reduce_dtype and
+  // accumulates it, _fsdp_param.py to_accumulated_grad_if_needed). The
+  // masters and optimizer state stay sharded.
+  const spec::FrameworkSpec& fw = spec::framework(p.framework);
+  const bool pipelined = p.parallel.pp > 1;
+  const bool whole_params = pipelined && fw.pp_params_unsharded && p.parallel.zero >= 3;
+  const bool whole_grads = pipelined && fw.pp_grads_unsharded && p.parallel.zero >= 2;
+  r.weights = whole_params ? weights : shard(3, weights, expert_weights);
+  const double accum_bytes = fw.reduce_bytes > 0 ? fw.reduce_bytes : pol.gradient_bytes;
+  r.gradients = whole_grads ? lp.trainable * accum_bytes
+                            : shard(2, lp.trainable * pol.gradient_bytes, lp.expert_trainable * pol.gradient_bytes);
   r.master_weights = shard(1, lp.trainable * pol.master_bytes, lp.expert_trainable * pol.master_bytes);
   const double opt_b = techniques::optimizer_state_bytes(p.optimizer, lp, pol.state_elem_bytes);
   r.optimizer = shard(1, lp.trainable * opt_b, lp.expert_trainable * opt_b);
@@ -153,8 +168,10 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
   // gradient (T x V / t at the activation width).
   const double t = std::max(1, p.parallel.tp);
   s.buffers = fixed_buffers + (last ? g.logits_transient + g.tokens * (m.vocab / t) * g.act_bytes : 0.0);
-  // ZeRO-3's gathered weights of two layers (current + prefetched).
-  if (p.parallel.zero >= 3 && techniques::data_parallel_groups(p).dense > 1) {
+  // ZeRO-3's gathered weights of two layers (current + prefetched), unless
+  // the framework keeps the stage's weights gathered under PP (model state).
+  const bool whole_params = is_pipelined(p) && spec::framework(p.framework).pp_params_unsharded;
+  if (p.parallel.zero >= 3 && !whole_params && techniques::data_parallel_groups(p).dense > 1) {
     s.buffers += 2 * (lp.weights / std::max(1.0, lp.layers_local)) * spec::precision_policy(p).weight_bytes;
   }
   s.allocated = s.weights + s.gradients + s.master_weights + s.optimizer + s.activations + s.buffers;

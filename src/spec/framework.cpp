@@ -146,6 +146,17 @@ FrameworkSpec load_framework(const std::string& path) {
       if (auto b = m.number("dtype_bytes", false, 1, 8)) f.reduce_bytes = *b;
     }
   });
+  auto unsharded = [](std::string_view s) -> std::optional<bool> {
+    if (s == "unsharded") return true;
+    if (s == "sharded") return false;
+    return std::nullopt;
+  };
+  behaviour(r, "pp_params", [&](MapReader& m) {
+    if (auto v = m.word("value", unsharded, "sharded, unsharded", true)) f.pp_params_unsharded = *v;
+  }, false);
+  behaviour(r, "pp_grads", [&](MapReader& m) {
+    if (auto v = m.word("value", unsharded, "sharded, unsharded", true)) f.pp_grads_unsharded = *v;
+  }, false);
   behaviour(r, "tp_overlap_hidden", [&](MapReader& m) {
     if (auto v = m.number("value", true, 0, 1)) f.tp_overlap_hidden = *v;
   });

@@ -378,3 +378,46 @@ TEST_CASE("op recomputation (torchtitan's per-op policy): every second matmul an
   tt.framework = spec::find_framework("torchtitan").value();
   CHECK(spec::framework_recompute(spec::framework(tt.framework), "selective_op")->kind == spec::RecomputeKind::kOp);
 }
+
+TEST_CASE("memory: torchtitan under PP keeps the stage's weights gathered and its gradients whole in fp32") {
+  // torchtitan's fsdp_reshard_after_forward "default" is not pp_enabled
+  // (torchtitan/distributed/fsdp.py:129-132), and PyTorch's pipeline stage
+  // syncs FSDP gradients only in the last backward, FSDP2 accumulating the
+  // unsynced gradient in reduce_dtype float32 (frameworks/torchtitan.yaml
+  // pp_params, pp_grads). Llama-3-8B at PP 2, DP 4, ZeRO-3, Adam; the first
+  // stage's parameters:
+  //   per layer: QKV 4096 x (4096 + 2 x 1024) = 25,165,824, O 16,777,216,
+  //              MLP 3 x 4096 x 14336 = 176,160,768, norms 2 x 4096 = 8,192
+  //              = 218,112,000
+  //   16 layers  = 3,489,792,000; embedding 128256 x 4096 = 525,336,576
+  //   Psi_1 = 4,015,128,576
+  // weights 2 Psi_1 = 8,030,257,152 (not / 4), gradients 4 Psi_1 =
+  // 16,060,514,304 (not 2 Psi_1 / 4), masters 4 Psi_1 / 4 = Psi_1 and Adam
+  // 8 Psi_1 / 4 = 2 Psi_1 stay sharded. The fsdp profile (no such fields)
+  // shards the weights and gradients: 2 Psi_1 / 4 each.
+  const auto m = test::model("llama3_8b");
+  spec::PlanSpec p;
+  p.framework = *spec::find_framework("torchtitan");
+  p.optimizer.kind = spec::OptimizerKind::kAdam;
+  p.parallel.pp = 2;
+  p.parallel.dp = 4;
+  p.parallel.zero = 3;
+  constexpr double kPsi1 = 4015128576.0;
+  REQUIRE(techniques::local_params(m, p, techniques::PipelineStage::kFirst).weights == kPsi1);
+  const auto tt = memory::model_state(m, p, {}, techniques::PipelineStage::kFirst);
+  CHECK(tt.weights == doctest::Approx(8030257152.0).epsilon(1e-12));
+  CHECK(tt.gradients == doctest::Approx(16060514304.0).epsilon(1e-12));
+  CHECK(tt.master_weights == doctest::Approx(kPsi1).epsilon(1e-12));
+  CHECK(tt.optimizer == doctest::Approx(2 * kPsi1).epsilon(1e-12));
+  p.framework = *spec::find_framework("fsdp");
+  const auto fsdp = memory::model_state(m, p, {}, techniques::PipelineStage::kFirst);
+  CHECK(fsdp.weights == doctest::Approx(2 * kPsi1 / 4).epsilon(1e-12));
+  CHECK(fsdp.gradients == doctest::Approx(2 * kPsi1 / 4).epsilon(1e-12));
+  // Without PP torchtitan reshards after forward: sharded as ZeRO-3.
+  p.framework = *spec::find_framework("torchtitan");
+  p.parallel.pp = 1;
+  const auto flat = memory::model_state(m, p);
+  const double psi = techniques::local_params(m, p).weights;
+  CHECK(flat.weights == doctest::Approx(2 * psi / 4).epsilon(1e-12));
+  CHECK(flat.gradients == doctest::Approx(2 * psi / 4).epsilon(1e-12));
+}
