@@ -245,6 +245,34 @@ TEST_CASE("frameworks: a malformed profile is one located error") {
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("frameworks: pp_params, pp_grads and cross_entropy.compiled take only their words, located") {
+  const auto dir = std::filesystem::temp_directory_path() / "ridgeline_fw_pp_test";
+  std::filesystem::create_directories(dir);
+  const auto file = (dir / "bad.yaml").string();
+  auto error_of = [&](const std::string& text) {
+    {
+      std::ofstream f(file);
+      f << text;
+    }
+    try {
+      spec::load_framework(file);
+    } catch (const support::SpecError& e) {
+      std::string all;  // every diagnostic (the file also lacks required behaviours)
+      for (const auto& d : e.diagnostics()) all += d.format() + "\n";
+      return all;
+    }
+    return std::string("no error");
+  };
+  const std::string head = "name: Bad\nfusion:\n  value: eager\n  source: s\nattention:\n  value: flash2\n  source: s\n";
+  const std::string pp = error_of(head + "pp_params:\n  value: gathered\n  source: s\n");
+  CHECK(pp.find("bad.yaml:9:10: error: pp_params.value: expected one of sharded, unsharded, got \"gathered\"") !=
+        std::string::npos);
+  const std::string ce = error_of(head + "cross_entropy:\n  value: eager\n  compiled: inductor\n  source: s\n");
+  CHECK(ce.find("bad.yaml:10:13: error: cross_entropy.compiled: expected one of fused, eager, got \"inductor\"") !=
+        std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("overlap costs SMs: compute beside a collective takes max(T, C + f T)") {
   // ZeRO-3 on 8 GPUs gathers the parameters before every forward and backward, one all-gather per
   // decoder layer (FSDP unit), overlapped with the micro-batch's GEMMs. The gathers' NCCL thread blocks hold

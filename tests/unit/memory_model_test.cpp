@@ -421,3 +421,26 @@ TEST_CASE("memory: torchtitan under PP keeps the stage's weights gathered and it
   CHECK(flat.weights == doctest::Approx(2 * psi / 4).epsilon(1e-12));
   CHECK(flat.gradients == doctest::Approx(2 * psi / 4).epsilon(1e-12));
 }
+
+TEST_CASE("memory: torchtitan's compiled loss keeps no fp32 copy of the logits") {
+  // torchtitan compiles its loss with the model (torchtitan/components/loss.py:245-252;
+  // frameworks/torchtitan.yaml cross_entropy.compiled: fused). Llama-3-8B, b 1, s 8192:
+  // T V = 8192 x 128256 = 1,050,673,152 logits.
+  //   eager: the fp32 upcast, 4 T V = 4,202,692,608 bytes alive during the loss, and
+  //          log_softmax's fp32 output saved, 4 T V = 4,202,692,608;
+  //   compiled: no upcast copy (0), the 16-bit logits saved, 2 T V = 2,101,346,304.
+  const auto m = test::model("llama3_8b");
+  auto p = plan(1, 8192);
+  p.framework = *spec::find_framework("torchtitan");
+  p.fusion = spec::Fusion::kEager;
+  const auto eager = step(m, p);
+  CHECK(memory::facts(eager).logits_transient == doctest::Approx(4202692608.0));
+  CHECK(forward(eager, graph::Op::kLoss).saved_bytes == doctest::Approx(4202692608.0));
+  p.fusion = spec::Fusion::kCompiled;
+  const auto compiled = step(m, p);
+  CHECK(memory::facts(compiled).logits_transient == 0);
+  CHECK(forward(compiled, graph::Op::kLoss).saved_bytes == doctest::Approx(2101346304.0));
+  // A framework whose loss is not compiled keeps the eager loss under compile (hf: no `compiled` key).
+  p.framework = *spec::find_framework("hf");
+  CHECK(memory::facts(step(m, p)).logits_transient == doctest::Approx(4202692608.0));
+}

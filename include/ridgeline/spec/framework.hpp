@@ -55,6 +55,11 @@ struct FrameworkSpec {
   /// vocab-parallel cross-entropy, Liger); false = eager PyTorch under
   /// autocast: fp32 upcast, log_softmax, nll, and their backward.
   bool fused_cross_entropy = true;
+  /// The loss under torch.compile (fusion: compiled): true = compiled with
+  /// the model, so Inductor fuses the fp32 upcast into the softmax
+  /// reduction and keeps no fp32 copy of the logits (frameworks/NAME.yaml
+  /// cross_entropy.compiled; absent: as `value`).
+  bool fused_cross_entropy_compiled = true;
   // Host.
   /// CPU time to dispatch one launched kernel (Python, autograd, hooks);
   /// the GPU idles when the kernels it runs are shorter.
