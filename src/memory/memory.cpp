@@ -55,18 +55,19 @@ GraphFacts facts(const graph::Graph& g) {
       f.fp8_linears += k.gemm.batch * k.count;
     }
   }
+  f.fp8_weight_copies = g.fp8_weight_copies;
   f.tokens = g.tokens;
   f.act_bytes = g.act_bytes;
   f.layers = g.layers;
   return f;
 }
 
-ModelState model_state(const spec::ModelSpec& m, const spec::PlanSpec& p, double fp8_linear_params,
+ModelState model_state(const spec::ModelSpec& m, const spec::PlanSpec& p, const QuantizedWeights& fp8,
                        PipelineStage stage) {
-  return model_state(p, techniques::local_params(m, p, stage), fp8_linear_params);
+  return model_state(p, techniques::local_params(m, p, stage), fp8);
 }
 
-ModelState model_state(const spec::PlanSpec& p, const techniques::LocalParams& lp, double fp8_linear_params) {
+ModelState model_state(const spec::PlanSpec& p, const techniques::LocalParams& lp, const QuantizedWeights& fp8) {
   ModelState r;
   const auto groups = techniques::data_parallel_groups(p);
   const spec::PrecisionPolicy pol = spec::precision_policy(p);
@@ -82,9 +83,22 @@ ModelState model_state(const spec::PlanSpec& p, const techniques::LocalParams& l
                    (lp.frozen - frozen_linear - frozen_norms) * pol.frozen_other_bytes;
   // Transformer Engine keeps a quantized copy of each linear weight and its
   // transpose beside the 16-bit weight: +2 bytes per linear parameter in fp8
-  // (plus block scales: blockwise 2 x 4/16384, mxfp8 2 x 1/32), 2 x 9/16 in NVFP4.
-  if (pol.fp8_linear) weights += 2.0 * pol.quant.weight_bytes_per_elem * fp8_linear_params;
-  const double expert_weights = lp.expert_weights * (lp.expert_trainable > 0 ? wb : pol.frozen_weight_bytes);
+  // (plus block scales: blockwise 2 x 4/16384, mxfp8 2 x 1/32), 2 x 9/16 in
+  // NVFP4; one copy where one serves both (QuantizedWeights::copies). A
+  // frozen base's quantized linear weights are its primary weights: the
+  // copies without the 16-bit weight (spec::PrecisionPolicy::frozen_fp8_primary).
+  // Without the graph's count (the search's bound) they count one copy each.
+  const double q_bytes = pol.quant.weight_bytes_per_elem;
+  double expert_elem_bytes = lp.expert_trainable > 0 ? wb : pol.frozen_weight_bytes;
+  if (pol.fp8_linear && pol.frozen_fp8_primary) {
+    const double held = fp8.params > 0 ? std::min(fp8.params, frozen_linear) : frozen_linear;
+    const double copies = fp8.params > 0 ? fp8.copies : 1.0;
+    weights += held * (copies * q_bytes - pol.frozen_weight_bytes);
+    if (lp.expert_trainable <= 0) expert_elem_bytes = copies * q_bytes;
+  } else if (pol.fp8_linear) {
+    weights += fp8.copies * q_bytes * fp8.params;
+  }
+  const double expert_weights = lp.expert_weights * expert_elem_bytes;
   // ZeRO stage s shards what it covers over the data-parallel group: dense
   // bytes over DP x CP ranks, expert bytes over DP x CP / EP.
   auto shard = [&](int stage_covered, double bytes, double expert_bytes) {
@@ -191,9 +205,10 @@ MemoryResult estimate(const GraphFacts& g, const spec::ModelSpec& m, const spec:
 
 StageStates stage_states(const GraphFacts& g, const spec::PlanSpec& p, const techniques::StageParams& sp) {
   StageStates s;
-  s.first = model_state(p, sp.first, g.fp8_linear_params);
-  if (is_pipelined(p)) s.last = model_state(p, sp.last, g.fp8_linear_params);
-  if (middle_counts(p)) s.middle = model_state(p, sp.middle, g.fp8_linear_params);
+  const QuantizedWeights fp8{g.fp8_linear_params, g.fp8_weight_copies};
+  s.first = model_state(p, sp.first, fp8);
+  if (is_pipelined(p)) s.last = model_state(p, sp.last, fp8);
+  if (middle_counts(p)) s.middle = model_state(p, sp.middle, fp8);
   return s;
 }
 

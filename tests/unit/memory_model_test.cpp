@@ -444,3 +444,42 @@ TEST_CASE("memory: torchtitan's compiled loss keeps no fp32 copy of the logits")
   p.framework = *spec::find_framework("hf");
   CHECK(memory::facts(step(m, p)).logits_transient == doctest::Approx(4202692608.0));
 }
+
+TEST_CASE("memory: a frozen fp8 LoRA base is held once, quantized; copies by GPU and recipe") {
+  // Transformer Engine's quantized_model_init holds only the quantized weights
+  // (quantization.py:877-911, "LoRA-like fine-tuning"); a weight quantized for
+  // training keeps its row-wise copy and, for dgrad, a column-wise one, which on
+  // data-center Blackwell under one scale per tensor is the same buffer
+  // (float8_tensor.py:423-427). Llama-2-70B decoder linear weights:
+  //   per layer: QKV 8192 x (8192 + 2 x 1024) = 83,886,080, O 67,108,864,
+  //              MLP 3 x 8192 x 28672 = 704,643,072 = 855,638,016
+  //   x 80 layers: Psi_lin = 68,451,041,280
+  // LoRA on q, k, v, o; DP 8, ZeRO-1. Against the same plan in bf16 (Psi_lin at 2 bytes):
+  //   B200, delayed (1 copy of 1 byte):   bf16 - 2 Psi_lin + 1 Psi_lin = bf16 - 68,451,041,280
+  //   H100, delayed (2 copies of 1 byte): bf16 - 2 Psi_lin + 2 Psi_lin = bf16
+  //   B200, mxfp8 (2 copies of 1 + 1/32): bf16 - 2 Psi_lin + 2.0625 Psi_lin = bf16 + 4,278,190,080
+  // (before: bf16 + 2 Psi_lin everywhere, the 16-bit base beside two fp8 copies).
+  const auto m = test::model("llama2_70b");
+  auto p = plan(1, 8192);
+  p.finetune.mode = spec::FinetuneMode::kLora;
+  p.finetune.targets = spec::kTargetQ | spec::kTargetK | spec::kTargetV | spec::kTargetO;
+  p.parallel.dp = 8;
+  p.parallel.zero = 1;
+  p.global_batch = 8;
+  engine::EvalOptions opt;
+  opt.keep_kernels = false;
+  auto weights = [&](const spec::PlanSpec& q, const char* gpu) {
+    return engine::evaluate(m, q, test::gpu(gpu), opt).memory.weights;
+  };
+  constexpr double kPsiLin = 68451041280.0;
+  const double bf16_b200 = weights(p, "b200");
+  const double bf16_h100 = weights(p, "h100_sxm");
+  auto q = p;
+  q.precision = spec::Precision::kFp8;
+  CHECK(weights(q, "b200") == doctest::Approx(bf16_b200 - kPsiLin).epsilon(1e-12));
+  CHECK(weights(q, "h100_sxm") == doctest::Approx(bf16_h100).epsilon(1e-12));
+  q.fp8_recipe = spec::Fp8Recipe::kMxfp8;
+  CHECK(weights(q, "b200") == doctest::Approx(bf16_b200 + 4278190080.0).epsilon(1e-12));
+  // A frozen base's quantized weights never change: no per-step weight cast.
+  for (const auto& k : step(m, q, "b200").kernels) CHECK_FALSE((k.op == graph::Op::kCast && k.phase == spec::Phase::kOptimizer));
+}
