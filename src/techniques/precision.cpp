@@ -143,7 +143,11 @@ void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
     // half byte, are within a few percent of a compute-bound GEMM's reads).
     k.read_bytes = in_elems * 1.0 + w_elems * q.weight_bytes_per_elem;
     if (k.op == Op::kOut && flash < n) ks[flash].saved_bytes += in_elems * e;  // the 16-bit O
-    if (k.saved_bytes > 0) k.saved_bytes = k.saved_bytes / e * q.act_bytes_per_elem;  // column-wise X
+    // Saved for wgrad: X's column-wise quantized copy alone, q bytes per
+    // element (transformer_engine/pytorch/module/linear.py:614-616 "Discard
+    // row-wise data since it is not needed in backward pass";
+    // layernorm_linear.py:477-487 the same for the norm's quantized output).
+    if (k.saved_bytes > 0) k.saved_bytes = k.saved_bytes / e * q.act_bytes_per_elem;
     (k.has(graph::kLayer) ? weights_per_layer : weights_once) += w_elems;
     const bool after_norm = (k.op == Op::kQkv || k.op == Op::kUp) && fused_norm;
     // Appended to the graph itself (its capacity is kept across evaluations:

@@ -483,3 +483,18 @@ TEST_CASE("memory: a frozen fp8 LoRA base is held once, quantized; copies by GPU
   // A frozen base's quantized weights never change: no per-step weight cast.
   for (const auto& k : step(m, q, "b200").kernels) CHECK_FALSE((k.op == graph::Op::kCast && k.phase == spec::Phase::kOptimizer));
 }
+
+TEST_CASE("memory: an fp8 linear saves its input's column-wise fp8 copy for wgrad") {
+  // Transformer Engine's Linear keeps only the column-wise quantized input for
+  // the backward (module/linear.py:614-616). Llama-3-8B, b 1, s 8192: the down
+  // projection's input is T x f = 8192 x 14336 = 117,440,512 elements:
+  //   bf16 2 bytes: 234,881,024; fp8 (delayed) 1 byte: 117,440,512;
+  //   mxfp8 1 + 1/32 bytes (an E8M0 scale per 32): 121,110,528.
+  const auto m = test::model("llama3_8b");
+  auto p = plan(1, 8192);
+  CHECK(forward(step(m, p), graph::Op::kDown).saved_bytes == doctest::Approx(234881024.0));
+  p.precision = spec::Precision::kFp8;
+  CHECK(forward(step(m, p), graph::Op::kDown).saved_bytes == doctest::Approx(117440512.0));
+  p.fp8_recipe = spec::Fp8Recipe::kMxfp8;
+  CHECK(forward(step(m, p, "b200"), graph::Op::kDown).saved_bytes == doctest::Approx(121110528.0));
+}
