@@ -55,18 +55,19 @@ GraphFacts facts(const graph::Graph& g) {
       f.fp8_linears += k.gemm.batch * k.count;
     }
   }
+  f.fp8_weight_copies = g.fp8_weight_copies;
   f.tokens = g.tokens;
   f.act_bytes = g.act_bytes;
   f.layers = g.layers;
   return f;
 }
 
-ModelState model_state(const spec::ModelSpec& m, const spec::PlanSpec& p, double fp8_linear_params,
+ModelState model_state(const spec::ModelSpec& m, const spec::PlanSpec& p, const QuantizedWeights& fp8,
                        PipelineStage stage) {
-  return model_state(p, techniques::local_params(m, p, stage), fp8_linear_params);
+  return model_state(p, techniques::local_params(m, p, stage), fp8);
 }
 
-ModelState model_state(const spec::PlanSpec& p, const techniques::LocalParams& lp, double fp8_linear_params) {
+ModelState model_state(const spec::PlanSpec& p, const techniques::LocalParams& lp, const QuantizedWeights& fp8) {
   ModelState r;
   const auto groups = techniques::data_parallel_groups(p);
   const spec::PrecisionPolicy pol = spec::precision_policy(p);
@@ -82,17 +83,45 @@ ModelState model_state(const spec::PlanSpec& p, const techniques::LocalParams& l
                    (lp.frozen - frozen_linear - frozen_norms) * pol.frozen_other_bytes;
   // Transformer Engine keeps a quantized copy of each linear weight and its
   // transpose beside the 16-bit weight: +2 bytes per linear parameter in fp8
-  // (plus block scales: blockwise 2 x 4/16384, mxfp8 2 x 1/32), 2 x 9/16 in NVFP4.
-  if (pol.fp8_linear) weights += 2.0 * pol.quant.weight_bytes_per_elem * fp8_linear_params;
-  const double expert_weights = lp.expert_weights * (lp.expert_trainable > 0 ? wb : pol.frozen_weight_bytes);
+  // (plus block scales: blockwise 2 x 4/16384, mxfp8 2 x 1/32), 2 x 9/16 in
+  // NVFP4; one copy where one serves both (QuantizedWeights::copies). A
+  // frozen base's quantized linear weights are its primary weights: the
+  // copies without the 16-bit weight (spec::PrecisionPolicy::frozen_fp8_primary).
+  // Without the graph's count (the search's bound) they count one copy each.
+  const double q_bytes = pol.quant.weight_bytes_per_elem;
+  double expert_elem_bytes = lp.expert_trainable > 0 ? wb : pol.frozen_weight_bytes;
+  if (pol.fp8_linear && pol.frozen_fp8_primary) {
+    const double held = fp8.params > 0 ? std::min(fp8.params, frozen_linear) : frozen_linear;
+    const double copies = fp8.params > 0 ? fp8.copies : 1.0;
+    weights += held * (copies * q_bytes - pol.frozen_weight_bytes);
+    if (lp.expert_trainable <= 0) expert_elem_bytes = copies * q_bytes;
+  } else if (pol.fp8_linear) {
+    weights += fp8.copies * q_bytes * fp8.params;
+  }
+  const double expert_weights = lp.expert_weights * expert_elem_bytes;
   // ZeRO stage s shards what it covers over the data-parallel group: dense
   // bytes over DP x CP ranks, expert bytes over DP x CP / EP.
   auto shard = [&](int stage_covered, double bytes, double expert_bytes) {
     if (p.parallel.zero < stage_covered) return bytes;
     return (bytes - expert_bytes) / groups.dense + expert_bytes / groups.expert;
   };
-  r.weights = shard(3, weights, expert_weights);
-  r.gradients = shard(2, lp.trainable * pol.gradient_bytes, lp.expert_trainable * pol.gradient_bytes);
+  // Under pipeline parallelism a framework may keep what ZeRO would shard
+  // whole across the step's micro-batches (frameworks/*.yaml pp_params,
+  // pp_grads; torchtitan: torchtitan/distributed/fsdp.py:129-132 returns
+  // reshard_after_forward = not pp_enabled, and PyTorch's pipeline stage
+  // turns FSDP's gradient sync off for all but the last backward): the
+  // stage's whole 16-bit weights, and its whole gradients in the reduce
+  // dtype (FSDP2 upcasts an unsynced gradient to reduce_dtype and
+  // accumulates it, _fsdp_param.py to_accumulated_grad_if_needed). The
+  // masters and optimizer state stay sharded.
+  const spec::FrameworkSpec& fw = spec::framework(p.framework);
+  const bool pipelined = p.parallel.pp > 1;
+  const bool whole_params = pipelined && fw.pp_params_unsharded && p.parallel.zero >= 3;
+  const bool whole_grads = pipelined && fw.pp_grads_unsharded && p.parallel.zero >= 2;
+  r.weights = whole_params ? weights : shard(3, weights, expert_weights);
+  const double accum_bytes = fw.reduce_bytes > 0 ? fw.reduce_bytes : pol.gradient_bytes;
+  r.gradients = whole_grads ? lp.trainable * accum_bytes
+                            : shard(2, lp.trainable * pol.gradient_bytes, lp.expert_trainable * pol.gradient_bytes);
   r.master_weights = shard(1, lp.trainable * pol.master_bytes, lp.expert_trainable * pol.master_bytes);
   const double opt_b = techniques::optimizer_state_bytes(p.optimizer, lp, pol.state_elem_bytes);
   r.optimizer = shard(1, lp.trainable * opt_b, lp.expert_trainable * opt_b);
@@ -153,8 +182,10 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
   // gradient (T x V / t at the activation width).
   const double t = std::max(1, p.parallel.tp);
   s.buffers = fixed_buffers + (last ? g.logits_transient + g.tokens * (m.vocab / t) * g.act_bytes : 0.0);
-  // ZeRO-3's gathered weights of two layers (current + prefetched).
-  if (p.parallel.zero >= 3 && techniques::data_parallel_groups(p).dense > 1) {
+  // ZeRO-3's gathered weights of two layers (current + prefetched), unless
+  // the framework keeps the stage's weights gathered under PP (model state).
+  const bool whole_params = is_pipelined(p) && spec::framework(p.framework).pp_params_unsharded;
+  if (p.parallel.zero >= 3 && !whole_params && techniques::data_parallel_groups(p).dense > 1) {
     s.buffers += 2 * (lp.weights / std::max(1.0, lp.layers_local)) * spec::precision_policy(p).weight_bytes;
   }
   s.allocated = s.weights + s.gradients + s.master_weights + s.optimizer + s.activations + s.buffers;
@@ -174,9 +205,10 @@ MemoryResult estimate(const GraphFacts& g, const spec::ModelSpec& m, const spec:
 
 StageStates stage_states(const GraphFacts& g, const spec::PlanSpec& p, const techniques::StageParams& sp) {
   StageStates s;
-  s.first = model_state(p, sp.first, g.fp8_linear_params);
-  if (is_pipelined(p)) s.last = model_state(p, sp.last, g.fp8_linear_params);
-  if (middle_counts(p)) s.middle = model_state(p, sp.middle, g.fp8_linear_params);
+  const QuantizedWeights fp8{g.fp8_linear_params, g.fp8_weight_copies};
+  s.first = model_state(p, sp.first, fp8);
+  if (is_pipelined(p)) s.last = model_state(p, sp.last, fp8);
+  if (middle_counts(p)) s.middle = model_state(p, sp.middle, fp8);
   return s;
 }
 

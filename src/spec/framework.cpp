@@ -121,12 +121,14 @@ FrameworkSpec load_framework(const std::string& path) {
     if (auto v = m.word("value", parse_attention, attention_choices(), true)) f.attention = *v;
   });
   behaviour(r, "cross_entropy", [&](MapReader& m) {
-    auto v = m.word("value", [](std::string_view s) -> std::optional<bool> {
+    auto fused = [](std::string_view s) -> std::optional<bool> {
       if (s == "fused") return true;
       if (s == "eager") return false;
       return std::nullopt;
-    }, "fused, eager", true);
-    if (v) f.fused_cross_entropy = *v;
+    };
+    if (auto v = m.word("value", fused, "fused, eager", true)) f.fused_cross_entropy = *v;
+    f.fused_cross_entropy_compiled = f.fused_cross_entropy;
+    if (auto v = m.word("compiled", fused, "fused, eager")) f.fused_cross_entropy_compiled = *v;
   });
   behaviour(r, "dispatch", [&](MapReader& m) {
     if (auto v = m.quantity("eager", units::Dimension::kTime, true, true)) f.dispatch_s = *v;
@@ -146,6 +148,17 @@ FrameworkSpec load_framework(const std::string& path) {
       if (auto b = m.number("dtype_bytes", false, 1, 8)) f.reduce_bytes = *b;
     }
   });
+  auto unsharded = [](std::string_view s) -> std::optional<bool> {
+    if (s == "unsharded") return true;
+    if (s == "sharded") return false;
+    return std::nullopt;
+  };
+  behaviour(r, "pp_params", [&](MapReader& m) {
+    if (auto v = m.word("value", unsharded, "sharded, unsharded", true)) f.pp_params_unsharded = *v;
+  }, false);
+  behaviour(r, "pp_grads", [&](MapReader& m) {
+    if (auto v = m.word("value", unsharded, "sharded, unsharded", true)) f.pp_grads_unsharded = *v;
+  }, false);
   behaviour(r, "tp_overlap_hidden", [&](MapReader& m) {
     if (auto v = m.number("value", true, 0, 1)) f.tp_overlap_hidden = *v;
   });

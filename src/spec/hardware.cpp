@@ -16,17 +16,17 @@ namespace {
 
 // One row per generation: the word the profile writes and what the part has
 // (GenerationInfo's comment gives the source of each column).
-//   word             generation                   vendor           fp8    fp4    wgmma  async  fa3
+//   word             generation                   vendor           fp8    fp4    wgmma  async  fa3    non-TN fp8
 constexpr GenerationInfo kGenerations[] = {
-    {"ampere", Generation::kAmpere, Vendor::kNvidia, false, false, false, false, false},
-    {"ada", Generation::kAda, Vendor::kNvidia, true, false, false, false, false},
-    {"hopper", Generation::kHopper, Vendor::kNvidia, true, false, true, true, true},
-    {"blackwell", Generation::kBlackwell, Vendor::kNvidia, true, true, false, true, false},
-    {"rtx_blackwell", Generation::kRtxBlackwell, Vendor::kNvidia, true, true, false, false, false},
-    {"cdna2", Generation::kCdna2, Vendor::kAmd, false, false, false, false, false},
-    {"cdna3", Generation::kCdna3, Vendor::kAmd, true, false, false, false, false},
-    {"cdna4", Generation::kCdna4, Vendor::kAmd, true, true, false, false, false},
-    {"host", Generation::kHost, Vendor::kHost, false, false, false, false, false},
+    {"ampere", Generation::kAmpere, Vendor::kNvidia, false, false, false, false, false, false},
+    {"ada", Generation::kAda, Vendor::kNvidia, true, false, false, false, false, false},
+    {"hopper", Generation::kHopper, Vendor::kNvidia, true, false, true, true, true, false},
+    {"blackwell", Generation::kBlackwell, Vendor::kNvidia, true, true, false, true, false, true},
+    {"rtx_blackwell", Generation::kRtxBlackwell, Vendor::kNvidia, true, true, false, false, false, false},
+    {"cdna2", Generation::kCdna2, Vendor::kAmd, false, false, false, false, false, false},
+    {"cdna3", Generation::kCdna3, Vendor::kAmd, true, false, false, false, false, false},
+    {"cdna4", Generation::kCdna4, Vendor::kAmd, true, true, false, false, false, false},
+    {"host", Generation::kHost, Vendor::kHost, false, false, false, false, false, false},
 };
 static_assert(std::size(kGenerations) == kGenerationCount);
 

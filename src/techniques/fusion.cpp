@@ -71,8 +71,16 @@ void apply_fusion(graph::Graph& g, const spec::ModelSpec& m, const spec::Microba
   // the fusion level of the pointwise chains: a fused cross-entropy computes
   // the softmax in place over the 16-bit logits (Megatron's vocab-parallel
   // kernel, flash-attn's xentropy); an eager one keeps build's fp32 chain.
+  // Under torch.compile a framework that compiles its loss (cross_entropy.
+  // compiled: torchtitan/components/loss.py:245-252 wraps the loss in
+  // torch.compile when compile.enable and "loss" is among compile.components,
+  // the default, torchtitan/config/configs.py:301) has Inductor fuse the
+  // upcast, log_softmax and nll into reductions over the 16-bit logits: no
+  // fp32 copy is materialised or saved; the backward recomputes the softmax
+  // from the saved 16-bit logits and row statistics, as a fused loss does.
   // (Norms are built fused or eager by graph::build_forward.)
-  if (spec::framework(p.framework).fused_cross_entropy) {
+  const spec::FrameworkSpec& fw = spec::framework(p.framework);
+  if (level == Fusion::kCompiled ? fw.fused_cross_entropy_compiled : fw.fused_cross_entropy) {
     for (auto& k : ks) {
       if (k.phase != spec::Phase::kForward || k.op != Op::kLoss) continue;
       const double logits = k.workspace_bytes / 4.0;

@@ -170,17 +170,22 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
     // The framework decides when gradients move and in what precision
     // (frameworks/*.yaml): per step (DDP no_sync, Megatron's distributed
     // optimizer) or after every micro-batch's backward (FSDP without no_sync,
-    // DeepSpeed ZeRO >= 2); FSDP2 under PP keeps parameters unsharded across
-    // micro-batches. Per FSDP unit (a decoder layer) the first forward gather
-    // and the last backward reduce have nothing to hide behind.
+    // DeepSpeed ZeRO >= 2). Under PP a framework may keep the parameters
+    // gathered (pp_params: one gather per step) and the gradients unsharded
+    // (pp_grads: one reduce-scatter per step, in the last micro-batch's
+    // backward) across micro-batches (torchtitan: torchtitan/distributed/
+    // fsdp.py:129-132; PyTorch's pipeline stage syncs FSDP gradients only
+    // in the last backward). Per FSDP unit (a decoder layer) the first
+    // forward gather and the last backward reduce have nothing to hide behind.
     const spec::FrameworkSpec& fw = spec::framework(p.framework);
-    const bool per_microbatch =
-        fw.grad_reduce_per_microbatch && (fw.sharding != spec::ParamSharding::kZero || par.zero >= 2);
+    const bool pp_whole_grads = fw.pp_grads_unsharded && pp > 1;
+    const bool per_microbatch = fw.grad_reduce_per_microbatch && !pp_whole_grads &&
+                                (fw.sharding != spec::ParamSharding::kZero || par.zero >= 2);
     // Gradients are reduced in the framework's reduce dtype, else as they
     // are accumulated (fp32 main gradients: 4 bytes).
     const double gb = fw.reduce_bytes > 0 ? fw.reduce_bytes : pol.gradient_bytes;
     const double units = std::max(1.0, static_cast<double>(m.layers) / pp);
-    const bool gather_per_step = fw.sharding == spec::ParamSharding::kFsdp2 && pp > 1;
+    const bool gather_per_step = fw.pp_params_unsharded && pp > 1;
     auto reduce = [&](const Names& n, double trainable, double weights, double group) {
       if (group <= 1) return;
       const Collective kind = par.zero == 0 ? Collective::kAllReduce : Collective::kReduceScatter;

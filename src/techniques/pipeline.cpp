@@ -7,7 +7,7 @@ void build_microbatch_base(graph::Graph& g, const spec::ModelSpec& m, const spec
   graph::build_forward(m, p, g);
   apply_attention(g, m, p, hw);
   apply_fusion(g, m, p);
-  apply_precision(g, m, p);
+  apply_precision(g, m, p, hw);
   apply_finetune(g, m, p);
   graph::derive_backward(g);
 }

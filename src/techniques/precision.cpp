@@ -104,11 +104,21 @@ void append_casts(std::vector<Kernel>& out, const Kernel& gemm, const spec::Quan
 /// linear layers, mostly the final ones, in bf16: the graph's decoder layers
 /// are one kernel each with count = layers) and the amax-history update
 /// (one multi-tensor kernel over 12 KB per linear).
-void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p) {
+void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
+                     const spec::HardwareSpec& hw) {
   (void)m;
   const spec::PrecisionPolicy pol = spec::precision_policy(p);
+  g.fp8_weight_copies = 2;
   if (!pol.fp8_linear) return;
   const spec::QuantRecipe& q = pol.quant;
+  // The weight copies Transformer Engine keeps: the row-wise copy (fprop) and
+  // the column-wise one (dgrad reads W untransposed), except where one scale
+  // per tensor and fp8 GEMMs in every layout let one buffer serve both
+  // (transformer_engine/pytorch/tensor/float8_tensor.py:423-427: "on
+  // non-TN-capable archs (Blackwell+) a single _data buffer backs both row-
+  // and column-wise usage"). Block-scaled copies (blockwise, mxfp8, NVFP4)
+  // have their own column-wise blocks and scales.
+  g.fp8_weight_copies = q.per_tensor_scale && hw.generation_facts().fp8_non_tn_gemm ? 1 : 2;
   const bool fp4 = q.gemm == spec::Dtype::kFp4;
   const CastNames& in_names = fp4 ? kFp4Input : kFp8Input;
   const CastNames& grad_names = fp4 ? kFp4Grad : kFp8Grad;
@@ -133,7 +143,11 @@ void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
     // half byte, are within a few percent of a compute-bound GEMM's reads).
     k.read_bytes = in_elems * 1.0 + w_elems * q.weight_bytes_per_elem;
     if (k.op == Op::kOut && flash < n) ks[flash].saved_bytes += in_elems * e;  // the 16-bit O
-    if (k.saved_bytes > 0) k.saved_bytes = k.saved_bytes / e * q.act_bytes_per_elem;  // column-wise X
+    // Saved for wgrad: X's column-wise quantized copy alone, q bytes per
+    // element (transformer_engine/pytorch/module/linear.py:614-616 "Discard
+    // row-wise data since it is not needed in backward pass";
+    // layernorm_linear.py:477-487 the same for the norm's quantized output).
+    if (k.saved_bytes > 0) k.saved_bytes = k.saved_bytes / e * q.act_bytes_per_elem;
     (k.has(graph::kLayer) ? weights_per_layer : weights_once) += w_elems;
     const bool after_norm = (k.op == Op::kQkv || k.op == Op::kUp) && fused_norm;
     // Appended to the graph itself (its capacity is kept across evaluations:
@@ -142,7 +156,9 @@ void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
     if (!after_norm) append_casts(ks, gemm, q, in_names, q.gemm, spec::Phase::kForward, in_elems, e);
     append_casts(ks, gemm, q, grad_names, q.grad, spec::Phase::kBackward, out_elems, e);
   }
-  // Once per step: the weights' quantized copies (cached across micro-batches).
+  // Once per step: the weights' quantized copies (cached across micro-batches);
+  // a frozen base's quantized primary weights never change: none.
+  if (pol.frozen_fp8_primary) return;
   const double wp = weights_per_layer * g.layers + weights_once;
   const double passes = q.separate_colwise && !fp4 ? 2 : 1;  // NVFP4's 16x16 weight blocks transpose as they are
   Kernel w;

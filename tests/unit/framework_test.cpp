@@ -183,6 +183,30 @@ TEST_CASE("frameworks: FSDP reduces gradients in fp32 every micro-batch (Compose
         doctest::Approx(2 * 2 * 2 * techniques::local_params(m, p).weights));
 }
 
+TEST_CASE("frameworks: torchtitan under PP reduces gradients once per step in fp32 and gathers once") {
+  // Under PP torchtitan keeps parameters gathered (torchtitan/distributed/fsdp.py:129-132) and
+  // PyTorch's pipeline stage syncs FSDP gradients only in the last micro-batch's backward
+  // (frameworks/torchtitan.yaml pp_params, pp_grads). Llama-3-8B, PP 2, DP 4, ZeRO-3, global batch
+  // 32: 8 micro-batches per pipeline. Per step, with Psi the larger stage's parameters:
+  //   gradient reduce-scatter: 4 bytes x Psi once (not 8 x 4 Psi);
+  //   parameter all-gather:    2 bytes x Psi once (not 8 x 2 x 2 Psi).
+  const auto hw = test::gpu("h100_sxm");
+  const auto m = test::model("llama3_8b");
+  spec::PlanSpec p = with("torchtitan");
+  p.seq_len = 4096;
+  p.parallel.pp = 2;
+  p.parallel.dp = 4;
+  p.parallel.zero = 3;
+  p.global_batch = 32;
+  const auto lp = techniques::local_params(m, p);
+  CHECK(step_bytes(m, p, hw, "dp_grad_reduce_scatter") == doctest::Approx(4 * lp.trainable));
+  CHECK(step_bytes(m, p, hw, "zero3_param_all_gather") == doctest::Approx(2 * lp.weights));
+  // Without PP: FSDP2 reduce-scatters after every micro-batch's backward, 32 / 4 = 8 of them.
+  p.parallel.pp = 1;
+  const auto flat = techniques::local_params(m, p);
+  CHECK(step_bytes(m, p, hw, "dp_grad_reduce_scatter") == doctest::Approx(8 * 4 * flat.trainable));
+}
+
 TEST_CASE("frameworks: eager dispatch makes a small model host-bound; CUDA graphs remove it") {
   // GPT-3 125M at micro-batch 1 x 128 tokens: each kernel runs a few microseconds, less than the 10 us the
   // hf profile's host takes to dispatch it, so the micro-batch takes its dispatch time.
@@ -218,6 +242,34 @@ TEST_CASE("frameworks: a malformed profile is one located error") {
     CHECK(d.find("fusion.value") != std::string::npos);
     CHECK(d.find("expected one of eager, fused, compiled, xla") != std::string::npos);
   }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("frameworks: pp_params, pp_grads and cross_entropy.compiled take only their words, located") {
+  const auto dir = std::filesystem::temp_directory_path() / "ridgeline_fw_pp_test";
+  std::filesystem::create_directories(dir);
+  const auto file = (dir / "bad.yaml").string();
+  auto error_of = [&](const std::string& text) {
+    {
+      std::ofstream f(file);
+      f << text;
+    }
+    try {
+      spec::load_framework(file);
+    } catch (const support::SpecError& e) {
+      std::string all;  // every diagnostic (the file also lacks required behaviours)
+      for (const auto& d : e.diagnostics()) all += d.format() + "\n";
+      return all;
+    }
+    return std::string("no error");
+  };
+  const std::string head = "name: Bad\nfusion:\n  value: eager\n  source: s\nattention:\n  value: flash2\n  source: s\n";
+  const std::string pp = error_of(head + "pp_params:\n  value: gathered\n  source: s\n");
+  CHECK(pp.find("bad.yaml:9:10: error: pp_params.value: expected one of sharded, unsharded, got \"gathered\"") !=
+        std::string::npos);
+  const std::string ce = error_of(head + "cross_entropy:\n  value: eager\n  compiled: inductor\n  source: s\n");
+  CHECK(ce.find("bad.yaml:10:13: error: cross_entropy.compiled: expected one of fused, eager, got \"inductor\"") !=
+        std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

@@ -378,3 +378,123 @@ TEST_CASE("op recomputation (torchtitan's per-op policy): every second matmul an
   tt.framework = spec::find_framework("torchtitan").value();
   CHECK(spec::framework_recompute(spec::framework(tt.framework), "selective_op")->kind == spec::RecomputeKind::kOp);
 }
+
+TEST_CASE("memory: torchtitan under PP keeps the stage's weights gathered and its gradients whole in fp32") {
+  // torchtitan's fsdp_reshard_after_forward "default" is not pp_enabled
+  // (torchtitan/distributed/fsdp.py:129-132), and PyTorch's pipeline stage
+  // syncs FSDP gradients only in the last backward, FSDP2 accumulating the
+  // unsynced gradient in reduce_dtype float32 (frameworks/torchtitan.yaml
+  // pp_params, pp_grads). Llama-3-8B at PP 2, DP 4, ZeRO-3, Adam; the first
+  // stage's parameters:
+  //   per layer: QKV 4096 x (4096 + 2 x 1024) = 25,165,824, O 16,777,216,
+  //              MLP 3 x 4096 x 14336 = 176,160,768, norms 2 x 4096 = 8,192
+  //              = 218,112,000
+  //   16 layers  = 3,489,792,000; embedding 128256 x 4096 = 525,336,576
+  //   Psi_1 = 4,015,128,576
+  // weights 2 Psi_1 = 8,030,257,152 (not / 4), gradients 4 Psi_1 =
+  // 16,060,514,304 (not 2 Psi_1 / 4), masters 4 Psi_1 / 4 = Psi_1 and Adam
+  // 8 Psi_1 / 4 = 2 Psi_1 stay sharded. The fsdp profile (no such fields)
+  // shards the weights and gradients: 2 Psi_1 / 4 each.
+  const auto m = test::model("llama3_8b");
+  spec::PlanSpec p;
+  p.framework = *spec::find_framework("torchtitan");
+  p.optimizer.kind = spec::OptimizerKind::kAdam;
+  p.parallel.pp = 2;
+  p.parallel.dp = 4;
+  p.parallel.zero = 3;
+  constexpr double kPsi1 = 4015128576.0;
+  REQUIRE(techniques::local_params(m, p, techniques::PipelineStage::kFirst).weights == kPsi1);
+  const auto tt = memory::model_state(m, p, {}, techniques::PipelineStage::kFirst);
+  CHECK(tt.weights == doctest::Approx(8030257152.0).epsilon(1e-12));
+  CHECK(tt.gradients == doctest::Approx(16060514304.0).epsilon(1e-12));
+  CHECK(tt.master_weights == doctest::Approx(kPsi1).epsilon(1e-12));
+  CHECK(tt.optimizer == doctest::Approx(2 * kPsi1).epsilon(1e-12));
+  p.framework = *spec::find_framework("fsdp");
+  const auto fsdp = memory::model_state(m, p, {}, techniques::PipelineStage::kFirst);
+  CHECK(fsdp.weights == doctest::Approx(2 * kPsi1 / 4).epsilon(1e-12));
+  CHECK(fsdp.gradients == doctest::Approx(2 * kPsi1 / 4).epsilon(1e-12));
+  // Without PP torchtitan reshards after forward: sharded as ZeRO-3.
+  p.framework = *spec::find_framework("torchtitan");
+  p.parallel.pp = 1;
+  const auto flat = memory::model_state(m, p);
+  const double psi = techniques::local_params(m, p).weights;
+  CHECK(flat.weights == doctest::Approx(2 * psi / 4).epsilon(1e-12));
+  CHECK(flat.gradients == doctest::Approx(2 * psi / 4).epsilon(1e-12));
+}
+
+TEST_CASE("memory: torchtitan's compiled loss keeps no fp32 copy of the logits") {
+  // torchtitan compiles its loss with the model (torchtitan/components/loss.py:245-252;
+  // frameworks/torchtitan.yaml cross_entropy.compiled: fused). Llama-3-8B, b 1, s 8192:
+  // T V = 8192 x 128256 = 1,050,673,152 logits.
+  //   eager: the fp32 upcast, 4 T V = 4,202,692,608 bytes alive during the loss, and
+  //          log_softmax's fp32 output saved, 4 T V = 4,202,692,608;
+  //   compiled: no upcast copy (0), the 16-bit logits saved, 2 T V = 2,101,346,304.
+  const auto m = test::model("llama3_8b");
+  auto p = plan(1, 8192);
+  p.framework = *spec::find_framework("torchtitan");
+  p.fusion = spec::Fusion::kEager;
+  const auto eager = step(m, p);
+  CHECK(memory::facts(eager).logits_transient == doctest::Approx(4202692608.0));
+  CHECK(forward(eager, graph::Op::kLoss).saved_bytes == doctest::Approx(4202692608.0));
+  p.fusion = spec::Fusion::kCompiled;
+  const auto compiled = step(m, p);
+  CHECK(memory::facts(compiled).logits_transient == 0);
+  CHECK(forward(compiled, graph::Op::kLoss).saved_bytes == doctest::Approx(2101346304.0));
+  // A framework whose loss is not compiled keeps the eager loss under compile (hf: no `compiled` key).
+  p.framework = *spec::find_framework("hf");
+  CHECK(memory::facts(step(m, p)).logits_transient == doctest::Approx(4202692608.0));
+}
+
+TEST_CASE("memory: a frozen fp8 LoRA base is held once, quantized; copies by GPU and recipe") {
+  // Transformer Engine's quantized_model_init holds only the quantized weights
+  // (quantization.py:877-911, "LoRA-like fine-tuning"); a weight quantized for
+  // training keeps its row-wise copy and, for dgrad, a column-wise one, which on
+  // data-center Blackwell under one scale per tensor is the same buffer
+  // (float8_tensor.py:423-427). Llama-2-70B decoder linear weights:
+  //   per layer: QKV 8192 x (8192 + 2 x 1024) = 83,886,080, O 67,108,864,
+  //              MLP 3 x 8192 x 28672 = 704,643,072 = 855,638,016
+  //   x 80 layers: Psi_lin = 68,451,041,280
+  // LoRA on q, k, v, o; DP 8, ZeRO-1. Against the same plan in bf16 (Psi_lin at 2 bytes):
+  //   B200, delayed (1 copy of 1 byte):   bf16 - 2 Psi_lin + 1 Psi_lin = bf16 - 68,451,041,280
+  //   H100, delayed (2 copies of 1 byte): bf16 - 2 Psi_lin + 2 Psi_lin = bf16
+  //   B200, mxfp8 (2 copies of 1 + 1/32): bf16 - 2 Psi_lin + 2.0625 Psi_lin = bf16 + 4,278,190,080
+  // (before: bf16 + 2 Psi_lin everywhere, the 16-bit base beside two fp8 copies).
+  const auto m = test::model("llama2_70b");
+  auto p = plan(1, 8192);
+  p.finetune.mode = spec::FinetuneMode::kLora;
+  p.finetune.targets = spec::kTargetQ | spec::kTargetK | spec::kTargetV | spec::kTargetO;
+  p.parallel.dp = 8;
+  p.parallel.zero = 1;
+  p.global_batch = 8;
+  engine::EvalOptions opt;
+  opt.keep_kernels = false;
+  auto weights = [&](const spec::PlanSpec& q, const char* gpu) {
+    return engine::evaluate(m, q, test::gpu(gpu), opt).memory.weights;
+  };
+  constexpr double kPsiLin = 68451041280.0;
+  const double bf16_b200 = weights(p, "b200");
+  const double bf16_h100 = weights(p, "h100_sxm");
+  auto q = p;
+  q.precision = spec::Precision::kFp8;
+  CHECK(weights(q, "b200") == doctest::Approx(bf16_b200 - kPsiLin).epsilon(1e-12));
+  CHECK(weights(q, "h100_sxm") == doctest::Approx(bf16_h100).epsilon(1e-12));
+  q.fp8_recipe = spec::Fp8Recipe::kMxfp8;
+  CHECK(weights(q, "b200") == doctest::Approx(bf16_b200 + 4278190080.0).epsilon(1e-12));
+  // A frozen base's quantized weights never change: no per-step weight cast.
+  for (const auto& k : step(m, q, "b200").kernels) CHECK_FALSE((k.op == graph::Op::kCast && k.phase == spec::Phase::kOptimizer));
+}
+
+TEST_CASE("memory: an fp8 linear saves its input's column-wise fp8 copy for wgrad") {
+  // Transformer Engine's Linear keeps only the column-wise quantized input for
+  // the backward (module/linear.py:614-616). Llama-3-8B, b 1, s 8192: the down
+  // projection's input is T x f = 8192 x 14336 = 117,440,512 elements:
+  //   bf16 2 bytes: 234,881,024; fp8 (delayed) 1 byte: 117,440,512;
+  //   mxfp8 1 + 1/32 bytes (an E8M0 scale per 32): 121,110,528.
+  const auto m = test::model("llama3_8b");
+  auto p = plan(1, 8192);
+  CHECK(forward(step(m, p), graph::Op::kDown).saved_bytes == doctest::Approx(234881024.0));
+  p.precision = spec::Precision::kFp8;
+  CHECK(forward(step(m, p), graph::Op::kDown).saved_bytes == doctest::Approx(117440512.0));
+  p.fp8_recipe = spec::Fp8Recipe::kMxfp8;
+  CHECK(forward(step(m, p, "b200"), graph::Op::kDown).saved_bytes == doctest::Approx(121110528.0));
+}

@@ -125,6 +125,8 @@ struct Graph {
   int layers = 0;        // decoder layers on this GPU
   double tokens = 0;     // tokens per micro-batch on this GPU (b * s / cp)
   double act_bytes = 2;  // bytes per activation element
+  /// Quantized copies each fp8 (NVFP4) linear weight keeps (techniques::apply_precision): 2, or 1 where one serves both.
+  double fp8_weight_copies = 2;
 };
 
 /// Forward kernels of the eager model for one micro-batch on one GPU.

@@ -106,6 +106,7 @@ struct GraphFacts {
   double first_saved = 0;   // saved outside the layers on the first stage (the embedding's token ids)
   double last_saved = 0;    // saved outside the layers on the last stage (final norm, LM head, loss)
   double fp8_linear_params = 0;  // linear-layer weights that get fp8 (or NVFP4) copies
+  double fp8_weight_copies = 2;  // quantized copies of each such weight (graph::Graph::fp8_weight_copies)
   double fp8_linears = 0;        // quantized linear layers (an expert counts once), 3 scaled tensors each
   double recompute_working = 0;  // one recomputed segment's saved tensors
   double logits_transient = 0;   // the largest forward workspace (an eager loss's fp32 logits; last stage)
@@ -117,10 +118,14 @@ GraphFacts facts(const graph::Graph& g);
 /// optimizer state, each by the plan's precision policy (spec/precision.hpp)
 /// and sharded by its ZeRO stage (Rajbhandari et al. 2020: stage 1 shards the
 /// optimizer state and masters, 2 also the gradients, 3 also the weights).
-/// `fp8_linear_params` adds the quantized weight copies the step graph keeps
-/// (row-wise and transposed, spec::QuantRecipe::weight_bytes_per_elem each
-/// with their block scales; 0 without fp8); with 0 the total is a lower bound on every plan's peak memory,
-/// which is what the search prunes with.
+/// `fp8` adds the quantized weight copies the step graph keeps (row-wise and
+/// transposed, or one where one serves both, spec::QuantRecipe::
+/// weight_bytes_per_elem each with their block scales; none without fp8);
+/// a frozen base's fp8 linear weights are those copies alone
+/// (spec::PrecisionPolicy::frozen_fp8_primary). Without them (fp8.params 0)
+/// the total is a lower bound on every plan's peak memory, which is what the
+/// search prunes with: a frozen fp8 base's linear weights then count one
+/// quantized copy each.
 ///
 /// CPU offload (spec::OffloadSpec) moves state to the host (`host`, not
 /// part of total(), the GPU's): with the optimizer offloaded, the master
@@ -133,6 +138,12 @@ GraphFacts facts(const graph::Graph& g);
 /// weight shard too (the docs' 18 bytes: "+2b for fp16 params"); the
 /// gathered layers stay in the GPU's ZeRO-3 buffers. The docs' 1.5 buffer
 /// factor and pinned staging buffers are not counted.
+/// The quantized linear weights of a step graph (GraphFacts): how many
+/// parameters, and how many quantized copies of each are kept.
+struct QuantizedWeights {
+  double params = 0;
+  double copies = 2;
+};
 struct ModelState {
   double weights = 0, gradients = 0, master_weights = 0, optimizer = 0;
   double host = 0;
@@ -140,10 +151,10 @@ struct ModelState {
 };
 /// `stage`: whose parameters (techniques::local_params); the default,
 /// the larger end stage, is the search's bound (<= the peak over stages).
-ModelState model_state(const spec::ModelSpec& m, const spec::PlanSpec& p, double fp8_linear_params = 0,
+ModelState model_state(const spec::ModelSpec& m, const spec::PlanSpec& p, const QuantizedWeights& fp8 = {},
                        techniques::PipelineStage stage = techniques::PipelineStage::kLargest);
 /// The same with the stage's parameters given (techniques::local_params(m, p, stage)).
-ModelState model_state(const spec::PlanSpec& p, const techniques::LocalParams& lp, double fp8_linear_params = 0);
+ModelState model_state(const spec::PlanSpec& p, const techniques::LocalParams& lp, const QuantizedWeights& fp8 = {});
 
 /// Micro-batches whose layer activations a pipeline stage holds at once
 /// (first stage by default), at most `micro_batches`:

@@ -55,6 +55,11 @@ struct FrameworkSpec {
   /// vocab-parallel cross-entropy, Liger); false = eager PyTorch under
   /// autocast: fp32 upcast, log_softmax, nll, and their backward.
   bool fused_cross_entropy = true;
+  /// The loss under torch.compile (fusion: compiled): true = compiled with
+  /// the model, so Inductor fuses the fp32 upcast into the softmax
+  /// reduction and keeps no fp32 copy of the logits (frameworks/NAME.yaml
+  /// cross_entropy.compiled; absent: as `value`).
+  bool fused_cross_entropy_compiled = true;
   // Host.
   /// CPU time to dispatch one launched kernel (Python, autograd, hooks);
   /// the GPU idles when the kernels it runs are shorter.
@@ -69,6 +74,20 @@ struct FrameworkSpec {
   /// Bytes per element of the gradient reduction; 0 = the working precision
   /// (Composer's FSDP mixed_precision DEFAULT reduces in fp32: 4).
   double reduce_bytes = 0;
+  /// Under pipeline parallelism (PP > 1) with sharded parameters (ZeRO-3 /
+  /// FSDP FULL_SHARD): the parameters stay gathered across the step's
+  /// micro-batches instead of being resharded after each forward, so each
+  /// GPU holds its stage's whole 16-bit weights and gathers them once per
+  /// step (frameworks/NAME.yaml pp_params: unsharded; absent: sharded;
+  /// torchtitan's reshard_after_forward policy "default").
+  bool pp_params_unsharded = false;
+  /// Under pipeline parallelism with sharded gradients (ZeRO >= 2): the
+  /// gradients accumulate unsharded, in the reduce dtype (reduce_bytes),
+  /// across the step's micro-batches and are reduce-scattered once, in the
+  /// last micro-batch's backward (frameworks/NAME.yaml pp_grads: unsharded;
+  /// absent: sharded; PyTorch's pipeline stage turns FSDP's gradient sync
+  /// off for every backward but the last).
+  bool pp_grads_unsharded = false;
   /// Fraction of tensor-parallel communication that --tp-comm-overlap hides.
   double tp_overlap_hidden = 0;
   /// The column-parallel linears' backward TP collectives run asynchronously

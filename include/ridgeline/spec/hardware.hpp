@@ -173,6 +173,11 @@ inline constexpr int kGenerationCount = 9;
 ///    are fed by warp-level mma.sync, as Ampere's and Ada's.
 ///  - FlashAttention-3: written for wgmma and TMA on Hopper (Shah et al. 2024,
 ///    Sec. 3); on any other GPU the same plan runs FlashAttention-2.
+///  - fp8 GEMMs in every operand layout (not only TN): data-center Blackwell
+///    (Transformer Engine, transformer_engine/pytorch/utils.py:657-663
+///    is_non_tn_fp8_gemm_supported: compute capability 10.x, 11.x or >= 13;
+///    not sm_120, RTX Blackwell). Elsewhere an fp8 GEMM that needs a
+///    transposed operand (dgrad's weight, wgrad's input) reads a transposed copy.
 struct GenerationInfo {
   std::string_view word;
   Generation generation;
@@ -182,6 +187,7 @@ struct GenerationInfo {
   bool wgmma;
   bool async_mma;
   bool flash_attention_3;
+  bool fp8_non_tn_gemm;
 };
 
 /// The row of a generation (the one table behind parse, print and capabilities).

@@ -32,6 +32,9 @@ struct QuantRecipe {
   double act_bytes_per_elem = 1;      // a quantized activation or gradient element, with its scales
   double weight_bytes_per_elem = 1;   // a quantized weight element, with its scales
   double state_bytes_per_tensor = 0;  // persistent scaling state per quantized tensor (3 per linear)
+  /// One scale per tensor (delayed, tensorwise): a transposed copy is the same
+  /// bytes transposed, which a GPU with non-TN fp8 GEMMs does not need.
+  bool per_tensor_scale = false;
 };
 
 struct PrecisionPolicy {
@@ -42,6 +45,9 @@ struct PrecisionPolicy {
   Dtype linear_gemm = Dtype::kBf16; // linear-layer GEMMs before the fp8 pass
   bool fp8_linear = false;          // linear-layer GEMMs run in fp8 or NVFP4 (techniques/precision.cpp)
   QuantRecipe quant;                // how, when fp8_linear
+  /// A frozen base's fp8 linear weights are held quantized only (fp8
+  /// primary weights), without their 16-bit copy.
+  bool frozen_fp8_primary = false;
   double activation_bytes = 2;
   double weight_bytes = 2;          // trainable weights and gathered copies
   double frozen_weight_bytes = 2;   // a frozen base's decoder linear weights (LoRA: as trained; QLoRA: NF4)
@@ -89,11 +95,13 @@ inline QuantRecipe quant_recipe(const MicrobatchPlan& p) {
   }
   switch (p.fp8_recipe) {
     case Fp8Recipe::kDelayed:
+      q.per_tensor_scale = true;
       q.grad = Dtype::kFp8E5M2;
       q.norm_fused = true;
       q.state_bytes_per_tensor = (kAmaxHistoryLen + 2) * 4;
       break;
     case Fp8Recipe::kTensorwise:
+      q.per_tensor_scale = true;
       q.grad = Dtype::kFp8E5M2;
       q.amax_pass = true;
       q.state_bytes_per_tensor = 3 * 4;
@@ -115,6 +123,13 @@ inline QuantRecipe quant_recipe(const MicrobatchPlan& p) {
 ///  - fp16 / bf16 / fp8 / nvfp4: 2-byte activations, weights and gradients, fp32
 ///    masters (fp8 GEMM inputs are cast by the precision pass; Transformer
 ///    Engine keeps the 16-bit weights and activations, Micikevicius et al. 2022);
+///  - LoRA under fp8 / NVFP4: the frozen base's quantized linear weights are
+///    its primary weights, held once, quantized, with no 16-bit copy
+///    (Transformer Engine quantized_model_init, transformer_engine/pytorch/
+///    quantization.py:877-911: modules "hold only quantized copies of its
+///    parameters", named for "LoRA-like fine-tuning, where the main
+///    parameters of the model do not change"); the copies kept are
+///    memory::QuantizedWeights';
 ///  - QLoRA: the decoder layers' linear weights in NF4 (bitsandbytes
 ///    replaces nn.Linear modules; the LM head is skipped), adapters in bf16
 ///    without fp32 copies (Dettmers et al. 2023, Sec. 3); the reference
@@ -136,6 +151,7 @@ inline PrecisionPolicy precision_policy(const MicrobatchPlan& p) {
   r.weight_bytes = r.activation_bytes;
   r.gradient_bytes = r.weight_bytes;
   const bool qlora = p.finetune.mode == FinetuneMode::kQlora;
+  r.frozen_fp8_primary = r.fp8_linear && p.finetune.mode == FinetuneMode::kLora;
   r.frozen_weight_bytes = qlora ? kNf4BytesPerWeight : r.weight_bytes;
   r.frozen_other_bytes = r.weight_bytes;
   r.frozen_norm_bytes = qlora ? 4.0 : r.weight_bytes;

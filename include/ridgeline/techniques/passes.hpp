@@ -30,7 +30,9 @@ void apply_attention(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
 void apply_fusion(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p);
 
 /// fp8 GEMMs with cast/amax kernels and weight copies; fp16 loss scaling.
-void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p);
+/// `hw`: whether its fp8 GEMMs take a transposed operand as it is (Graph::fp8_weight_copies).
+void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
+                     const spec::HardwareSpec& hw);
 
 /// fp16 dynamic loss scaling (Micikevicius et al. 2018) skips the update of
 /// a step whose gradients overflow: steps executed per step that counts,
