@@ -566,12 +566,15 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
         notes.push_back(fmt::format("global batch {} sequences rounded to {} (a multiple of micro-batch x DP)",
                                     p.global_batch, best.global_batch));
       notes.push_back(fmt::format("training.micro_batch not stated: {} (of the powers of two {} the per-GPU batch "
-                                  "of {:.4g}, the fastest Ridgeline predicts fits)",
-                                  best.micro_batch, exact ? "dividing" : "not above", per_rank));
+                                  "of {:.4g}, {})",
+                                  best.micro_batch, exact ? "dividing" : "not above", per_rank,
+                                  best_rate < 0 ? "none of which Ridgeline predicts fits: the smallest"
+                                                : "the fastest Ridgeline predicts fits"));
     }
     if (recompute_unstated)
-      notes.push_back(fmt::format("training.recompute not stated: {} (the fastest Ridgeline predicts fits)",
-                                  spec::to_string(best.recompute)));
+      notes.push_back(fmt::format("training.recompute not stated: {} ({})", spec::to_string(best.recompute),
+                                  best_rate < 0 ? "nothing fits: the least memory"
+                                                : "the fastest Ridgeline predicts fits"));
     p = best;
   }
   return out;
