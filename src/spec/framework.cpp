@@ -119,6 +119,16 @@ FrameworkSpec load_framework(const std::string& path) {
   });
   behaviour(r, "attention", [&](MapReader& m) {
     if (auto v = m.word("value", parse_attention, attention_choices(), true)) f.attention = *v;
+    if (!m.has("by_generation")) return;
+    YamlNode seq = m.sequence("by_generation", true);
+    if (!seq.IsDefined()) return;
+    for (std::size_t i = 0; i < seq.size(); ++i) {
+      MapReader item(seq[i], path, fmt::format("attention.by_generation[{}]", i), d);
+      const auto g = item.word("generation", parse_generation, generation_choices(), true);
+      const auto k = item.word("value", parse_attention, attention_choices(), true);
+      item.finish();
+      if (g && k) f.attention_by_generation.push_back({*g, *k});
+    }
   });
   behaviour(r, "cross_entropy", [&](MapReader& m) {
     auto v = m.word("value", [](std::string_view s) -> std::optional<bool> {
@@ -191,6 +201,20 @@ FrameworkSpec load_framework(const std::string& path) {
   r.finish();
   d.throw_if_errors();
   return f;
+}
+
+AttentionKind FrameworkSpec::attention_on(Generation g) const {
+  for (const auto& a : attention_by_generation)
+    if (a.generation == g) return a.kind;
+  return attention;
+}
+
+AttentionKind attention_on(const MicrobatchPlan& p, Generation g) {
+  return p.attention_given ? p.attention : framework(p.framework).attention_on(g);
+}
+
+void apply_generation_defaults(PlanSpec& p, Generation g) {
+  if (!p.attention_given) p.attention = framework(p.framework).attention_on(g);
 }
 
 const std::vector<FrameworkSpec>& frameworks() { return registry().all(); }

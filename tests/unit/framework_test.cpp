@@ -277,3 +277,60 @@ TEST_CASE("overlap costs SMs: compute beside a collective takes max(T, C + f T)"
     CHECK(b.step.microbatch_time_s > C + exposed);
   }
 }
+
+TEST_CASE("frameworks: Megatron's default attention is cuDNN fused attention on Hopper+, flash2 before") {
+  // frameworks/megatron.yaml attention.by_generation, from TE's get_attention_backend: FlashAttention is
+  // disabled "to give FusedAttention preference on Hopper+" (compute capability >= 9.0).
+  const auto& mega = spec::framework(0);
+  CHECK(mega.attention_on(spec::Generation::kAmpere) == spec::AttentionKind::kFlash2);  // sm_80: flash-attn 2
+  CHECK(mega.attention_on(spec::Generation::kHopper) == spec::AttentionKind::kCudnn);   // sm_90
+  CHECK(mega.attention_on(spec::Generation::kBlackwell) == spec::AttentionKind::kCudnn);  // sm_100
+  // Other frameworks keep one kernel on every generation (torchtitan: SDPA's flash backend).
+  CHECK(spec::framework(*spec::find_framework("torchtitan")).attention_on(spec::Generation::kHopper) ==
+        spec::AttentionKind::kFlash2);
+  // A plan's own attention stays; the framework's default follows the GPU.
+  spec::PlanSpec p;
+  spec::apply_generation_defaults(p, spec::Generation::kHopper);
+  CHECK(p.attention == spec::AttentionKind::kCudnn);
+  spec::PlanSpec q;
+  REQUIRE(spec::apply_setting(q, "attention", "flash2") == "");
+  spec::apply_generation_defaults(q, spec::Generation::kHopper);
+  CHECK(q.attention == spec::AttentionKind::kFlash2);
+  // The engine runs the framework's kernel on the GPU whatever the plan showed: the attention kernel of a
+  // default Megatron plan on an H100 is the cuDNN one (kind stored in Kernel::attention).
+  const auto hw = test::gpu("h100_sxm");
+  const auto m = test::model("llama3_8b");
+  spec::PlanSpec r;
+  r.seq_len = 4096;
+  graph::Graph g;
+  techniques::build_step(g, m, r, hw);
+  bool seen = false;
+  for (const auto& k : g.kernels)
+    if (k.cls == graph::KernelClass::kAttention) {
+      seen = true;
+      CHECK(k.attention == static_cast<std::uint8_t>(spec::AttentionKind::kCudnn));
+    }
+  CHECK(seen);
+}
+
+TEST_CASE("frameworks: an unknown generation in attention.by_generation is a located error") {
+  const auto dir = std::filesystem::temp_directory_path() / "ridgeline_fw_gen_test";
+  std::filesystem::create_directories(dir);
+  const auto file = (dir / "bad.yaml").string();
+  {
+    std::ofstream f(file);
+    f << "name: Bad\nattention:\n  value: flash2\n  by_generation:\n    - {generation: volta, value: cudnn}\n"
+         "  source: none\n";
+  }
+  try {
+    spec::load_framework(file);
+    FAIL("expected an error");
+  } catch (const support::SpecError& e) {
+    const std::string d = e.diagnostics().front().format();
+    // Line 5; column 20: four spaces, "- {", "generation: " (19 characters) before the value.
+    CHECK(d.find("bad.yaml:5:20: error: attention.by_generation[0].generation: expected one of ampere, ada, "
+                 "hopper, blackwell, rtx_blackwell, cdna2, cdna3, cdna4, host, got \"volta\"") != std::string::npos);
+  }
+  std::filesystem::remove_all(dir);
+}
+

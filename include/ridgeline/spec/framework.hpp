@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ridgeline/spec/hardware.hpp"
 #include "ridgeline/spec/plan.hpp"
 
 namespace ridgeline::spec {
@@ -38,6 +39,14 @@ namespace ridgeline::spec {
 ///  - kZero: DeepSpeed ZeRO by the plan's stage.
 enum class ParamSharding : std::uint8_t { kDdp, kDistributedOptimizer, kFsdp1, kFsdp2, kZero };
 
+/// The attention kernel a framework picks on one GPU generation, where it
+/// differs from the framework's default (frameworks/NAME.yaml
+/// attention.by_generation).
+struct AttentionOnGeneration {
+  Generation generation = Generation::kHopper;
+  AttentionKind kind = AttentionKind::kFlash2;
+};
+
 /// A recompute policy under the framework's own name.
 struct RecomputeName {
   std::string name;   // the framework's word ("selective", "op", "full")
@@ -51,6 +60,11 @@ struct FrameworkSpec {
   // Kernels.
   Fusion fusion = Fusion::kFused;                    // default fusion level
   AttentionKind attention = AttentionKind::kFlash2;  // default attention kernel
+  /// The default kernel on the generations where the framework picks another
+  /// (Transformer Engine prefers cuDNN fused attention on Hopper and later).
+  std::vector<AttentionOnGeneration> attention_by_generation;
+  /// The default attention kernel on GPUs of generation `g`.
+  AttentionKind attention_on(Generation g) const;
   /// The loss: true = one fused kernel over the logits (Megatron's
   /// vocab-parallel cross-entropy, Liger); false = eager PyTorch under
   /// autocast: fp32 upcast, log_softmax, nll, and their backward.
@@ -120,6 +134,14 @@ std::string framework_choices();
 /// "selective_layer:4" for a "selective_layer:K" entry); nullopt when the
 /// framework has no such name.
 std::optional<Recompute> framework_recompute(const FrameworkSpec& f, std::string_view name);
+
+/// The attention kernel a plan runs on GPUs of generation `g`: the plan's
+/// when it gives one, else its framework's default there
+/// (FrameworkSpec::attention_on).
+AttentionKind attention_on(const MicrobatchPlan& p, Generation g);
+/// Sets the plan's attention to attention_on(p, g), so that what the plan
+/// shows is what the engine runs on that GPU; a given attention stays.
+void apply_generation_defaults(PlanSpec& p, Generation g);
 
 /// Reads one framework profile. Throws support::SpecError.
 FrameworkSpec load_framework(const std::string& path);

@@ -185,6 +185,7 @@ struct MicrobatchPlan {
   int micro_batch = 1;
   int seq_len = 0;
   std::uint8_t framework = 0;  // spec::framework(): fused kernels, TP overlap
+  bool attention_given = false;  // else the framework's default on the GPU (spec::attention_on)
   Precision precision = Precision::kBf16;
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
   Recompute recompute;
@@ -201,7 +202,8 @@ struct MicrobatchPlan {
 
   MicrobatchPlan() = default;
   MicrobatchPlan(const PlanSpec& p)  // NOLINT(google-explicit-constructor): a plan is its micro-batch part
-      : micro_batch(p.micro_batch), seq_len(p.seq_len), framework(p.framework), precision(p.precision), fp8_recipe(p.fp8_recipe),
+      : micro_batch(p.micro_batch), seq_len(p.seq_len), framework(p.framework), attention_given(p.attention_given),
+        precision(p.precision), fp8_recipe(p.fp8_recipe),
         recompute(p.recompute), attention(p.attention), fusion(p.fusion), cuda_graphs(p.cuda_graphs),
         optimizer(p.optimizer),
         finetune(p.finetune), attention_flops(p.attention_flops),
