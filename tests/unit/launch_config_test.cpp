@@ -320,4 +320,39 @@ TEST_SUITE("launch config") {
     CHECK(recompute_all_reduces(block) == 16);
     CHECK(recompute_all_reduces({ridgeline::spec::RecomputeKind::kFull, 0}) == 64);
   }
+
+  TEST_CASE("--use-flash-attn is TE's FlashAttention by GPU; an explicit --attention-backend decides") {
+    // Megatron-Core with Transformer Engine: --use-flash-attn names no backend, TE's get_attention_backend
+    // picks cuDNN fused attention on compute capability >= 9.0 (H100) and flash-attn 2 on A100.
+    namespace spec = ridgeline::spec;
+    const auto m = ridgeline::test::model("llama3_8b");
+    auto plan_of = [&](const std::string& args, spec::Generation g) {
+      const auto file = temp_file("attn.sh", "--bf16 --seq-length 4096 " + args + "\n");
+      spec::ImportReport r = spec::import_megatron(file);
+      spec::PlanSpec p;
+      spec::apply_launch(r.values, p, m, r);
+      spec::apply_generation_defaults(p, g);
+      return std::pair{p, r};
+    };
+    CHECK(plan_of("--use-flash-attn", spec::Generation::kHopper).first.attention == spec::AttentionKind::kCudnn);
+    CHECK(plan_of("--use-flash-attn", spec::Generation::kAmpere).first.attention == spec::AttentionKind::kFlash2);
+    CHECK(plan_of("--attention-backend auto", spec::Generation::kHopper).first.attention ==
+          spec::AttentionKind::kCudnn);
+    // Both given: the explicit backend, in either order (no "later one wins").
+    for (const char* args : {"--use-flash-attn --attention-backend flash", "--attention-backend flash --use-flash-attn"}) {
+      const auto [p, r] = plan_of(args, spec::Generation::kHopper);
+      CHECK(p.attention == spec::AttentionKind::kFlash2);
+      CHECK(p.attention_given);
+    }
+    CHECK(plan_of("--use-flash-attn --attention-backend fused", spec::Generation::kAmpere).first.attention ==
+          spec::AttentionKind::kCudnn);
+    CHECK(plan_of("--attention-backend unfused", spec::Generation::kHopper).first.attention ==
+          spec::AttentionKind::kNaive);
+    // --print-plan lists the attention line and why.
+    const auto [p, r] = plan_of("--use-flash-attn", spec::Generation::kHopper);
+    const std::string d = spec::describe_plan(p, r);
+    CHECK(d.find("  attention            by GPU       line 1: --use-flash-attn\n") != std::string::npos);
+    CHECK(d.find("note: attention by GPU: megatron's default, flash2, cudnn on hopper, cudnn on blackwell, cudnn "
+                 "on rtx_blackwell (--use-flash-attn)") != std::string::npos);
+  }
 }

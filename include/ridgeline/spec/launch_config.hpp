@@ -42,6 +42,9 @@ struct LaunchValues {
   LaunchValue tp, pp, cp, ep, dp, zero, sp, tp_comm_overlap, vpp, first_stage_layers, last_stage_layers;
   LaunchValue micro_batch, global_batch, seq_len, precision, fp8_recipe, attention, fusion, optimizer;
   LaunchValue main_grads, recompute;  // recompute: a whole recompute word (torchtitan)
+  /// Megatron --use-flash-attn: FlashAttention, which under Transformer
+  /// Engine is the backend TE picks by GPU unless --attention-backend names one.
+  LaunchValue use_flash_attn;
   LaunchValue expert_tp;  // Megatron --expert-tensor-parallel-size: modelled only as TP
   LaunchValue offload_optimizer, offload_params;  // "cpu" (DeepSpeed offload_*.device, Megatron --optimizer-cpu-offload)
   LaunchValue offload_fraction;  // Megatron --optimizer-offload-fraction: only 1.0 is modelled
