@@ -156,6 +156,14 @@ FrameworkSpec load_framework(const std::string& path) {
       if (auto b = m.number("dtype_bytes", false, 1, 8)) f.reduce_bytes = *b;
     }
   });
+  behaviour(r, "main_grads", [&](MapReader& m) {
+    auto v = m.word("value", [](std::string_view s) -> std::optional<bool> {
+      if (s == "fp32_with_bf16") return true;
+      if (s == "working") return false;
+      return std::nullopt;
+    }, "working, fp32_with_bf16", true);
+    if (v) f.fp32_main_grads_with_bf16 = *v;
+  }, false);
   behaviour(r, "tp_overlap_hidden", [&](MapReader& m) {
     if (auto v = m.number("value", true, 0, 1)) f.tp_overlap_hidden = *v;
   });
@@ -211,6 +219,12 @@ AttentionKind FrameworkSpec::attention_on(Generation g) const {
 
 AttentionKind attention_on(const MicrobatchPlan& p, Generation g) {
   return p.attention_given ? p.attention : framework(p.framework).attention_on(g);
+}
+
+MainGrads main_grads_of(const MicrobatchPlan& p) {
+  if (p.main_grads_given) return p.main_grads;
+  const bool bf16 = p.precision == Precision::kBf16 || p.precision == Precision::kFp8 || p.precision == Precision::kNvfp4;
+  return bf16 && framework(p.framework).fp32_main_grads_with_bf16 ? MainGrads::kFp32 : MainGrads::kWorking;
 }
 
 void apply_generation_defaults(PlanSpec& p, Generation g) {

@@ -65,6 +65,7 @@ constinit const MegatronArg kMegatronArgs[] = {
      "Megatron-LM spelling of --last-stage-layers"},
     {"tp-comm-overlap", false, &LaunchValues::tp_comm_overlap, "true"},
     {"accumulate-allreduce-grads-in-fp32", false, &LaunchValues::main_grads, "fp32"},
+    {"grad-reduce-in-bf16", false, &LaunchValues::grad_reduce_in_bf16, "working"},
     {"attention-backend", true, &LaunchValues::attention, {}, "flash, fused, unfused, local, auto"},
     {"use-flash-attn", false, &LaunchValues::use_flash_attn, "true"},
     {"optimizer", true, &LaunchValues::optimizer, {}, "adam, sgd"},
@@ -684,7 +685,11 @@ void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, Import
   }
   a.direct("fusion", v.fusion);
   a.direct("optimizer", v.optimizer);
-  a.direct("main_grads", v.main_grads);
+  // Megatron's main gradients: fp32 with --bf16 unless --grad-reduce-in-bf16
+  // (arguments.py: grad_reduce_in_bf16 turns accumulate_allreduce_grads_in_fp32
+  // off, whatever else was given); unstated, the framework's default.
+  if (v.grad_reduce_in_bf16.given()) a.direct("main_grads", v.grad_reduce_in_bf16);
+  else a.direct("main_grads", v.main_grads);
   a.direct("recompute", v.recompute);
   a.direct("first_stage_layers", v.first_stage_layers);
   a.direct("offload_optimizer", v.offload_optimizer);

@@ -253,8 +253,15 @@ constinit const PlanField kFields[] = {
      .show = Show::kIfChanged, .summary = "{} master weights"},
     {.key = "main_grads", .flag = "main-grads",
      .help = "Gradient accumulation and reduction: working = at the working precision; fp32 = fp32 main "
-             "gradients (Megatron-LM's accumulate_allreduce_grads_in_fp32: 18 bytes per parameter with Adam)",
-     .type = FieldType::kWord, RIDGELINE_WORD(main_grads, parse_main_grads, to_string),
+             "gradients (Megatron-LM's accumulate_allreduce_grads_in_fp32: 18 bytes per parameter with Adam) "
+             "(default: the framework's; megatron: fp32 with bf16)",
+     .type = FieldType::kWord,
+     .parse_word = [](PlanSpec& p, std::string_view s) {
+       auto v = parse_main_grads(s);
+       if (v) p.main_grads = *v, p.main_grads_given = true;
+       return v.has_value();
+     },
+     .word = [](const PlanSpec& p) { return to_string(p.main_grads); },
      .choices = main_grads_choices, .applies = is_mixed, .group = SummaryGroup::kTechnique,
      .show = Show::kIfChanged, .summary = "{} main grads"},
     // CPU offload (ZeRO-Offload, Ren et al. 2021; ZeRO-Infinity, Rajbhandari

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "ridgeline/memory/memory.hpp"
 #include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
 #include "ridgeline/support/diagnostics.hpp"
@@ -151,8 +152,9 @@ TEST_CASE("frameworks: ZeRO-2 gradient traffic per micro-batch under DeepSpeed, 
   p.parallel.zero = 2;
   p.global_batch = 32;  // 32 / 8 = 4 micro-batches
   const double psi = techniques::local_params(m, p).trainable * 2;  // bf16 gradients, bytes
+  // Megatron reduces its fp32 main gradients once per step: 2 x the bf16 bytes.
   const double mega = step_bytes(m, p, hw, "dp_grad_reduce_scatter");
-  CHECK(mega == doctest::Approx(psi));
+  CHECK(mega == doctest::Approx(2 * psi));
   p.framework = *spec::find_framework("deepspeed");
   const double ds = step_bytes(m, p, hw, "dp_grad_reduce_scatter");
   CHECK(ds == doctest::Approx(4 * psi));
@@ -332,5 +334,38 @@ TEST_CASE("frameworks: an unknown generation in attention.by_generation is a loc
                  "hopper, blackwell, rtx_blackwell, cdna2, cdna3, cdna4, host, got \"volta\"") != std::string::npos);
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("frameworks: Megatron keeps fp32 main gradients for bf16 and reduce-scatters them in fp32") {
+  // megatron/training/arguments.py: --bf16 sets accumulate_allreduce_grads_in_fp32 (frameworks/megatron.yaml
+  // main_grads). Llama-3-8B at DP 8 under the distributed optimizer (ZeRO-1), Psi parameters:
+  //   weights 2 Psi (bf16), gradients 4 Psi (fp32 main_grad), masters + Adam 12 Psi / 8
+  //   = 2 + 4 + 1.5 = 7.5 Psi bytes per GPU, against 2 + 2 + 1.5 = 5.5 Psi with bf16 gradients;
+  //   the DP reduce-scatter moves the 4 Psi-byte buffer, twice the bf16 one.
+  const auto hw = test::gpu("h100_sxm");
+  const auto m = test::model("llama3_8b");
+  const double psi = spec::count_params(m).total;
+  spec::PlanSpec p;
+  p.seq_len = 8192;
+  p.parallel.dp = 8;
+  p.parallel.zero = 1;
+  p.global_batch = 64;
+  CHECK(spec::main_grads_of(p) == spec::MainGrads::kFp32);
+  const auto mm = memory::model_state(m, p);
+  CHECK(mm.gradients == doctest::Approx(4 * psi));
+  CHECK(mm.total() == doctest::Approx(7.5 * psi));
+  CHECK(step_bytes(m, p, hw, "dp_grad_reduce_scatter") == doctest::Approx(4 * psi));
+  // --main-grads working (Megatron's --grad-reduce-in-bf16): 2-byte gradients, 5.5 Psi.
+  spec::PlanSpec w = p;
+  REQUIRE(spec::apply_setting(w, "main_grads", "working") == "");
+  CHECK(memory::model_state(m, w).total() == doctest::Approx(5.5 * psi));
+  CHECK(step_bytes(m, w, hw, "dp_grad_reduce_scatter") == doctest::Approx(2 * psi));
+  // fp16 under Megatron: accumulate_allreduce_grads_in_fp32 stays off (only the bf16 branch sets it).
+  spec::PlanSpec h = p;
+  h.precision = spec::Precision::kFp16;
+  CHECK(spec::main_grads_of(h) == spec::MainGrads::kWorking);
+  // A profile that states no main_grads keeps the working precision's (hf.yaml).
+  spec::PlanSpec t = with("hf");
+  CHECK(spec::main_grads_of(t) == spec::MainGrads::kWorking);
 }
 

@@ -83,6 +83,11 @@ struct FrameworkSpec {
   /// Bytes per element of the gradient reduction; 0 = the working precision
   /// (Composer's FSDP mixed_precision DEFAULT reduces in fp32: 4).
   double reduce_bytes = 0;
+  /// fp32 main gradients by default when the working precision is bf16
+  /// (fp8 and nvfp4 layers run inside a bf16 model): Megatron-LM sets
+  /// accumulate_allreduce_grads_in_fp32 for --bf16 (frameworks/NAME.yaml
+  /// main_grads: fp32_with_bf16; absent: working).
+  bool fp32_main_grads_with_bf16 = false;
   /// Fraction of tensor-parallel communication that --tp-comm-overlap hides.
   double tp_overlap_hidden = 0;
   /// The column-parallel linears' backward TP collectives run asynchronously
@@ -142,6 +147,10 @@ AttentionKind attention_on(const MicrobatchPlan& p, Generation g);
 /// Sets the plan's attention to attention_on(p, g), so that what the plan
 /// shows is what the engine runs on that GPU; a given attention stays.
 void apply_generation_defaults(PlanSpec& p, Generation g);
+
+/// The main gradients a plan keeps: the plan's when it gives them, else its
+/// framework's default for its precision (FrameworkSpec::fp32_main_grads_with_bf16).
+MainGrads main_grads_of(const MicrobatchPlan& p);
 
 /// Reads one framework profile. Throws support::SpecError.
 FrameworkSpec load_framework(const std::string& path);

@@ -45,6 +45,8 @@ struct LaunchValues {
   /// Megatron --use-flash-attn: FlashAttention, which under Transformer
   /// Engine is the backend TE picks by GPU unless --attention-backend names one.
   LaunchValue use_flash_attn;
+  /// Megatron --grad-reduce-in-bf16: turns accumulate_allreduce_grads_in_fp32 off.
+  LaunchValue grad_reduce_in_bf16;
   LaunchValue expert_tp;  // Megatron --expert-tensor-parallel-size: modelled only as TP
   LaunchValue offload_optimizer, offload_params;  // "cpu" (DeepSpeed offload_*.device, Megatron --optimizer-cpu-offload)
   LaunchValue offload_fraction;  // Megatron --optimizer-offload-fraction: only 1.0 is modelled

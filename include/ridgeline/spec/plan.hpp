@@ -126,6 +126,9 @@ struct PlanSpec {
   /// defaults unless the plan gives them.
   std::uint8_t framework = 0;
   bool attention_given = false, fusion_given = false;
+  /// Whether the plan gave main_grads; if not, the framework's default for
+  /// the precision (spec::main_grads_of; apply_framework_defaults shows it).
+  bool main_grads_given = false;
   /// Whether the plan gave parallel.sp (YAML, flag, --set or an imported
   /// launch config); if not, apply_framework_defaults may turn it on.
   bool sp_given = false;
@@ -186,6 +189,7 @@ struct MicrobatchPlan {
   int seq_len = 0;
   std::uint8_t framework = 0;  // spec::framework(): fused kernels, TP overlap
   bool attention_given = false;  // else the framework's default on the GPU (spec::attention_on)
+  bool main_grads_given = false;  // else the framework's default (spec::main_grads_of)
   Precision precision = Precision::kBf16;
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
   Recompute recompute;
@@ -203,6 +207,7 @@ struct MicrobatchPlan {
   MicrobatchPlan() = default;
   MicrobatchPlan(const PlanSpec& p)  // NOLINT(google-explicit-constructor): a plan is its micro-batch part
       : micro_batch(p.micro_batch), seq_len(p.seq_len), framework(p.framework), attention_given(p.attention_given),
+        main_grads_given(p.main_grads_given),
         precision(p.precision), fp8_recipe(p.fp8_recipe),
         recompute(p.recompute), attention(p.attention), fusion(p.fusion), cuda_graphs(p.cuda_graphs),
         optimizer(p.optimizer),
