@@ -560,11 +560,18 @@ void finish_time(Prediction& out, const MicrobatchSummary& sum, const StepKernel
   KernelSums s = sum;  // the step kernels add to a copy of the sums alone
   const double layer_scale = static_cast<double>(m.layers) / std::max(1.0, sum.facts.layers);
   double pool_step = 0, comm_step = 0, pool_sm_step = 0, pool_gemm_step = 0;
+  double fwd_pool_step = 0, fwd_pool_sm_step = 0, fwd_pool_gemm_step = 0;  // beside the next forward
   for (size_t i = 0; i < sk.graph.kernels.size(); ++i) {
     const graph::Kernel& k = sk.graph.kernels[i];
     const cost::KernelCost& kc = sk.costs[i];
     const bool is_comm = k.cls == spec::KernelClass::kCollective || k.cls == spec::KernelClass::kP2p;
-    if (is_comm && k.has(graph::kPerStep)) {
+    if (is_comm && k.has(graph::kPerStep) && k.has(graph::kNextForward)) {
+      fwd_pool_step += kc.time_s * k.count;
+      fwd_pool_sm_step += kc.sm_fraction * kc.time_s * k.count;
+      fwd_pool_gemm_step += kc.gemm_overlap_loss * kc.time_s * k.count;
+      s.class_step_s[static_cast<int>(k.cls)] += kc.time_s * k.count;
+      s.phase_step_s[static_cast<int>(k.phase)] += kc.time_s * k.count;
+    } else if (is_comm && k.has(graph::kPerStep)) {
       (k.has(graph::kOverlapped) ? pool_step : comm_step) += kc.time_s * k.count;
       if (k.has(graph::kOverlapped)) {
         pool_sm_step += kc.sm_fraction * kc.time_s * k.count;
@@ -606,7 +613,13 @@ void finish_time(Prediction& out, const MicrobatchSummary& sum, const StepKernel
   // the last bucket (~5% of the gradients) is always exposed.
   const double dp_window = std::min(s.t_bwd, std::max(0.0, s.window_s - s.overlappable_comm_s));
   const double dp_spill = pool_step > 0 ? std::max(pool_step - dp_window, 0.05 * pool_step) : 0.0;
-  const double exposed_dp = pool_step > 0 ? std::max(dp_spill, overlap_cost(pool_sm_step, pool_gemm_step)) : 0.0;
+  const double exposed_reduce = pool_step > 0 ? std::max(dp_spill, overlap_cost(pool_sm_step, pool_gemm_step)) : 0.0;
+  // The parameter all-gather overlapped with the next step's first forward
+  // (--overlap-param-gather): what that forward cannot hide, or the SMs it costs.
+  const double fwd_spill = std::max(0.0, fwd_pool_step - s.t_fwd);
+  const double exposed_next_fwd =
+      fwd_pool_step > 0 ? std::max(fwd_spill, overlap_cost(fwd_pool_sm_step, fwd_pool_gemm_step)) : 0.0;
+  const double exposed_dp = exposed_reduce + exposed_next_fwd;
   // CPU offload: the host link's transfers and the CPU optimizer step
   // (techniques/offload.hpp); backward's window includes recomputation.
   const techniques::OffloadCost offload = techniques::offload_cost(p, hw, lp, mb, s.t_fwd, s.t_bwd + s.t_rec);
@@ -633,7 +646,7 @@ void finish_time(Prediction& out, const MicrobatchSummary& sum, const StepKernel
   st.host_s = mb * s.host_s;
   st.host_bound = s.host_s > t_kernels;
   // The share of the exposed time that is SM contention rather than spill.
-  st.comm_slowdown_s = mb * std::max(0.0, sm_cost - spill) + (exposed_dp - dp_spill);
+  st.comm_slowdown_s = mb * std::max(0.0, sm_cost - spill) + (exposed_reduce - dp_spill) + (exposed_next_fwd - fwd_spill);
   st.optimizer_s = s.t_step_fixed;
   const int seq = graph::seq_len(m, p);
   st.tokens_per_step = static_cast<double>(p.micro_batch) * seq * mb * par.dp;

@@ -164,6 +164,9 @@ FrameworkSpec load_framework(const std::string& path) {
     }, "working, fp32_with_bf16", true);
     if (v) f.fp32_main_grads_with_bf16 = *v;
   }, false);
+  behaviour(r, "overlap_param_gather", [&](MapReader& m) {
+    if (auto v = m.boolean("value", true)) f.overlap_param_gather = *v;
+  }, false);
   behaviour(r, "tp_overlap_hidden", [&](MapReader& m) {
     if (auto v = m.number("value", true, 0, 1)) f.tp_overlap_hidden = *v;
   });
@@ -225,6 +228,10 @@ MainGrads main_grads_of(const MicrobatchPlan& p) {
   if (p.main_grads_given) return p.main_grads;
   const bool bf16 = p.precision == Precision::kBf16 || p.precision == Precision::kFp8 || p.precision == Precision::kNvfp4;
   return bf16 && framework(p.framework).fp32_main_grads_with_bf16 ? MainGrads::kFp32 : MainGrads::kWorking;
+}
+
+bool overlap_param_gather_of(const PlanSpec& p) {
+  return p.parallel.overlap_param_gather || framework(p.framework).overlap_param_gather;
 }
 
 void apply_generation_defaults(PlanSpec& p, Generation g) {

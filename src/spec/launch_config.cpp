@@ -64,6 +64,7 @@ constinit const MegatronArg kMegatronArgs[] = {
     {"decoder-last-pipeline-num-layers", true, &LaunchValues::last_stage_layers, {}, {},
      "Megatron-LM spelling of --last-stage-layers"},
     {"tp-comm-overlap", false, &LaunchValues::tp_comm_overlap, "true"},
+    {"overlap-param-gather", false, &LaunchValues::overlap_param_gather, "true"},
     {"accumulate-allreduce-grads-in-fp32", false, &LaunchValues::main_grads, "fp32"},
     {"grad-reduce-in-bf16", false, &LaunchValues::grad_reduce_in_bf16, "working"},
     {"attention-backend", true, &LaunchValues::attention, {}, "flash, fused, unfused, local, auto"},
@@ -658,6 +659,7 @@ void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, Import
   a.direct("sp", v.sp);
   a.direct("zero", v.zero);
   a.direct("tp_comm_overlap", v.tp_comm_overlap);
+  a.direct("overlap_param_gather", v.overlap_param_gather);
   a.direct("micro_batch", v.micro_batch);
   a.direct("seq", v.seq_len);
   a.direct("precision", v.precision);

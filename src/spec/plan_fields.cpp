@@ -189,6 +189,12 @@ constinit const PlanField kFields[] = {
      .help = "Overlap TP communication with GEMMs", .type = FieldType::kBool,
      .bool_ref = [](PlanSpec& p) -> bool& { return p.parallel.tp_comm_overlap; },
      .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "+TP-overlap"},
+    {.key = "parallel.overlap_param_gather", .setting = "overlap_param_gather", .flag = "overlap-param-gather",
+     .help = "ZeRO-1/2: all-gather the updated parameters bucket by bucket beside the next step's first forward "
+             "(Megatron-LM --overlap-param-gather); only the first bucket is exposed (default: the framework's)",
+     .type = FieldType::kBool,
+     .bool_ref = [](PlanSpec& p) -> bool& { return p.parallel.overlap_param_gather; },
+     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "+param-gather-overlap"},
     {.key = "tokens", .flag = "tokens", .help = "Tokens to train on, e.g. 15T (default: 20 per parameter)",
      .type = FieldType::kQuantity, .dim = units::Dimension::kCount,
      .num_ref = [](PlanSpec& p) -> double& { return p.tokens; }},

@@ -181,6 +181,7 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
     const double gb = fw.reduce_bytes > 0 ? fw.reduce_bytes : pol.gradient_bytes;
     const double units = std::max(1.0, static_cast<double>(m.layers) / pp);
     const bool gather_per_step = fw.sharding == spec::ParamSharding::kFsdp2 && pp > 1;
+    const bool overlap_gather = spec::overlap_param_gather_of(p);
     auto reduce = [&](const Names& n, double trainable, double weights, double group) {
       if (group <= 1) return;
       const Collective kind = par.zero == 0 ? Collective::kAllReduce : Collective::kReduceScatter;
@@ -196,9 +197,25 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
       } else {
         ks.push_back(comm(name, kind, spec::Phase::kCommunication, trainable * gb, group, span, 1, step));
       }
-      if (par.zero >= 1 && par.zero <= 2)
-        ks.push_back(comm(n.all_gather, Collective::kAllGather, spec::Phase::kCommunication, trainable * wb,
-                          group, span, 1, graph::kPerStep));
+      // The updated parameters' all-gather after the step: exposed, or with
+      // --overlap-param-gather dispatched bucket by bucket from the next
+      // forward's pre-hooks, so only the first bucket waits
+      // (megatron/core/distributed/distributed_data_parallel.py: buckets of
+      // max(40M, 1M x DP) parameters, line 134).
+      if (par.zero >= 1 && par.zero <= 2) {
+        const double bytes = trainable * wb;
+        if (!overlap_gather) {
+          ks.push_back(comm(n.all_gather, Collective::kAllGather, spec::Phase::kCommunication, bytes, group, span, 1,
+                            graph::kPerStep));
+        } else {
+          const double first = std::min(1.0, std::max(4e7, 1e6 * group) / std::max(1.0, trainable));
+          ks.push_back(comm(n.all_gather, Collective::kAllGather, spec::Phase::kCommunication, bytes * first, group,
+                            span, 1, graph::kPerStep));
+          if (first < 1)
+            ks.push_back(comm(n.all_gather, Collective::kAllGather, spec::Phase::kCommunication, bytes * (1 - first),
+                              group, span, 1, graph::kPerStep | graph::kOverlapped | graph::kNextForward));
+        }
+      }
       if (par.zero == 3) {
         if (gather_per_step) {
           ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, weights * wb, group,

@@ -23,6 +23,7 @@
   "  tp                   2            line 17: --tensor-model-parallel-size 2\n"\
   "  sp                   true         line 17: --sequence-parallel\n"\
   "  zero                 1            line 19: --use-distributed-optimizer\n"\
+  "  overlap_param_gather true         line 19: --overlap-param-gather\n"\
   "  micro_batch          1            line 13: --micro-batch-size 1\n"\
   "  seq                  8192         line 11: --seq-length 8192\n"\
   "  precision            bf16         line 16: --bf16\n"\
@@ -42,10 +43,10 @@
   "  --min-lr 0.00001 (line 15)\n"\
   "  --lr-decay-style cosine (line 15)\n"\
   "  --overlap-grad-reduce (line 19)\n"\
-  "  --overlap-param-gather (line 19)\n"\
   "  --save $CHECKPOINT_PATH (line 20)\n"\
   "  --log-interval 1 (line 20)\n"\
-  "Plan: bf16, flash2 attention, fusion fused, recompute selective, adamw, fp32 main grads, TP2 PP1 DP4 +SP ZeRO-1\n"\
+  "Plan: bf16, flash2 attention, fusion fused, recompute selective, adamw, fp32 main grads, TP2 PP1 DP4 +SP ZeRO-1 "\
+  "+param-gather-overlap\n"\
   "  framework megatron, micro-batch 1, global batch 128 sequences (1048576 tokens), sequence 8192, tokens 16.0T\n"
 
 namespace rl = ridgeline;
@@ -74,11 +75,11 @@ std::string temp_file(const std::string& name, const std::string& text) {
 TEST_SUITE("launch config") {
   TEST_CASE("a Megatron args file predicts what the equivalent flags predict") {
     // plans/megatron_llama3_8b.sh by hand: 8 GPUs / TP 2 = DP 4; the
-    // distributed optimizer is ZeRO-1; 1953125000 samples x 8192 = 16T tokens.
+    // distributed optimizer is ZeRO-1; 1953125000 samples x 8192 = 16T tokens; --overlap-param-gather.
     const auto imported = step_and_memory("--model llama3_8b --from-megatron plans/megatron_llama3_8b.sh");
     const auto flags = step_and_memory(
-        "--model llama3_8b --framework megatron --tp 2 --dp 4 --sp --zero 1 --micro-batch 1 --global-batch 128 "
-        "--seq 8192 --precision bf16 --recompute selective --tokens 16T");
+        "--model llama3_8b --framework megatron --tp 2 --dp 4 --sp --zero 1 --overlap-param-gather --micro-batch 1 "
+        "--global-batch 128 --seq 8192 --precision bf16 --recompute selective --tokens 16T");
     CHECK(imported == flags);
   }
 

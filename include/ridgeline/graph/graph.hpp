@@ -48,6 +48,7 @@ enum KernelFlags : std::uint16_t {
   kFp8Gemm = 128,      // GEMM executed in fp8
   kNoSaveInput = 256,  // GEMM input not saved (frozen weight, no wgrad)
   kCausal = 512,       // fused attention with a causal mask
+  kNextForward = 1024,  // per-step communication overlapped with the next step's first forward
 };
 
 /// Collective operations. Eight bytes wide: CollectiveSpec then holds no

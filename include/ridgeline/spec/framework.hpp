@@ -88,6 +88,10 @@ struct FrameworkSpec {
   /// accumulate_allreduce_grads_in_fp32 for --bf16 (frameworks/NAME.yaml
   /// main_grads: fp32_with_bf16; absent: working).
   bool fp32_main_grads_with_bf16 = false;
+  /// The ZeRO-1/2 parameter all-gather after the optimizer step runs beside
+  /// the next step's forward by default (frameworks/NAME.yaml
+  /// overlap_param_gather; absent: false, the gather is exposed).
+  bool overlap_param_gather = false;
   /// Fraction of tensor-parallel communication that --tp-comm-overlap hides.
   double tp_overlap_hidden = 0;
   /// The column-parallel linears' backward TP collectives run asynchronously
@@ -151,6 +155,10 @@ void apply_generation_defaults(PlanSpec& p, Generation g);
 /// The main gradients a plan keeps: the plan's when it gives them, else its
 /// framework's default for its precision (FrameworkSpec::fp32_main_grads_with_bf16).
 MainGrads main_grads_of(const MicrobatchPlan& p);
+
+/// Whether a plan's ZeRO-1/2 parameter all-gather overlaps the next forward:
+/// the plan asks for it or its framework does it by default.
+bool overlap_param_gather_of(const PlanSpec& p);
 
 /// Reads one framework profile. Throws support::SpecError.
 FrameworkSpec load_framework(const std::string& path);

@@ -107,6 +107,10 @@ struct ParallelSpec {
   int zero = 0;     // 0..3
   int virtual_stages = 1;  // interleaved 1F1B when > 1 (Narayanan et al. 2021)
   bool tp_comm_overlap = false;
+  /// ZeRO-1/2 parameter all-gather overlapped with the next step's forward
+  /// (Megatron --overlap-param-gather); also on where the framework does it
+  /// by default (spec::overlap_param_gather_of).
+  bool overlap_param_gather = false;
   /// Uneven pipeline stages: layers of the first and of the last stage
   /// (Megatron-LM --decoder-first-pipeline-num-layers /
   /// --decoder-last-pipeline-num-layers); 0 = an even share. The stages
