@@ -56,17 +56,24 @@ std::string_view refuse(std::string* message, std::string_view field, Message&& 
 enum class Scope : std::uint8_t { kAll, kGraph, kStep };
 
 template <Scope scope>
-std::string_view check_framework(const spec::PlanSpec& p, std::string* message) {
+std::string_view check_framework(const spec::ModelSpec& m, const spec::PlanSpec& p, std::string* message) {
   constexpr bool graph = scope != Scope::kStep, step = scope != Scope::kGraph;
   const spec::FrameworkSpec& fw = spec::framework(p.framework);
   const auto& q = p.parallel;
-  // DeepSpeed's PipelineEngine: "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism".
+  // DeepSpeed's PipelineEngine: "ZeRO-2 and ZeRO-3 are incompatible with
+  // pipeline parallelism"; Megatron: the distributed optimizer is ZeRO-1 and
+  // its FSDP paths refuse PP (frameworks/NAME.yaml refuses.zero2_with_pp_why).
   if (step && fw.refuses_zero2_with_pp && q.pp > 1 && q.zero >= 2)
     return refuse(message, "parallel.zero", [&] {
-      return fmt::format(
-          "{} refuses ZeRO-{} with pipeline parallelism (PP {}): ZeRO-2 and ZeRO-3 "
-          "are incompatible with pipeline parallelism; use ZeRO-1",
-          fw.id, q.zero, q.pp);
+      return fmt::format("{} refuses ZeRO-{} with pipeline parallelism (PP {}): {}; use ZeRO-1", fw.id, q.zero, q.pp,
+                         fw.zero2_with_pp_why.empty() ? "it does not run them together" : fw.zero2_with_pp_why);
+    });
+  // torchtitan's TP shards the KV heads: TP must divide them.
+  if (graph && fw.refuses_tp_beyond_kv_heads && q.tp > 1 && m.kv_heads % q.tp != 0)
+    return refuse(message, "parallel.tp", [&] {
+      return fmt::format("{} refuses TP {} with {} KV heads: its tensor parallelism shards the KV heads, so TP must "
+                         "divide them",
+                         fw.id, q.tp, m.kv_heads);
     });
   // Megatron's interleaved 1F1B: the micro-batches must divide into PP groups.
   if (step && fw.interleave_needs_divisible_microbatches && q.virtual_stages > 1) {
@@ -162,7 +169,7 @@ std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec&
   // is refused either way; only check_plan names the first problem in order.
   const bool framework_first = message == nullptr;
   if (framework_first) {
-    if (const auto f = check_framework<scope>(p, nullptr); !f.empty()) return f;
+    if (const auto f = check_framework<scope>(m, p, nullptr); !f.empty()) return f;
     if constexpr (step)
       if (const auto f = check_offload(p, nullptr); !f.empty()) return f;
   }
@@ -285,7 +292,7 @@ std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec&
     return refuse(message, "finetune.rank",
                   [&] { return fmt::format("LoRA rank {} exceeds the hidden size {}", p.finetune.rank, m.hidden); });
   if (!framework_first) {
-    if (const auto f = check_framework<scope>(p, message); !f.empty()) return f;
+    if (const auto f = check_framework<scope>(m, p, message); !f.empty()) return f;
     if constexpr (step)
       if (const auto f = check_offload(p, message); !f.empty()) return f;
   }

@@ -202,6 +202,8 @@ FrameworkSpec load_framework(const std::string& path) {
   }, false);
   behaviour(r, "refuses", [&](MapReader& m) {
     if (auto v = m.boolean("zero2_with_pp", true)) f.refuses_zero2_with_pp = *v;
+    if (auto v = m.string("zero2_with_pp_why")) f.zero2_with_pp_why = *v;
+    if (auto v = m.boolean("tp_beyond_kv_heads")) f.refuses_tp_beyond_kv_heads = *v;
     if (auto v = m.boolean("interleave_indivisible_microbatches", true))
       f.interleave_needs_divisible_microbatches = *v;
   });

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "ridgeline/memory/memory.hpp"
+#include "ridgeline/search/search.hpp"
 #include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
 #include "ridgeline/support/diagnostics.hpp"
@@ -401,4 +402,49 @@ TEST_CASE("frameworks: --overlap-param-gather leaves only the first bucket of th
   const auto b = engine::evaluate(m, q, hw, opt);
   CHECK(b.step.time_s < a.step.time_s);
   CHECK(b.step.exposed_comm_s < a.step.exposed_comm_s);
+}
+
+TEST_CASE("frameworks: Megatron refuses ZeRO-2/3 with PP; torchtitan refuses TP that does not divide the KV heads") {
+  const auto hw = test::gpu("h100_sxm");
+  const auto m = test::model("llama3_8b");  // 32 heads, 8 KV heads
+  // Megatron: the distributed optimizer is ZeRO-1; its FSDP paths refuse PP (frameworks/megatron.yaml).
+  spec::PlanSpec g;
+  g.parallel.pp = 2;
+  g.parallel.dp = 4;
+  g.parallel.zero = 2;
+  g.global_batch = 32;
+  engine::Problem e = engine::check_plan(m, g, hw);
+  CHECK(e.field == "parallel.zero");
+  CHECK(e.message == "megatron refuses ZeRO-2 with pipeline parallelism (PP 2): its distributed optimizer shards only "
+                     "the optimizer state (ZeRO-1), and its FSDP paths do not run with pipeline parallelism; use ZeRO-1");
+  g.parallel.zero = 1;
+  CHECK(engine::check_plan(m, g, hw).field.empty());
+  // torchtitan's decoder raises unless TP divides n_kv_heads: TP 16 over 8 KV heads (16 % 8 = 0 the other way,
+  // which Megatron-Core accepts by sub-sharding QKV since #2565) is refused; TP 8 divides them.
+  spec::PlanSpec t = with("torchtitan");
+  t.parallel.tp = 16;
+  e = engine::check_plan(m, t, hw);
+  CHECK(e.field == "parallel.tp");
+  CHECK(e.message == "torchtitan refuses TP 16 with 8 KV heads: its tensor parallelism shards the KV heads, so TP "
+                     "must divide them");
+  t.parallel.tp = 8;
+  CHECK(engine::check_plan(m, t, hw).field.empty());
+  spec::PlanSpec mt;
+  mt.parallel.tp = 16;
+  CHECK(engine::check_plan(m, mt, hw).field.empty());
+  // The search skips the refused layouts: over 16 GPUs under torchtitan no row has TP 16, and every refusal
+  // is counted as a plan refusal.
+  search::SearchSpec s;
+  s.gpus = 16;
+  s.global_batch = 16;
+  s.threads = 1;
+  s.top = 1000;
+  s.recompute = {{spec::RecomputeKind::kFull, 0}};
+  s.precision = {spec::Precision::kBf16};
+  spec::PlanSpec base = with("torchtitan");
+  base.seq_len = 4096;
+  const auto r = search::run(s, m, base, hw);
+  REQUIRE_FALSE(r.top.empty());
+  for (const auto& c : r.top) CHECK(m.kv_heads % c.layout.tp == 0);
+  CHECK(r.counts.plan > 0);
 }

@@ -112,7 +112,12 @@ struct FrameworkSpec {
   /// (frameworks/NAME.yaml sequence_parallel: with_tp; spec::apply_framework_defaults).
   bool sequence_parallel_with_tp = false;
   // Refusals.
-  bool refuses_zero2_with_pp = false;          // DeepSpeed: ZeRO-2/3 with pipeline parallelism
+  bool refuses_zero2_with_pp = false;          // DeepSpeed, Megatron: ZeRO-2/3 with pipeline parallelism
+  std::string zero2_with_pp_why;               // why, in the framework's words (refuses.zero2_with_pp_why)
+  /// TP that does not divide the KV heads (query groups): torchtitan's TP
+  /// shards the KV heads (refuses.tp_beyond_kv_heads; absent: false, the
+  /// KV heads replicated over the TP ranks beyond them).
+  bool refuses_tp_beyond_kv_heads = false;
   bool interleave_needs_divisible_microbatches = false;  // Megatron: micro-batches % PP == 0
   /// CPU offload the framework offers (frameworks/NAME.yaml `offload:`;
   /// absent: none): the optimizer (DeepSpeed ZeRO-Offload, Megatron-Core
