@@ -420,7 +420,7 @@ bool same_cost_inputs(const graph::Kernel& a, const graph::Kernel& b) {
   constexpr size_t kInputs = sizeof(std::string_view) + 6 * sizeof(std::uint8_t) + sizeof(std::uint16_t) +
                              sizeof(graph::GemmShape) + sizeof(graph::CollectiveSpec) + 8 * sizeof(double);
   static_assert(sizeof(graph::GemmShape) == 4 * sizeof(double));
-  static_assert(sizeof(graph::CollectiveSpec) == 4 * 8);
+  static_assert(sizeof(graph::CollectiveSpec) == 5 * 8);
   static_assert(offsetof(graph::Kernel, count) == kInputs, "padding or a new field among Kernel's cost inputs");
   return std::memcmp(&a, &b, kInputs) == 0;
 }

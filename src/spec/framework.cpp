@@ -167,6 +167,16 @@ FrameworkSpec load_framework(const std::string& path) {
   behaviour(r, "overlap_param_gather", [&](MapReader& m) {
     if (auto v = m.boolean("value", true)) f.overlap_param_gather = *v;
   }, false);
+  behaviour(r, "tp_overlap_mechanism", [&](MapReader& m) {
+    auto v = m.word("value", [](std::string_view s) -> std::optional<bool> {
+      if (s == "userbuffers") return true;
+      if (s == "nccl") return false;
+      return std::nullopt;
+    }, "nccl, userbuffers", true);
+    if (v && *v) {
+      if (auto n = m.number("comm_sms", true, 1, 1024)) f.tp_overlap_comm_sms = *n;
+    }
+  }, false);
   behaviour(r, "tp_overlap_hidden", [&](MapReader& m) {
     if (auto v = m.number("value", true, 0, 1)) f.tp_overlap_hidden = *v;
   });

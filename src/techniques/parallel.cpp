@@ -59,12 +59,29 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
   // --tp-comm-overlap hides the framework's share of each TP collective
   // behind the GEMMs it is chunked with (frameworks/*.yaml
   // tp_overlap_hidden); the rest stays exposed.
-  const double tp_hidden = par.tp_comm_overlap ? spec::framework(p.framework).tp_overlap_hidden : 0.0;
+  const spec::FrameworkSpec& fw = spec::framework(p.framework);
+  const double tp_hidden = par.tp_comm_overlap ? fw.tp_overlap_hidden : 0.0;
+  // How the hidden share runs: NCCL beside the GEMMs, or Transformer
+  // Engine's userbuffers (transformer_engine/pytorch/module/base.py,
+  // initialize_ub: the methods table and get_default_config): the
+  // all-gathers in front of a GEMM (qkv_fprop, fc1_fprop, proj_dgrad,
+  // fc2_dgrad) by ring_exchange on the copy engines (use_ce); the forward
+  // reduce-scatters (proj_fprop, fc2_fprop: pipeline) and the backward ones
+  // beside an unrelated GEMM (bulk) on num_sm SMs.
+  const bool userbuffers = par.tp_comm_overlap && par.sp && fw.tp_overlap_comm_sms > 0;
+  auto overlapped = [&](Kernel k, bool ring_exchange) {
+    if (userbuffers) {
+      k.flags |= ring_exchange ? graph::kCommCopyEngine : graph::kCommUserbuffers;
+      if (!ring_exchange) k.comm.sms = fw.tp_overlap_comm_sms;
+    }
+    ks.push_back(k);
+  };
   // Each message is costed whole (collectives cost by message size); the
   // hidden share is a share of the count.
-  auto tp = [&](std::string_view name, Collective kind, spec::Phase phase, double bytes, double count) {
+  auto tp = [&](std::string_view name, Collective kind, spec::Phase phase, double bytes, double count,
+                bool ring_exchange) {
     if (tp_hidden > 0)
-      ks.push_back(comm(name, kind, phase, bytes, t, t, count * tp_hidden, layer | graph::kOverlapped));
+      overlapped(comm(name, kind, phase, bytes, t, t, count * tp_hidden, layer | graph::kOverlapped), ring_exchange);
     if (tp_hidden < 1) ks.push_back(comm(name, kind, phase, bytes, t, t, count * (1 - tp_hidden), layer));
   };
   if (t > 1) {
@@ -74,22 +91,23 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
     // collective asynchronously and runs the weight-gradient GEMM beside it
     // (spec::FrameworkSpec::tp_backward_overlap).
     auto tp_dgrad = [&](std::string_view name, Collective kind) {
-      if (spec::framework(p.framework).tp_backward_overlap)
-        ks.push_back(comm(name, kind, spec::Phase::kBackward, S, t, t, 2 * L, layer | graph::kOverlapped));
+      if (fw.tp_backward_overlap)
+        overlapped(comm(name, kind, spec::Phase::kBackward, S, t, t, 2 * L, layer | graph::kOverlapped), false);
       else
-        tp(name, kind, spec::Phase::kBackward, S, 2 * L);
+        tp(name, kind, spec::Phase::kBackward, S, 2 * L, false);
     };
     if (par.sp) {
-      tp("tp_all_gather", Collective::kAllGather, spec::Phase::kForward, S, 2 * L);
-      tp("tp_reduce_scatter", Collective::kReduceScatter, spec::Phase::kForward, S, 2 * L);
+      tp("tp_all_gather", Collective::kAllGather, spec::Phase::kForward, S, 2 * L, true);
+      tp("tp_reduce_scatter", Collective::kReduceScatter, spec::Phase::kForward, S, 2 * L, false);
       // The row-parallel linears' output gradients are gathered before their GEMMs: nothing to hide behind.
-      tp("tp_all_gather", Collective::kAllGather, spec::Phase::kBackward, S, 2 * L);
+      tp("tp_all_gather", Collective::kAllGather, spec::Phase::kBackward, S, 2 * L, true);
       tp_dgrad("tp_reduce_scatter", Collective::kReduceScatter);
       // SP re-gathers the layer-norm outputs for the weight-gradient GEMMs (overlapped in Megatron).
-      ks.push_back(comm("tp_all_gather_wgrad", Collective::kAllGather, spec::Phase::kBackward, S, t, t, 2 * L,
-                        layer | graph::kOverlapped));
+      overlapped(comm("tp_all_gather_wgrad", Collective::kAllGather, spec::Phase::kBackward, S, t, t, 2 * L,
+                      layer | graph::kOverlapped),
+                 false);
     } else {
-      tp("tp_all_reduce", Collective::kAllReduce, spec::Phase::kForward, S, 2 * L);
+      tp("tp_all_reduce", Collective::kAllReduce, spec::Phase::kForward, S, 2 * L, false);
       tp_dgrad("tp_all_reduce", Collective::kAllReduce);
     }
     // Recomputing whole layers re-runs their forward collectives too: every
@@ -97,10 +115,11 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
     const auto rk = p.recompute.kind;
     if (rk == spec::RecomputeKind::kFull || rk == spec::RecomputeKind::kEvery || rk == spec::RecomputeKind::kSqrt) {
       if (par.sp) {
-        tp("tp_all_gather", Collective::kAllGather, spec::Phase::kRecompute, S, 2 * recomputed_layers);
-        tp("tp_reduce_scatter", Collective::kReduceScatter, spec::Phase::kRecompute, S, 2 * recomputed_layers);
+        tp("tp_all_gather", Collective::kAllGather, spec::Phase::kRecompute, S, 2 * recomputed_layers, true);
+        tp("tp_reduce_scatter", Collective::kReduceScatter, spec::Phase::kRecompute, S, 2 * recomputed_layers,
+           false);
       } else {
-        tp("tp_all_reduce", Collective::kAllReduce, spec::Phase::kRecompute, S, 2 * recomputed_layers);
+        tp("tp_all_reduce", Collective::kAllReduce, spec::Phase::kRecompute, S, 2 * recomputed_layers, false);
       }
     }
     // Vocabulary-parallel embedding (forward all-reduce) and cross-entropy (small reductions).
@@ -109,12 +128,15 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
   }
   if (cp > 1) {
     const double kv = 2 * T * std::max(1.0, m.kv_heads / t) * m.head_dim * e;  // local K and V
-    ks.push_back(comm("cp_kv_all_gather", Collective::kAllGather, spec::Phase::kForward, kv * cp, cp, t * cp, L,
-                      layer | graph::kOverlapped));
-    ks.push_back(comm("cp_kv_all_gather", Collective::kAllGather, spec::Phase::kBackward, kv * cp, cp, t * cp, L,
-                      layer | graph::kOverlapped));
+    // The ring's next K/V chunk is sent and received (torch.distributed
+    // isend/irecv, NCCL) while the attention kernel works on the current one
+    // (TE context_parallel.py, flash_attn_p2p_communicate): beside attention,
+    // not a persistent GEMM.
+    const std::uint16_t ring = layer | graph::kOverlapped | graph::kBesideAttention;
+    ks.push_back(comm("cp_kv_all_gather", Collective::kAllGather, spec::Phase::kForward, kv * cp, cp, t * cp, L, ring));
+    ks.push_back(comm("cp_kv_all_gather", Collective::kAllGather, spec::Phase::kBackward, kv * cp, cp, t * cp, L, ring));
     ks.push_back(comm("cp_dkv_reduce_scatter", Collective::kReduceScatter, spec::Phase::kBackward, kv * cp, cp,
-                      t * cp, L, layer | graph::kOverlapped));
+                      t * cp, L, ring));
   }
   if (m.is_moe() && ep > 1) {
     const double S = T * m.moe.top_k * h * e;

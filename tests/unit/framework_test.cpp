@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "ridgeline/cost/cost.hpp"
 #include "ridgeline/memory/memory.hpp"
 #include "ridgeline/search/search.hpp"
 #include "ridgeline/spec/framework.hpp"
@@ -447,4 +448,70 @@ TEST_CASE("frameworks: Megatron refuses ZeRO-2/3 with PP; torchtitan refuses TP 
   REQUIRE_FALSE(r.top.empty());
   for (const auto& c : r.top) CHECK(m.kv_heads % c.layout.tp == 0);
   CHECK(r.counts.plan > 0);
+}
+
+TEST_CASE("frameworks: an overlapped collective costs the compute beside it by how it runs") {
+  // H100 SXM: 132 SMs (hardware_profiles/h100_sxm.yaml), persistent cuBLAS GEMMs (one CTA per SM).
+  const auto hw = test::gpu("h100_sxm");
+  const cost::CostParams c = engine::resolve_for(hw, spec::PlanSpec{}, engine::EvalOptions{});
+  REQUIRE(c.sms == 132);
+  graph::Kernel k;
+  k.name = "tp_reduce_scatter";
+  k.op = graph::Op::kCollective;
+  k.cls = spec::KernelClass::kCollective;
+  k.comm = {graph::Collective::kReduceScatter, 64.0 * (1 << 20), 8, 8};
+  k.flags = graph::kOverlapped;
+  // NCCL beside a persistent GEMM: a kernel holding fewer than 66 of the 132 SMs leaves 132 - ch SMs, so the
+  // GEMM's 132 CTAs run in ceil(132 / (132 - ch)) = 2 waves: half its throughput (pytorch#143988).
+  const cost::KernelCost nccl = cost::cost_kernel(k, c, false);
+  REQUIRE(nccl.sm_fraction * 132 < 66);
+  CHECK(nccl.gemm_overlap_loss == doctest::Approx(0.5));
+  // TE userbuffers (pipeline / bulk): num_sm 16 (module/base.py get_default_config), the GEMM launched on
+  // 132 - 16 = 116 SMs (CommOverlapBase: _math_sms = sm_count - num_comm_sm): it loses 16 / 132 = 0.1212.
+  graph::Kernel u = k;
+  u.flags |= graph::kCommUserbuffers;
+  u.comm.sms = 16;
+  const cost::KernelCost ub = cost::cost_kernel(u, c, false);
+  CHECK(ub.gemm_overlap_loss == doctest::Approx(16.0 / 132));
+  CHECK(ub.sm_fraction == doctest::Approx(16.0 / 132));
+  CHECK(ub.time_s == doctest::Approx(nccl.time_s));  // the same bytes over the same link
+  // Copy-engine ring exchange (TE ring_exchange, use_ce): no SM held, nothing lost.
+  graph::Kernel ce = k;
+  ce.flags |= graph::kCommCopyEngine;
+  const cost::KernelCost cek = cost::cost_kernel(ce, c, false);
+  CHECK(cek.gemm_overlap_loss == 0);
+  CHECK(cek.sm_fraction == 0);
+  // NCCL send/recv beside attention (CP's ring): the channels' SMs only, ch / 132.
+  graph::Kernel a = k;
+  a.flags |= graph::kBesideAttention;
+  const cost::KernelCost at = cost::cost_kernel(a, c, false);
+  CHECK(at.gemm_overlap_loss == doctest::Approx(nccl.sm_fraction));
+  // Megatron's --tp-comm-overlap with SP marks each TP collective as TE runs it (frameworks/megatron.yaml
+  // tp_overlap_mechanism): the forward all-gather by ring exchange, the forward reduce-scatter on 16 SMs;
+  // torchtitan's (tp_overlap_mechanism absent) stay NCCL.
+  const auto m = test::model("llama3_8b");
+  for (const char* fw : {"megatron", "torchtitan"}) {
+    spec::PlanSpec p = with(fw);
+    p.seq_len = 4096;
+    p.parallel.tp = 8;
+    p.parallel.sp = true;
+    p.parallel.tp_comm_overlap = true;
+    graph::Graph g;
+    techniques::build_step(g, m, p, hw);
+    const bool te = std::string_view(fw) == "megatron";
+    int seen = 0;
+    for (const auto& x : g.kernels) {
+      if (!x.has(graph::kOverlapped) || x.phase != spec::Phase::kForward) continue;
+      if (x.name == "tp_all_gather") {
+        CHECK(x.has(graph::kCommCopyEngine) == te);
+        ++seen;
+      }
+      if (x.name == "tp_reduce_scatter") {
+        CHECK(x.has(graph::kCommUserbuffers) == te);
+        CHECK(x.comm.sms == (te ? 16 : 0));
+        ++seen;
+      }
+    }
+    CHECK(seen == 2);
+  }
 }

@@ -92,6 +92,13 @@ struct FrameworkSpec {
   /// the next step's forward by default (frameworks/NAME.yaml
   /// overlap_param_gather; absent: false, the gather is exposed).
   bool overlap_param_gather = false;
+  /// How --tp-comm-overlap runs the TP collectives it hides
+  /// (frameworks/NAME.yaml tp_overlap_mechanism; absent: nccl, 0): 0 = NCCL
+  /// collectives beside the GEMMs; > 0 = Transformer Engine userbuffers, the
+  /// SMs its pipeline and bulk communication kernels hold (TE's default
+  /// num_sm 16), the all-gathers in front of a GEMM by copy-engine ring
+  /// exchange (TE's ring_exchange method, use_ce).
+  double tp_overlap_comm_sms = 0;
   /// Fraction of tensor-parallel communication that --tp-comm-overlap hides.
   double tp_overlap_hidden = 0;
   /// The column-parallel linears' backward TP collectives run asynchronously
