@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
@@ -177,6 +178,24 @@ FrameworkSpec load_framework(const std::string& path) {
       if (auto n = m.number("comm_sms", true, 1, 1024)) f.tp_overlap_comm_sms = *n;
     }
   }, false);
+  behaviour(r, "zero3_fetch", [&](MapReader& m) {
+    auto v = m.word("value", [](std::string_view s) -> std::optional<bool> {
+      if (s == "per_module") return true;
+      if (s == "per_layer") return false;
+      return std::nullopt;
+    }, "per_layer, per_module", true);
+    if (v && *v) {
+      if (auto n = m.number("bucket_elements", true, 1, 1e12)) f.zero3_fetch_bucket_elements = *n;
+    }
+  }, false);
+  behaviour(r, "pp_p2p_overlap", [&](MapReader& m) {
+    auto v = m.word("value", [](std::string_view s) -> std::optional<bool> {
+      if (s == "interleaved") return true;
+      if (s == "never") return false;
+      return std::nullopt;
+    }, "never, interleaved", true);
+    if (v) f.pp_p2p_overlap_interleaved = *v;
+  }, false);
   behaviour(r, "tp_overlap_hidden", [&](MapReader& m) {
     if (auto v = m.number("value", true, 0, 1)) f.tp_overlap_hidden = *v;
   });
@@ -240,6 +259,26 @@ MainGrads main_grads_of(const MicrobatchPlan& p) {
   if (p.main_grads_given) return p.main_grads;
   const bool bf16 = p.precision == Precision::kBf16 || p.precision == Precision::kFp8 || p.precision == Precision::kNvfp4;
   return bf16 && framework(p.framework).fp32_main_grads_with_bf16 ? MainGrads::kFp32 : MainGrads::kWorking;
+}
+
+double zero3_gathers_per_layer(const FrameworkSpec& f, const ModelSpec& m, int tp, int ep) {
+  const double bucket = f.zero3_fetch_bucket_elements;
+  if (bucket <= 0) return 1;
+  const double t = std::max(1, tp);
+  const double h = m.hidden, ffn = m.ffn_hidden;
+  const double fc1 = h * ffn * (is_gated(m.activation) ? 2 : 1) / t, fc2 = ffn * h / t;
+  std::vector<double> tensors = {h * (m.q_dim() + 2 * m.kv_dim()) / t, m.q_dim() * h / t};
+  const double local_experts = m.is_moe() ? std::max(1.0, static_cast<double>(m.moe.experts) / std::max(1, ep)) : 0.0;
+  const double dense_mlps = m.is_moe() ? 0.0 : 1.0;
+  double calls = 0, small = 0;
+  auto add = [&](double elements, double n) {
+    if (elements >= bucket) calls += n;
+    else small += elements * n;
+  };
+  for (const double e : tensors) add(e, 1);
+  add(fc1, dense_mlps + local_experts);
+  add(fc2, dense_mlps + local_experts);
+  return calls + std::ceil(small / bucket);
 }
 
 bool overlap_param_gather_of(const PlanSpec& p) {

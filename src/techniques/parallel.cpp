@@ -167,8 +167,12 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
     const double S = T * h * e / t;
     const double v = std::max(1, par.virtual_stages);
     const double span = 2 * t * cp * dp;
-    ks.push_back(comm("pp_send_recv", Collective::kP2p, spec::Phase::kForward, S, 2, span, v, 0));
-    ks.push_back(comm("pp_send_recv", Collective::kP2p, spec::Phase::kBackward, S, 2, span, v, 0));
+    // Megatron-Core's interleaved schedule posts the next chunk's send and
+    // receive before the current chunk's compute (overlap_p2p_comm).
+    const std::uint16_t p2p =
+        v > 1 && spec::framework(p.framework).pp_p2p_overlap_interleaved ? graph::kOverlapped : std::uint16_t{0};
+    ks.push_back(comm("pp_send_recv", Collective::kP2p, spec::Phase::kForward, S, 2, span, v, p2p));
+    ks.push_back(comm("pp_send_recv", Collective::kP2p, spec::Phase::kBackward, S, 2, span, v, p2p));
   }
   const auto groups = data_parallel_groups(p);
   const double dgroup = groups.dense;  // parameters are replicated across CP ranks too
@@ -244,14 +248,19 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
                             span, 1, step));
           return;
         }
-        // Parameters gathered before each forward and each backward (per micro-batch, prefetched).
-        if (units > 1)
-          ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, weights * wb / units,
-                            group, span, units - 1, graph::kOverlapped));
-        ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, weights * wb / units,
-                          group, span, 1, 0));
-        ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kBackward, weights * wb / units,
-                          group, span, units, graph::kOverlapped));
+        // Parameters gathered before each forward and each backward (per
+        // micro-batch, prefetched), in the framework's calls per layer
+        // (spec::zero3_gathers_per_layer: one per FSDP unit; per module
+        // under DeepSpeed), each paying its collective's latency; the first
+        // call of the forward waits.
+        const double calls = units * spec::zero3_gathers_per_layer(fw, m, par.tp, par.ep);
+        const double message = weights * wb / calls;
+        if (calls > 1)
+          ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, message, group, span,
+                            calls - 1, graph::kOverlapped));
+        ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, message, group, span, 1, 0));
+        ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kBackward, message, group, span, calls,
+                          graph::kOverlapped));
       }
     };
     static constexpr Names kDense{"dp_grad_all_reduce", "dp_grad_reduce_scatter", "dp_param_all_gather",

@@ -515,3 +515,72 @@ TEST_CASE("frameworks: an overlapped collective costs the compute beside it by h
     CHECK(seen == 2);
   }
 }
+
+TEST_CASE("frameworks: DeepSpeed ZeRO-3 gathers per module, each call paying its latency; FSDP per layer") {
+  // frameworks/deepspeed.yaml zero3_fetch: per module, stage3_prefetch_bucket_size 5e7 elements. A tensor of
+  // at least 5e7 elements is a call; smaller ones coalesce into ceil(elements / 5e7) calls.
+  const auto& ds = spec::framework(*spec::find_framework("deepspeed"));
+  const auto& fsdp = spec::framework(*spec::find_framework("fsdp"));
+  // GPT-3 175B (h 12288, FFN 49152, GELU), TP 1: QKV 12288 x 36864 = 4.53e8, projection 1.51e8, FC1 and
+  // FC2 6.04e8 each: 4 calls per layer and pass.
+  const auto gpt = test::model("gpt3_175b");
+  CHECK(spec::zero3_gathers_per_layer(ds, gpt, 1, 1) == 4);
+  // Llama-3-8B (h 4096, 8 KV heads of 128, FFN 14336, SwiGLU), TP 1: QKV 4096 x 6144 = 2.52e7 and the
+  // projection 1.68e7 coalesce (4.19e7 < 5e7: 1 call); FC1 (gate and up) 1.17e8 and FC2 5.87e7: 3 calls.
+  const auto llama = test::model("llama3_8b");
+  CHECK(spec::zero3_gathers_per_layer(ds, llama, 1, 1) == 3);
+  CHECK(spec::zero3_gathers_per_layer(fsdp, gpt, 1, 1) == 1);
+  // The step of GPT-3 175B under DeepSpeed ZeRO-3 at DP 64: 96 layers x 4 = 384 gathers before the forward
+  // and 384 before the backward per micro-batch, each 1/384 of the 16-bit weights.
+  const auto hw = test::gpu("h100_sxm");
+  spec::PlanSpec p = with("deepspeed");
+  p.seq_len = 2048;
+  p.parallel.dp = 64;
+  p.parallel.zero = 3;
+  p.global_batch = 64;
+  graph::Graph g;
+  techniques::build_step(g, gpt, p, hw);
+  const double weights = techniques::local_params(gpt, p).weights;
+  double calls = 0;
+  for (const auto& k : g.kernels)
+    if (k.name == "zero3_param_all_gather") {
+      calls += k.count;
+      CHECK(k.comm.bytes == doctest::Approx(2 * weights / 384));
+    }
+  CHECK(calls == 768);
+  // The same step under FSDP (per layer): 96 + 96 calls of 1/96 each; DeepSpeed's calls are 4 x as many, each
+  // paying the ring's latency, so its gathers take longer for the same bytes.
+  spec::PlanSpec f = p;
+  f.framework = *spec::find_framework("fsdp");
+  graph::Graph gf;
+  techniques::build_step(gf, gpt, f, hw);
+  double fsdp_calls = 0;
+  for (const auto& k : gf.kernels)
+    if (k.name == "zero3_param_all_gather") fsdp_calls += k.count;
+  CHECK(fsdp_calls == 192);
+}
+
+TEST_CASE("frameworks: Megatron overlaps pipeline p2p under the interleaved schedule only") {
+  // arguments.py: overlap_p2p_comm on unless --no-overlap-p2p-communication, turned off without virtual stages.
+  const auto hw = test::gpu("h100_sxm");
+  const auto m = test::model("llama3_8b");
+  spec::PlanSpec p;
+  p.seq_len = 4096;
+  p.parallel.pp = 4;
+  p.parallel.dp = 2;
+  p.global_batch = 32;
+  auto p2p_overlapped = [&](const spec::PlanSpec& q) {
+    graph::Graph g;
+    techniques::build_step(g, m, q, hw);
+    int seen = 0, overlapped = 0;
+    for (const auto& k : g.kernels)
+      if (k.name == "pp_send_recv") ++seen, overlapped += k.has(graph::kOverlapped);
+    REQUIRE(seen == 2);
+    return overlapped == 2;
+  };
+  CHECK_FALSE(p2p_overlapped(p));
+  p.parallel.virtual_stages = 2;
+  CHECK(p2p_overlapped(p));
+  p.framework = *spec::find_framework("deepspeed");
+  CHECK_FALSE(p2p_overlapped(p));
+}

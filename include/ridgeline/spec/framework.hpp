@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ridgeline/spec/hardware.hpp"
+#include "ridgeline/spec/model.hpp"
 #include "ridgeline/spec/plan.hpp"
 
 namespace ridgeline::spec {
@@ -99,6 +100,17 @@ struct FrameworkSpec {
   /// num_sm 16), the all-gathers in front of a GEMM by copy-engine ring
   /// exchange (TE's ring_exchange method, use_ce).
   double tp_overlap_comm_sms = 0;
+  /// ZeRO-3 parameter fetch granularity (frameworks/NAME.yaml zero3_fetch;
+  /// absent: 0, one all-gather per FSDP unit, a decoder layer, as FSDP
+  /// flattens a unit's parameters): > 0 = per module, DeepSpeed's
+  /// stage3_prefetch_bucket_size in elements. Each weight tensor of at least
+  /// a bucket is gathered by its own call, smaller ones coalesced up to a
+  /// bucket (spec::zero3_gathers_per_layer).
+  double zero3_fetch_bucket_elements = 0;
+  /// Pipeline p2p sends and receives overlapped with the chunks' compute
+  /// under the interleaved schedule (Megatron-Core overlap_p2p_comm,
+  /// frameworks/NAME.yaml pp_p2p_overlap: interleaved; absent: never).
+  bool pp_p2p_overlap_interleaved = false;
   /// Fraction of tensor-parallel communication that --tp-comm-overlap hides.
   double tp_overlap_hidden = 0;
   /// The column-parallel linears' backward TP collectives run asynchronously
@@ -171,6 +183,13 @@ MainGrads main_grads_of(const MicrobatchPlan& p);
 /// Whether a plan's ZeRO-1/2 parameter all-gather overlaps the next forward:
 /// the plan asks for it or its framework does it by default.
 bool overlap_param_gather_of(const PlanSpec& p);
+
+/// All-gather calls per decoder layer and pass of a ZeRO-3 parameter fetch:
+/// 1 for a framework that gathers a layer as one unit; per module (DeepSpeed)
+/// each local weight tensor (fused QKV, output projection, FC1 (gate and up
+/// fused), FC2; each expert's FC1 and FC2) of at least a bucket is one call,
+/// the smaller ones coalesced into ceil(elements / bucket) calls.
+double zero3_gathers_per_layer(const FrameworkSpec& f, const ModelSpec& m, int tp, int ep);
 
 /// Reads one framework profile. Throws support::SpecError.
 FrameworkSpec load_framework(const std::string& path);
