@@ -4,6 +4,7 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "ridgeline/spec/framework.hpp"
 #include "ridgeline/advise/advise.hpp"
 #include "ridgeline/report/advice_view.hpp"
 
@@ -57,6 +58,7 @@ void register_advise(Commands& commands, int& rc) {
       auto gpu = resolve_gpu(args->gpu, args->plan.sets);
       auto model = resolve_model(args->model, args->plan.sets);
       auto plan = args->plan.build(model);
+      spec::apply_generation_defaults(plan, gpu.generation);
       advise::Options opt;
       opt.top = args->top;
       opt.level = args->interval_level;

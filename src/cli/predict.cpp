@@ -4,6 +4,7 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "ridgeline/spec/framework.hpp"
 #include "ridgeline/report/markdown.hpp"
 #include "ridgeline/report/prediction_view.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
@@ -187,6 +188,7 @@ void register_predict(Commands& commands, int& rc) {
       auto gpu = resolve_gpu(args->gpu, args->plan.sets);
       auto model = resolve_model(args->model, args->plan.sets);
       auto plan = args->plan.build(model);
+      spec::apply_generation_defaults(plan, gpu.generation);
       if (args->plan.print_plan) {
         write_output(args->output, spec::describe_plan(plan, args->plan.imported));
         return kExitOk;

@@ -242,6 +242,7 @@ void register_report(Commands& commands, int& rc) {
       auto gpu = resolve_gpu(a->gpu, a->plan.sets);
       auto model = resolve_model(a->model, a->plan.sets);
       auto base = a->plan.build(model);
+      spec::apply_generation_defaults(base, gpu.generation);
       if (a->plan.print_plan) {
         write_output("", spec::describe_plan(base, a->plan.imported));
         return kExitOk;

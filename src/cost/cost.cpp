@@ -758,11 +758,30 @@ KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_gr
     const CollectiveCost cc = collective_cost_cached(k.comm.kind, k.comm.bytes, k.comm.group, k.comm.span, c);
     r.time_s = cc.time_s;
     r.sm_fraction = cc.sm_fraction;
-    // A persistent GEMM's one CTA per SM runs in ceil(SMs / free SMs) waves.
-    const double free_sms = c.sms - cc.channels;
-    r.gemm_overlap_loss = !c.persistent_gemm || cc.channels <= 0 ? cc.sm_fraction
-                          : free_sms >= 1 ? std::max(cc.sm_fraction, 1.0 - 1.0 / std::ceil(c.sms / free_sms))
-                                          : 1.0;
+    // What the compute beside it loses, by how the collective runs:
+    //  - NCCL channels beside a persistent cuBLAS GEMM: the GEMM's one CTA
+    //    per SM runs in ceil(SMs / free SMs) waves (0.5 for one channel on
+    //    an H100; FSDP and DDP overlap, pytorch#143988);
+    //  - TE userbuffers (pipeline, bulk): the communication kernel holds
+    //    comm.sms SMs and the GEMM is launched on the rest
+    //    (CommOverlapBase: _math_sms = sm_count - num_comm_sm), so the GEMM
+    //    loses comm.sms / SMs;
+    //  - copy-engine ring exchange (TE ring_exchange, use_ce): no SMs, no loss;
+    //  - NCCL send/recv beside attention kernels (CP's ring): the channels' SMs.
+    if (k.has(graph::kCommCopyEngine)) {
+      r.sm_fraction = 0;
+      r.gemm_overlap_loss = 0;
+    } else if (k.has(graph::kCommUserbuffers)) {
+      r.sm_fraction = c.sms > 0 ? std::min(1.0, k.comm.sms / c.sms) : 0.0;
+      r.gemm_overlap_loss = r.sm_fraction;
+    } else if (k.has(graph::kBesideAttention)) {
+      r.gemm_overlap_loss = cc.sm_fraction;
+    } else {
+      const double free_sms = c.sms - cc.channels;
+      r.gemm_overlap_loss = !c.persistent_gemm || cc.channels <= 0 ? cc.sm_fraction
+                            : free_sms >= 1 ? std::max(cc.sm_fraction, 1.0 - 1.0 / std::ceil(c.sms / free_sms))
+                                            : 1.0;
+    }
     r.basis = kBasis[static_cast<int>(cc.algorithm)][static_cast<int>(cc.protocol)];
     r.bound = Bound::kNetwork;
     return r;

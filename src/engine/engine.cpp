@@ -56,17 +56,24 @@ std::string_view refuse(std::string* message, std::string_view field, Message&& 
 enum class Scope : std::uint8_t { kAll, kGraph, kStep };
 
 template <Scope scope>
-std::string_view check_framework(const spec::PlanSpec& p, std::string* message) {
+std::string_view check_framework(const spec::ModelSpec& m, const spec::PlanSpec& p, std::string* message) {
   constexpr bool graph = scope != Scope::kStep, step = scope != Scope::kGraph;
   const spec::FrameworkSpec& fw = spec::framework(p.framework);
   const auto& q = p.parallel;
-  // DeepSpeed's PipelineEngine: "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism".
+  // DeepSpeed's PipelineEngine: "ZeRO-2 and ZeRO-3 are incompatible with
+  // pipeline parallelism"; Megatron: the distributed optimizer is ZeRO-1 and
+  // its FSDP paths refuse PP (frameworks/NAME.yaml refuses.zero2_with_pp_why).
   if (step && fw.refuses_zero2_with_pp && q.pp > 1 && q.zero >= 2)
     return refuse(message, "parallel.zero", [&] {
-      return fmt::format(
-          "{} refuses ZeRO-{} with pipeline parallelism (PP {}): ZeRO-2 and ZeRO-3 "
-          "are incompatible with pipeline parallelism; use ZeRO-1",
-          fw.id, q.zero, q.pp);
+      return fmt::format("{} refuses ZeRO-{} with pipeline parallelism (PP {}): {}; use ZeRO-1", fw.id, q.zero, q.pp,
+                         fw.zero2_with_pp_why.empty() ? "it does not run them together" : fw.zero2_with_pp_why);
+    });
+  // torchtitan's TP shards the KV heads: TP must divide them.
+  if (graph && fw.refuses_tp_beyond_kv_heads && q.tp > 1 && m.kv_heads % q.tp != 0)
+    return refuse(message, "parallel.tp", [&] {
+      return fmt::format("{} refuses TP {} with {} KV heads: its tensor parallelism shards the KV heads, so TP must "
+                         "divide them",
+                         fw.id, q.tp, m.kv_heads);
     });
   // Megatron's interleaved 1F1B: the micro-batches must divide into PP groups.
   if (step && fw.interleave_needs_divisible_microbatches && q.virtual_stages > 1) {
@@ -162,7 +169,7 @@ std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec&
   // is refused either way; only check_plan names the first problem in order.
   const bool framework_first = message == nullptr;
   if (framework_first) {
-    if (const auto f = check_framework<scope>(p, nullptr); !f.empty()) return f;
+    if (const auto f = check_framework<scope>(m, p, nullptr); !f.empty()) return f;
     if constexpr (step)
       if (const auto f = check_offload(p, nullptr); !f.empty()) return f;
   }
@@ -285,7 +292,7 @@ std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec&
     return refuse(message, "finetune.rank",
                   [&] { return fmt::format("LoRA rank {} exceeds the hidden size {}", p.finetune.rank, m.hidden); });
   if (!framework_first) {
-    if (const auto f = check_framework<scope>(p, message); !f.empty()) return f;
+    if (const auto f = check_framework<scope>(m, p, message); !f.empty()) return f;
     if constexpr (step)
       if (const auto f = check_offload(p, message); !f.empty()) return f;
   }
@@ -413,7 +420,7 @@ bool same_cost_inputs(const graph::Kernel& a, const graph::Kernel& b) {
   constexpr size_t kInputs = sizeof(std::string_view) + 6 * sizeof(std::uint8_t) + sizeof(std::uint16_t) +
                              sizeof(graph::GemmShape) + sizeof(graph::CollectiveSpec) + 8 * sizeof(double);
   static_assert(sizeof(graph::GemmShape) == 4 * sizeof(double));
-  static_assert(sizeof(graph::CollectiveSpec) == 4 * 8);
+  static_assert(sizeof(graph::CollectiveSpec) == 5 * 8);
   static_assert(offsetof(graph::Kernel, count) == kInputs, "padding or a new field among Kernel's cost inputs");
   return std::memcmp(&a, &b, kInputs) == 0;
 }
@@ -560,11 +567,18 @@ void finish_time(Prediction& out, const MicrobatchSummary& sum, const StepKernel
   KernelSums s = sum;  // the step kernels add to a copy of the sums alone
   const double layer_scale = static_cast<double>(m.layers) / std::max(1.0, sum.facts.layers);
   double pool_step = 0, comm_step = 0, pool_sm_step = 0, pool_gemm_step = 0;
+  double fwd_pool_step = 0, fwd_pool_sm_step = 0, fwd_pool_gemm_step = 0;  // beside the next forward
   for (size_t i = 0; i < sk.graph.kernels.size(); ++i) {
     const graph::Kernel& k = sk.graph.kernels[i];
     const cost::KernelCost& kc = sk.costs[i];
     const bool is_comm = k.cls == spec::KernelClass::kCollective || k.cls == spec::KernelClass::kP2p;
-    if (is_comm && k.has(graph::kPerStep)) {
+    if (is_comm && k.has(graph::kPerStep) && k.has(graph::kNextForward)) {
+      fwd_pool_step += kc.time_s * k.count;
+      fwd_pool_sm_step += kc.sm_fraction * kc.time_s * k.count;
+      fwd_pool_gemm_step += kc.gemm_overlap_loss * kc.time_s * k.count;
+      s.class_step_s[static_cast<int>(k.cls)] += kc.time_s * k.count;
+      s.phase_step_s[static_cast<int>(k.phase)] += kc.time_s * k.count;
+    } else if (is_comm && k.has(graph::kPerStep)) {
       (k.has(graph::kOverlapped) ? pool_step : comm_step) += kc.time_s * k.count;
       if (k.has(graph::kOverlapped)) {
         pool_sm_step += kc.sm_fraction * kc.time_s * k.count;
@@ -606,7 +620,13 @@ void finish_time(Prediction& out, const MicrobatchSummary& sum, const StepKernel
   // the last bucket (~5% of the gradients) is always exposed.
   const double dp_window = std::min(s.t_bwd, std::max(0.0, s.window_s - s.overlappable_comm_s));
   const double dp_spill = pool_step > 0 ? std::max(pool_step - dp_window, 0.05 * pool_step) : 0.0;
-  const double exposed_dp = pool_step > 0 ? std::max(dp_spill, overlap_cost(pool_sm_step, pool_gemm_step)) : 0.0;
+  const double exposed_reduce = pool_step > 0 ? std::max(dp_spill, overlap_cost(pool_sm_step, pool_gemm_step)) : 0.0;
+  // The parameter all-gather overlapped with the next step's first forward
+  // (--overlap-param-gather): what that forward cannot hide, or the SMs it costs.
+  const double fwd_spill = std::max(0.0, fwd_pool_step - s.t_fwd);
+  const double exposed_next_fwd =
+      fwd_pool_step > 0 ? std::max(fwd_spill, overlap_cost(fwd_pool_sm_step, fwd_pool_gemm_step)) : 0.0;
+  const double exposed_dp = exposed_reduce + exposed_next_fwd;
   // CPU offload: the host link's transfers and the CPU optimizer step
   // (techniques/offload.hpp); backward's window includes recomputation.
   const techniques::OffloadCost offload = techniques::offload_cost(p, hw, lp, mb, s.t_fwd, s.t_bwd + s.t_rec);
@@ -633,7 +653,7 @@ void finish_time(Prediction& out, const MicrobatchSummary& sum, const StepKernel
   st.host_s = mb * s.host_s;
   st.host_bound = s.host_s > t_kernels;
   // The share of the exposed time that is SM contention rather than spill.
-  st.comm_slowdown_s = mb * std::max(0.0, sm_cost - spill) + (exposed_dp - dp_spill);
+  st.comm_slowdown_s = mb * std::max(0.0, sm_cost - spill) + (exposed_reduce - dp_spill) + (exposed_next_fwd - fwd_spill);
   st.optimizer_s = s.t_step_fixed;
   const int seq = graph::seq_len(m, p);
   st.tokens_per_step = static_cast<double>(p.micro_batch) * seq * mb * par.dp;

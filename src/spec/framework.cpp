@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
@@ -119,6 +120,16 @@ FrameworkSpec load_framework(const std::string& path) {
   });
   behaviour(r, "attention", [&](MapReader& m) {
     if (auto v = m.word("value", parse_attention, attention_choices(), true)) f.attention = *v;
+    if (!m.has("by_generation")) return;
+    YamlNode seq = m.sequence("by_generation", true);
+    if (!seq.IsDefined()) return;
+    for (std::size_t i = 0; i < seq.size(); ++i) {
+      MapReader item(seq[i], path, fmt::format("attention.by_generation[{}]", i), d);
+      const auto g = item.word("generation", parse_generation, generation_choices(), true);
+      const auto k = item.word("value", parse_attention, attention_choices(), true);
+      item.finish();
+      if (g && k) f.attention_by_generation.push_back({*g, *k});
+    }
   });
   behaviour(r, "cross_entropy", [&](MapReader& m) {
     auto fused = [](std::string_view s) -> std::optional<bool> {
@@ -159,6 +170,45 @@ FrameworkSpec load_framework(const std::string& path) {
   behaviour(r, "pp_grads", [&](MapReader& m) {
     if (auto v = m.word("value", unsharded, "sharded, unsharded", true)) f.pp_grads_unsharded = *v;
   }, false);
+  behaviour(r, "main_grads", [&](MapReader& m) {
+    auto v = m.word("value", [](std::string_view s) -> std::optional<bool> {
+      if (s == "fp32_with_bf16") return true;
+      if (s == "working") return false;
+      return std::nullopt;
+    }, "working, fp32_with_bf16", true);
+    if (v) f.fp32_main_grads_with_bf16 = *v;
+  }, false);
+  behaviour(r, "overlap_param_gather", [&](MapReader& m) {
+    if (auto v = m.boolean("value", true)) f.overlap_param_gather = *v;
+  }, false);
+  behaviour(r, "tp_overlap_mechanism", [&](MapReader& m) {
+    auto v = m.word("value", [](std::string_view s) -> std::optional<bool> {
+      if (s == "userbuffers") return true;
+      if (s == "nccl") return false;
+      return std::nullopt;
+    }, "nccl, userbuffers", true);
+    if (v && *v) {
+      if (auto n = m.number("comm_sms", true, 1, 1024)) f.tp_overlap_comm_sms = *n;
+    }
+  }, false);
+  behaviour(r, "zero3_fetch", [&](MapReader& m) {
+    auto v = m.word("value", [](std::string_view s) -> std::optional<bool> {
+      if (s == "per_module") return true;
+      if (s == "per_layer") return false;
+      return std::nullopt;
+    }, "per_layer, per_module", true);
+    if (v && *v) {
+      if (auto n = m.number("bucket_elements", true, 1, 1e12)) f.zero3_fetch_bucket_elements = *n;
+    }
+  }, false);
+  behaviour(r, "pp_p2p_overlap", [&](MapReader& m) {
+    auto v = m.word("value", [](std::string_view s) -> std::optional<bool> {
+      if (s == "interleaved") return true;
+      if (s == "never") return false;
+      return std::nullopt;
+    }, "never, interleaved", true);
+    if (v) f.pp_p2p_overlap_interleaved = *v;
+  }, false);
   behaviour(r, "tp_overlap_hidden", [&](MapReader& m) {
     if (auto v = m.number("value", true, 0, 1)) f.tp_overlap_hidden = *v;
   });
@@ -194,6 +244,8 @@ FrameworkSpec load_framework(const std::string& path) {
   }, false);
   behaviour(r, "refuses", [&](MapReader& m) {
     if (auto v = m.boolean("zero2_with_pp", true)) f.refuses_zero2_with_pp = *v;
+    if (auto v = m.string("zero2_with_pp_why")) f.zero2_with_pp_why = *v;
+    if (auto v = m.boolean("tp_beyond_kv_heads")) f.refuses_tp_beyond_kv_heads = *v;
     if (auto v = m.boolean("interleave_indivisible_microbatches", true))
       f.interleave_needs_divisible_microbatches = *v;
   });
@@ -204,6 +256,50 @@ FrameworkSpec load_framework(const std::string& path) {
   r.finish();
   d.throw_if_errors();
   return f;
+}
+
+AttentionKind FrameworkSpec::attention_on(Generation g) const {
+  for (const auto& a : attention_by_generation)
+    if (a.generation == g) return a.kind;
+  return attention;
+}
+
+AttentionKind attention_on(const MicrobatchPlan& p, Generation g) {
+  return p.attention_given ? p.attention : framework(p.framework).attention_on(g);
+}
+
+MainGrads main_grads_of(const MicrobatchPlan& p) {
+  if (p.main_grads_given) return p.main_grads;
+  const bool bf16 = p.precision == Precision::kBf16 || p.precision == Precision::kFp8 || p.precision == Precision::kNvfp4;
+  return bf16 && framework(p.framework).fp32_main_grads_with_bf16 ? MainGrads::kFp32 : MainGrads::kWorking;
+}
+
+double zero3_gathers_per_layer(const FrameworkSpec& f, const ModelSpec& m, int tp, int ep) {
+  const double bucket = f.zero3_fetch_bucket_elements;
+  if (bucket <= 0) return 1;
+  const double t = std::max(1, tp);
+  const double h = m.hidden, ffn = m.ffn_hidden;
+  const double fc1 = h * ffn * (is_gated(m.activation) ? 2 : 1) / t, fc2 = ffn * h / t;
+  std::vector<double> tensors = {h * (m.q_dim() + 2 * m.kv_dim()) / t, m.q_dim() * h / t};
+  const double local_experts = m.is_moe() ? std::max(1.0, static_cast<double>(m.moe.experts) / std::max(1, ep)) : 0.0;
+  const double dense_mlps = m.is_moe() ? 0.0 : 1.0;
+  double calls = 0, small = 0;
+  auto add = [&](double elements, double n) {
+    if (elements >= bucket) calls += n;
+    else small += elements * n;
+  };
+  for (const double e : tensors) add(e, 1);
+  add(fc1, dense_mlps + local_experts);
+  add(fc2, dense_mlps + local_experts);
+  return calls + std::ceil(small / bucket);
+}
+
+bool overlap_param_gather_of(const PlanSpec& p) {
+  return p.parallel.overlap_param_gather || framework(p.framework).overlap_param_gather;
+}
+
+void apply_generation_defaults(PlanSpec& p, Generation g) {
+  if (!p.attention_given) p.attention = framework(p.framework).attention_on(g);
 }
 
 const std::vector<FrameworkSpec>& frameworks() { return registry().all(); }

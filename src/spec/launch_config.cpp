@@ -64,9 +64,11 @@ constinit const MegatronArg kMegatronArgs[] = {
     {"decoder-last-pipeline-num-layers", true, &LaunchValues::last_stage_layers, {}, {},
      "Megatron-LM spelling of --last-stage-layers"},
     {"tp-comm-overlap", false, &LaunchValues::tp_comm_overlap, "true"},
+    {"overlap-param-gather", false, &LaunchValues::overlap_param_gather, "true"},
     {"accumulate-allreduce-grads-in-fp32", false, &LaunchValues::main_grads, "fp32"},
+    {"grad-reduce-in-bf16", false, &LaunchValues::grad_reduce_in_bf16, "working"},
     {"attention-backend", true, &LaunchValues::attention, {}, "flash, fused, unfused, local, auto"},
-    {"use-flash-attn", false, &LaunchValues::attention, "flash"},
+    {"use-flash-attn", false, &LaunchValues::use_flash_attn, "true"},
     {"optimizer", true, &LaunchValues::optimizer, {}, "adam, sgd"},
     {"train-iters", true, &LaunchValues::train_iters},
     {"train-samples", true, &LaunchValues::train_samples},
@@ -185,9 +187,9 @@ bool take_megatron_arg(LaunchValues& v, std::string_view name, std::string_view 
   if (!a->fixed.empty()) t.text = a->fixed;
   else if (name == "attention-backend") {
     // Transformer Engine's backends: flash-attn 2, cuDNN fused attention,
-    // the unfused PyTorch path; auto leaves the framework's default.
-    if (value == "auto") return true;
-    t.text = value == "flash" ? "flash2" : value == "fused" ? "cudnn" : "naive";
+    // the unfused PyTorch path (local: Megatron's own, unfused); auto leaves
+    // TE's choice by GPU, the framework's default (apply_launch).
+    t.text = value == "auto" ? "auto" : value == "flash" ? "flash2" : value == "fused" ? "cudnn" : "naive";
   } else if (name == "optimizer") {
     t.text = value == "adam" ? "adamw" : "sgd";  // Megatron's adam: decoupled weight decay (AdamW)
   } else {
@@ -657,14 +659,39 @@ void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, Import
   a.direct("sp", v.sp);
   a.direct("zero", v.zero);
   a.direct("tp_comm_overlap", v.tp_comm_overlap);
+  a.direct("overlap_param_gather", v.overlap_param_gather);
   a.direct("micro_batch", v.micro_batch);
   a.direct("seq", v.seq_len);
   a.direct("precision", v.precision);
   a.direct("fp8_recipe", v.fp8_recipe);
-  a.direct("attention", v.attention);
+  // Attention: an explicit --attention-backend decides, whichever of it and
+  // --use-flash-attn comes first. --use-flash-attn alone, or
+  // --attention-backend auto, is FlashAttention as Transformer Engine picks
+  // it: get_attention_backend prefers cuDNN fused attention on compute
+  // capability >= 9.0, flash-attn 2 before (the framework's attention by
+  // generation, applied once the GPU is known).
+  if (v.attention.given() && v.attention.text != "auto") {
+    a.direct("attention", v.attention);
+  } else if (v.attention.given() || v.use_flash_attn.given()) {
+    const LaunchValue& x = v.attention.given() ? v.attention : v.use_flash_attn;
+    std::string said = x.said;
+    if (v.attention.given() && v.use_flash_attn.given()) said = v.use_flash_attn.said + ", " + v.attention.said;
+    if (std::find(overridden.begin(), overridden.end(), "attention") == overridden.end()) {
+      const FrameworkSpec& f = framework(p.framework);
+      std::string by = to_string(f.attention);
+      for (const auto& g : f.attention_by_generation)
+        by += fmt::format(", {} on {}", to_string(g.kind), name(g.generation));
+      r.settings.push_back({"attention", "by GPU", said, x.loc.line});
+      r.notes.push_back(fmt::format("attention by GPU: {}'s default, {} ({})", f.id, by, said));
+    }
+  }
   a.direct("fusion", v.fusion);
   a.direct("optimizer", v.optimizer);
-  a.direct("main_grads", v.main_grads);
+  // Megatron's main gradients: fp32 with --bf16 unless --grad-reduce-in-bf16
+  // (arguments.py: grad_reduce_in_bf16 turns accumulate_allreduce_grads_in_fp32
+  // off, whatever else was given); unstated, the framework's default.
+  if (v.grad_reduce_in_bf16.given()) a.direct("main_grads", v.grad_reduce_in_bf16);
+  else a.direct("main_grads", v.main_grads);
   a.direct("recompute", v.recompute);
   a.direct("first_stage_layers", v.first_stage_layers);
   a.direct("offload_optimizer", v.offload_optimizer);

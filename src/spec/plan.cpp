@@ -206,6 +206,7 @@ std::string check_stage_layers(int layers, int pp, int first, int last) {
 
 void apply_framework_defaults(PlanSpec& p) {
   if (!p.sp_given && p.parallel.tp > 1 && framework(p.framework).sequence_parallel_with_tp) p.parallel.sp = true;
+  if (!p.main_grads_given) p.main_grads = main_grads_of(p);
 }
 
 const std::vector<std::string>& setting_keys() {

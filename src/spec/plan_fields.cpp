@@ -189,6 +189,12 @@ constinit const PlanField kFields[] = {
      .help = "Overlap TP communication with GEMMs", .type = FieldType::kBool,
      .bool_ref = [](PlanSpec& p) -> bool& { return p.parallel.tp_comm_overlap; },
      .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "+TP-overlap"},
+    {.key = "parallel.overlap_param_gather", .setting = "overlap_param_gather", .flag = "overlap-param-gather",
+     .help = "ZeRO-1/2: all-gather the updated parameters bucket by bucket beside the next step's first forward "
+             "(Megatron-LM --overlap-param-gather); only the first bucket is exposed (default: the framework's)",
+     .type = FieldType::kBool,
+     .bool_ref = [](PlanSpec& p) -> bool& { return p.parallel.overlap_param_gather; },
+     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "+param-gather-overlap"},
     {.key = "tokens", .flag = "tokens", .help = "Tokens to train on, e.g. 15T (default: 20 per parameter)",
      .type = FieldType::kQuantity, .dim = units::Dimension::kCount,
      .num_ref = [](PlanSpec& p) -> double& { return p.tokens; }},
@@ -253,8 +259,15 @@ constinit const PlanField kFields[] = {
      .show = Show::kIfChanged, .summary = "{} master weights"},
     {.key = "main_grads", .flag = "main-grads",
      .help = "Gradient accumulation and reduction: working = at the working precision; fp32 = fp32 main "
-             "gradients (Megatron-LM's accumulate_allreduce_grads_in_fp32: 18 bytes per parameter with Adam)",
-     .type = FieldType::kWord, RIDGELINE_WORD(main_grads, parse_main_grads, to_string),
+             "gradients (Megatron-LM's accumulate_allreduce_grads_in_fp32: 18 bytes per parameter with Adam) "
+             "(default: the framework's; megatron: fp32 with bf16)",
+     .type = FieldType::kWord,
+     .parse_word = [](PlanSpec& p, std::string_view s) {
+       auto v = parse_main_grads(s);
+       if (v) p.main_grads = *v, p.main_grads_given = true;
+       return v.has_value();
+     },
+     .word = [](const PlanSpec& p) { return to_string(p.main_grads); },
      .choices = main_grads_choices, .applies = is_mixed, .group = SummaryGroup::kTechnique,
      .show = Show::kIfChanged, .summary = "{} main grads"},
     // CPU offload (ZeRO-Offload, Ren et al. 2021; ZeRO-Infinity, Rajbhandari

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "ridgeline/graph/kernels.hpp"
+#include "ridgeline/spec/framework.hpp"
 #include "ridgeline/techniques/passes.hpp"
 
 namespace ridgeline::techniques {
@@ -37,7 +38,9 @@ void apply_attention(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
     shape.kv_len = sq * std::max(1, p.parallel.cp);  // keys: the whole sequence under CP
     shape.head_dim = m.head_dim;
     shape.causal = true;  // decoder-only training
-    Kernel f = graph::flash_attention_forward(shape, p.attention, k.dtype, hw,
+    // The framework's default kernel depends on the GPU (Transformer Engine
+    // runs cuDNN fused attention on Hopper and later: spec::attention_on).
+    Kernel f = graph::flash_attention_forward(shape, spec::attention_on(p, hw.generation), k.dtype, hw,
                                               p.attention_flops == spec::AttentionFlops::kCausal);
     f.flags |= graph::kLayer;
     f.count = k.count;

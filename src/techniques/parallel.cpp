@@ -59,12 +59,29 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
   // --tp-comm-overlap hides the framework's share of each TP collective
   // behind the GEMMs it is chunked with (frameworks/*.yaml
   // tp_overlap_hidden); the rest stays exposed.
-  const double tp_hidden = par.tp_comm_overlap ? spec::framework(p.framework).tp_overlap_hidden : 0.0;
+  const spec::FrameworkSpec& fw = spec::framework(p.framework);
+  const double tp_hidden = par.tp_comm_overlap ? fw.tp_overlap_hidden : 0.0;
+  // How the hidden share runs: NCCL beside the GEMMs, or Transformer
+  // Engine's userbuffers (transformer_engine/pytorch/module/base.py,
+  // initialize_ub: the methods table and get_default_config): the
+  // all-gathers in front of a GEMM (qkv_fprop, fc1_fprop, proj_dgrad,
+  // fc2_dgrad) by ring_exchange on the copy engines (use_ce); the forward
+  // reduce-scatters (proj_fprop, fc2_fprop: pipeline) and the backward ones
+  // beside an unrelated GEMM (bulk) on num_sm SMs.
+  const bool userbuffers = par.tp_comm_overlap && par.sp && fw.tp_overlap_comm_sms > 0;
+  auto overlapped = [&](Kernel k, bool ring_exchange) {
+    if (userbuffers) {
+      k.flags |= ring_exchange ? graph::kCommCopyEngine : graph::kCommUserbuffers;
+      if (!ring_exchange) k.comm.sms = fw.tp_overlap_comm_sms;
+    }
+    ks.push_back(k);
+  };
   // Each message is costed whole (collectives cost by message size); the
   // hidden share is a share of the count.
-  auto tp = [&](std::string_view name, Collective kind, spec::Phase phase, double bytes, double count) {
+  auto tp = [&](std::string_view name, Collective kind, spec::Phase phase, double bytes, double count,
+                bool ring_exchange) {
     if (tp_hidden > 0)
-      ks.push_back(comm(name, kind, phase, bytes, t, t, count * tp_hidden, layer | graph::kOverlapped));
+      overlapped(comm(name, kind, phase, bytes, t, t, count * tp_hidden, layer | graph::kOverlapped), ring_exchange);
     if (tp_hidden < 1) ks.push_back(comm(name, kind, phase, bytes, t, t, count * (1 - tp_hidden), layer));
   };
   if (t > 1) {
@@ -74,22 +91,23 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
     // collective asynchronously and runs the weight-gradient GEMM beside it
     // (spec::FrameworkSpec::tp_backward_overlap).
     auto tp_dgrad = [&](std::string_view name, Collective kind) {
-      if (spec::framework(p.framework).tp_backward_overlap)
-        ks.push_back(comm(name, kind, spec::Phase::kBackward, S, t, t, 2 * L, layer | graph::kOverlapped));
+      if (fw.tp_backward_overlap)
+        overlapped(comm(name, kind, spec::Phase::kBackward, S, t, t, 2 * L, layer | graph::kOverlapped), false);
       else
-        tp(name, kind, spec::Phase::kBackward, S, 2 * L);
+        tp(name, kind, spec::Phase::kBackward, S, 2 * L, false);
     };
     if (par.sp) {
-      tp("tp_all_gather", Collective::kAllGather, spec::Phase::kForward, S, 2 * L);
-      tp("tp_reduce_scatter", Collective::kReduceScatter, spec::Phase::kForward, S, 2 * L);
+      tp("tp_all_gather", Collective::kAllGather, spec::Phase::kForward, S, 2 * L, true);
+      tp("tp_reduce_scatter", Collective::kReduceScatter, spec::Phase::kForward, S, 2 * L, false);
       // The row-parallel linears' output gradients are gathered before their GEMMs: nothing to hide behind.
-      tp("tp_all_gather", Collective::kAllGather, spec::Phase::kBackward, S, 2 * L);
+      tp("tp_all_gather", Collective::kAllGather, spec::Phase::kBackward, S, 2 * L, true);
       tp_dgrad("tp_reduce_scatter", Collective::kReduceScatter);
       // SP re-gathers the layer-norm outputs for the weight-gradient GEMMs (overlapped in Megatron).
-      ks.push_back(comm("tp_all_gather_wgrad", Collective::kAllGather, spec::Phase::kBackward, S, t, t, 2 * L,
-                        layer | graph::kOverlapped));
+      overlapped(comm("tp_all_gather_wgrad", Collective::kAllGather, spec::Phase::kBackward, S, t, t, 2 * L,
+                      layer | graph::kOverlapped),
+                 false);
     } else {
-      tp("tp_all_reduce", Collective::kAllReduce, spec::Phase::kForward, S, 2 * L);
+      tp("tp_all_reduce", Collective::kAllReduce, spec::Phase::kForward, S, 2 * L, false);
       tp_dgrad("tp_all_reduce", Collective::kAllReduce);
     }
     // Recomputing whole layers re-runs their forward collectives too: every
@@ -97,10 +115,11 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
     const auto rk = p.recompute.kind;
     if (rk == spec::RecomputeKind::kFull || rk == spec::RecomputeKind::kEvery || rk == spec::RecomputeKind::kSqrt) {
       if (par.sp) {
-        tp("tp_all_gather", Collective::kAllGather, spec::Phase::kRecompute, S, 2 * recomputed_layers);
-        tp("tp_reduce_scatter", Collective::kReduceScatter, spec::Phase::kRecompute, S, 2 * recomputed_layers);
+        tp("tp_all_gather", Collective::kAllGather, spec::Phase::kRecompute, S, 2 * recomputed_layers, true);
+        tp("tp_reduce_scatter", Collective::kReduceScatter, spec::Phase::kRecompute, S, 2 * recomputed_layers,
+           false);
       } else {
-        tp("tp_all_reduce", Collective::kAllReduce, spec::Phase::kRecompute, S, 2 * recomputed_layers);
+        tp("tp_all_reduce", Collective::kAllReduce, spec::Phase::kRecompute, S, 2 * recomputed_layers, false);
       }
     }
     // Vocabulary-parallel embedding (forward all-reduce) and cross-entropy (small reductions).
@@ -109,12 +128,15 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
   }
   if (cp > 1) {
     const double kv = 2 * T * std::max(1.0, m.kv_heads / t) * m.head_dim * e;  // local K and V
-    ks.push_back(comm("cp_kv_all_gather", Collective::kAllGather, spec::Phase::kForward, kv * cp, cp, t * cp, L,
-                      layer | graph::kOverlapped));
-    ks.push_back(comm("cp_kv_all_gather", Collective::kAllGather, spec::Phase::kBackward, kv * cp, cp, t * cp, L,
-                      layer | graph::kOverlapped));
+    // The ring's next K/V chunk is sent and received (torch.distributed
+    // isend/irecv, NCCL) while the attention kernel works on the current one
+    // (TE context_parallel.py, flash_attn_p2p_communicate): beside attention,
+    // not a persistent GEMM.
+    const std::uint16_t ring = layer | graph::kOverlapped | graph::kBesideAttention;
+    ks.push_back(comm("cp_kv_all_gather", Collective::kAllGather, spec::Phase::kForward, kv * cp, cp, t * cp, L, ring));
+    ks.push_back(comm("cp_kv_all_gather", Collective::kAllGather, spec::Phase::kBackward, kv * cp, cp, t * cp, L, ring));
     ks.push_back(comm("cp_dkv_reduce_scatter", Collective::kReduceScatter, spec::Phase::kBackward, kv * cp, cp,
-                      t * cp, L, layer | graph::kOverlapped));
+                      t * cp, L, ring));
   }
   if (m.is_moe() && ep > 1) {
     const double S = T * m.moe.top_k * h * e;
@@ -145,8 +167,12 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
     const double S = T * h * e / t;
     const double v = std::max(1, par.virtual_stages);
     const double span = 2 * t * cp * dp;
-    ks.push_back(comm("pp_send_recv", Collective::kP2p, spec::Phase::kForward, S, 2, span, v, 0));
-    ks.push_back(comm("pp_send_recv", Collective::kP2p, spec::Phase::kBackward, S, 2, span, v, 0));
+    // Megatron-Core's interleaved schedule posts the next chunk's send and
+    // receive before the current chunk's compute (overlap_p2p_comm).
+    const std::uint16_t p2p =
+        v > 1 && spec::framework(p.framework).pp_p2p_overlap_interleaved ? graph::kOverlapped : std::uint16_t{0};
+    ks.push_back(comm("pp_send_recv", Collective::kP2p, spec::Phase::kForward, S, 2, span, v, p2p));
+    ks.push_back(comm("pp_send_recv", Collective::kP2p, spec::Phase::kBackward, S, 2, span, v, p2p));
   }
   const auto groups = data_parallel_groups(p);
   const double dgroup = groups.dense;  // parameters are replicated across CP ranks too
@@ -186,6 +212,7 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
     const double gb = fw.reduce_bytes > 0 ? fw.reduce_bytes : pol.gradient_bytes;
     const double units = std::max(1.0, static_cast<double>(m.layers) / pp);
     const bool gather_per_step = fw.pp_params_unsharded && pp > 1;
+    const bool overlap_gather = spec::overlap_param_gather_of(p);
     auto reduce = [&](const Names& n, double trainable, double weights, double group) {
       if (group <= 1) return;
       const Collective kind = par.zero == 0 ? Collective::kAllReduce : Collective::kReduceScatter;
@@ -201,23 +228,44 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
       } else {
         ks.push_back(comm(name, kind, spec::Phase::kCommunication, trainable * gb, group, span, 1, step));
       }
-      if (par.zero >= 1 && par.zero <= 2)
-        ks.push_back(comm(n.all_gather, Collective::kAllGather, spec::Phase::kCommunication, trainable * wb,
-                          group, span, 1, graph::kPerStep));
+      // The updated parameters' all-gather after the step: exposed, or with
+      // --overlap-param-gather dispatched bucket by bucket from the next
+      // forward's pre-hooks, so only the first bucket waits
+      // (megatron/core/distributed/distributed_data_parallel.py: buckets of
+      // max(40M, 1M x DP) parameters, line 134).
+      if (par.zero >= 1 && par.zero <= 2) {
+        const double bytes = trainable * wb;
+        if (!overlap_gather) {
+          ks.push_back(comm(n.all_gather, Collective::kAllGather, spec::Phase::kCommunication, bytes, group, span, 1,
+                            graph::kPerStep));
+        } else {
+          const double first = std::min(1.0, std::max(4e7, 1e6 * group) / std::max(1.0, trainable));
+          ks.push_back(comm(n.all_gather, Collective::kAllGather, spec::Phase::kCommunication, bytes * first, group,
+                            span, 1, graph::kPerStep));
+          if (first < 1)
+            ks.push_back(comm(n.all_gather, Collective::kAllGather, spec::Phase::kCommunication, bytes * (1 - first),
+                              group, span, 1, graph::kPerStep | graph::kOverlapped | graph::kNextForward));
+        }
+      }
       if (par.zero == 3) {
         if (gather_per_step) {
           ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, weights * wb, group,
                             span, 1, step));
           return;
         }
-        // Parameters gathered before each forward and each backward (per micro-batch, prefetched).
-        if (units > 1)
-          ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, weights * wb / units,
-                            group, span, units - 1, graph::kOverlapped));
-        ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, weights * wb / units,
-                          group, span, 1, 0));
-        ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kBackward, weights * wb / units,
-                          group, span, units, graph::kOverlapped));
+        // Parameters gathered before each forward and each backward (per
+        // micro-batch, prefetched), in the framework's calls per layer
+        // (spec::zero3_gathers_per_layer: one per FSDP unit; per module
+        // under DeepSpeed), each paying its collective's latency; the first
+        // call of the forward waits.
+        const double calls = units * spec::zero3_gathers_per_layer(fw, m, par.tp, par.ep);
+        const double message = weights * wb / calls;
+        if (calls > 1)
+          ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, message, group, span,
+                            calls - 1, graph::kOverlapped));
+        ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, message, group, span, 1, 0));
+        ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kBackward, message, group, span, calls,
+                          graph::kOverlapped));
       }
     };
     static constexpr Names kDense{"dp_grad_all_reduce", "dp_grad_reduce_scatter", "dp_param_all_gather",

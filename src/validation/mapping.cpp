@@ -210,9 +210,11 @@ spec::AttentionKind unstated_flash(const SourceConvention& conv, spec::Generatio
 }
 
 /// training.attention or training.flash_attention: a spec word (naive, flash,
-/// flash2, flash3), else free text; unstated, the source's default.
+/// flash2, flash3), else free text; unstated, the source's default, or for a
+/// source without its own convention the framework's default on that GPU
+/// generation (spec::FrameworkSpec::attention_on: cuDNN under Megatron on Hopper).
 spec::AttentionKind attention_of(const spec::PublishedRow& row, const SourceConvention& conv, spec::Generation gen,
-                                 std::vector<std::string>& notes) {
+                                 const spec::FrameworkSpec& fw, std::vector<std::string>& notes) {
   const auto& tr = row.training;
   if (tr.has("attention")) {
     const std::string t = lower(tr.text("attention"));
@@ -230,7 +232,12 @@ spec::AttentionKind attention_of(const spec::PublishedRow& row, const SourceConv
     if (t.rfind("false", 0) == 0 || t.rfind("no", 0) == 0) return spec::AttentionKind::kNaive;
     if (t.rfind("true", 0) == 0 || t.rfind("yes", 0) == 0) return unstated_flash(conv, gen, notes);
   }
-  if (conv.group.empty()) notes.push_back("attention kernel not stated: flash2");
+  if (conv.group.empty()) {
+    const spec::AttentionKind k = fw.attention_on(gen);
+    notes.push_back(fmt::format("attention kernel not stated: {}'s default on {}: {}", fw.id, spec::name(gen),
+                                spec::to_string(k)));
+    return k;
+  }
   return conv.default_attention;
 }
 
@@ -419,7 +426,8 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
   FrameworkChoice fw = framework_of(row);
   p.framework = fw.index;
   notes.push_back(std::move(fw.why));
-  p.attention = attention_of(row, conv, hw.generation, notes);
+  p.attention = attention_of(row, conv, hw.generation, spec::framework(p.framework), notes);
+  p.attention_given = true;  // the row's kernel, or its source's, whatever the GPU
   // Fusion: eager when the row says so, else the framework's.
   const std::string impl = lower(tr.text("implementation"));
   p.fusion = (contains(impl, "huggingface") || contains(impl, "eager")) ? spec::Fusion::kEager

@@ -106,6 +106,7 @@ TEST_CASE("extremes: a 10-trillion-parameter model") {
   const auto hw = test::gpu("h100_sxm");
   SUBCASE("one GPU: does not fit, with finite numbers") {
     spec::PlanSpec p;
+    REQUIRE(spec::apply_setting(p, "main_grads", "working") == "");  // the ZeRO paper's 16-bit gradients
     const auto r = eval(m, p, hw);
     check_sane(r);
     CHECK(r.status == engine::Status::kDoesNotFit);

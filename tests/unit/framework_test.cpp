@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "ridgeline/cost/cost.hpp"
+#include "ridgeline/memory/memory.hpp"
+#include "ridgeline/search/search.hpp"
 #include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
 #include "ridgeline/support/diagnostics.hpp"
@@ -151,8 +154,9 @@ TEST_CASE("frameworks: ZeRO-2 gradient traffic per micro-batch under DeepSpeed, 
   p.parallel.zero = 2;
   p.global_batch = 32;  // 32 / 8 = 4 micro-batches
   const double psi = techniques::local_params(m, p).trainable * 2;  // bf16 gradients, bytes
+  // Megatron reduces its fp32 main gradients once per step: 2 x the bf16 bytes.
   const double mega = step_bytes(m, p, hw, "dp_grad_reduce_scatter");
-  CHECK(mega == doctest::Approx(psi));
+  CHECK(mega == doctest::Approx(2 * psi));
   p.framework = *spec::find_framework("deepspeed");
   const double ds = step_bytes(m, p, hw, "dp_grad_reduce_scatter");
   CHECK(ds == doctest::Approx(4 * psi));
@@ -328,4 +332,307 @@ TEST_CASE("overlap costs SMs: compute beside a collective takes max(T, C + f T)"
     CHECK(b.step.microbatch_time_s == doctest::Approx(C + fT + share * (lossT - fT) + exposed));
     CHECK(b.step.microbatch_time_s > C + exposed);
   }
+}
+
+TEST_CASE("frameworks: Megatron's default attention is cuDNN fused attention on Hopper+, flash2 before") {
+  // frameworks/megatron.yaml attention.by_generation, from TE's get_attention_backend: FlashAttention is
+  // disabled "to give FusedAttention preference on Hopper+" (compute capability >= 9.0).
+  const auto& mega = spec::framework(0);
+  CHECK(mega.attention_on(spec::Generation::kAmpere) == spec::AttentionKind::kFlash2);  // sm_80: flash-attn 2
+  CHECK(mega.attention_on(spec::Generation::kHopper) == spec::AttentionKind::kCudnn);   // sm_90
+  CHECK(mega.attention_on(spec::Generation::kBlackwell) == spec::AttentionKind::kCudnn);  // sm_100
+  // Other frameworks keep one kernel on every generation (torchtitan: SDPA's flash backend).
+  CHECK(spec::framework(*spec::find_framework("torchtitan")).attention_on(spec::Generation::kHopper) ==
+        spec::AttentionKind::kFlash2);
+  // A plan's own attention stays; the framework's default follows the GPU.
+  spec::PlanSpec p;
+  spec::apply_generation_defaults(p, spec::Generation::kHopper);
+  CHECK(p.attention == spec::AttentionKind::kCudnn);
+  spec::PlanSpec q;
+  REQUIRE(spec::apply_setting(q, "attention", "flash2") == "");
+  spec::apply_generation_defaults(q, spec::Generation::kHopper);
+  CHECK(q.attention == spec::AttentionKind::kFlash2);
+  // The engine runs the framework's kernel on the GPU whatever the plan showed: the attention kernel of a
+  // default Megatron plan on an H100 is the cuDNN one (kind stored in Kernel::attention).
+  const auto hw = test::gpu("h100_sxm");
+  const auto m = test::model("llama3_8b");
+  spec::PlanSpec r;
+  r.seq_len = 4096;
+  graph::Graph g;
+  techniques::build_step(g, m, r, hw);
+  bool seen = false;
+  for (const auto& k : g.kernels)
+    if (k.cls == graph::KernelClass::kAttention) {
+      seen = true;
+      CHECK(k.attention == static_cast<std::uint8_t>(spec::AttentionKind::kCudnn));
+    }
+  CHECK(seen);
+}
+
+TEST_CASE("frameworks: an unknown generation in attention.by_generation is a located error") {
+  const auto dir = std::filesystem::temp_directory_path() / "ridgeline_fw_gen_test";
+  std::filesystem::create_directories(dir);
+  const auto file = (dir / "bad.yaml").string();
+  {
+    std::ofstream f(file);
+    f << "name: Bad\nattention:\n  value: flash2\n  by_generation:\n    - {generation: volta, value: cudnn}\n"
+         "  source: none\n";
+  }
+  try {
+    spec::load_framework(file);
+    FAIL("expected an error");
+  } catch (const support::SpecError& e) {
+    const std::string d = e.diagnostics().front().format();
+    // Line 5; column 20: four spaces, "- {", "generation: " (19 characters) before the value.
+    CHECK(d.find("bad.yaml:5:20: error: attention.by_generation[0].generation: expected one of ampere, ada, "
+                 "hopper, blackwell, rtx_blackwell, cdna2, cdna3, cdna4, host, got \"volta\"") != std::string::npos);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("frameworks: Megatron keeps fp32 main gradients for bf16 and reduce-scatters them in fp32") {
+  // megatron/training/arguments.py: --bf16 sets accumulate_allreduce_grads_in_fp32 (frameworks/megatron.yaml
+  // main_grads). Llama-3-8B at DP 8 under the distributed optimizer (ZeRO-1), Psi parameters:
+  //   weights 2 Psi (bf16), gradients 4 Psi (fp32 main_grad), masters + Adam 12 Psi / 8
+  //   = 2 + 4 + 1.5 = 7.5 Psi bytes per GPU, against 2 + 2 + 1.5 = 5.5 Psi with bf16 gradients;
+  //   the DP reduce-scatter moves the 4 Psi-byte buffer, twice the bf16 one.
+  const auto hw = test::gpu("h100_sxm");
+  const auto m = test::model("llama3_8b");
+  const double psi = spec::count_params(m).total;
+  spec::PlanSpec p;
+  p.seq_len = 8192;
+  p.parallel.dp = 8;
+  p.parallel.zero = 1;
+  p.global_batch = 64;
+  CHECK(spec::main_grads_of(p) == spec::MainGrads::kFp32);
+  const auto mm = memory::model_state(m, p);
+  CHECK(mm.gradients == doctest::Approx(4 * psi));
+  CHECK(mm.total() == doctest::Approx(7.5 * psi));
+  CHECK(step_bytes(m, p, hw, "dp_grad_reduce_scatter") == doctest::Approx(4 * psi));
+  // --main-grads working (Megatron's --grad-reduce-in-bf16): 2-byte gradients, 5.5 Psi.
+  spec::PlanSpec w = p;
+  REQUIRE(spec::apply_setting(w, "main_grads", "working") == "");
+  CHECK(memory::model_state(m, w).total() == doctest::Approx(5.5 * psi));
+  CHECK(step_bytes(m, w, hw, "dp_grad_reduce_scatter") == doctest::Approx(2 * psi));
+  // fp16 under Megatron: accumulate_allreduce_grads_in_fp32 stays off (only the bf16 branch sets it).
+  spec::PlanSpec h = p;
+  h.precision = spec::Precision::kFp16;
+  CHECK(spec::main_grads_of(h) == spec::MainGrads::kWorking);
+  // A profile that states no main_grads keeps the working precision's (hf.yaml).
+  spec::PlanSpec t = with("hf");
+  CHECK(spec::main_grads_of(t) == spec::MainGrads::kWorking);
+}
+
+TEST_CASE("frameworks: --overlap-param-gather leaves only the first bucket of the ZeRO-1 all-gather exposed") {
+  // Megatron's buckets hold max(40M, 1M x DP) parameters (distributed_data_parallel.py): at DP 8, 40M. The
+  // bf16 all-gather of Llama-3-8B's Psi parameters (2 Psi bytes) becomes one exposed gather of the first
+  // bucket, 2 x 40M = 80 MB, and 2 Psi - 80 MB beside the next step's first forward.
+  const auto hw = test::gpu("h100_sxm");
+  const auto m = test::model("llama3_8b");
+  spec::PlanSpec p;
+  p.seq_len = 8192;
+  p.parallel.dp = 8;
+  p.parallel.zero = 1;
+  p.global_batch = 64;
+  const double psi = techniques::local_params(m, p).trainable;
+  CHECK_FALSE(spec::overlap_param_gather_of(p));  // frameworks/megatron.yaml: store_true, default False
+  graph::Graph off;
+  techniques::build_step(off, m, p, hw);
+  spec::PlanSpec q = p;
+  REQUIRE(spec::apply_setting(q, "overlap_param_gather", "true") == "");
+  graph::Graph on;
+  techniques::build_step(on, m, q, hw);
+  double exposed = 0, hidden = 0;
+  for (const auto& k : on.kernels)
+    if (k.name == "dp_param_all_gather") (k.has(graph::kNextForward) ? hidden : exposed) += k.comm.bytes * k.count;
+  CHECK(exposed == doctest::Approx(80e6));
+  CHECK(hidden == doctest::Approx(2 * psi - 80e6));
+  // The step: the gather of ~16 GB at DP 8 over NVLink takes tens of ms; the first forward (a 8192-token
+  // micro-batch of an 8B model, ~0.1 s) hides it, so the step loses about that time.
+  engine::EvalOptions opt;
+  opt.keep_kernels = false;
+  const auto a = engine::evaluate(m, p, hw, opt);
+  const auto b = engine::evaluate(m, q, hw, opt);
+  CHECK(b.step.time_s < a.step.time_s);
+  CHECK(b.step.exposed_comm_s < a.step.exposed_comm_s);
+}
+
+TEST_CASE("frameworks: Megatron refuses ZeRO-2/3 with PP; torchtitan refuses TP that does not divide the KV heads") {
+  const auto hw = test::gpu("h100_sxm");
+  const auto m = test::model("llama3_8b");  // 32 heads, 8 KV heads
+  // Megatron: the distributed optimizer is ZeRO-1; its FSDP paths refuse PP (frameworks/megatron.yaml).
+  spec::PlanSpec g;
+  g.parallel.pp = 2;
+  g.parallel.dp = 4;
+  g.parallel.zero = 2;
+  g.global_batch = 32;
+  engine::Problem e = engine::check_plan(m, g, hw);
+  CHECK(e.field == "parallel.zero");
+  CHECK(e.message == "megatron refuses ZeRO-2 with pipeline parallelism (PP 2): its distributed optimizer shards only "
+                     "the optimizer state (ZeRO-1), and its FSDP paths do not run with pipeline parallelism; use ZeRO-1");
+  g.parallel.zero = 1;
+  CHECK(engine::check_plan(m, g, hw).field.empty());
+  // torchtitan's decoder raises unless TP divides n_kv_heads: TP 16 over 8 KV heads (16 % 8 = 0 the other way,
+  // which Megatron-Core accepts by sub-sharding QKV since #2565) is refused; TP 8 divides them.
+  spec::PlanSpec t = with("torchtitan");
+  t.parallel.tp = 16;
+  e = engine::check_plan(m, t, hw);
+  CHECK(e.field == "parallel.tp");
+  CHECK(e.message == "torchtitan refuses TP 16 with 8 KV heads: its tensor parallelism shards the KV heads, so TP "
+                     "must divide them");
+  t.parallel.tp = 8;
+  CHECK(engine::check_plan(m, t, hw).field.empty());
+  spec::PlanSpec mt;
+  mt.parallel.tp = 16;
+  CHECK(engine::check_plan(m, mt, hw).field.empty());
+  // The search skips the refused layouts: over 16 GPUs under torchtitan no row has TP 16, and every refusal
+  // is counted as a plan refusal.
+  search::SearchSpec s;
+  s.gpus = 16;
+  s.global_batch = 16;
+  s.threads = 1;
+  s.top = 1000;
+  s.recompute = {{spec::RecomputeKind::kFull, 0}};
+  s.precision = {spec::Precision::kBf16};
+  spec::PlanSpec base = with("torchtitan");
+  base.seq_len = 4096;
+  const auto r = search::run(s, m, base, hw);
+  REQUIRE_FALSE(r.top.empty());
+  for (const auto& c : r.top) CHECK(m.kv_heads % c.layout.tp == 0);
+  CHECK(r.counts.plan > 0);
+}
+
+TEST_CASE("frameworks: an overlapped collective costs the compute beside it by how it runs") {
+  // H100 SXM: 132 SMs (hardware_profiles/h100_sxm.yaml), persistent cuBLAS GEMMs (one CTA per SM).
+  const auto hw = test::gpu("h100_sxm");
+  const cost::CostParams c = engine::resolve_for(hw, spec::PlanSpec{}, engine::EvalOptions{});
+  REQUIRE(c.sms == 132);
+  graph::Kernel k;
+  k.name = "tp_reduce_scatter";
+  k.op = graph::Op::kCollective;
+  k.cls = spec::KernelClass::kCollective;
+  k.comm = {graph::Collective::kReduceScatter, 64.0 * (1 << 20), 8, 8};
+  k.flags = graph::kOverlapped;
+  // NCCL beside a persistent GEMM: a kernel holding fewer than 66 of the 132 SMs leaves 132 - ch SMs, so the
+  // GEMM's 132 CTAs run in ceil(132 / (132 - ch)) = 2 waves: half its throughput (pytorch#143988).
+  const cost::KernelCost nccl = cost::cost_kernel(k, c, false);
+  REQUIRE(nccl.sm_fraction * 132 < 66);
+  CHECK(nccl.gemm_overlap_loss == doctest::Approx(0.5));
+  // TE userbuffers (pipeline / bulk): num_sm 16 (module/base.py get_default_config), the GEMM launched on
+  // 132 - 16 = 116 SMs (CommOverlapBase: _math_sms = sm_count - num_comm_sm): it loses 16 / 132 = 0.1212.
+  graph::Kernel u = k;
+  u.flags |= graph::kCommUserbuffers;
+  u.comm.sms = 16;
+  const cost::KernelCost ub = cost::cost_kernel(u, c, false);
+  CHECK(ub.gemm_overlap_loss == doctest::Approx(16.0 / 132));
+  CHECK(ub.sm_fraction == doctest::Approx(16.0 / 132));
+  CHECK(ub.time_s == doctest::Approx(nccl.time_s));  // the same bytes over the same link
+  // Copy-engine ring exchange (TE ring_exchange, use_ce): no SM held, nothing lost.
+  graph::Kernel ce = k;
+  ce.flags |= graph::kCommCopyEngine;
+  const cost::KernelCost cek = cost::cost_kernel(ce, c, false);
+  CHECK(cek.gemm_overlap_loss == 0);
+  CHECK(cek.sm_fraction == 0);
+  // NCCL send/recv beside attention (CP's ring): the channels' SMs only, ch / 132.
+  graph::Kernel a = k;
+  a.flags |= graph::kBesideAttention;
+  const cost::KernelCost at = cost::cost_kernel(a, c, false);
+  CHECK(at.gemm_overlap_loss == doctest::Approx(nccl.sm_fraction));
+  // Megatron's --tp-comm-overlap with SP marks each TP collective as TE runs it (frameworks/megatron.yaml
+  // tp_overlap_mechanism): the forward all-gather by ring exchange, the forward reduce-scatter on 16 SMs;
+  // torchtitan's (tp_overlap_mechanism absent) stay NCCL.
+  const auto m = test::model("llama3_8b");
+  for (const char* fw : {"megatron", "torchtitan"}) {
+    spec::PlanSpec p = with(fw);
+    p.seq_len = 4096;
+    p.parallel.tp = 8;
+    p.parallel.sp = true;
+    p.parallel.tp_comm_overlap = true;
+    graph::Graph g;
+    techniques::build_step(g, m, p, hw);
+    const bool te = std::string_view(fw) == "megatron";
+    int seen = 0;
+    for (const auto& x : g.kernels) {
+      if (!x.has(graph::kOverlapped) || x.phase != spec::Phase::kForward) continue;
+      if (x.name == "tp_all_gather") {
+        CHECK(x.has(graph::kCommCopyEngine) == te);
+        ++seen;
+      }
+      if (x.name == "tp_reduce_scatter") {
+        CHECK(x.has(graph::kCommUserbuffers) == te);
+        CHECK(x.comm.sms == (te ? 16 : 0));
+        ++seen;
+      }
+    }
+    CHECK(seen == 2);
+  }
+}
+
+TEST_CASE("frameworks: DeepSpeed ZeRO-3 gathers per module, each call paying its latency; FSDP per layer") {
+  // frameworks/deepspeed.yaml zero3_fetch: per module, stage3_prefetch_bucket_size 5e7 elements. A tensor of
+  // at least 5e7 elements is a call; smaller ones coalesce into ceil(elements / 5e7) calls.
+  const auto& ds = spec::framework(*spec::find_framework("deepspeed"));
+  const auto& fsdp = spec::framework(*spec::find_framework("fsdp"));
+  // GPT-3 175B (h 12288, FFN 49152, GELU), TP 1: QKV 12288 x 36864 = 4.53e8, projection 1.51e8, FC1 and
+  // FC2 6.04e8 each: 4 calls per layer and pass.
+  const auto gpt = test::model("gpt3_175b");
+  CHECK(spec::zero3_gathers_per_layer(ds, gpt, 1, 1) == 4);
+  // Llama-3-8B (h 4096, 8 KV heads of 128, FFN 14336, SwiGLU), TP 1: QKV 4096 x 6144 = 2.52e7 and the
+  // projection 1.68e7 coalesce (4.19e7 < 5e7: 1 call); FC1 (gate and up) 1.17e8 and FC2 5.87e7: 3 calls.
+  const auto llama = test::model("llama3_8b");
+  CHECK(spec::zero3_gathers_per_layer(ds, llama, 1, 1) == 3);
+  CHECK(spec::zero3_gathers_per_layer(fsdp, gpt, 1, 1) == 1);
+  // The step of GPT-3 175B under DeepSpeed ZeRO-3 at DP 64: 96 layers x 4 = 384 gathers before the forward
+  // and 384 before the backward per micro-batch, each 1/384 of the 16-bit weights.
+  const auto hw = test::gpu("h100_sxm");
+  spec::PlanSpec p = with("deepspeed");
+  p.seq_len = 2048;
+  p.parallel.dp = 64;
+  p.parallel.zero = 3;
+  p.global_batch = 64;
+  graph::Graph g;
+  techniques::build_step(g, gpt, p, hw);
+  const double weights = techniques::local_params(gpt, p).weights;
+  double calls = 0;
+  for (const auto& k : g.kernels)
+    if (k.name == "zero3_param_all_gather") {
+      calls += k.count;
+      CHECK(k.comm.bytes == doctest::Approx(2 * weights / 384));
+    }
+  CHECK(calls == 768);
+  // The same step under FSDP (per layer): 96 + 96 calls of 1/96 each; DeepSpeed's calls are 4 x as many, each
+  // paying the ring's latency, so its gathers take longer for the same bytes.
+  spec::PlanSpec f = p;
+  f.framework = *spec::find_framework("fsdp");
+  graph::Graph gf;
+  techniques::build_step(gf, gpt, f, hw);
+  double fsdp_calls = 0;
+  for (const auto& k : gf.kernels)
+    if (k.name == "zero3_param_all_gather") fsdp_calls += k.count;
+  CHECK(fsdp_calls == 192);
+}
+
+TEST_CASE("frameworks: Megatron overlaps pipeline p2p under the interleaved schedule only") {
+  // arguments.py: overlap_p2p_comm on unless --no-overlap-p2p-communication, turned off without virtual stages.
+  const auto hw = test::gpu("h100_sxm");
+  const auto m = test::model("llama3_8b");
+  spec::PlanSpec p;
+  p.seq_len = 4096;
+  p.parallel.pp = 4;
+  p.parallel.dp = 2;
+  p.global_batch = 32;
+  auto p2p_overlapped = [&](const spec::PlanSpec& q) {
+    graph::Graph g;
+    techniques::build_step(g, m, q, hw);
+    int seen = 0, overlapped = 0;
+    for (const auto& k : g.kernels)
+      if (k.name == "pp_send_recv") ++seen, overlapped += k.has(graph::kOverlapped);
+    REQUIRE(seen == 2);
+    return overlapped == 2;
+  };
+  CHECK_FALSE(p2p_overlapped(p));
+  p.parallel.virtual_stages = 2;
+  CHECK(p2p_overlapped(p));
+  p.framework = *spec::find_framework("deepspeed");
+  CHECK_FALSE(p2p_overlapped(p));
 }

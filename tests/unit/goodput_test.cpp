@@ -71,7 +71,7 @@ std::vector<std::string> profile_errors(const std::string& text) {
 
 /// README's 8 x H100 case (Llama-3-8B, DP8 ZeRO-2, global batch 64 of 8192).
 const std::string kReadme = "predict --model llama3_8b --gpu h100_sxm --dp 8 --global-batch 64 --seq 8192 "
-                            "--zero 2 --recompute none ";
+                            "--zero 3 --recompute none ";
 
 }  // namespace
 
@@ -276,7 +276,7 @@ TEST_CASE("goodput: predict's table, JSON and CSV") {
 }
 
 TEST_CASE("goodput: search --deadline ranks by the goodput-adjusted days") {
-  // The best layout of the README case is DP8 ZeRO-2, micro-batch 1: its days are predict's expected wall clock.
+  // The best layout of the README case is DP8 ZeRO-3, micro-batch 1: its days are predict's expected wall clock.
   const auto s = test::run_cli("search --gpu h100_sxm --model llama3_8b --deadline 30d --global-batch 64 --seq 8192 "
                                "--top 1 --format json");
   REQUIRE(s.status == 0);

@@ -277,6 +277,7 @@ TEST_CASE("LoRA and QLoRA") {
     q.finetune.targets = 127;  // all linear layers, as in the paper
     q.recompute = {spec::RecomputeKind::kFull, 0};
     q.optimizer.kind = spec::OptimizerKind::kAdamW;
+    REQUIRE(spec::apply_setting(q, "main_grads", "working") == "");  // the adapters' bf16 gradients (qlora.py)
     const auto pred = engine::evaluate(big, q, test::gpu("l40s"));
     const auto& mm = pred.memory;
     MESSAGE("QLoRA 65B: weights ", mm.weights / 1e9, " GB, gradients ", mm.gradients / 1e9, " GB, optimizer ",

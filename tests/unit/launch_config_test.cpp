@@ -23,6 +23,7 @@
   "  tp                   2            line 17: --tensor-model-parallel-size 2\n"\
   "  sp                   true         line 17: --sequence-parallel\n"\
   "  zero                 1            line 19: --use-distributed-optimizer\n"\
+  "  overlap_param_gather true         line 19: --overlap-param-gather\n"\
   "  micro_batch          1            line 13: --micro-batch-size 1\n"\
   "  seq                  8192         line 11: --seq-length 8192\n"\
   "  precision            bf16         line 16: --bf16\n"\
@@ -42,10 +43,10 @@
   "  --min-lr 0.00001 (line 15)\n"\
   "  --lr-decay-style cosine (line 15)\n"\
   "  --overlap-grad-reduce (line 19)\n"\
-  "  --overlap-param-gather (line 19)\n"\
   "  --save $CHECKPOINT_PATH (line 20)\n"\
   "  --log-interval 1 (line 20)\n"\
-  "Plan: bf16, flash2 attention, fusion fused, recompute selective, adamw, TP2 PP1 DP4 +SP ZeRO-1\n"\
+  "Plan: bf16, flash2 attention, fusion fused, recompute selective, adamw, fp32 main grads, TP2 PP1 DP4 +SP ZeRO-1 "\
+  "+param-gather-overlap\n"\
   "  framework megatron, micro-batch 1, global batch 128 sequences (1048576 tokens), sequence 8192, tokens 16.0T\n"
 
 namespace rl = ridgeline;
@@ -74,11 +75,11 @@ std::string temp_file(const std::string& name, const std::string& text) {
 TEST_SUITE("launch config") {
   TEST_CASE("a Megatron args file predicts what the equivalent flags predict") {
     // plans/megatron_llama3_8b.sh by hand: 8 GPUs / TP 2 = DP 4; the
-    // distributed optimizer is ZeRO-1; 1953125000 samples x 8192 = 16T tokens.
+    // distributed optimizer is ZeRO-1; 1953125000 samples x 8192 = 16T tokens; --overlap-param-gather.
     const auto imported = step_and_memory("--model llama3_8b --from-megatron plans/megatron_llama3_8b.sh");
     const auto flags = step_and_memory(
-        "--model llama3_8b --framework megatron --tp 2 --dp 4 --sp --zero 1 --micro-batch 1 --global-batch 128 "
-        "--seq 8192 --precision bf16 --recompute selective --tokens 16T");
+        "--model llama3_8b --framework megatron --tp 2 --dp 4 --sp --zero 1 --overlap-param-gather --micro-batch 1 "
+        "--global-batch 128 --seq 8192 --precision bf16 --recompute selective --tokens 16T");
     CHECK(imported == flags);
   }
 
@@ -319,5 +320,40 @@ TEST_SUITE("launch config") {
     block.block_layers = 8;
     CHECK(recompute_all_reduces(block) == 16);
     CHECK(recompute_all_reduces({ridgeline::spec::RecomputeKind::kFull, 0}) == 64);
+  }
+
+  TEST_CASE("--use-flash-attn is TE's FlashAttention by GPU; an explicit --attention-backend decides") {
+    // Megatron-Core with Transformer Engine: --use-flash-attn names no backend, TE's get_attention_backend
+    // picks cuDNN fused attention on compute capability >= 9.0 (H100) and flash-attn 2 on A100.
+    namespace spec = ridgeline::spec;
+    const auto m = ridgeline::test::model("llama3_8b");
+    auto plan_of = [&](const std::string& args, spec::Generation g) {
+      const auto file = temp_file("attn.sh", "--bf16 --seq-length 4096 " + args + "\n");
+      spec::ImportReport r = spec::import_megatron(file);
+      spec::PlanSpec p;
+      spec::apply_launch(r.values, p, m, r);
+      spec::apply_generation_defaults(p, g);
+      return std::pair{p, r};
+    };
+    CHECK(plan_of("--use-flash-attn", spec::Generation::kHopper).first.attention == spec::AttentionKind::kCudnn);
+    CHECK(plan_of("--use-flash-attn", spec::Generation::kAmpere).first.attention == spec::AttentionKind::kFlash2);
+    CHECK(plan_of("--attention-backend auto", spec::Generation::kHopper).first.attention ==
+          spec::AttentionKind::kCudnn);
+    // Both given: the explicit backend, in either order (no "later one wins").
+    for (const char* args : {"--use-flash-attn --attention-backend flash", "--attention-backend flash --use-flash-attn"}) {
+      const auto [p, r] = plan_of(args, spec::Generation::kHopper);
+      CHECK(p.attention == spec::AttentionKind::kFlash2);
+      CHECK(p.attention_given);
+    }
+    CHECK(plan_of("--use-flash-attn --attention-backend fused", spec::Generation::kAmpere).first.attention ==
+          spec::AttentionKind::kCudnn);
+    CHECK(plan_of("--attention-backend unfused", spec::Generation::kHopper).first.attention ==
+          spec::AttentionKind::kNaive);
+    // --print-plan lists the attention line and why.
+    const auto [p, r] = plan_of("--use-flash-attn", spec::Generation::kHopper);
+    const std::string d = spec::describe_plan(p, r);
+    CHECK(d.find("  attention            by GPU       line 1: --use-flash-attn\n") != std::string::npos);
+    CHECK(d.find("note: attention by GPU: megatron's default, flash2, cudnn on hopper, cudnn on blackwell, cudnn "
+                 "on rtx_blackwell (--use-flash-attn)") != std::string::npos);
   }
 }

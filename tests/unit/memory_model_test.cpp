@@ -254,7 +254,7 @@ TEST_CASE("precision: fp32 main gradients and pure bf16 model state") {
   p.parallel.dp = 8;
   const double psi = techniques::local_params(m, p).trainable;
   SUBCASE("Megatron's fp32 main gradients: 2 + 4 + 4 + 8 = 18 bytes; distributed optimizer 6 + 12 / N_d") {
-    p.main_grads = spec::MainGrads::kFp32;
+    REQUIRE(spec::apply_setting(p, "main_grads", "fp32") == "");
     CHECK(spec::precision_policy(p).gradient_bytes == 4);
     CHECK(memory::model_state(m, p).total() == doctest::Approx(18 * psi).epsilon(1e-12));
     p.parallel.zero = 1;
@@ -262,6 +262,7 @@ TEST_CASE("precision: fp32 main gradients and pure bf16 model state") {
   }
   SUBCASE("pure bf16: weights 2, gradients 2, Adam's m and v 2 + 2 (torch.optim: zeros_like(param))") {
     p.master_weights = spec::MasterWeights::kNone;
+    REQUIRE(spec::apply_setting(p, "main_grads", "working") == "");  // torch.optim: gradients in bf16
     const auto ms = memory::model_state(m, p);
     CHECK(ms.master_weights == 0);
     CHECK(ms.optimizer == doctest::Approx(4 * psi).epsilon(1e-12));

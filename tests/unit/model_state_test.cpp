@@ -27,6 +27,10 @@ TEST_CASE("precision policy") {
   p.precision = spec::Precision::kBf16;
   auto pol = spec::precision_policy(p);
   CHECK(pol.weight_bytes == 2);
+  // Megatron (the default framework) keeps fp32 main gradients for bf16; the working precision's are 2 bytes.
+  CHECK(pol.gradient_bytes == 4);
+  REQUIRE(spec::apply_setting(p, "main_grads", "working") == "");
+  pol = spec::precision_policy(p);
   CHECK(pol.gradient_bytes == 2);
   CHECK(pol.master_bytes == 4);
   CHECK(pol.activation == spec::Dtype::kBf16);
@@ -52,6 +56,7 @@ TEST_CASE("model state: ZeRO stages reproduce Rajbhandari et al.'s bytes per par
   spec::PlanSpec p;
   p.parallel.dp = 8;
   p.optimizer.kind = spec::OptimizerKind::kAdam;
+  REQUIRE(spec::apply_setting(p, "main_grads", "working") == "");  // the paper's 16-bit gradients
   const double psi = techniques::local_params(m, p).trainable;
   const double nd = 8;
   const double expect[4] = {16 * psi, 4 * psi + 12 * psi / nd, 2 * psi + 14 * psi / nd, 16 * psi / nd};
@@ -117,6 +122,7 @@ TEST_CASE("QLoRA search: a 65B fine-tune on one 48 GB GPU is evaluated, not prun
   base.finetune.mode = spec::FinetuneMode::kQlora;
   base.finetune.rank = 64;
   base.finetune.targets = 127;
+  REQUIRE(spec::apply_setting(base, "main_grads", "working") == "");  // the adapters' bf16 gradients (qlora.py)
   search::SearchSpec s;
   s.gpus = 1;
   s.global_batch = 1;

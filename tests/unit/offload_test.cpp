@@ -46,6 +46,8 @@ spec::PlanSpec offload_plan(std::string_view framework, int zero, int dp) {
   p.parallel.dp = dp;
   p.parallel.zero = zero;
   p.offload.optimizer = spec::OffloadDevice::kCpu;
+  // 16-bit gradients (Megatron's --grad-reduce-in-bf16), as the host-link figures below count them.
+  REQUIRE(spec::apply_setting(p, "main_grads", "working") == "");
   return p;
 }
 

@@ -52,6 +52,7 @@ TEST_CASE("ZeRO model-state memory per GPU under mixed-precision Adam (Rajbhanda
   for (int z = 0; z <= 3; ++z) {
     CAPTURE(z);
     spec::PlanSpec p;
+    REQUIRE(spec::apply_setting(p, "main_grads", "working") == "");  // the paper's 16-bit gradients
     p.seq_len = 4096;
     p.global_batch = 64;
     p.parallel.dp = 64;
@@ -79,6 +80,7 @@ TEST_CASE("ZeRO under expert parallelism: experts shard over DP x CP / EP ranks,
   p.parallel.dp = 16;
   p.parallel.ep = 8;
   p.parallel.zero = 1;
+  REQUIRE(spec::apply_setting(p, "main_grads", "working") == "");  // 16-bit gradients, as counted below
   const auto pred = engine::evaluate(m, p, hw);
   REQUIRE(pred.status != engine::Status::kInvalid);
   CHECK(pred.memory.master_weights + pred.memory.optimizer == doctest::Approx(12 * psi / 16));

@@ -180,7 +180,9 @@ TEST_CASE("report planning: a memory chart of the chosen plan, by component, aga
                             : seg.at("data-segment") == "optimizer state" ? "optimizer_bytes"
                                                                           : seg.at("data-segment") + "_bytes";
     CAPTURE(key);
-    CHECK(num(seg, "data-bytes") == m[key].get<double>());
+    // The JSON writes whole bytes; the chart the value itself (a fragmentation of 5% of the allocated bytes
+    // has a fraction).
+    CHECK(std::round(num(seg, "data-bytes")) == m[key].get<double>());
     sum += num(seg, "data-bytes");
   }
   CHECK(sum == doctest::Approx(m["total_bytes"].get<double>()));
@@ -366,7 +368,9 @@ TEST_CASE("report planning: the demo's first plan is the search's best layout, a
   // ranks first (global batch 64, sequence 8192, bf16); when the search's
   // best changes, the demo must follow.
   const std::string demo = slurp(fs::path(RIDGELINE_SOURCE_DIR) / "scripts/demo.sh");
-  const std::string flags = "--tp 1 --pp 1 --dp 8 --cp 1 --micro-batch 1 --zero 2 --recompute none";
+  // ZeRO-3 since Megatron's fp32 main gradients: ZeRO-2's peak memory's upper end (76.04 GiB) is over the
+  // 76.0 GiB the 5% headroom leaves.
+  const std::string flags = "--tp 1 --pp 1 --dp 8 --cp 1 --micro-batch 1 --zero 3 --recompute none";
   REQUIRE(demo.find(flags) != std::string::npos);
   spec::PlanSpec base;
   base.seq_len = 8192;
@@ -384,7 +388,7 @@ TEST_CASE("report planning: the demo's first plan is the search's best layout, a
   CHECK(l.dp == 8);
   CHECK(l.cp == 1);
   CHECK(l.micro_batch == 1);
-  CHECK(l.zero == 2);
+  CHECK(l.zero == 3);
   CHECK(spec::to_string(l.recompute) == "none");
   // The demo's predict: it fits (exit 0).
   const auto r = test::run_cli("predict --gpu h100_sxm --model llama3_8b --seq 8192 --global-batch 64 --precision bf16 " +

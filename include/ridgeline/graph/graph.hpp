@@ -48,6 +48,12 @@ enum KernelFlags : std::uint16_t {
   kFp8Gemm = 128,      // GEMM executed in fp8
   kNoSaveInput = 256,  // GEMM input not saved (frozen weight, no wgrad)
   kCausal = 512,       // fused attention with a causal mask
+  kNextForward = 1024,  // per-step communication overlapped with the next step's first forward
+  // How an overlapped collective shares the GPU with the compute beside it
+  // (cost::cost_kernel); none of the three: NCCL channels beside cuBLAS GEMMs.
+  kCommCopyEngine = 2048,     // copy-engine ring exchange (TE userbuffers ring_exchange): no SMs
+  kCommUserbuffers = 4096,    // TE userbuffers on comm.sms SMs, the GEMM's grid sized to the rest
+  kBesideAttention = 8192,    // NCCL send/recv beside attention kernels, not persistent GEMMs
 };
 
 /// Collective operations. Eight bytes wide: CollectiveSpec then holds no
@@ -72,6 +78,7 @@ struct CollectiveSpec {
   double bytes = 0;  // the full buffer S per instance
   double group = 0;  // ranks in the group
   double span = 0;   // consecutive ranks the group spans (selects the intra- or inter-node link)
+  double sms = 0;    // kCommUserbuffers: the SMs the communication kernel holds
 };
 
 struct Kernel {

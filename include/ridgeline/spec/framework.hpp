@@ -21,6 +21,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ridgeline/spec/hardware.hpp"
+#include "ridgeline/spec/model.hpp"
 #include "ridgeline/spec/plan.hpp"
 
 namespace ridgeline::spec {
@@ -38,6 +40,14 @@ namespace ridgeline::spec {
 ///  - kZero: DeepSpeed ZeRO by the plan's stage.
 enum class ParamSharding : std::uint8_t { kDdp, kDistributedOptimizer, kFsdp1, kFsdp2, kZero };
 
+/// The attention kernel a framework picks on one GPU generation, where it
+/// differs from the framework's default (frameworks/NAME.yaml
+/// attention.by_generation).
+struct AttentionOnGeneration {
+  Generation generation = Generation::kHopper;
+  AttentionKind kind = AttentionKind::kFlash2;
+};
+
 /// A recompute policy under the framework's own name.
 struct RecomputeName {
   std::string name;   // the framework's word ("selective", "op", "full")
@@ -51,6 +61,11 @@ struct FrameworkSpec {
   // Kernels.
   Fusion fusion = Fusion::kFused;                    // default fusion level
   AttentionKind attention = AttentionKind::kFlash2;  // default attention kernel
+  /// The default kernel on the generations where the framework picks another
+  /// (Transformer Engine prefers cuDNN fused attention on Hopper and later).
+  std::vector<AttentionOnGeneration> attention_by_generation;
+  /// The default attention kernel on GPUs of generation `g`.
+  AttentionKind attention_on(Generation g) const;
   /// The loss: true = one fused kernel over the logits (Megatron's
   /// vocab-parallel cross-entropy, Liger); false = eager PyTorch under
   /// autocast: fp32 upcast, log_softmax, nll, and their backward.
@@ -88,6 +103,33 @@ struct FrameworkSpec {
   /// absent: sharded; PyTorch's pipeline stage turns FSDP's gradient sync
   /// off for every backward but the last).
   bool pp_grads_unsharded = false;
+  /// fp32 main gradients by default when the working precision is bf16
+  /// (fp8 and nvfp4 layers run inside a bf16 model): Megatron-LM sets
+  /// accumulate_allreduce_grads_in_fp32 for --bf16 (frameworks/NAME.yaml
+  /// main_grads: fp32_with_bf16; absent: working).
+  bool fp32_main_grads_with_bf16 = false;
+  /// The ZeRO-1/2 parameter all-gather after the optimizer step runs beside
+  /// the next step's forward by default (frameworks/NAME.yaml
+  /// overlap_param_gather; absent: false, the gather is exposed).
+  bool overlap_param_gather = false;
+  /// How --tp-comm-overlap runs the TP collectives it hides
+  /// (frameworks/NAME.yaml tp_overlap_mechanism; absent: nccl, 0): 0 = NCCL
+  /// collectives beside the GEMMs; > 0 = Transformer Engine userbuffers, the
+  /// SMs its pipeline and bulk communication kernels hold (TE's default
+  /// num_sm 16), the all-gathers in front of a GEMM by copy-engine ring
+  /// exchange (TE's ring_exchange method, use_ce).
+  double tp_overlap_comm_sms = 0;
+  /// ZeRO-3 parameter fetch granularity (frameworks/NAME.yaml zero3_fetch;
+  /// absent: 0, one all-gather per FSDP unit, a decoder layer, as FSDP
+  /// flattens a unit's parameters): > 0 = per module, DeepSpeed's
+  /// stage3_prefetch_bucket_size in elements. Each weight tensor of at least
+  /// a bucket is gathered by its own call, smaller ones coalesced up to a
+  /// bucket (spec::zero3_gathers_per_layer).
+  double zero3_fetch_bucket_elements = 0;
+  /// Pipeline p2p sends and receives overlapped with the chunks' compute
+  /// under the interleaved schedule (Megatron-Core overlap_p2p_comm,
+  /// frameworks/NAME.yaml pp_p2p_overlap: interleaved; absent: never).
+  bool pp_p2p_overlap_interleaved = false;
   /// Fraction of tensor-parallel communication that --tp-comm-overlap hides.
   double tp_overlap_hidden = 0;
   /// The column-parallel linears' backward TP collectives run asynchronously
@@ -108,7 +150,12 @@ struct FrameworkSpec {
   /// (frameworks/NAME.yaml sequence_parallel: with_tp; spec::apply_framework_defaults).
   bool sequence_parallel_with_tp = false;
   // Refusals.
-  bool refuses_zero2_with_pp = false;          // DeepSpeed: ZeRO-2/3 with pipeline parallelism
+  bool refuses_zero2_with_pp = false;          // DeepSpeed, Megatron: ZeRO-2/3 with pipeline parallelism
+  std::string zero2_with_pp_why;               // why, in the framework's words (refuses.zero2_with_pp_why)
+  /// TP that does not divide the KV heads (query groups): torchtitan's TP
+  /// shards the KV heads (refuses.tp_beyond_kv_heads; absent: false, the
+  /// KV heads replicated over the TP ranks beyond them).
+  bool refuses_tp_beyond_kv_heads = false;
   bool interleave_needs_divisible_microbatches = false;  // Megatron: micro-batches % PP == 0
   /// CPU offload the framework offers (frameworks/NAME.yaml `offload:`;
   /// absent: none): the optimizer (DeepSpeed ZeRO-Offload, Megatron-Core
@@ -139,6 +186,29 @@ std::string framework_choices();
 /// "selective_layer:4" for a "selective_layer:K" entry); nullopt when the
 /// framework has no such name.
 std::optional<Recompute> framework_recompute(const FrameworkSpec& f, std::string_view name);
+
+/// The attention kernel a plan runs on GPUs of generation `g`: the plan's
+/// when it gives one, else its framework's default there
+/// (FrameworkSpec::attention_on).
+AttentionKind attention_on(const MicrobatchPlan& p, Generation g);
+/// Sets the plan's attention to attention_on(p, g), so that what the plan
+/// shows is what the engine runs on that GPU; a given attention stays.
+void apply_generation_defaults(PlanSpec& p, Generation g);
+
+/// The main gradients a plan keeps: the plan's when it gives them, else its
+/// framework's default for its precision (FrameworkSpec::fp32_main_grads_with_bf16).
+MainGrads main_grads_of(const MicrobatchPlan& p);
+
+/// Whether a plan's ZeRO-1/2 parameter all-gather overlaps the next forward:
+/// the plan asks for it or its framework does it by default.
+bool overlap_param_gather_of(const PlanSpec& p);
+
+/// All-gather calls per decoder layer and pass of a ZeRO-3 parameter fetch:
+/// 1 for a framework that gathers a layer as one unit; per module (DeepSpeed)
+/// each local weight tensor (fused QKV, output projection, FC1 (gate and up
+/// fused), FC2; each expert's FC1 and FC2) of at least a bucket is one call,
+/// the smaller ones coalesced into ceil(elements / bucket) calls.
+double zero3_gathers_per_layer(const FrameworkSpec& f, const ModelSpec& m, int tp, int ep);
 
 /// Reads one framework profile. Throws support::SpecError.
 FrameworkSpec load_framework(const std::string& path);

@@ -39,9 +39,14 @@ struct LaunchValue {
 /// over TP x PP x CP; DeepSpeed's global batch is micro x accumulation x DP).
 struct LaunchValues {
   // Plan settings as they are (spec::apply_setting keys).
-  LaunchValue tp, pp, cp, ep, dp, zero, sp, tp_comm_overlap, vpp, first_stage_layers, last_stage_layers;
+  LaunchValue tp, pp, cp, ep, dp, zero, sp, tp_comm_overlap, overlap_param_gather, vpp, first_stage_layers, last_stage_layers;
   LaunchValue micro_batch, global_batch, seq_len, precision, fp8_recipe, attention, fusion, optimizer;
   LaunchValue main_grads, recompute;  // recompute: a whole recompute word (torchtitan)
+  /// Megatron --use-flash-attn: FlashAttention, which under Transformer
+  /// Engine is the backend TE picks by GPU unless --attention-backend names one.
+  LaunchValue use_flash_attn;
+  /// Megatron --grad-reduce-in-bf16: turns accumulate_allreduce_grads_in_fp32 off.
+  LaunchValue grad_reduce_in_bf16;
   LaunchValue expert_tp;  // Megatron --expert-tensor-parallel-size: modelled only as TP
   LaunchValue offload_optimizer, offload_params;  // "cpu" (DeepSpeed offload_*.device, Megatron --optimizer-cpu-offload)
   LaunchValue offload_fraction;  // Megatron --optimizer-offload-fraction: only 1.0 is modelled

@@ -107,6 +107,10 @@ struct ParallelSpec {
   int zero = 0;     // 0..3
   int virtual_stages = 1;  // interleaved 1F1B when > 1 (Narayanan et al. 2021)
   bool tp_comm_overlap = false;
+  /// ZeRO-1/2 parameter all-gather overlapped with the next step's forward
+  /// (Megatron --overlap-param-gather); also on where the framework does it
+  /// by default (spec::overlap_param_gather_of).
+  bool overlap_param_gather = false;
   /// Uneven pipeline stages: layers of the first and of the last stage
   /// (Megatron-LM --decoder-first-pipeline-num-layers /
   /// --decoder-last-pipeline-num-layers); 0 = an even share. The stages
@@ -126,6 +130,9 @@ struct PlanSpec {
   /// defaults unless the plan gives them.
   std::uint8_t framework = 0;
   bool attention_given = false, fusion_given = false;
+  /// Whether the plan gave main_grads; if not, the framework's default for
+  /// the precision (spec::main_grads_of; apply_framework_defaults shows it).
+  bool main_grads_given = false;
   /// Whether the plan gave parallel.sp (YAML, flag, --set or an imported
   /// launch config); if not, apply_framework_defaults may turn it on.
   bool sp_given = false;
@@ -185,6 +192,8 @@ struct MicrobatchPlan {
   int micro_batch = 1;
   int seq_len = 0;
   std::uint8_t framework = 0;  // spec::framework(): fused kernels, TP overlap
+  bool attention_given = false;  // else the framework's default on the GPU (spec::attention_on)
+  bool main_grads_given = false;  // else the framework's default (spec::main_grads_of)
   Precision precision = Precision::kBf16;
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
   Recompute recompute;
@@ -201,7 +210,9 @@ struct MicrobatchPlan {
 
   MicrobatchPlan() = default;
   MicrobatchPlan(const PlanSpec& p)  // NOLINT(google-explicit-constructor): a plan is its micro-batch part
-      : micro_batch(p.micro_batch), seq_len(p.seq_len), framework(p.framework), precision(p.precision), fp8_recipe(p.fp8_recipe),
+      : micro_batch(p.micro_batch), seq_len(p.seq_len), framework(p.framework), attention_given(p.attention_given),
+        main_grads_given(p.main_grads_given),
+        precision(p.precision), fp8_recipe(p.fp8_recipe),
         recompute(p.recompute), attention(p.attention), fusion(p.fusion), cuda_graphs(p.cuda_graphs),
         optimizer(p.optimizer),
         finetune(p.finetune), attention_flops(p.attention_flops),

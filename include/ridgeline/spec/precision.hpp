@@ -5,6 +5,7 @@
 // read this value; none of them spells the rules again. Units: bytes per element.
 #pragma once
 
+#include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/kinds.hpp"
 #include "ridgeline/spec/plan.hpp"
 
@@ -138,8 +139,9 @@ inline QuantRecipe quant_recipe(const MicrobatchPlan& p) {
 ///    full-size states in the weights' dtype (zeros_like(param)): Adam 2 + 2
 ///    + 2 x 2 = 8 bytes per parameter;
 ///  - main_grads fp32 (Megatron-LM's accumulate_allreduce_grads_in_fp32, on
-///    by default for bf16 there): 4-byte gradients; with Adam 2 + 4 + 4 + 8 =
-///    18 bytes per parameter, 6 + 12 / N_d under the distributed optimizer.
+///    by default for bf16 there: spec::main_grads_of): 4-byte gradients; with
+///    Adam 2 + 4 + 4 + 8 = 18 bytes per parameter, 6 + 12 / N_d under the
+///    distributed optimizer.
 inline PrecisionPolicy precision_policy(const MicrobatchPlan& p) {
   PrecisionPolicy r;
   r.mixed = p.precision != Precision::kFp32 && p.precision != Precision::kTf32;
@@ -157,7 +159,7 @@ inline PrecisionPolicy precision_policy(const MicrobatchPlan& p) {
   r.frozen_norm_bytes = qlora ? 4.0 : r.weight_bytes;
   const bool masters = p.master_weights == MasterWeights::kFp32;
   r.master_bytes = r.mixed && !qlora && masters ? 4.0 : 0.0;
-  if (p.main_grads == MainGrads::kFp32) r.gradient_bytes = 4.0;
+  if (r.mixed && main_grads_of(p) == MainGrads::kFp32) r.gradient_bytes = 4.0;
   r.state_elem_bytes = r.mixed && !masters ? r.weight_bytes : 4.0;
   return r;
 }
