@@ -104,16 +104,17 @@ spec::EfficiencySpec default_efficiency(const spec::HardwareSpec& hw) {
 
 double training_clock_fraction(const ResolveOptions& opt) {
   // Per end-to-end group: 1 / (1 + its median speed error) at fraction 1,
-  // refined once at the fitted value (validate-published, 2026-12-02, with
-  // Megatron's backward TP overlap: frameworks/megatron.yaml tp_backward_overlap).
+  // refined once at the fitted value (validate-published, 2026-12-06, one
+  // clock curve for every GPU: no further power-capped factor; cuDNN
+  // attention for Megatron on Hopper; fp32 main gradients under Megatron).
+  // One vote per source; the default is their median.
   struct Group {
     std::string_view name;
     double fraction;
   };
-  static constexpr Group kGroups[] = {{"korthikanti2022", 0.845},
-                                      {"flashattention2_paper", 0.840},
-                                      {"flashattention_repo", 0.895},
-                                      {"llm_foundry", 0.855}};
+  static constexpr Group kGroups[] = {{"korthikanti2022", 0.831},    {"flashattention2_paper", 0.849},
+                                      {"flashattention_repo", 0.914}, {"llm_foundry", 0.850},
+                                      {"megatron_lm_readme", 0.917},  {"nemo_24_07", 0.803}};
   std::array<double, std::size(kGroups)> f{};
   std::size_t n = 0;
   for (const Group& g : kGroups)
