@@ -21,7 +21,7 @@ rc=$?
 [ $rc -eq 0 ] || { echo "demo: the plan that should fit exited with status $rc" >&2; exit $rc; }
 
 echo
-echo "== 2. A plan that does not fit: the same model on one H100 (AdamW's model state alone is 16 bytes per parameter)"
+echo "== 2. A plan that does not fit: the same model on one H100 (AdamW's model state alone is 18 bytes per parameter under Megatron: fp32 main gradients)"
 "$bin" predict --gpu h100_sxm --model llama3_8b --seq 8192 --micro-batch 1 --precision bf16 "$@"
 rc=$?
 [ $rc -le 1 ] || exit $rc
