@@ -447,10 +447,14 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
   // Megatron's --overlap-param-gather needs its distributed optimizer
   // (megatron/training/arguments.py: "--overlap-param-gather only supported
   // with distributed optimizer"): ZeRO-1 in effect.
-  if (q.zero == 0 && contains(lower(tr.text("overlap")), "overlap-param-gather")) {
-    q.zero = 1;
-    notes.push_back("--overlap-param-gather implies Megatron's distributed optimizer: ZeRO-1");
+  if (contains(lower(tr.text("overlap")), "overlap-param-gather")) {
+    q.overlap_param_gather = true;
+    if (q.zero == 0) {
+      q.zero = 1;
+      notes.push_back("--overlap-param-gather implies Megatron's distributed optimizer: ZeRO-1");
+    }
   }
+  if (q.tp == 1) q.tp_comm_overlap = false;  // nothing to overlap
   // Fine-tuning: training.task (SFT: every weight trains, as in pre-training;
   // LoRA: adapters on a frozen base).
   const std::string task = lower(tr.text("task"));
