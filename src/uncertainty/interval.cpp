@@ -270,11 +270,11 @@ struct PoolFit {
 
 template <class Kind>
 PoolFit fit_pool(const std::vector<Residual>& rows, const std::vector<PoolSpec>& pools, Kind kind,
-                 std::string_view exclude) {
+                 std::string_view exclude, std::size_t min_sources = 1) {
   PoolFit f;
   for (size_t i = 0; i < pools.size(); ++i) {
     const SourceSpread s = spread_of(rows, exclude, pools[i].in);
-    if (s.rows < kMinPoolRows) continue;
+    if (s.rows < kMinPoolRows || s.means.size() < min_sources) continue;
     f.index = static_cast<int>(i);
     f.rows = s.rows;
     f.mu = mean(s.means);
@@ -347,6 +347,9 @@ std::vector<PoolSpec> kernel_pools(const KernelTraits& k, bool with_dtype) {
 
 }  // namespace
 
+/// What a run pool counts, in the fallback note ("fewer than 20 validated ...").
+constexpr std::string_view kRunsWhat = "training runs from two or more sources";
+
 Interval IntervalModel::run_interval(const RunTraits& t, double level, std::string_view exclude_group) const {
   if (rows_.empty()) return no_residuals(level);
   const auto& fw = spec::framework(t.framework);
@@ -379,10 +382,13 @@ Interval IntervalModel::run_interval(const RunTraits& t, double level, std::stri
   // where the normal quantile alone held 62% (docs/accuracy.md). Kernel
   // pools keep the normal quantile: their sources are one kernel family
   // each, and out of sample their 80% interval already holds 82%.
-  PoolFit f = fit_pool(rows_, pools, is_run, exclude_group);
+  // A training-run pool centres the interval on the mean of its sources'
+  // offsets: one source's offset is its own (its software era, its cluster),
+  // not the stack's, so a run pool needs kMinRunPoolSources of them.
+  PoolFit f = fit_pool(rows_, pools, is_run, exclude_group, kMinRunPoolSources);
   f.predict_new_source(level);
   const auto* held = t.calibration ? t.calibration->heldout_of("gemm") : nullptr;
-  if (!held || f.index < 0) return make_interval(f, f.mu, f.sd(), pools, level, "training runs");
+  if (!held || f.index < 0) return make_interval(f, f.mu, f.sd(), pools, level, kRunsWhat);
   // Calibrated: the published GEMM kernels' spread on this generation stands
   // for the kernel-level part of the runs' spread; the profile's held-out
   // GEMM records replace it. What is left (communication, framework, clock)
@@ -394,7 +400,7 @@ Interval IntervalModel::run_interval(const RunTraits& t, double level, std::stri
   const PoolFit kf = fit_pool(rows_, kpools, [](const Residual& x) { return x.kernel; }, exclude_group);
   const double total = f.sd(), kernel = kf.index >= 0 ? std::min(kf.sd(), total) : 0.0;
   const double rest = std::sqrt(std::max(0.0, total * total - kernel * kernel));
-  Interval iv = make_interval(f, f.mu, std::hypot(rest, held->log_sd), pools, level, "training runs");
+  Interval iv = make_interval(f, f.mu, std::hypot(rest, held->log_sd), pools, level, kRunsWhat);
   iv.calibrated = true;
   iv.calibration_note = fmt::format(
       "calibrated on {}: the kernel-level spread (sd {:.3f}, published GEMM kernels {}) replaced by the held-out "

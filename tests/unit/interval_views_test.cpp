@@ -498,7 +498,7 @@ TEST_CASE("intervals: a plan whose comparable pool is too thin says which pool i
   CAPTURE(args);
   const auto& iv = doc["interval"];
   const std::string note = iv["note"];
-  CHECK(note.find("fewer than 20 validated training runs like this one") == 0);
+  CHECK(note.find("fewer than 20 validated training runs from two or more sources like this one") == 0);
   CHECK(note.find(iv["pool"].get<std::string>()) != std::string::npos);
   const auto r = test::run_cli(args);
   CHECK(r.status <= 1);

@@ -22,7 +22,7 @@
 //   s_b  = the standard deviation of the per-source means of every source of
 //          the same kind (training runs, or kernels),
 // and the pool is the most specific set of comparable rows holding
-// kMinPoolRows:
+// kMinPoolRows (and, for training runs, kMinRunPoolSources sources):
 //   framework + generation + what dominates + GPU count + model size,
 //   then without model size, without GPU count, without what dominates,
 //   then every row of the generation, then every end-to-end row.
@@ -38,6 +38,7 @@
 // interval is the allocator's: memory_interval().
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -62,6 +63,11 @@ namespace ridgeline::uncertainty {
 /// within-source spread from under 20 rows is uncertain by more than 15%
 /// (the standard error of a standard deviation, 1/sqrt(2(n-1))).
 inline constexpr int kMinPoolRows = 20;
+
+/// A training-run pool's centre is the mean of its sources' offsets; from
+/// one source that is the source's own offset (a software era, a cluster),
+/// which a new user's stack does not share: a run pool needs two sources.
+inline constexpr std::size_t kMinRunPoolSources = 2;
 
 /// The nominal level when none is asked for.
 inline constexpr double kDefaultLevel = 0.8;
