@@ -107,6 +107,23 @@ Registry& registry() {
 
 }  // namespace
 
+namespace {
+
+/// A behaviour's `value` that is one of two words: `on` reads true, `off`
+/// false; the choices listed off first, or on first when `on_first`.
+std::optional<bool> two_words(MapReader& m, std::string_view off, std::string_view on, bool on_first = false) {
+  return m.word(
+      "value",
+      [=](std::string_view s) -> std::optional<bool> {
+        if (s == on) return true;
+        if (s == off) return false;
+        return std::nullopt;
+      },
+      on_first ? fmt::format("{}, {}", on, off) : fmt::format("{}, {}", off, on), true);
+}
+
+}  // namespace
+
 FrameworkSpec load_framework(const std::string& path) {
   YamlNode root = load_yaml_file(path);
   support::DiagnosticList d;
@@ -149,64 +166,39 @@ FrameworkSpec load_framework(const std::string& path) {
     if (auto v = m.word("value", parse_sharding, kShardingChoices, true)) f.sharding = *v;
   });
   behaviour(r, "grad_reduce", [&](MapReader& m) {
-    auto v = m.word("value", [](std::string_view s) -> std::optional<bool> {
-      if (s == "per_microbatch") return true;
-      if (s == "per_step") return false;
-      return std::nullopt;
-    }, "per_step, per_microbatch", true);
+    auto v = two_words(m, "per_step", "per_microbatch");
     if (v) f.grad_reduce_per_microbatch = *v;
     if (m.has("dtype_bytes")) {
       if (auto b = m.number("dtype_bytes", false, 1, 8)) f.reduce_bytes = *b;
     }
   });
-  auto unsharded = [](std::string_view s) -> std::optional<bool> {
-    if (s == "unsharded") return true;
-    if (s == "sharded") return false;
-    return std::nullopt;
-  };
   behaviour(r, "pp_params", [&](MapReader& m) {
-    if (auto v = m.word("value", unsharded, "sharded, unsharded", true)) f.pp_params_unsharded = *v;
+    if (auto v = two_words(m, "sharded", "unsharded")) f.pp_params_unsharded = *v;
   }, false);
   behaviour(r, "pp_grads", [&](MapReader& m) {
-    if (auto v = m.word("value", unsharded, "sharded, unsharded", true)) f.pp_grads_unsharded = *v;
+    if (auto v = two_words(m, "sharded", "unsharded")) f.pp_grads_unsharded = *v;
   }, false);
   behaviour(r, "main_grads", [&](MapReader& m) {
-    auto v = m.word("value", [](std::string_view s) -> std::optional<bool> {
-      if (s == "fp32_with_bf16") return true;
-      if (s == "working") return false;
-      return std::nullopt;
-    }, "working, fp32_with_bf16", true);
+    auto v = two_words(m, "working", "fp32_with_bf16");
     if (v) f.fp32_main_grads_with_bf16 = *v;
   }, false);
   behaviour(r, "overlap_param_gather", [&](MapReader& m) {
     if (auto v = m.boolean("value", true)) f.overlap_param_gather = *v;
   }, false);
   behaviour(r, "tp_overlap_mechanism", [&](MapReader& m) {
-    auto v = m.word("value", [](std::string_view s) -> std::optional<bool> {
-      if (s == "userbuffers") return true;
-      if (s == "nccl") return false;
-      return std::nullopt;
-    }, "nccl, userbuffers", true);
+    auto v = two_words(m, "nccl", "userbuffers");
     if (v && *v) {
       if (auto n = m.number("comm_sms", true, 1, 1024)) f.tp_overlap_comm_sms = *n;
     }
   }, false);
   behaviour(r, "zero3_fetch", [&](MapReader& m) {
-    auto v = m.word("value", [](std::string_view s) -> std::optional<bool> {
-      if (s == "per_module") return true;
-      if (s == "per_layer") return false;
-      return std::nullopt;
-    }, "per_layer, per_module", true);
+    auto v = two_words(m, "per_layer", "per_module");
     if (v && *v) {
       if (auto n = m.number("bucket_elements", true, 1, 1e12)) f.zero3_fetch_bucket_elements = *n;
     }
   }, false);
   behaviour(r, "pp_p2p_overlap", [&](MapReader& m) {
-    auto v = m.word("value", [](std::string_view s) -> std::optional<bool> {
-      if (s == "interleaved") return true;
-      if (s == "never") return false;
-      return std::nullopt;
-    }, "never, interleaved", true);
+    auto v = two_words(m, "never", "interleaved");
     if (v) f.pp_p2p_overlap_interleaved = *v;
   }, false);
   behaviour(r, "tp_overlap_hidden", [&](MapReader& m) {
@@ -235,11 +227,7 @@ FrameworkSpec load_framework(const std::string& path) {
     }
   });
   behaviour(r, "sequence_parallel", [&](MapReader& m) {
-    auto v = m.word("value", [](std::string_view s) -> std::optional<bool> {
-      if (s == "with_tp") return true;
-      if (s == "off") return false;
-      return std::nullopt;
-    }, "with_tp, off", true);
+    auto v = two_words(m, "off", "with_tp", true);
     if (v) f.sequence_parallel_with_tp = *v;
   }, false);
   behaviour(r, "refuses", [&](MapReader& m) {
