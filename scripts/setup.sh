@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake make g++ pkg-config libeigen3-dev libcli11-dev libyaml-dev libfmt-dev
+packages=(cmake make g++ pkg-config libeigen3-dev libcli11-dev libyaml-cpp-dev libfmt-dev
           libbenchmark-dev doctest-dev nlohmann-json3-dev libtomlplusplus-dev ${RIDGELINE_EXTRA_PACKAGES:-})
 missing=()
 for p in "${packages[@]}"; do
