@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and shows two answers:
+# Installs what is missing, builds the ridgeline program, and shows two answers:
 #   1. a plan that fits and is worth running: Llama-3-8B pre-training on 8
 #      H100 SXM at the layout `ridgeline search` ranks first (bf16, sequence
 #      8192, 512K-token batches);
@@ -10,7 +10,8 @@
 # answer, not a failure).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh || exit $?
+# Only the program: the tests and benchmarks are scripts/test.sh's.
+RIDGELINE_TARGETS=ridgeline bash scripts/setup.sh || exit $?
 bin=./build/ridgeline
 
 echo "== 1. A plan that fits: Llama-3-8B on 8 H100s, at the best layout of"

@@ -39,7 +39,7 @@ apt_install() {
 clang_version=${RIDGELINE_CLANG_VERSION:-16}
 need=()
 for p in "clang-$clang_version" "libclang-rt-$clang_version-dev" cmake make pkg-config libeigen3-dev \
-         libyaml-dev libfmt-dev libcli11-dev nlohmann-json3-dev; do
+         libyaml-cpp-dev libfmt-dev libcli11-dev nlohmann-json3-dev; do
   installed "$p" || need+=("$p")
 done
 [ ${#need[@]} -eq 0 ] || apt_install "${need[@]}"

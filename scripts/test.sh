@@ -8,7 +8,7 @@ export RIDGELINE_EXTRA_PACKAGES="${RIDGELINE_EXTRA_PACKAGES:-} chromium"
 bash scripts/setup.sh
 # Every shipped spec file must pass `ridgeline check`.
 ./build/ridgeline check hardware_profiles/*.yaml models/*.yaml plans/*.yaml >/dev/null
-(cd build && ctest --output-on-failure)
+(cd build && ctest -j2 --output-on-failure)
 # The README's accuracy section, docs/accuracy.md and validation/residuals.json
 # must be what validate-published gives now, byte for byte.
 bash scripts/accuracy_table.sh --check

@@ -40,7 +40,7 @@ void register_advise(Commands& commands, int& rc) {
       ->capture_default_str();
   cmd->add_option("--model", args->model, "Model name (see 'ridgeline list models'), YAML file or HF config.json")
       ->capture_default_str();
-  args->plan.add_to(*cmd, commands.named());
+  args->plan.add_to(*cmd);
   cmd->add_option("--format", args->format, "table | json | markdown")->capture_default_str();
   cmd->add_option("--output,-o", args->output, "Write to FILE instead of standard output (atomically)");
   cmd->add_option("--top", args->top, "Suggestions shown per list")->capture_default_str()->check(CLI::Range(1, 1000));

@@ -20,31 +20,19 @@ namespace ridgeline::cli {
 class Commands {
  public:
   /// `invoked`: the subcommand the command line names, or "" for every one.
-  /// `named`: the flags the command line names (the invoked command registers
-  /// only those of its plan flags), or all.
-  Commands(CLI::App& app, std::string invoked, const NamedFlags& named)
-      : app_(app), invoked_(std::move(invoked)), named_(named) {}
+  Commands(CLI::App& app, std::string invoked) : app_(app), invoked_(std::move(invoked)) {}
 
   /// Adds subcommand `name`; returns it when its options are to be added,
   /// nullptr when another subcommand runs.
   CLI::App* add(const std::string& name, std::string description) {
     CLI::App* cmd = app_.add_subcommand(name, std::move(description));
     if (invoked_.empty()) return cmd;
-    if (name != invoked_) return nullptr;
-    found_ = true;
-    return cmd;
+    return name == invoked_ ? cmd : nullptr;
   }
-
-  /// Whether a subcommand added so far is the invoked one.
-  bool found() const { return found_; }
-  /// Which plan flags the invoked command registers (PlanFlags::add_to).
-  const NamedFlags& named() const { return named_; }
 
  private:
   CLI::App& app_;
   std::string invoked_;
-  const NamedFlags& named_;
-  bool found_ = false;
 };
 
 void register_predict(Commands& commands, int& rc);

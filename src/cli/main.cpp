@@ -80,10 +80,8 @@ std::string unknown_word(const CLI::App& app, int argc, char** argv) {
 const std::string kVersionLine = std::string("ridgeline ") + RIDGELINE_VERSION;
 
 /// The command line's app: every subcommand, with the options of `invoked`
-/// only (Commands), and of its plan flags those `named` names; `found` says
-/// whether `invoked` named one.
-std::unique_ptr<CLI::App> make_app(const std::string& invoked, const ridgeline::cli::NamedFlags& named, int& rc,
-                                   bool& found) {
+/// only (Commands), or of every one when `invoked` is "".
+std::unique_ptr<CLI::App> make_app(const std::string& invoked, int& rc) {
   using namespace ridgeline::cli;
   auto app = std::make_unique<CLI::App>(
       "Ridgeline predicts how fast an LLM training run goes, whether it fits in GPU memory, what MFU it reaches\n"
@@ -91,7 +89,7 @@ std::unique_ptr<CLI::App> make_app(const std::string& invoked, const ridgeline::
       "ridgeline");
   app->set_version_flag("--version", kVersionLine);
   app->require_subcommand(1);
-  Commands commands(*app, invoked, named);
+  Commands commands(*app, invoked);
   register_predict(commands, rc);
   register_advise(commands, rc);
   register_compare(commands, rc);
@@ -102,7 +100,6 @@ std::unique_ptr<CLI::App> make_app(const std::string& invoked, const ridgeline::
   register_validate_published(commands, rc);
   register_list(commands, rc);
   register_check(commands, rc);
-  found = commands.found();
   return app;
 }
 
@@ -111,8 +108,8 @@ std::unique_ptr<CLI::App> make_app(const std::string& invoked, const ridgeline::
 int main(int argc, char** argv) {
   using namespace ridgeline::cli;
   // `ridgeline --version` alone needs no subcommand and no profile: answered
-  // here, it takes 1.45-1.7 ms instead of the 7 ms of registering every
-  // subcommand's options (what the app does with no subcommand named).
+  // here, before every subcommand's options are registered (what the app
+  // does with no subcommand named) and the default framework profile read.
   if (argc == 2 && std::string(argv[1]) == "--version") {
     std::cout << kVersionLine << "\n";
     return 0;
@@ -130,27 +127,11 @@ int main(int argc, char** argv) {
     return e;
   int rc = 0;
   // The top-level app has no option that takes a value, so a first word that
-  // is not a flag is the subcommand, if it names one; otherwise (--help, a
-  // misspelt command) every subcommand gets its options.
+  // is not a flag is the subcommand, if it names one (a misspelt one is an
+  // error that needs only the subcommands' names); with none (--help), every
+  // subcommand gets its options.
   const std::string first = argc > 1 && argv[1][0] != '-' ? argv[1] : "";
-  bool found = false;
-  // First with only the plan flags the command line names (NamedFlags): a
-  // flag it does not name cannot change the parse. Help, --version and every
-  // parse error go to the app with every flag, which lists them, names the
-  // flag an unknown one is closest to and gives the messages it always gave
-  // (CLI11 runs no command's callback before the whole line is parsed).
-  if (!first.empty()) {
-    std::unique_ptr<CLI::App> lean = make_app(first, NamedFlags::of(argc, argv), rc, found);
-    if (found) {
-      try {
-        lean->parse(argc, argv);
-        return rc;
-      } catch (const CLI::Error&) {
-        rc = 0;
-      }
-    }
-  }
-  std::unique_ptr<CLI::App> made = make_app(found ? first : "", NamedFlags{}, rc, found);
+  std::unique_ptr<CLI::App> made = make_app(first, rc);
   CLI::App& app = *made;
   try {
     app.parse(argc, argv);

@@ -12,26 +12,7 @@
 
 namespace ridgeline::cli {
 
-NamedFlags NamedFlags::of(int argc, const char* const* argv) {
-  NamedFlags n;
-  n.all = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    if (a.size() > 2 && a.starts_with("--")) n.flags.push_back(a.substr(0, a.find('=')));
-  }
-  return n;
-}
-
-bool NamedFlags::has(std::string_view flag, bool negated) const {
-  if (all) return true;
-  for (const std::string_view f : flags) {
-    if (f == flag) return true;
-    if (negated && f.size() == flag.size() + 3 && f.starts_with("--no-") && f.substr(5) == flag.substr(2)) return true;
-  }
-  return false;
-}
-
-void PlanFlags::add_to(CLI::App& app, const NamedFlags& named) {
+void PlanFlags::add_to(CLI::App& app) {
   const auto fields = spec::plan_fields();
   values.assign(fields.size(), std::nullopt);
   switches.assign(fields.size(), std::nullopt);
@@ -41,7 +22,6 @@ void PlanFlags::add_to(CLI::App& app, const NamedFlags& named) {
     const auto& f = fields[i];
     if (f.flag.empty()) continue;
     const std::string flag = "--" + std::string(f.flag);
-    if (!named.has(flag, f.type == spec::FieldType::kBool)) continue;
     std::string help(f.help);
     if (f.type == spec::FieldType::kWord) help += ": " + f.choices();
     if (f.type == spec::FieldType::kInt) help += fmt::format(" ({:.0f}-{:.0f}", f.lo, f.hi);
@@ -73,7 +53,6 @@ void PlanFlags::add_to(CLI::App& app, const NamedFlags& named) {
   for (size_t i = 0; i < aliases.size(); ++i) {
     const auto& a = aliases[i];
     const std::string flag = "--" + std::string(a.name);
-    if (!named.has(flag)) continue;
     if (a.takes_value) app.add_option(flag, megatron[i], std::string(a.help))->type_name("X");
     else app.add_flag_function(flag, [this, i](std::int64_t) { megatron[i] = ""; }, std::string(a.help));
   }

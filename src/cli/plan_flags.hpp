@@ -13,22 +13,6 @@
 
 namespace ridgeline::cli {
 
-/// The long flags a command line names, so that a command registers only
-/// those of its 62 per-field and Megatron-spelt plan flags
-/// (PlanFlags::add_to): CLI11 2.1 builds each new option twice and compares
-/// it with every earlier one of its command, copying their names, and
-/// registering predict's 79 options was 2.9M of its 6.6M instructions. A flag not named cannot be parsed, so the
-/// parse is the same; every error, and --help, is answered by the app with
-/// every flag registered (main.cpp), which names them.
-struct NamedFlags {
-  bool all = true;                      // register every flag
-  std::vector<std::string_view> flags;  // "--tp" for "--tp" or "--tp=2", as given
-  /// The flags of argv[1..]: every word that begins "--".
-  static NamedFlags of(int argc, const char* const* argv);
-  /// Whether `flag` ("--sp") is named; `negated` also accepts its "--no-" form.
-  bool has(std::string_view flag, bool negated = false) const;
-};
-
 /// Plan flags shared by predict, compare, search and report: one per field
 /// of spec/plan_fields.hpp (same words, ranges and messages as a plan YAML),
 /// the Megatron-LM spellings of the common ones (spec::megatron_aliases),
@@ -51,9 +35,8 @@ struct PlanFlags {
   std::vector<std::string> sets;
   /// What the last build() imported (kind "" when no launch config was given).
   mutable spec::ImportReport imported;
-  /// Registers the flags on `app`: the per-field and Megatron-spelt ones
-  /// only where `named` names them, the others always.
-  void add_to(CLI::App& app, const NamedFlags& named = {});
+  /// Registers the flags on `app`.
+  void add_to(CLI::App& app);
   /// Whether the flag of the field with this YAML key was given.
   bool given(std::string_view key) const;
   /// Plan file (if any), imported launch config and flags applied; throws UsageError or SpecError.

@@ -157,7 +157,7 @@ void register_predict(Commands& commands, int& rc) {
       ->capture_default_str();
   cmd->add_option("--model", args->model, "Model name (see 'ridgeline list models'), YAML file or HF config.json")
       ->capture_default_str();
-  args->plan.add_to(*cmd, commands.named());
+  args->plan.add_to(*cmd);
   cmd->add_option("--dataset-tokens", args->dataset_tokens,
                   "Tokens in one epoch of the data set (\"2B\"): the run's totals are one epoch's (a fine-tune's "
                   "default is per 1B tokens; a pre-training's 20 tokens per parameter)")

@@ -212,7 +212,7 @@ void register_report(Commands& commands, int& rc) {
   cmd->add_option("--objective", a->objective, "Layout search objective: time | cost | mfu")->capture_default_str();
   cmd->add_option("--top", a->top, "Layouts listed")->capture_default_str();
   add_interval_level(*cmd, a->interval_level);
-  a->plan.add_to(*cmd, commands.named());
+  a->plan.add_to(*cmd);
   cmd->callback([a, cmd, &rc] {
     rc = guarded([&] {
       // Flags first: nothing is computed or written for a bad one.

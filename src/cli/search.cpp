@@ -352,7 +352,7 @@ void register_search(Commands& commands, int& rc) {
   cmd->add_option("--format", a->format, "table | json | csv | markdown")->capture_default_str();
   cmd->add_option("--output,-o", a->output, "Write to FILE (atomically)");
   add_interval_level(*cmd, a->interval_level);
-  a->plan.add_to(*cmd, commands.named());
+  a->plan.add_to(*cmd);
   cmd->callback([a, &rc] {
     rc = guarded([&] {
       const bool md = a->format == "markdown";

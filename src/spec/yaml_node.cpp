@@ -1,9 +1,13 @@
 #include "ridgeline/spec/yaml_node.hpp"
 
-#include <yaml.h>
-
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/exceptions.h>
+#include <yaml-cpp/mark.h>
+#include <yaml-cpp/parser.h>
 
+#include <istream>
+#include <streambuf>
 #include <unordered_map>
 #include <utility>
 
@@ -77,44 +81,99 @@ void YamlNode::set(std::string_view key, YamlNode value) {
   d_->pairs.push_back({scalar(std::string(key)), std::move(value)});
 }
 
-/// Builds the tree from libyaml's events: a stack of open lists and maps,
-/// each node attached to its parent when complete.
-class YamlBuilder {
+namespace {
+
+/// The text as an input stream, without a copy (yaml-cpp's parser reads an
+/// std::istream).
+class TextBuffer : public std::streambuf {
+ public:
+  explicit TextBuffer(std::string_view text) {
+    char* begin = const_cast<char*>(text.data());  // read only: the get area is never written
+    setg(begin, begin, begin + text.size());
+  }
+};
+
+constexpr std::size_t npos = std::string_view::npos;
+
+bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+}  // namespace
+
+/// Builds the tree from yaml-cpp's parser events: a stack of open lists and
+/// maps, each node attached to its parent when complete.
+class YamlBuilder final : public YAML::EventHandler {
  public:
   YamlBuilder(std::string_view text, const std::string& file, const char* language)
       : text_(text), file_(file), language_(language) {}
 
   YamlNode build() {
-    // Checked here rather than by libyaml's reader, which names the byte
-    // after a bad one ("invalid trailing UTF-8 octet").
+    // yaml-cpp takes any bytes as text: checked first, at the first bad byte.
     if (const std::size_t at = invalid_utf8_at(text_); at != std::string_view::npos)
       throw support::SpecError(loc(mark_at(at)), "",
                                fmt::format("not UTF-8 text (byte 0x{:02X} starts no UTF-8 character here)",
                                            static_cast<unsigned char>(text_[at])));
-    yaml_parser_t parser;
-    if (!yaml_parser_initialize(&parser)) throw support::SpecError({file_, 0, 0}, "", "out of memory reading YAML");
-    struct Closer {
-      yaml_parser_t* p;
-      ~Closer() { yaml_parser_delete(p); }
-    } closer{&parser};
-    yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text_.data()), text_.size());
-    yaml_event_t event;
-    for (bool done = false; !done;) {
-      if (!yaml_parser_parse(&parser, &event)) fail(parser);
-      struct EventDeleter {
-        yaml_event_t* e;
-        ~EventDeleter() { yaml_event_delete(e); }
-      } deleter{&event};
-      done = handle(event);
+    TextBuffer buffer(text_);
+    std::istream in(&buffer);
+    try {
+      YAML::Parser parser(in);
+      parser.HandleNextDocument(*this);  // the first document; the rest of the stream is not read
+    } catch (const YAML::Exception& e) {
+      fail(e);
     }
     duplicates_.throw_if_errors();
     return root_;
   }
 
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnAnchor(const YAML::Mark&, const std::string& name) override { anchor_name_ = name; }
+
+  void OnNull(const YAML::Mark& m, YAML::anchor_t anchor) override {
+    name_anchor(anchor);
+    auto d = std::make_shared<YamlNode::Data>();
+    d->kind = YamlNode::Kind::kNull;
+    d->mark = mark_of(m);
+    // An empty value (`key:` and nothing) is marked where the next token
+    // starts; it takes its key's position.
+    if (!written_at(m) && !stack_.empty() && stack_.back().node->kind == YamlNode::Kind::kMap &&
+        !stack_.back().at_key)
+      d->mark = stack_.back().key.mark();
+    attach(YamlNode(std::move(d)), anchor);
+  }
+
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t anchor, const std::string& value) override {
+    name_anchor(anchor);
+    auto d = std::make_shared<YamlNode::Data>();
+    d->kind = YamlNode::Kind::kScalar;
+    d->mark = mark_of(m);
+    d->text = value;
+    attach(YamlNode(std::move(d)), anchor);
+  }
+
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t anchor) override {
+    if (anchor >= anchors_.size() || !anchors_[anchor].IsDefined()) {
+      const std::string& name = anchor < names_.size() ? names_[anchor] : kEmpty;
+      fail_at(m, fmt::format("the alias *{} names no complete anchor &{} before it", name, name));
+    }
+    attach(anchors_[anchor], YAML::NullAnchor);
+  }
+
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value style) override {
+    open(m, anchor, YamlNode::Kind::kSequence, style);
+  }
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value style) override {
+    open(m, anchor, YamlNode::Kind::kMap, style);
+  }
+  void OnSequenceEnd() override { close(); }
+  void OnMapEnd() override { close(); }
+
  private:
   struct Frame {
     std::shared_ptr<YamlNode::Data> node;
-    std::string anchor;
+    YAML::anchor_t anchor = YAML::NullAnchor;
+    bool flow = false;     // written in brackets or braces
     std::string path;      // the dotted path of this list or map ("" at the top)
     bool at_key = true;    // maps: the next node is a key
     YamlNode key;          // maps: the key of the value that follows
@@ -122,26 +181,45 @@ class YamlBuilder {
     std::unordered_map<std::string_view, int> first_line;  // maps, once past kScanned entries
   };
   static constexpr std::size_t kScanned = 16;
-  static constexpr std::size_t kMaxDepth = 512;
+  // yaml-cpp's parser refuses a document nested 500 deep (its recursion
+  // guard, "bad file"); this limit is met first and named.
+  static constexpr std::size_t kMaxDepth = 256;
 
-  static YamlNode::Mark mark_of(const yaml_mark_t& m) {
-    return {static_cast<int>(m.line), static_cast<int>(m.column)};
+  static YamlNode::Mark mark_of(const YAML::Mark& m) { return {m.line, m.column}; }
+
+  /// A parse error at yaml-cpp's mark, in yaml-cpp's words, or ours where
+  /// they name what was expected; the flow list or map it happened in, if
+  /// any, as context.
+  [[noreturn]] void fail(const YAML::Exception& e) const {
+    std::string what = e.msg;
+    if (what.starts_with(YAML::ErrorMsg::UNKNOWN_ANCHOR)) {
+      const std::string name = alias_name_at(e.mark);
+      fail_at(e.mark, fmt::format("the alias *{} names no complete anchor &{} before it", name, name));
+    }
+    if (what == YAML::ErrorMsg::END_OF_SEQ_FLOW) what = "did not find expected ',' or ']'";
+    if (what == YAML::ErrorMsg::END_OF_MAP_FLOW) what = "did not find expected ',' or '}'";
+    for (auto f = stack_.rbegin(); f != stack_.rend(); ++f)
+      if (f->flow) {
+        what += fmt::format(" (while parsing a flow {} at line {}, column {})",
+                            f->node->kind == YamlNode::Kind::kMap ? "mapping" : "sequence", f->node->mark.line + 1,
+                            f->node->mark.column + 1);
+        break;
+      }
+    fail_at(e.mark.is_null() ? mark_at(text_.size()) : mark_of(e.mark), what);
   }
 
-  [[noreturn]] void fail(const yaml_parser_t& p) const {
-    std::string what = p.problem ? p.problem : "unreadable text";
-    if (p.problem_value != -1 && p.error == YAML_READER_ERROR)
-      what += fmt::format(" (byte 0x{:02X} at offset {})", p.problem_value & 0xFF, p.problem_offset);
-    // A reader error has an offset, not a line.
-    const yaml_mark_t at = p.error == YAML_READER_ERROR ? mark_at(p.problem_offset) : p.problem_mark;
-    if (p.context)
-      what += fmt::format(" ({} at line {}, column {})", p.context, p.context_mark.line + 1, p.context_mark.column + 1);
-    fail_at(at, what);
+  /// The name of the alias written at `m` (`*name`).
+  std::string alias_name_at(const YAML::Mark& m) const {
+    if (m.pos < 0 || static_cast<std::size_t>(m.pos) >= text_.size() || text_[m.pos] != '*') return "";
+    const std::size_t begin = static_cast<std::size_t>(m.pos) + 1;
+    std::size_t end = begin;
+    while (end < text_.size() && !is_blank(text_[end]) && std::string_view(",[]{}").find(text_[end]) == npos) ++end;
+    return std::string(text_.substr(begin, end - begin));
   }
 
   /// The 0-based line and column (in bytes) of byte `offset` of the text.
-  yaml_mark_t mark_at(std::size_t offset) const {
-    yaml_mark_t m{};
+  YamlNode::Mark mark_at(std::size_t offset) const {
+    YamlNode::Mark m{0, 0};
     for (std::size_t i = 0; i < offset && i < text_.size(); ++i) {
       if (text_[i] == '\n') {
         ++m.line;
@@ -154,70 +232,57 @@ class YamlBuilder {
   }
 
   /// A parser mark (0-based) as a diagnostic's position (1-based).
-  support::SourceLoc loc(const yaml_mark_t& m) const {
-    return {file_, static_cast<int>(m.line) + 1, static_cast<int>(m.column) + 1};
-  }
+  support::SourceLoc loc(const YamlNode::Mark& m) const { return {file_, m.line + 1, m.column + 1}; }
 
-  [[noreturn]] void fail_at(const yaml_mark_t& m, const std::string& what) const {
+  [[noreturn]] void fail_at(const YamlNode::Mark& m, const std::string& what) const {
     throw support::SpecError(loc(m), "", fmt::format("malformed {}: {}", language_, what));
   }
+  [[noreturn]] void fail_at(const YAML::Mark& m, const std::string& what) const { fail_at(mark_of(m), what); }
 
-  static std::string text_of(const yaml_char_t* s) { return s ? reinterpret_cast<const char*>(s) : ""; }
-
-  /// One event; true once the first document is complete (the rest of the
-  /// stream is not read, as a single-document loader does).
-  bool handle(const yaml_event_t& e) {
-    switch (e.type) {
-      case YAML_STREAM_END_EVENT:
-      case YAML_DOCUMENT_END_EVENT: return true;
-      case YAML_SCALAR_EVENT: {
-        const auto& s = e.data.scalar;
-        auto d = std::make_shared<YamlNode::Data>();
-        d->mark = mark_of(e.start_mark);
-        d->text.assign(reinterpret_cast<const char*>(s.value), s.length);
-        const bool null_text = d->text.empty() || d->text == "~" || d->text == "null" || d->text == "Null" ||
-                               d->text == "NULL";
-        d->kind = s.style == YAML_PLAIN_SCALAR_STYLE && !s.tag && null_text ? YamlNode::Kind::kNull
-                                                                            : YamlNode::Kind::kScalar;
-        if (d->kind == YamlNode::Kind::kNull) d->text.clear();
-        // An empty value (`key:` and nothing) is marked where the parser
-        // noticed it was missing; it takes its key's position.
-        const bool empty = s.length == 0 && s.style == YAML_PLAIN_SCALAR_STYLE && !s.tag;
-        if (empty && !stack_.empty() && stack_.back().node->kind == YamlNode::Kind::kMap && !stack_.back().at_key)
-          d->mark = stack_.back().key.mark();
-        attach(YamlNode(d), text_of(s.anchor));
+  /// True when a null marked at `m` is written there: a null word (`~`,
+  /// `null`, `Null`, `NULL`) that is not a key, or a tag or anchor. An empty
+  /// value is marked at whatever follows it.
+  bool written_at(const YAML::Mark& m) const {
+    if (m.pos < 0 || static_cast<std::size_t>(m.pos) >= text_.size()) return false;
+    const std::string_view rest = text_.substr(static_cast<std::size_t>(m.pos));
+    if (rest[0] == '!' || rest[0] == '&') return true;
+    for (const std::string_view word : {"~", "null", "Null", "NULL"}) {
+      if (!rest.starts_with(word)) continue;
+      std::size_t i = word.size();
+      if (i < rest.size() && !is_blank(rest[i]) && rest[i] != ',' && rest[i] != ']' && rest[i] != '}' &&
+          rest[i] != '#')
         return false;
-      }
-      case YAML_ALIAS_EVENT: {
-        const std::string name = text_of(e.data.alias.anchor);
-        auto it = anchors_.find(name);
-        if (it == anchors_.end())
-          fail_at(e.start_mark, fmt::format("the alias *{} names no complete anchor &{} before it", name, name));
-        attach(it->second, "");
-        return false;
-      }
-      case YAML_SEQUENCE_START_EVENT:
-      case YAML_MAPPING_START_EVENT: {
-        if (stack_.size() >= kMaxDepth) fail_at(e.start_mark, fmt::format("nested deeper than {} levels", kMaxDepth));
-        const bool is_map = e.type == YAML_MAPPING_START_EVENT;
-        Frame f;
-        f.node = std::make_shared<YamlNode::Data>();
-        f.node->kind = is_map ? YamlNode::Kind::kMap : YamlNode::Kind::kSequence;
-        f.node->mark = mark_of(e.start_mark);
-        f.anchor = text_of(is_map ? e.data.mapping_start.anchor : e.data.sequence_start.anchor);
-        f.path = child_path();
-        stack_.push_back(std::move(f));
-        return false;
-      }
-      case YAML_SEQUENCE_END_EVENT:
-      case YAML_MAPPING_END_EVENT: {
-        Frame f = std::move(stack_.back());
-        stack_.pop_back();
-        attach(YamlNode(std::move(f.node)), f.anchor);
-        return false;
-      }
-      default: return false;  // stream and document start
+      while (i < rest.size() && (rest[i] == ' ' || rest[i] == '\t')) ++i;
+      return i == rest.size() || rest[i] != ':';  // `null:` is the next key
     }
+    return false;
+  }
+
+  void open(const YAML::Mark& m, YAML::anchor_t anchor, YamlNode::Kind kind, YAML::EmitterStyle::value style) {
+    if (stack_.size() >= kMaxDepth) fail_at(m, fmt::format("nested deeper than {} levels", kMaxDepth));
+    name_anchor(anchor);
+    Frame f;
+    f.node = std::make_shared<YamlNode::Data>();
+    f.node->kind = kind;
+    f.node->mark = mark_of(m);
+    f.anchor = anchor;
+    f.flow = style == YAML::EmitterStyle::Flow;
+    f.path = child_path();
+    stack_.push_back(std::move(f));
+  }
+
+  void close() {
+    Frame f = std::move(stack_.back());
+    stack_.pop_back();
+    attach(YamlNode(std::move(f.node)), f.anchor);
+  }
+
+  /// Records the name OnAnchor gave for the node that opens with `anchor`.
+  void name_anchor(YAML::anchor_t anchor) {
+    if (anchor == YAML::NullAnchor) return;
+    if (names_.size() <= anchor) names_.resize(anchor + 1);
+    names_[anchor] = std::move(anchor_name_);
+    anchor_name_.clear();
   }
 
   /// The path of the node that comes next: a map's value has its key's path,
@@ -229,8 +294,11 @@ class YamlBuilder {
     return f.at_key ? f.path : f.key_path;
   }
 
-  void attach(YamlNode n, const std::string& anchor) {
-    if (!anchor.empty()) anchors_[anchor] = n;  // complete: later aliases may name it
+  void attach(YamlNode n, YAML::anchor_t anchor) {
+    if (anchor != YAML::NullAnchor) {  // complete: later aliases may name it
+      if (anchors_.size() <= anchor) anchors_.resize(anchor + 1);
+      anchors_[anchor] = n;
+    }
     if (stack_.empty()) {
       if (!root_.IsDefined()) root_ = std::move(n);
       return;
@@ -282,7 +350,9 @@ class YamlBuilder {
   const std::string& file_;
   const char* language_;
   std::vector<Frame> stack_;
-  std::unordered_map<std::string, YamlNode> anchors_;
+  std::string anchor_name_;           // the name OnAnchor gave for the node that follows
+  std::vector<std::string> names_;    // by yaml-cpp's anchor number
+  std::vector<YamlNode> anchors_;     // by anchor number; undefined until the node is complete
   YamlNode root_;
   support::DiagnosticList duplicates_;
 };

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <filesystem>
 #include <functional>
+#include <span>
 #include <fmt/format.h>
 
 #include "ridgeline/engine/engine.hpp"
@@ -14,8 +15,6 @@
 #include "ridgeline/spec/json_reader.hpp"
 #include "ridgeline/spec/plan.hpp"
 #include "ridgeline/spec/yaml_reader.hpp"
-#include "ridgeline/support/mapped_file.hpp"
-#include "ridgeline/uncertainty/built_in_residuals.hpp"
 
 namespace ridgeline::uncertainty {
 
@@ -494,101 +493,46 @@ constexpr long long kMaxGpus = 1LL << 24;
 constexpr double kMaxParams = 1e15;
 constexpr double kMaxAbsLogResidual = 10;
 
-/// One row of the residual file as a Residual, read from `src`: a file row
-/// (FileRow: located errors) or a built-in one (BuiltInSource: any field
-/// that does not read fails the row). `src.text(key)` gives a text field,
-/// `src.word(key, parse, choices)` a word through `parse`,
-/// `src.number(key, lo, hi, integer)` a number within [lo, hi].
-template <class Source>
-Residual read_row_fields(Source& src, const std::string& framework_choices) {
+/// The fields of a row, as write_residuals writes them.
+constexpr std::string_view kRowFields[] = {"id",   "group",  "kind",     "framework", "generation",
+                                           "gpus", "params", "dominant", "dtype",     "log_residual"};
+
+/// One row of the residual file as a Residual; every error located at its field.
+Residual read_fields(spec::JsonMapReader& m, const std::string& framework_choices) {
+  // A word read through `parse`; an unknown one is an error listing `choices`.
+  auto word = [&m](const std::string& key, auto parse,
+                   std::string_view choices) -> decltype(parse(std::string_view{})) {
+    const auto s = m.string(key, true);
+    if (!s) return std::nullopt;
+    auto v = parse(*s);
+    if (!v) m.error_at(key, fmt::format("expected one of {}, got \"{}\"", choices, *s));
+    return v;
+  };
   Residual r;
-  if (auto s = src.text("id")) r.id = std::move(*s);
-  if (auto s = src.text("group")) r.group = std::move(*s);
-  const auto kind = src.word("kind", parse_row_kind, "training, gemm, attention");
-  if (auto g = src.word("generation", spec::parse_generation, "ampere, ada, hopper, blackwell, ...")) {
+  if (auto s = m.string("id", true)) r.id = std::move(*s);
+  if (auto s = m.string("group", true)) r.group = std::move(*s);
+  const auto kind = word("kind", parse_row_kind, "training, gemm, attention");
+  if (auto g = word("generation", spec::parse_generation, "ampere, ada, hopper, blackwell, ...")) {
     r.run.generation = *g;
     r.kernel_traits.generation = *g;
   }
   if (kind && *kind > 0) {
     r.kernel = true;
     r.kernel_traits.kind = *kind == 1 ? KernelKind::kGemm : KernelKind::kAttention;
-    if (auto t = src.word("dtype", spec::parse_dtype, "fp32, tf32, fp16, bf16, fp8_e4m3, ..."))
-      r.kernel_traits.dtype = *t;
+    if (auto t = word("dtype", spec::parse_dtype, "fp32, tf32, fp16, bf16, fp8_e4m3, ...")) r.kernel_traits.dtype = *t;
   } else if (kind) {
-    if (auto f = src.word("framework", spec::find_framework, framework_choices)) r.run.framework = *f;
-    if (auto n = src.number("gpus", 1, static_cast<double>(kMaxGpus), true)) r.run.gpus = static_cast<long long>(*n);
-    if (auto p = src.number("params", 1, kMaxParams, false)) r.run.params = *p;
-    if (auto dom = src.word("dominant", parse_dominant_word, "compute, attention, memory-bound, communication"))
+    if (auto f = word("framework", spec::find_framework, framework_choices)) r.run.framework = *f;
+    if (auto n = m.integer("gpus", true, 1, kMaxGpus)) r.run.gpus = *n;
+    if (auto p = m.number("params", true, 1, kMaxParams)) r.run.params = *p;
+    if (auto dom = word("dominant", parse_dominant_word, "compute, attention, memory-bound, communication"))
       r.run.dominant = *dom;
   }
-  if (auto v = src.number("log_residual", -kMaxAbsLogResidual, kMaxAbsLogResidual, false)) r.log_residual = *v;
+  if (auto v = m.number("log_residual", true, -kMaxAbsLogResidual, kMaxAbsLogResidual)) r.log_residual = *v;
   return r;
 }
 
-/// A row of the file, through its reader: every error located at its field.
-struct FileRow {
-  spec::JsonMapReader& m;
-  std::optional<std::string> text(const std::string& key) { return m.string(key, true); }
-  template <class Parse>
-  auto word(const std::string& key, Parse parse, std::string_view choices) -> decltype(parse(std::string_view{})) {
-    const auto s = m.string(key, true);
-    if (!s) return std::nullopt;
-    auto v = parse(*s);
-    if (!v) m.error_at(key, fmt::format("expected one of {}, got \"{}\"", choices, *s));
-    return v;
-  }
-  std::optional<double> number(const std::string& key, double lo, double hi, bool integer) {
-    if (!integer) return m.number(key, true, lo, hi);
-    const auto n = m.integer(key, true, static_cast<long long>(lo), static_cast<long long>(hi));
-    return n ? std::optional<double>(static_cast<double>(*n)) : std::nullopt;
-  }
-};
-
-/// A row built into the program (built_in_residuals.hpp): `ok` false once a
-/// field does not read (the caller then reads the file, which names it).
-struct BuiltInSource {
-  const BuiltInRow& e;
-  bool ok = true;
-  std::string_view word_of(std::string_view key) const {
-    if (key == "id") return e.id;
-    if (key == "group") return e.group;
-    if (key == "kind") return e.kind;
-    if (key == "framework") return e.framework;
-    if (key == "generation") return e.generation;
-    if (key == "dominant") return e.dominant;
-    return e.dtype;
-  }
-  std::optional<std::string> text(std::string_view key) { return std::string(word_of(key)); }
-  template <class Parse>
-  auto word(std::string_view key, Parse parse, std::string_view) -> decltype(parse(std::string_view{})) {
-    auto v = parse(word_of(key));
-    ok = ok && v.has_value();
-    return v;
-  }
-  std::optional<double> number(std::string_view key, double lo, double hi, bool integer) {
-    const double v = key == "gpus" ? e.gpus : key == "params" ? e.params : e.log_residual;
-    const bool good = v >= lo && v <= hi && (!integer || v == std::floor(v));  // false for NaN
-    ok = ok && good;
-    return good ? std::optional<double>(v) : std::nullopt;
-  }
-};
-
-/// The rows built into the program as Residuals, read as the file's rows
-/// are; nullopt where one does not read.
-std::optional<IntervalModel> from_built_in(const BuiltInResiduals& b) {
-  std::vector<Residual> rows;
-  rows.reserve(b.rows.size());
-  const std::string framework_choices;  // only an error names them
-  for (const BuiltInRow& e : b.rows) {
-    BuiltInSource src{e};
-    rows.push_back(read_row_fields(src, framework_choices));
-    if (!src.ok) return std::nullopt;
-  }
-  return IntervalModel(std::move(rows), std::string(b.source));
-}
-
 /// Keys of `object` that no reader asks for are errors, as in the YAML files.
-void reject_unknown(const spec::JsonValue& object, std::initializer_list<std::string_view> known,
+void reject_unknown(const spec::JsonValue& object, std::span<const std::string_view> known,
                     spec::JsonMapReader& m) {
   for (const auto& mem : object.members) {
     if (std::find(known.begin(), known.end(), mem.key) != known.end()) continue;
@@ -611,12 +555,8 @@ IntervalModel load_residuals(const std::string& path) {
   auto read_row = [&](const spec::JsonValue& row, std::size_t i) {
     spec::JsonMapReader m(row, fmt::format("rows[{}]", i), row_diags);
     if (!m.valid()) return;
-    reject_unknown(row,
-                   {"id", "group", "kind", "framework", "generation", "gpus", "params", "dominant", "dtype",
-                    "log_residual"},
-                   m);
-    FileRow src{m};
-    Residual r = read_row_fields(src, framework_choices);
+    reject_unknown(row, kRowFields, m);
+    Residual r = read_fields(m, framework_choices);
     m.finish();
     rows.push_back(std::move(r));
   };
@@ -625,7 +565,8 @@ IntervalModel load_residuals(const std::string& path) {
   spec::JsonMapReader top(root, "", d);
   std::string source;
   if (top.valid()) {
-    reject_unknown(root, {"note", "source", "rows"}, top);
+    static constexpr std::string_view kFileFields[] = {"note", "source", "rows"};
+    reject_unknown(root, kFileFields, top);
     (void)top.string("note");
     if (auto s = top.string("source", true)) source = *s;
     const spec::JsonValue* seq = root.find("rows");
@@ -643,27 +584,12 @@ IntervalModel load_residuals(const std::string& path) {
 
 std::string shipped_path() { return (fs::path(spec::data_dir()) / "validation" / "residuals.json").string(); }
 
-IntervalModel load_shipped_residuals(const std::string& path, bool* built_in) {
-  if (built_in) *built_in = false;
-  const BuiltInResiduals& b = built_in_residuals();
-  if (!b.text.empty()) {
-    const support::MappedFile file(path);
-    if (file.text() == b.text) {
-      if (auto model = from_built_in(b)) {
-        if (built_in) *built_in = true;
-        return std::move(*model);
-      }
-    }
-  }
-  return load_residuals(path);
-}
-
 const IntervalModel& shipped() {
   static const IntervalModel model = [] {
     const std::string p = shipped_path();
     std::error_code ec;
     if (!fs::is_regular_file(p, ec)) return IntervalModel();
-    return load_shipped_residuals(p);
+    return load_residuals(p);
   }();
   return model;
 }

@@ -138,9 +138,8 @@ TEST_CASE("cli: check tells the kind of a file outside the shipped folders from 
   CHECK(bad.err.find("unknown key 'name'") == std::string::npos);
 }
 
-TEST_CASE("cli: a command registers only the plan flags its line names, and parses them as with every flag") {
-  // main.cpp parses first with the plan flags the line names (NamedFlags);
-  // each case's plan, as predict reports it, checked by hand against what
+TEST_CASE("cli: plan flags parse in each form, and errors and help name every flag") {
+  // Each case's plan, as predict reports it, checked by hand against what
   // the flags say: the "=" form, a switch's --no- form, a Megatron spelling.
   const auto plan_of = [](const std::string& flags) {
     const auto r = test::run_cli("predict --format json " + flags);
@@ -165,8 +164,8 @@ TEST_CASE("cli: a command registers only the plan flags its line names, and pars
   CHECK(c["parallel"]["tp"] == 1);
   CHECK(c["micro_batch"] == 1);
 
-  // Errors and help are the app's with every flag: a misspelt flag is
-  // matched against flags the line does not name.
+  // A misspelt flag is matched against flags the line does not name, and
+  // help lists them.
   const auto typo = test::run_cli("predict --tp 2 --micro-batchh 2");
   CHECK(typo.status == 2);
   CHECK(typo.err == "error: unknown flag '--micro-batchh'; did you mean '--micro-batch'?\n");

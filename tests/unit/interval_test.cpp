@@ -16,7 +16,6 @@
 #include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/published.hpp"
 #include "ridgeline/support/diagnostics.hpp"
-#include "ridgeline/uncertainty/built_in_residuals.hpp"
 #include "ridgeline/uncertainty/interval.hpp"
 #include "ridgeline/validation/coverage.hpp"
 #include "ridgeline/validation/published.hpp"
@@ -271,114 +270,30 @@ TEST_CASE("intervals: the residual file's errors are located") {
   CHECK(rows.find("rows[1]: expected a mapping of fields") != std::string::npos);
 }
 
-TEST_CASE("intervals: the residuals built into the program are the shipped file's, row for row") {
-  // cmake/built_in_residuals.cmake copies validation/residuals.json into the
-  // program at build time; load_shipped_residuals takes those rows only
-  // where the file's bytes are the build's, and reads the file otherwise.
-  const std::string path = uncertainty::shipped_path();
-  const auto& b = uncertainty::built_in_residuals();
-  REQUIRE_FALSE(b.text.empty());
-  std::ifstream in(path, std::ios::binary);
-  const std::string file_text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  CHECK(b.text == file_text);
-
-  bool built_in = false;
-  const IntervalModel fast = uncertainty::load_shipped_residuals(path, &built_in);
-  CHECK(built_in);
-  const IntervalModel parsed = uncertainty::load_residuals(path);
-  CHECK(fast.source() == parsed.source());
-  REQUIRE(fast.rows().size() == parsed.rows().size());
-  REQUIRE(fast.rows().size() > 300);
-  int kernels = 0;
-  for (size_t i = 0; i < parsed.rows().size(); ++i) {
-    const Residual& x = fast.rows()[i];
-    const Residual& y = parsed.rows()[i];
-    INFO("row " << i << " " << y.id);
-    CHECK(x.id == y.id);
-    CHECK(x.group == y.group);
-    CHECK(x.kernel == y.kernel);
-    CHECK(x.log_residual == y.log_residual);  // the same double: 17 digits read back exactly
-    if (y.kernel) {
-      ++kernels;
-      CHECK(x.kernel_traits.kind == y.kernel_traits.kind);
-      CHECK(x.kernel_traits.generation == y.kernel_traits.generation);
-      CHECK(x.kernel_traits.dtype == y.kernel_traits.dtype);
-    } else {
-      CHECK(x.run.framework == y.run.framework);
-      CHECK(x.run.generation == y.run.generation);
-      CHECK(x.run.gpus == y.run.gpus);
-      CHECK(x.run.params == y.run.params);
-      CHECK(x.run.dominant == y.run.dominant);
-    }
-  }
-  CHECK(kernels > 0);
-  CHECK(kernels < static_cast<int>(parsed.rows().size()));
-  // The intervals drawn from either are the same.
-  const RunTraits t = traits(0, spec::Generation::kHopper, 8, 7e9);
-  const Interval a = fast.run_interval(t, 0.8), c = parsed.run_interval(t, 0.8);
-  CHECK(a.lo == c.lo);
-  CHECK(a.hi == c.hi);
-  CHECK(a.pool == c.pool);
-
-  // One residual edited: not the build's bytes, so the file is read, edit and all.
-  const std::string key = "\"log_residual\": ";
-  const size_t at = file_text.find(key);
-  REQUIRE(at != std::string::npos);
-  const size_t end = file_text.find('}', at);
-  std::string edited = file_text;
-  edited.replace(at + key.size(), end - at - key.size(), "0.5");
-  const std::string edited_path = write_temp("ridgeline_res_edited.json", edited);
-  const IntervalModel e = uncertainty::load_shipped_residuals(edited_path, &built_in);
-  CHECK_FALSE(built_in);
-  REQUIRE(e.rows().size() == parsed.rows().size());
-  CHECK(e.rows()[0].log_residual == 0.5);
-  CHECK(e.rows()[1].log_residual == parsed.rows()[1].log_residual);
-  // A broken copy is the file reader's located error, as before.
-  try {
-    uncertainty::load_shipped_residuals(write_temp("ridgeline_res_broken.json", file_text.substr(0, 400)));
-    FAIL("no error");
-  } catch (const support::SpecError& err) {
-    CHECK(std::string(err.what()).find("ridgeline_res_broken.json:") != std::string::npos);
-  }
-  // The same bytes elsewhere (another data directory's copy) are the build's.
-  uncertainty::load_shipped_residuals(write_temp("ridgeline_res_copy.json", file_text), &built_in);
-  CHECK(built_in);
-}
-
-TEST_CASE("intervals: the build's generator builds in a file of write_residuals' shape, and nothing else") {
-  // cmake/built_in_residuals.cmake run as the build runs it.
-  const auto generate = [](const std::string& json) {
-    const std::string in = write_temp("ridgeline_gen_in.json", json);
-    const std::string out = (std::filesystem::temp_directory_path() / "ridgeline_gen_out.cpp").string();
-    std::filesystem::remove(out);
-    const std::string cmd = std::string(RIDGELINE_CMAKE) + " -DIN=" + in + " -DOUT=" + out + " -P " +
-                            RIDGELINE_SOURCE_DIR + "/cmake/built_in_residuals.cmake 2>/dev/null";
-    REQUIRE(std::system(cmd.c_str()) == 0);
-    std::ifstream f(out);
-    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  };
-  const std::string ok = uncertainty::write_residuals(
-      {run_row("g", traits(0, spec::Generation::kHopper, 8, 7e9), -0.125)}, "validation/published.yaml");
-  const std::string good = generate(ok);
-  // The row as the file spells it ("7e+09" read and printed back), the bytes as escapes.
-  CHECK(good.find("{\"g_-0.125000\", \"g\", \"training\", \"" + spec::framework_id(0) +
-                  "\", \"hopper\", \"compute\", \"\", 8, 7000000000") != std::string::npos);
-  CHECK(good.find("-0.125}") != std::string::npos);
-  CHECK(good.find("constexpr char kText[] =\n    \"\\x7b\\x0a") != std::string::npos);  // "{\n"
-  // A quote and a backslash in a word (the file escapes them as JSON does), as a C++ literal.
+TEST_CASE("intervals: write_residuals' file reads back row for row") {
   Residual odd = run_row("g", traits(0, spec::Generation::kHopper, 8, 7e9), -0.125);
-  odd.id = "a\"b\\c";
-  const std::string escaped = generate(uncertainty::write_residuals({odd}, "validation/published.yaml"));
-  CHECK(escaped.find("{\"a\\\"b\\\\c\", \"g\"") != std::string::npos);
-  const std::string empty_table = "constexpr BuiltInResiduals kBuiltIn{};";
-  CHECK(good.find(empty_table) == std::string::npos);
-  // Not the writer's shape: nothing built in, and the program reads the file.
-  CHECK(generate(test::edited(ok, "\"gpus\"", "\"colour\": \"red\", \"gpus\"")).find(empty_table) !=
-        std::string::npos);
-  CHECK(generate(test::edited(ok, "\"gpus\": 8", "\"gpus\": \"8\"")).find(empty_table) != std::string::npos);
-  CHECK(generate(test::edited(ok, "\"g\"", "\"caf\xc3\xa9\"")).find(empty_table) != std::string::npos);
-  CHECK(generate("{\"rows\": [").find(empty_table) != std::string::npos);
-  CHECK(generate("[]").find(empty_table) != std::string::npos);
+  odd.id = "a\"b\\c";  // a quote and a backslash, escaped as JSON does
+  Residual kernel;
+  kernel.id = "k1";
+  kernel.group = "k";
+  kernel.kernel = true;
+  kernel.kernel_traits = {uncertainty::KernelKind::kGemm, spec::Generation::kHopper, spec::Dtype::kFp16};
+  kernel.log_residual = 0.25;
+  const IntervalModel m = uncertainty::load_residuals(
+      write_temp("ridgeline_res_round_trip.json", uncertainty::write_residuals({odd, kernel}, "published.yaml")));
+  CHECK(m.source() == "published.yaml");
+  REQUIRE(m.rows().size() == 2);
+  CHECK(m.rows()[0].id == odd.id);
+  CHECK(m.rows()[0].group == "g");
+  CHECK_FALSE(m.rows()[0].kernel);
+  CHECK(m.rows()[0].run.gpus == 8);
+  CHECK(m.rows()[0].run.params == 7e9);
+  CHECK(m.rows()[0].log_residual == -0.125);
+  CHECK(m.rows()[1].kernel);
+  CHECK(m.rows()[1].kernel_traits.kind == uncertainty::KernelKind::kGemm);
+  CHECK(m.rows()[1].kernel_traits.generation == spec::Generation::kHopper);
+  CHECK(m.rows()[1].kernel_traits.dtype == spec::Dtype::kFp16);
+  CHECK(m.rows()[1].log_residual == 0.25);
 }
 
 TEST_CASE("intervals: validation/residuals.json is what the published rows give now") {

@@ -235,14 +235,19 @@ TEST_CASE("strict YAML: text that is not UTF-8 is refused at its first bad byte"
         std::vector<std::string>{g + ":2:6: error: not UTF-8 text (byte 0xFF starts no UTF-8 character here)"});
 }
 
-TEST_CASE("strict YAML: nesting deeper than 512 levels is refused at the first list past the limit") {
-  // 600 nested flow lists on one line: the 513th '[' (column 513) is one level too deep.
-  const auto deep = write_temp("deep.yaml", "a: " + std::string(600, '[') + std::string(600, ']') + "\n");
+TEST_CASE("strict YAML: nesting deeper than 256 levels is refused at the first list past the limit") {
+  // 300 nested flow lists after "a: ": the top-level map is level 1, so the
+  // 256th '[' (column 259) is level 257, one too deep.
+  const auto deep = write_temp("deep.yaml", "a: " + std::string(300, '[') + std::string(300, ']') + "\n");
   CHECK(yaml_errors(deep) ==
-        std::vector<std::string>{deep + ":1:515: error: malformed YAML: nested deeper than 512 levels"});
-  // 500 levels (the top-level map and 499 lists) read.
-  const auto fine = write_temp("fine.yaml", "a: " + std::string(499, '[') + std::string(499, ']') + "\n");
+        std::vector<std::string>{deep + ":1:259: error: malformed YAML: nested deeper than 256 levels"});
+  // 256 levels (the top-level map and 255 lists) read.
+  const auto fine = write_temp("fine.yaml", "a: " + std::string(255, '[') + std::string(255, ']') + "\n");
   CHECK(yaml_errors(fine).empty());
+  // Far deeper: refused by the same check, before yaml-cpp's own recursion guard (500).
+  const auto deeper = write_temp("deeper.yaml", "a: " + std::string(100000, '[') + std::string(100000, ']') + "\n");
+  CHECK(yaml_errors(deeper) ==
+        std::vector<std::string>{deeper + ":1:259: error: malformed YAML: nested deeper than 256 levels"});
 }
 
 TEST_CASE("strict YAML: null is never taken as absent; each typed field says what it expected") {

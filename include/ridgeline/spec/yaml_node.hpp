@@ -1,10 +1,9 @@
 // A YAML document as Ridgeline's loaders read it: maps, lists, scalars and
 // nulls, each with the position where it starts. parse_yaml builds it from
-// libyaml's parser events (YAML 1.1, the YAML that Debian's libyaml-dev
-// parses) in one pass, and rejects in that pass what a spec must not hold:
-// a key given twice in any map, an alias to an anchor not yet complete (so
-// the document is a tree with shared parts, never a cycle), nesting deeper
-// than 512 levels. An alias shares its anchor's node, so an exponentially
+// yaml-cpp's parser events (YAML::Parser with an EventHandler) in one pass,
+// and rejects in that pass what a spec must not hold: a key given twice in
+// any map, an alias to an anchor not yet complete (so the document is a tree
+// with shared parts, never a cycle), nesting deeper than 256 levels. An alias shares its anchor's node, so an exponentially
 // aliased document costs its events, not its expansion.
 //
 // A null is what YAML's core schema reads as one: an empty value, `~`,
@@ -28,8 +27,9 @@ struct YamlPair;
 class YamlNode {
  public:
   enum class Kind : std::uint8_t { kUndefined, kNull, kScalar, kSequence, kMap };
-  /// Where a node starts, 0-based as the parser counts; line -1 when the node
-  /// was not read from a file (an override, an absent key).
+  /// Where a node starts: yaml-cpp's mark (0-based line and column, the
+  /// column in bytes); line -1 when the node was not read from a file (an
+  /// override, an absent key).
   struct Mark {
     int line = -1;
     int column = -1;
@@ -87,9 +87,9 @@ struct YamlPair {
 };
 
 /// Parses the first document of `text` (`file` names it in errors). A syntax
-/// error throws SpecError "malformed YAML: <libyaml's problem> (<context>)"
-/// ("malformed JSON: ..." with `language` "JSON")
-/// at the problem's position; keys given twice ("KEY: given twice (first at
+/// error throws SpecError "malformed YAML: <yaml-cpp's words>", with the flow
+/// list or map it is in as context ("malformed JSON: ..." with `language`
+/// "JSON"), at the problem's position; keys given twice ("KEY: given twice (first at
 /// line N)", KEY the dotted path, list items as `rows[3]`) are collected and
 /// thrown together once the document is read. An empty document (nothing,
 /// comments only) is an undefined node.

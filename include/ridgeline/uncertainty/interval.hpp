@@ -198,15 +198,9 @@ IntervalModel load_residuals(const std::string& path);
 /// The YAML text of `rows` (the header says how they were made).
 std::string write_residuals(const std::vector<Residual>& rows, std::string_view published_file);
 
-/// load_residuals(path), except that where the file holds exactly the bytes
-/// of the validation/residuals.json the program was built with, its rows
-/// are the ones built in (built_in_residuals.hpp) and no parse is needed;
-/// `built_in`, when given, says which.
-IntervalModel load_shipped_residuals(const std::string& path, bool* built_in = nullptr);
-
 /// The residuals shipped in data_dir()/validation/residuals.json, read once
-/// (load_shipped_residuals); an empty model when the file is absent (every
-/// interval then says so).
+/// (load_residuals, its errors located); an empty model when the file is
+/// absent (every interval then says so).
 const IntervalModel& shipped();
 /// The path shipped() reads.
 std::string shipped_path();
