@@ -147,12 +147,23 @@ std::string describe_model(const spec::ModelSpec& m) {
   out += fmt::format("  parameters    {} ({:.0f})", units::format_count(pc.total), pc.total);
   if (m.is_moe()) out += fmt::format(", {} active per token", units::format_count(pc.active));
   out += "\n";
+  if (m.mtp_layers > 0)
+    out += fmt::format("  MTP           {} module{}, {} ({:.0f}) more; embedding and head shared\n", m.mtp_layers,
+                       m.mtp_layers > 1 ? "s" : "", units::format_count(pc.mtp), pc.mtp);
   out += fmt::format("  layers        {}\n", m.layers);
   out += fmt::format("  hidden        {}\n", m.hidden);
-  out += fmt::format("  heads         {} query, {} key/value, head dim {}\n", m.heads, m.kv_heads, m.head_dim);
+  if (m.is_mla())
+    out += fmt::format("  heads         {}, latent attention: query rank {}, key/value rank {}, query/key head {} "
+                       "({} + {} rotary), value head {}\n", m.heads, m.mla.q_lora_rank, m.mla.kv_lora_rank,
+                       m.head_dim, m.mla.qk_nope_head_dim, m.mla.qk_rope_head_dim, m.mla.v_head_dim);
+  else
+    out += fmt::format("  heads         {} query, {} key/value, head dim {}\n", m.heads, m.kv_heads, m.head_dim);
   out += fmt::format("  MLP           {} {}{}\n", spec::name(m.activation), m.ffn_hidden, m.is_moe() ? " per expert" : "");
   out += fmt::format("  experts       {}\n", m.is_moe() ? fmt::format("{}, {} per token", m.moe.experts, m.moe.top_k)
                                                         : std::string("none (dense)"));
+  if (m.moe.shared_ffn > 0) out += fmt::format("  shared        an always-active expert of width {}\n", m.moe.shared_ffn);
+  if (m.moe.dense_layers > 0)
+    out += fmt::format("  dense layers  the first {}, MLP width {}\n", m.moe.dense_layers, m.moe.dense_ffn);
   out += fmt::format("  vocab         {}{}\n", m.vocab, m.tied_embeddings ? " (tied embeddings)" : "");
   out += fmt::format("  sequence      up to {}, {} positions, {}{}\n", m.max_seq_len, spec::name(m.position),
                      spec::name(m.norm), m.bias ? ", biases" : "");

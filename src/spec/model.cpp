@@ -42,8 +42,20 @@ using Locate = std::function<std::optional<support::SourceLoc>(const char* key)>
 /// Cross-field checks, located at the offending key when the file has it, else
 /// at `root_loc`. `explicit_head_dim`: the file states head_dim, so heads need
 /// not divide the hidden size.
+/// The names of the MoE and MLA fields in the file checked (models/*.yaml or config.json).
+struct Keys {
+  const char* top_k_at = "moe";  // where an out-of-range top-k is reported
+  const char* top_k = "moe.top_k";
+  const char* dense_layers = "moe.dense_layers";
+  const char* groups = "moe.groups";
+  const char* topk_groups = "moe.topk_groups";
+  const char* qk_nope = "mla.qk_nope_head_dim";
+};
+constexpr Keys kYamlKeys{};
+constexpr Keys kHfKeys{"num_experts_per_tok", "num_experts_per_tok", "first_k_dense_replace", "n_group", "topk_group", "qk_nope_head_dim"};
+
 void check(const ModelSpec& m, const Locate& locate, const support::SourceLoc& root_loc, bool explicit_head_dim,
-           const char* k_heads, const char* k_kv, const char* k_hidden, support::DiagnosticList& d) {
+           const char* k_heads, const char* k_kv, const char* k_hidden, const Keys& k, support::DiagnosticList& d) {
   auto at = [&](const char* key) { return locate(key).value_or(root_loc); };
   const long long q_dim = static_cast<long long>(m.head_dim) * m.heads;  // 2^26 x 2^20 overflows int
   if (m.heads > 0 && m.hidden > 0 && q_dim == 0)
@@ -57,19 +69,46 @@ void check(const ModelSpec& m, const Locate& locate, const support::SourceLoc& r
   if (m.kv_heads > m.heads && m.heads > 0)
     d.error(at(k_kv), k_kv, fmt::format("{} KV heads exceed {} heads", m.kv_heads, m.heads));
   if (m.moe.experts > 0 && (m.moe.top_k < 1 || m.moe.top_k > m.moe.experts))
-    d.error(at("moe"), "moe.top_k", fmt::format("expected 1 to {} experts per token, got {}", m.moe.experts,
-                                                m.moe.top_k));
+    d.error(at(k.top_k_at), k.top_k, fmt::format("expected 1 to {} experts per token, got {}", m.moe.experts,
+                                              m.moe.top_k));
+  if (m.moe.experts > 0 && m.moe.dense_layers >= m.layers && m.layers > 0)
+    d.error(at(k.dense_layers), k.dense_layers,
+            fmt::format("{} dense layers leave none of the {} layers with experts", m.moe.dense_layers, m.layers));
+  if (m.moe.experts > 0 && m.moe.groups > 0) {
+    if (m.moe.experts % m.moe.groups != 0)
+      d.error(at(k.groups), k.groups,
+              fmt::format("{} expert groups do not divide {} experts", m.moe.groups, m.moe.experts));
+    else if (m.moe.topk_groups > m.moe.groups)
+      d.error(at(k.topk_groups), k.topk_groups,
+              fmt::format("{} groups a token may use exceed the {} groups", m.moe.topk_groups, m.moe.groups));
+  }
+  // MLA: the query/key head is d_nope + d_rope wide (head_dim), the value head d_v.
+  if (m.is_mla() && m.head_dim != m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim)
+    d.error(at(k.qk_nope), k.qk_nope,
+            fmt::format("the query/key head dimension {} is not qk_nope_head_dim + qk_rope_head_dim = {} + {}",
+                        m.head_dim, m.mla.qk_nope_head_dim, m.mla.qk_rope_head_dim));
+  if (m.is_mla() && m.kv_heads != m.heads)
+    d.error(at(k_kv), k_kv,
+            fmt::format("multi-head latent attention has one key/value head per query head ({}), got {}", m.heads,
+                        m.kv_heads));
 }
 
 /// The checks for a YAML model (`root`) or a spec with no file behind it (nullptr).
 void check(const ModelSpec& m, const YamlNode* root, const std::string& file, const char* k_heads,
            const char* k_kv, const char* k_hidden, support::DiagnosticList& d) {
+  // A dotted key ("moe.groups") names a field of a nested map.
   const Locate locate = [&](const char* key) -> std::optional<support::SourceLoc> {
-    if (root && (*root)[key].IsDefined()) return loc_of(file, (*root)[key]);
-    return std::nullopt;
+    if (!root) return std::nullopt;
+    YamlNode node = *root;
+    for (const auto& part : split_field_path(key)) {
+      if (!node.IsMap() || !node[part].IsDefined()) return std::nullopt;
+      node = node[part];
+    }
+    return loc_of(file, node);
   };
   const support::SourceLoc root_loc = root ? loc_of(file, *root) : support::SourceLoc{file, 0, 0};
-  check(m, locate, root_loc, root && (*root)["head_dim"].IsDefined(), k_heads, k_kv, k_hidden, d);
+  check(m, locate, root_loc, (root && (*root)["head_dim"].IsDefined()) || m.is_mla(), k_heads, k_kv, k_hidden,
+        kYamlKeys, d);
 }
 
 /// "owner/name": two non-empty parts of letters, digits, '-', '_' and '.'
@@ -106,7 +145,13 @@ void check_overrides_read(const JsonMapReader& r, std::span<const FieldOverride>
         {"max_seq_len", "max_position_embeddings"}, {"max_seq_len", "n_positions"},
         {"tied_embeddings", "tie_word_embeddings"}, {"moe.experts", "num_local_experts"},
         {"moe.experts", "n_routed_experts"}, {"moe.experts", "num_experts"},
-        {"moe.top_k", "num_experts_per_tok"}};
+        {"moe.top_k", "num_experts_per_tok"}, {"moe.dense_layers", "first_k_dense_replace"},
+        {"moe.dense_ffn", "intermediate_size"}, {"moe.shared_ffn", "n_shared_experts"},
+        {"moe.shared_ffn", "shared_expert_intermediate_size"}, {"moe.groups", "n_group"},
+        {"moe.topk_groups", "topk_group"}, {"mtp_layers", "num_nextn_predict_layers"},
+        {"mla.q_lora_rank", "q_lora_rank"}, {"mla.kv_lora_rank", "kv_lora_rank"},
+        {"mla.qk_nope_head_dim", "qk_nope_head_dim"}, {"mla.qk_rope_head_dim", "qk_rope_head_dim"},
+        {"mla.v_head_dim", "v_head_dim"}};
     std::string hf_key;
     for (const auto& [yaml, json] : kYamlToHf)
       if (yaml == o.field && hf_key.empty() && std::find(read.begin(), read.end(), json) != read.end())
@@ -147,29 +192,64 @@ std::string_view name(Position p) {
   return "none";
 }
 
-/// Exact parameter count: embeddings (+ learned positions), per layer QKV
-/// h(q + 2 kv) and output q h (+ biases), MLP k h f (k = 3 gated, 2 otherwise;
-/// x experts, + router h E), norms (LayerNorm 2h, RMSNorm h), final norm,
-/// LM head V h unless tied.
+/// Exact parameter count: embeddings (+ learned positions), per layer
+/// attention, MLP, norms (LayerNorm 2h, RMSNorm h), final norm, LM head V h
+/// unless tied.
+///   attention, grouped-query: QKV h(q + 2 kv) and output q h (+ biases);
+///   attention, MLA (MlaSpec): h r_q + r_q + r_q H d_qk (r_q = 0: h H d_qk)
+///     + h (r_kv + d_rope) + r_kv + r_kv H (d_nope + d_v) + H d_v h;
+///   MLP, one of width f: k h f (k = 3 gated, 2 otherwise, + biases);
+///   MoE layer: E experts of width f, the shared expert (width f_s, + Qwen2-MoE's
+///     gate h), the router h E (+ DeepSeek-V3's correction bias E); active: top-k experts;
+///   an MoE model's first dense_layers layers: one MLP of width dense_ffn;
+///   MTP module (DeepSeek-V3 README_WEIGHTS.md): eh_proj 2h x h, enorm and hnorm
+///     (h each), one MoE decoder layer; embedding and head shared, so not counted.
 ParamCounts count_params(const ModelSpec& m) {
   ParamCounts c;
   const double h = m.hidden, q = m.q_dim(), kv = m.kv_dim(), f = m.ffn_hidden, V = m.vocab;
   const double nb = m.bias ? 1.0 : 0.0;
   c.embedding = V * h + (m.position == Position::kLearned ? static_cast<double>(m.max_seq_len) * h : 0.0);
-  c.attention_per_layer = h * (q + 2 * kv) + q * h + nb * (q + 2 * kv + h);
+  if (m.is_mla()) {
+    const auto& a = m.mla;
+    const double H = m.heads, d_qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
+    const double q_proj = a.q_lora_rank > 0 ? h * a.q_lora_rank + a.q_lora_rank + a.q_lora_rank * H * d_qk
+                                            : h * H * d_qk;
+    const double kv_proj = h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank +
+                           a.kv_lora_rank * H * (a.qk_nope_head_dim + a.v_head_dim);
+    c.attention_per_layer = q_proj + kv_proj + H * a.v_head_dim * h;
+  } else {
+    c.attention_per_layer = h * (q + 2 * kv) + q * h + nb * (q + 2 * kv + h);
+  }
   const bool gated = is_gated(m.activation);
-  const double mlp_one = (gated ? 3.0 : 2.0) * h * f + nb * ((gated ? 2.0 : 1.0) * f + h);
+  const auto mlp = [&](double width) {
+    return width > 0 ? (gated ? 3.0 : 2.0) * h * width + nb * ((gated ? 2.0 : 1.0) * width + h) : 0.0;
+  };
+  const double mlp_one = mlp(f);
   const double experts = m.is_moe() ? m.moe.experts : 1;
-  c.mlp_per_layer = experts * mlp_one + (m.is_moe() ? h * experts : 0.0);
+  // Per MoE layer: the router (and its bias), the shared expert (and its gate).
+  const double always = m.is_moe() ? h * experts + (m.moe.router_bias ? experts : 0.0) + mlp(m.moe.shared_ffn) +
+                                         (m.moe.shared_gate ? h : 0.0)
+                                   : 0.0;
+  c.mlp_per_layer = experts * mlp_one + always;
   const double norm = m.norm == Norm::kLayerNorm ? 2 * h : h;
   c.norms_per_layer = 2 * norm;
   c.per_layer = c.attention_per_layer + c.mlp_per_layer + c.norms_per_layer;
-  c.per_layer_active = c.attention_per_layer + (m.is_moe() ? m.moe.top_k * mlp_one + h * experts : mlp_one) +
+  c.per_layer_active = c.attention_per_layer + (m.is_moe() ? m.moe.top_k * mlp_one + always : mlp_one) +
                        c.norms_per_layer;
+  const double dense = m.is_moe() ? m.moe.dense_layers : 0;
+  if (dense > 0) {
+    c.dense_mlp_per_layer = mlp(m.moe.dense_ffn);
+    c.dense_layer = c.attention_per_layer + c.dense_mlp_per_layer + c.norms_per_layer;
+  }
+  const double sparse = m.layers - dense;
   c.final_norm = norm;
   c.lm_head = m.tied_embeddings ? 0.0 : V * h;
-  c.total = c.embedding + m.layers * c.per_layer + c.final_norm + c.lm_head;
-  c.active = c.embedding + m.layers * c.per_layer_active + c.final_norm + c.lm_head;
+  const double ends = c.embedding + c.final_norm + c.lm_head;
+  c.total = ends + dense * c.dense_layer + sparse * c.per_layer;
+  c.active = ends + dense * c.dense_layer + sparse * c.per_layer_active;
+  c.mtp = m.mtp_layers * (2 * h * h + 2 * norm + c.per_layer);
+  c.mtp_active = m.mtp_layers * (2 * h * h + 2 * norm + c.per_layer_active);
+  c.total_with_mtp = c.total + c.mtp;
   return c;
 }
 
@@ -213,8 +293,28 @@ ModelSpec load_model_with_overrides(const std::string& path, std::span<const Fie
   if (auto moe = r.map("moe")) {
     m.moe.experts = static_cast<int>(moe->integer("experts", true, 1, 1 << 16).value_or(0));
     m.moe.top_k = static_cast<int>(moe->integer("top_k", true, 1, 1 << 16).value_or(0));
+    m.moe.shared_ffn = static_cast<int>(moe->integer("shared_ffn", false, 0, 1 << 26).value_or(0));
+    m.moe.shared_gate = moe->boolean("shared_gate").value_or(false);
+    m.moe.dense_layers = static_cast<int>(moe->integer("dense_layers", false, 0, 100000).value_or(0));
+    // The dense layers' width: required once there are any.
+    m.moe.dense_ffn = static_cast<int>(moe->integer("dense_ffn", m.moe.dense_layers > 0, 1, 1 << 26).value_or(0));
+    m.moe.router_bias = moe->boolean("router_bias").value_or(false);
+    m.moe.groups = static_cast<int>(moe->integer("groups", false, 1, 1 << 16).value_or(0));
+    m.moe.topk_groups = static_cast<int>(moe->integer("topk_groups", m.moe.groups > 0, 1, 1 << 16).value_or(0));
     moe->finish();
   }
+  if (auto mla = r.map("mla")) {
+    m.mla.q_lora_rank = static_cast<int>(mla->integer("q_lora_rank", false, 0, 1 << 20).value_or(0));
+    m.mla.kv_lora_rank = static_cast<int>(mla->integer("kv_lora_rank", true, 1, 1 << 20).value_or(0));
+    m.mla.qk_nope_head_dim = static_cast<int>(mla->integer("qk_nope_head_dim", true, 1, 1 << 16).value_or(0));
+    m.mla.qk_rope_head_dim = static_cast<int>(mla->integer("qk_rope_head_dim", true, 1, 1 << 16).value_or(0));
+    m.mla.v_head_dim = static_cast<int>(mla->integer("v_head_dim", true, 1, 1 << 16).value_or(0));
+    mla->finish();
+    if (hd) r.error_at("head_dim", "a model with an mla block takes its head dimensions from it; remove head_dim");
+    m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
+    if (!r.has("kv_heads")) m.kv_heads = m.heads;
+  }
+  m.mtp_layers = static_cast<int>(r.integer("mtp_layers", false, 0, 64).value_or(0));
   r.allow("source");
   r.finish();
   if (!d.has_errors()) check(m, &root, path, "heads", "kv_heads", "hidden", d);
@@ -244,21 +344,9 @@ ModelSpec load_hf_config_with_overrides(const std::string& path, std::span<const
   const auto type = r.string("model_type", true);
   r.finish();
   throw_if_errors();
-  static const std::vector<std::string> kTypes = {"llama", "mistral", "mixtral", "qwen2",   "qwen2_moe", "qwen3",
-                                                  "qwen3_moe", "gemma", "gemma2", "phi3", "gpt2", "gpt_neox"};
-  if (*type == "deepseek_v2" || *type == "deepseek_v3") {
-    // One line naming every part of the architecture Ridgeline's layer lacks.
-    const auto num = [&](const char* key) {
-      const JsonValue* v = root.find(key);
-      return v && v->kind == JsonValue::Kind::kNumber ? v->text : std::string("?");
-    };
-    r.error_at("model_type", fmt::format("{} is not modelled: multi-head latent attention (kv_lora_rank {}), shared "
-                                         "experts (n_shared_experts {}) and dense first layers (first_k_dense_replace "
-                                         "{}); Ridgeline's layer has grouped-query attention and routed experts only",
-                                         *type, num("kv_lora_rank"), num("n_shared_experts"),
-                                         num("first_k_dense_replace")));
-    throw_if_errors();
-  }
+  static const std::vector<std::string> kTypes = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3",
+                                                  "qwen3_moe", "gemma", "gemma2", "phi3", "gpt2", "gpt_neox",
+                                                  "deepseek_v2", "deepseek_v3"};
   if (std::find(kTypes.begin(), kTypes.end(), *type) == kTypes.end()) {
     std::string all;
     for (const auto& t : kTypes) all += (all.empty() ? "" : ", ") + t;
@@ -274,6 +362,10 @@ ModelSpec load_hf_config_with_overrides(const std::string& path, std::span<const
   const char* k_hidden = "hidden_size";
   const bool gemma = *type == "gemma" || *type == "gemma2";
   const bool moe = *type == "mixtral" || *type == "qwen2_moe" || *type == "qwen3_moe";
+  // DeepSeek-V2/V3 (and Kimi K2, a deepseek_v3): multi-head latent attention,
+  // shared and routed experts, dense first layers (transformers'
+  // DeepseekV3Config; deepseek-ai/DeepSeek-V3 inference/model.py).
+  const bool deepseek = *type == "deepseek_v2" || *type == "deepseek_v3";
   if (*type == "gpt2") {
     k_heads = "n_head";
     k_kv = "n_head";
@@ -302,7 +394,7 @@ ModelSpec load_hf_config_with_overrides(const std::string& path, std::span<const
     m.kv_heads = r.has(k_kv) ? i(k_kv, false, m.heads) : m.heads;
     // The MoE types' experts have their own width (moe_intermediate_size);
     // intermediate_size is then the width of dense layers, which these have none of.
-    const bool expert_width = (*type == "qwen2_moe" || *type == "qwen3_moe");
+    const bool expert_width = (*type == "qwen2_moe" || *type == "qwen3_moe" || deepseek);
     m.ffn_hidden = expert_width ? i("moe_intermediate_size", true, 0) : i("intermediate_size", true, 0);
     m.vocab = i("vocab_size", true, 0);
     m.max_seq_len = i("max_position_embeddings", false, 2048);
@@ -331,24 +423,66 @@ ModelSpec load_hf_config_with_overrides(const std::string& path, std::span<const
     } else if (moe) {
       m.moe.experts = i("num_experts", true, 0);
       m.moe.top_k = i("num_experts_per_tok", true, 0);
-      // Every layer an MoE layer: decoder_sparse_step 1 and no mlp_only_layers.
+      // Every layer an MoE layer (decoder_sparse_step 1) but the first
+      // mlp_only_layers ones, which are dense of width intermediate_size.
       const int step = i("decoder_sparse_step", false, 1);
       const JsonValue* dense = root.find("mlp_only_layers");
       r.loc("mlp_only_layers");
       if (step != 1)
         r.error_at("decoder_sparse_step", fmt::format("an MoE layer every {} layers is not modelled; Ridgeline's "
-                                                      "MoE models have experts in every layer (1)", step));
-      else if (dense && dense->kind == JsonValue::Kind::kArray && !dense->items.empty())
-        r.error_at("mlp_only_layers", fmt::format("{} dense layers among the MoE layers are not modelled; "
-                                                  "Ridgeline's MoE models have experts in every layer",
-                                                  dense->items.size()));
-      if (*type == "qwen2_moe" && r.has("shared_expert_intermediate_size")) {
-        const auto shared = r.integer("shared_expert_intermediate_size", false, 0, 1LL << 30);
-        if (shared && *shared > 0)
-          r.error_at("shared_expert_intermediate_size",
-                     fmt::format("a shared expert (width {}) is not modelled; Ridgeline's MoE layer has routed "
-                                 "experts only", *shared));
+                                                      "MoE models have experts in every layer but the first "
+                                                      "dense ones (1)", step));
+      else if (dense && dense->kind == JsonValue::Kind::kArray && !dense->items.empty()) {
+        bool prefix = true;
+        for (size_t k = 0; k < dense->items.size(); ++k)
+          prefix = prefix && dense->items[k].kind == JsonValue::Kind::kNumber &&
+                   dense->items[k].text == std::to_string(k);
+        if (!prefix)
+          r.error_at("mlp_only_layers", fmt::format("{} dense layers among the MoE layers are not modelled; "
+                                                    "Ridgeline's MoE models have dense layers first (0, 1, ...) "
+                                                    "or none", dense->items.size()));
+        m.moe.dense_layers = static_cast<int>(dense->items.size());
+        m.moe.dense_ffn = i("intermediate_size", true, 0);
       }
+      if (*type == "qwen2_moe" && r.has("shared_expert_intermediate_size")) {
+        // Qwen2MoeSparseMoeBlock: one shared expert of this width, its output
+        // scaled by a sigmoid gate (Linear(hidden_size, 1)).
+        m.moe.shared_ffn =
+            static_cast<int>(r.integer("shared_expert_intermediate_size", false, 0, 1LL << 26).value_or(0));
+        m.moe.shared_gate = m.moe.shared_ffn > 0;
+      }
+    } else if (deepseek) {
+      m.moe.experts = i("n_routed_experts", true, 0);
+      m.moe.top_k = i("num_experts_per_tok", true, 0);
+      const int shared = static_cast<int>(r.integer("n_shared_experts", false, 0, 1 << 16).value_or(0));
+      if (static_cast<long long>(shared) * m.ffn_hidden > (1LL << 26))
+        r.error_at("n_shared_experts", fmt::format("expected a shared width of at most {}, got {} x {}", 1LL << 26,
+                                                   shared, m.ffn_hidden));
+      else
+        m.moe.shared_ffn = shared * m.ffn_hidden;
+      m.moe.dense_layers = static_cast<int>(r.integer("first_k_dense_replace", false, 0, 1 << 20).value_or(0));
+      m.moe.dense_ffn = i("intermediate_size", m.moe.dense_layers > 0, 0);
+      if (const int freq = i("moe_layer_freq", false, 1); freq != 1)
+        r.error_at("moe_layer_freq", fmt::format("an MoE layer every {} layers is not modelled; Ridgeline's MoE "
+                                                 "models have experts in every layer but the first dense ones (1)",
+                                                 freq));
+      // DeepSeek-V3's auxiliary-loss-free balancing adds a per-expert bias to
+      // the scores (e_score_correction_bias, made when topk_method is noaux_tc).
+      m.moe.router_bias = r.string("topk_method").value_or("") == "noaux_tc";
+      m.moe.groups = static_cast<int>(r.integer("n_group", false, 1, 1 << 16).value_or(0));
+      m.moe.topk_groups = static_cast<int>(r.integer("topk_group", false, 1, 1 << 16).value_or(0));
+      if (m.moe.groups > 0 && m.moe.topk_groups == 0) m.moe.topk_groups = m.moe.groups;
+      m.mtp_layers = static_cast<int>(r.integer("num_nextn_predict_layers", false, 0, 64).value_or(0));
+      m.mla.q_lora_rank = static_cast<int>(r.integer("q_lora_rank", false, 0, 1 << 20).value_or(0));
+      m.mla.kv_lora_rank = static_cast<int>(r.integer("kv_lora_rank", true, 1, 1 << 20).value_or(0));
+      m.mla.qk_nope_head_dim = static_cast<int>(r.integer("qk_nope_head_dim", true, 1, 1 << 16).value_or(0));
+      m.mla.qk_rope_head_dim = static_cast<int>(r.integer("qk_rope_head_dim", true, 1, 1 << 16).value_or(0));
+      m.mla.v_head_dim = static_cast<int>(r.integer("v_head_dim", true, 1, 1 << 16).value_or(0));
+      // Every query head has its own up-projected key and value.
+      m.kv_heads = m.heads;
+      if (m.moe.groups > 1)
+        m.notes.push_back(fmt::format("node-limited routing ({} groups, {} a token) changes no FLOPs; it is kept for "
+                                      "the expert-parallel communication", m.moe.groups, m.moe.topk_groups));
     }
     if (*type == "qwen3" || *type == "qwen3_moe")
       m.notes.push_back("the per-head RMSNorm of queries and keys (2 x head_dim weights a layer) is not counted");
@@ -365,12 +499,15 @@ ModelSpec load_hf_config_with_overrides(const std::string& path, std::span<const
                                       *w, *type == "gemma2" ? ", every other layer" : ""));
     }
   }
-  m.head_dim = r.has("head_dim") ? i("head_dim", false, 0) : (m.heads > 0 ? m.hidden / m.heads : 0);
+  if (m.is_mla())
+    m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;  // the query/key head; values: v_head_dim
+  else
+    m.head_dim = r.has("head_dim") ? i("head_dim", false, 0) : (m.heads > 0 ? m.hidden / m.heads : 0);
   r.finish();
   check_overrides_read(r, overrides, *type, d);
   if (!d.has_errors())
-    check(m, [&](const char* key) { return r.loc(key); }, r.self_loc(), r.has("head_dim"), k_heads, k_kv, k_hidden,
-          d);
+    check(m, [&](const char* key) { return r.loc(key); }, r.self_loc(), r.has("head_dim") || m.is_mla(), k_heads,
+          k_kv, k_hidden, kHfKeys, d);
   throw_if_errors();
   return m;
 }

@@ -212,32 +212,184 @@ TEST_CASE("HF config: phi3, gemma, gemma2, qwen3 and qwen3_moe read as the publi
   // Qwen/Qwen3-30B-A3B: 128 experts of width 768 (moe_intermediate_size), 8 a token.
   // Total 622,329,856 + 48 x 623,120,384 + 2,048 = 30,532,110,336 (card: 30.5B);
   // active 622,329,856 + 48 x 56,889,344 + 2,048 = 3,353,020,416 (card: 3.3B activated).
-  const auto moe = spec::load_hf_config(hf("qwen3_30b_a3b_config.json"));
+  const auto moe = spec::load_hf_config(hf("qwen3_30b_a3b/config.json"));
   CHECK(moe.moe.experts == 128);
   CHECK(moe.moe.top_k == 8);
   CHECK(moe.ffn_hidden == 768);
   CHECK(spec::count_params(moe).total == 30532110336.0);
   CHECK(spec::count_params(moe).active == 3353020416.0);
+  CHECK(moe.moe.dense_layers == 0);
+  CHECK(moe.moe.shared_ffn == 0);
+}
+
+// DeepSeek-V3's shapes (h 7168, H 128 heads, r_q 1536, r_kv 512, d_nope 128,
+// d_rope 64, d_v 128; deepseek-ai/DeepSeek-V3 inference/model.py, class MLA):
+//   W_DQ 7168 x 1536 = 11,010,048, q_norm 1,536, W_UQ 1536 x 128 x 192 = 37,748,736
+//   W_DKV 7168 x 576 = 4,128,768, kv_norm 512, W_UK/W_UV 512 x 128 x 256 = 16,777,216
+//   W_O 128 x 128 x 7168 = 117,440,512; attention 187,107,328 a layer.
+// MoE layer: 256 x 3 x 7168 x 2048 = 11,274,289,152 routed, 44,040,192 shared,
+//   router 1,835,008 + bias 256, norms 14,336: 11,507,286,272 (active, 8 of
+//   256: 585,318,656). Dense layer (3 x 7168 x 18432 = 396,361,728): 583,483,392.
+// Total 2 x 926,679,040 + 7,168 + 3 x 583,483,392 + 58 x 11,507,286,272
+//   = 671,026,419,200 (README_WEIGHTS.md: 671B);
+// active 1,853,365,248 + 1,750,450,176 + 58 x 585,318,656 = 37,552,297,472;
+//   less the embedding (a lookup, no compute) 36,625,618,432 (README_WEIGHTS.md:
+//   36.7B activated; the headline "37B").
+// MTP: 2 x 7168^2 + 2 x 7,168 + 11,507,286,272 = 11,610,061,056 (README_WEIGHTS.md:
+//   11.5B unique); 682,636,480,256 with it. The published weights' 685B also hold
+//   the MTP layer's copies of the embedding and head (1,853,358,080): 684.5B.
+TEST_CASE("HF config: DeepSeek-V3 (multi-head latent attention, shared experts, dense first layers, MTP)") {
+  const auto m = spec::load_hf_config(hf("deepseek_v3/config.json"));
+  CHECK(m.id == "deepseek_v3");
+  CHECK(m.is_mla());
+  CHECK(m.mla.q_lora_rank == 1536);
+  CHECK(m.mla.kv_lora_rank == 512);
+  CHECK(m.mla.qk_nope_head_dim == 128);
+  CHECK(m.mla.qk_rope_head_dim == 64);
+  CHECK(m.mla.v_head_dim == 128);
+  CHECK(m.head_dim == 192);
+  CHECK(m.kv_heads == 128);
+  CHECK(m.ffn_hidden == 2048);
+  CHECK(m.moe.experts == 256);
+  CHECK(m.moe.top_k == 8);
+  CHECK(m.moe.shared_ffn == 2048);
+  CHECK(m.moe.dense_layers == 3);
+  CHECK(m.moe.dense_ffn == 18432);
+  CHECK(m.moe.router_bias);
+  CHECK(m.moe.groups == 8);
+  CHECK(m.moe.topk_groups == 4);
+  CHECK(m.mtp_layers == 1);
+  CHECK(m.moe_layers() == 58);
+  const auto c = spec::count_params(m);
+  CHECK(c.attention_per_layer == 187107328.0);
+  CHECK(c.per_layer == 11507286272.0);
+  CHECK(c.per_layer_active == 585318656.0);
+  CHECK(c.dense_layer == 583483392.0);
+  CHECK(c.total == 671026419200.0);
+  CHECK(c.active == 37552297472.0);
+  CHECK(c.mtp == 11610061056.0);
+  CHECK(c.total_with_mtp == 682636480256.0);
+  CHECK(c.total == doctest::Approx(671e9).epsilon(0.01));
+  CHECK(c.active - c.embedding == doctest::Approx(36.7e9).epsilon(0.01));
+  CHECK(c.mtp == doctest::Approx(11.5e9).epsilon(0.01));
+  CHECK(c.total_with_mtp + 2 * c.embedding == doctest::Approx(685e9).epsilon(0.01));
+  CHECK(m.notes == Lines{"node-limited routing (8 groups, 4 a token) changes no FLOPs; it is kept for the "
+                         "expert-parallel communication"});
+  // The model YAML states the same architecture.
+  const auto y = spec::load_model(model_file("deepseek_v3"));
+  const auto cy = spec::count_params(y);
+  CHECK(cy.total == c.total);
+  CHECK(cy.active == c.active);
+  CHECK(cy.mtp == c.mtp);
+  CHECK(y.head_dim == 192);
+  CHECK(y.kv_heads == 128);
+}
+
+// Kimi K2 (a deepseek_v3 with 64 heads, 384 experts, one dense layer, no MTP):
+//   attention 29,885,952 (q) + 12,517,888 (kv) + 58,720,256 (o) = 101,124,096;
+//   MoE layer 101,124,096 + 384 x 44,040,192 + 44,040,192 + 2,752,512 + 384 + 14,336
+//   = 17,059,365,248; dense layer 497,500,160; ends 2 x 1,174,405,120 + 7,168.
+//   Total 1,026,408,232,448 (Kimi Team 2025: "1.04T", the model card "1T");
+//   active 2,348,817,408 + 497,500,160 + 60 x 500,253,056 = 32,861,500,928 (32B activated).
+// Qwen3-235B-A22B: attention 4096 x (8192 + 1024) + 8192 x 4096 = 71,303,168,
+//   MoE 128 x 18,874,368 + 524,288, norms 8,192: 2,487,754,752 a layer;
+//   total 1,244,663,808 + 94 x 2,487,754,752 = 235,093,610,496 (card: 235B);
+//   active 1,244,663,808 + 94 x 222,830,592 = 22,190,739,456 (card: 22B activated).
+TEST_CASE("HF config: Kimi K2 and Qwen3-235B-A22B, as config.json and as model YAML") {
+  const auto k2 = spec::load_hf_config(hf("kimi_k2/config.json"));
+  const auto ck = spec::count_params(k2);
+  CHECK(k2.moe.dense_layers == 1);
+  CHECK(k2.moe.groups == 1);
+  CHECK(k2.notes.empty());
+  CHECK(ck.attention_per_layer == 101124096.0);
+  CHECK(ck.total == 1026408232448.0);
+  CHECK(ck.active == 32861500928.0);
+  CHECK(ck.mtp == 0.0);
+  CHECK(ck.total == doctest::Approx(1.04e12).epsilon(0.015));
+  CHECK(ck.active == doctest::Approx(32e9).epsilon(0.03));
+  CHECK(spec::count_params(spec::load_model(model_file("kimi_k2"))).total == ck.total);
+  CHECK(spec::count_params(spec::load_model(model_file("kimi_k2"))).active == ck.active);
+
+  const auto q = spec::load_hf_config(hf("qwen3_235b_a22b/config.json"));
+  const auto cq = spec::count_params(q);
+  CHECK(cq.total == 235093610496.0);
+  CHECK(cq.active == 22190739456.0);
+  CHECK(cq.total == doctest::Approx(235e9).epsilon(0.01));
+  CHECK(cq.active == doctest::Approx(22e9).epsilon(0.01));
+  CHECK(spec::count_params(spec::load_model(model_file("qwen3_235b_a22b"))).total == cq.total);
+  CHECK(spec::count_params(spec::load_model(model_file("qwen3_235b_a22b"))).active == cq.active);
+  const auto c30 = spec::count_params(spec::load_model(model_file("qwen3_30b_a3b")));
+  CHECK(c30.total == 30532110336.0);
+  CHECK(c30.active == 3353020416.0);
+}
+
+// Qwen/Qwen1.5-MoE-A2.7B (qwen2_moe): 60 experts of 1408 (4 a token) and a
+// shared expert of 5632 behind a sigmoid gate (2048 weights):
+//   layer 16,777,216 + 60 x 8,650,752 + 34,603,008 + 122,880 + 2,048 + 4,096 = 570,554,368;
+//   total 622,331,904 + 24 x 570,554,368 = 14,315,636,736 (card: 14.3B);
+//   active 622,331,904 + 24 x 86,112,256 = 2,689,026,048 (card: 2.7B activated).
+TEST_CASE("model YAML: the mla block and the MoE layout fields are checked where they stand") {
+  const std::string ds = model_file("deepseek_v3");
+  CHECK(model_errors(ds, {set("model.", "mla.kv_lora_rank", "-1")}) ==
+        Lines{"error: --set model.mla.kv_lora_rank: expected a whole number from 1 to 1048576, got -1"});
+  CHECK(model_errors(ds, {set("model.", "mla.q_lora_rank", "null")}) ==
+        Lines{"error: --set model.mla.q_lora_rank: expected a whole number, got \"null\""});
+  CHECK(model_errors(ds, {set("model.", "mla.v_head_dm", "128")}) ==
+        Lines{"error: --set model.mla.v_head_dm: unknown key 'v_head_dm'; did you mean 'v_head_dim'?"});
+  CHECK(model_errors(ds, {set("model.", "head_dim", "192")}) ==
+        Lines{"error: --set model.head_dim: a model with an mla block takes its head dimensions from it; remove head_dim"});
+  CHECK(model_errors(ds, {set("model.", "kv_heads", "8")}) ==
+        Lines{"error: --set model.kv_heads: multi-head latent attention has one key/value head per query head (128), got 8"});
+  CHECK(model_errors(ds, {set("model.", "moe.dense_layers", "61")}) ==
+        Lines{"error: --set model.moe.dense_layers: 61 dense layers leave none of the 61 layers with experts"});
+  CHECK(model_errors(ds, {set("model.", "moe.groups", "7")}) ==
+        Lines{"error: --set model.moe.groups: 7 expert groups do not divide 256 experts"});
+  CHECK(model_errors(ds, {set("model.", "moe.shared_ffn", "-2048")}) ==
+        Lines{"error: --set model.moe.shared_ffn: expected a whole number from 0 to 67108864, got -2048"});
+  CHECK(model_errors(ds, {set("model.", "mtp_layers", "-1")}) ==
+        Lines{"error: --set model.mtp_layers: expected a whole number from 0 to 64, got -1"});
+  // In the file: located at the field.
+  std::ifstream in(ds);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string bad = write_temp("ds_bad.yaml", test::edited(ss.str(), "  dense_ffn: 18432\n", ""));
+  CHECK(model_errors(bad, {}) == Lines{bad + ":22:3: error: moe.dense_ffn: missing required field"});
+}
+
+TEST_CASE("HF config: a qwen2_moe shared expert is counted") {
+  const auto m = spec::load_hf_config(hf("qwen1.5_moe_a2.7b_config.json"));
+  CHECK(m.moe.shared_ffn == 5632);
+  CHECK(m.moe.shared_gate);
+  CHECK(spec::count_params(m).total == 14315636736.0);
+  CHECK(spec::count_params(m).active == 2689026048.0);
 }
 
 TEST_CASE("HF config: what Ridgeline does not model is one clear error") {
-  const std::string ds = hf("deepseek_v3_config.json");
-  CHECK(hf_errors(ds, {}) ==
-        Lines{ds + ":11:17: error: model_type: deepseek_v3 is not modelled: multi-head latent attention (kv_lora_rank "
-                   "512), shared experts (n_shared_experts 1) and dense first layers (first_k_dense_replace 3); "
-                   "Ridgeline's layer has grouped-query attention and routed experts only"});
-  const std::string q2 = hf("qwen1.5_moe_a2.7b_config.json");
-  CHECK(hf_errors(q2, {}) ==
-        Lines{q2 + ":27:38: error: shared_expert_intermediate_size: a shared expert (width 5632) is not modelled; "
-                   "Ridgeline's MoE layer has routed experts only"});
-  // Without the shared expert the same config reads (the experts alone).
-  const auto routed = load_hf(q2, {set("model.", "shared_expert_intermediate_size", "0")});
-  CHECK(routed.moe.experts == 60);
-  CHECK(routed.ffn_hidden == 1408);
+  const std::string ds = hf("deepseek_v3/config.json");
+  CHECK(hf_errors(ds, {set("model.", "moe_layer_freq", "2")}) ==
+        Lines{"error: --set model.moe_layer_freq: an MoE layer every 2 layers is not modelled; Ridgeline's MoE models have "
+              "experts in every layer but the first dense ones (1)"});
+  CHECK(hf_errors(ds, {set("model.", "kv_lora_rank", "null")}) ==
+        Lines{"error: --set model.kv_lora_rank: expected a whole number, got null"});
+  CHECK(hf_errors(ds, {set("model.", "q_lora_rank", "-1")}) ==
+        Lines{"error: --set model.q_lora_rank: expected a whole number from 0 to 1048576, got -1"});
+  CHECK(hf_errors(ds, {set("model.", "first_k_dense_replace", "61")}) ==
+        Lines{"error: --set model.first_k_dense_replace: 61 dense layers leave none of the 61 layers with experts"});
+  CHECK(hf_errors(ds, {set("model.", "n_group", "7")}) ==
+        Lines{"error: --set model.n_group: 7 expert groups do not divide 256 experts"});
+  CHECK(hf_errors(ds, {set("model.", "topk_group", "9")}) ==
+        Lines{"error: --set model.topk_group: 9 groups a token may use exceed the 8 groups"});
+  const std::string q3 = hf("qwen3_30b_a3b/config.json");
+  CHECK(hf_errors(q3, {set("model.", "mlp_only_layers", "[0, 5]")}) ==
+        Lines{"error: --set model.mlp_only_layers: 2 dense layers among the MoE layers are not modelled; Ridgeline's MoE "
+              "models have dense layers first (0, 1, ...) or none"});
+  const auto first = load_hf(q3, {set("model.", "mlp_only_layers", "[0, 1]")});
+  CHECK(first.moe.dense_layers == 2);
+  CHECK(first.moe.dense_ffn == 6144);
   const std::string t5 = hf("t5_small_config.json");
   CHECK(hf_errors(t5, {}) ==
         Lines{t5 + ":15:17: error: model_type: unsupported model type 't5'; supported: llama, mistral, mixtral, qwen2, "
-                   "qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, phi3, gpt2, gpt_neox"});
+                   "qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, phi3, gpt2, gpt_neox, deepseek_v2, deepseek_v3"});
 }
 
 TEST_CASE("hub_id: validated as owner/name") {
@@ -349,7 +501,7 @@ TEST_CASE("cli: check --verbose prints what it understood") {
   CHECK(r.out.find("  Qwen3-0.6B\n  parameters    596M (596042752)\n") != std::string::npos);
   CHECK(r.out.find("  note          the per-head RMSNorm of queries and keys (2 x head_dim weights a layer) is not "
                    "counted\n") != std::string::npos);
-  r = test::run_cli("check --verbose tests/data/hf/qwen3_30b_a3b_config.json");
+  r = test::run_cli("check --verbose tests/data/hf/qwen3_30b_a3b/config.json");
   CHECK(r.out.find("  parameters    30.5B (30532110336), 3.35B active per token\n") != std::string::npos);
   CHECK(r.out.find("  experts       128, 8 per token\n") != std::string::npos);
 }
