@@ -24,7 +24,7 @@ export LSAN_OPTIONS="$common"
 
 status=0
 start=$(date +%s)
-(cd "$build_dir" && ctest --output-on-failure) || status=$?
+(cd "$build_dir" && ctest -j"${RIDGELINE_JOBS:-2}" --output-on-failure) || status=$?
 echo "sanitize: ctest finished in $(( $(date +%s) - start )) s with status $status"
 
 reports=$(find "$log_dir" -type f | sort)
