@@ -78,7 +78,10 @@ std::string interval(const uncertainty::Interval& iv, const Range& r, std::strin
 
 std::string interval_source(const uncertainty::Interval& iv) {
   if (!iv.valid()) return "none: " + iv.note;
-  return fmt::format("{}, from {}, {} validated runs", level(iv.level), iv.pool, iv.rows);
+  std::string out = fmt::format("{}, from {}, {} validated runs", level(iv.level), iv.pool, iv.rows);
+  if (iv.held_out_rows > 0)
+    out += fmt::format("; held out of sample for {:.0f}% of {} runs", 100 * iv.held_out_covered, iv.held_out_rows);
+  return out;
 }
 
 std::string fits_at_upper_bound(const uncertainty::MemoryInterval& m) {

@@ -255,7 +255,9 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
   j["interval"] = {{"level", num(iv.step.level)},   {"pool", iv.step.pool},
                    {"rows", iv.step.rows},           {"fallback", iv.step.fallback},
                    {"note", iv.step.note},           {"calibrated", iv.step.calibrated},
-                   {"calibration_note", iv.step.calibration_note}};
+                   {"calibration_note", iv.step.calibration_note},
+                   {"held_out_covered", num(iv.step.held_out_covered)},
+                   {"held_out_rows", iv.step.held_out_rows}};
   const auto& m = pred.memory;
   j["memory"] = memory_json(m);
   j["memory"].update({{"peak_memory_bytes", whole(m.total)},

@@ -349,7 +349,7 @@ std::vector<PoolSpec> kernel_pools(const KernelTraits& k, bool with_dtype) {
 /// What a run pool counts, in the fallback note ("fewer than 20 validated ...").
 constexpr std::string_view kRunsWhat = "training runs from two or more sources";
 
-Interval IntervalModel::run_interval(const RunTraits& t, double level, std::string_view exclude_group) const {
+Interval IntervalModel::run_interval_unrated(const RunTraits& t, double level, std::string_view exclude_group) const {
   if (rows_.empty()) return no_residuals(level);
   const auto& fw = spec::framework(t.framework);
   const std::string gen = generation_word(t.generation);
@@ -409,7 +409,8 @@ Interval IntervalModel::run_interval(const RunTraits& t, double level, std::stri
   return iv;
 }
 
-Interval IntervalModel::kernel_interval(const KernelTraits& k, double level, std::string_view exclude_group) const {
+Interval IntervalModel::kernel_interval_unrated(const KernelTraits& k, double level,
+                                                std::string_view exclude_group) const {
   if (rows_.empty()) return no_residuals(level);
   const std::vector<PoolSpec> pools = kernel_pools(k, true);
   const PoolFit f = fit_pool(rows_, pools, [](const Residual& x) { return x.kernel; }, exclude_group);
@@ -427,6 +428,48 @@ Interval IntervalModel::kernel_interval(const KernelTraits& k, double level, std
       "calibrated: the interval of this GPU's own held-out {} records (sd {:.3f}) replaces the published "
       "kernels' ({})",
       held->cls, held->log_sd, f.index >= 0 ? fmt::format("sd {:.3f}, {}", f.sd(), pools[f.index].name) : "none");
+  return iv;
+}
+
+IntervalModel::Coverage IntervalModel::held_out_coverage(double level, bool kernels) const {
+  {
+    std::lock_guard lock(memo_->mutex);
+    for (const auto& e : memo_->entries)
+      if (e.level == level && e.kernels == kernels) return e.coverage;
+  }
+  Coverage c;
+  int held = 0;
+  for (const auto& x : rows_) {
+    if (x.kernel != kernels) continue;
+    const Interval iv = kernels ? kernel_interval_unrated(x.kernel_traits, level, x.group)
+                                : run_interval_unrated(x.run, level, x.group);
+    if (!iv.valid()) continue;
+    ++c.rows;
+    // measured time = predicted time x e^-r: inside when lo <= e^-r <= hi.
+    const double ratio = std::exp(-x.log_residual);
+    if (ratio >= iv.lo && ratio <= iv.hi) ++held;
+  }
+  c.covered = c.rows > 0 ? static_cast<double>(held) / c.rows : 0.0;
+  std::lock_guard lock(memo_->mutex);
+  memo_->entries.push_back({level, kernels, c});
+  return c;
+}
+
+Interval IntervalModel::run_interval(const RunTraits& t, double level, std::string_view exclude_group) const {
+  Interval iv = run_interval_unrated(t, level, exclude_group);
+  if (iv.valid() && exclude_group.empty()) {
+    const Coverage c = held_out_coverage(level, false);
+    iv.held_out_covered = c.covered, iv.held_out_rows = c.rows;
+  }
+  return iv;
+}
+
+Interval IntervalModel::kernel_interval(const KernelTraits& k, double level, std::string_view exclude_group) const {
+  Interval iv = kernel_interval_unrated(k, level, exclude_group);
+  if (iv.valid() && exclude_group.empty()) {
+    const Coverage c = held_out_coverage(level, true);
+    iv.held_out_covered = c.covered, iv.held_out_rows = c.rows;
+  }
   return iv;
 }
 

@@ -6,6 +6,7 @@
 // the 80% interval on the repository's published rows.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -403,4 +404,29 @@ TEST_CASE("intervals: Student's t quantile against its closed forms and tables")
     const double t4 = uncertainty::student_t_quantile(p, 4), r = 1 + t4 * t4 / 4;
     CHECK(0.5 + 0.375 * (t4 / std::sqrt(r)) * (1 - t4 * t4 / (12 * r)) == doctest::Approx(p).epsilon(1e-12));
   }
+}
+
+TEST_CASE("intervals: each interval says how often intervals drawn its way held out of sample") {
+  // The same count as the coverage table's (validation::coverage_of, its own
+  // loop over the rows): every validated training run given its interval
+  // with its own source left out, the share whose measurement lies inside.
+  const IntervalModel& m = uncertainty::shipped();
+  REQUIRE_FALSE(m.empty());
+  const auto table = validation::coverage_of(m.rows(), {0.8});
+  const auto runs = m.held_out_coverage(0.8, false);
+  CHECK(runs.rows == table.end_to_end.rows);
+  CHECK(runs.covered == doctest::Approx(table.end_to_end.covered[0]));
+  const auto kernels = m.held_out_coverage(0.8, true);
+  CHECK(kernels.rows == table.kernels.rows);
+  CHECK(kernels.covered == doctest::Approx(table.kernels.covered[0]));
+  // A run's interval carries the runs' figure at its level; a row's own
+  // left-out interval (the coverage's inner loop) does not.
+  const auto& row = *std::find_if(m.rows().begin(), m.rows().end(), [](const Residual& x) { return !x.kernel; });
+  const Interval iv = m.run_interval(row.run, 0.8);
+  REQUIRE(iv.valid());
+  CHECK(iv.held_out_rows == runs.rows);
+  CHECK(iv.held_out_covered == runs.covered);
+  CHECK(m.run_interval(row.run, 0.8, row.group).held_out_rows == 0);
+  // Another level, another count.
+  CHECK(m.run_interval(row.run, 0.95).held_out_covered >= runs.covered);
 }

@@ -235,8 +235,9 @@ TEST_CASE("intervals: the predict table shows each figure's interval, its pool a
         std::string::npos);
   CHECK(t.find(format_percent(s.mfu) + " of the dense bf16 peak (989 TFLOP/s)   80% interval " +
                report::text::range(s.mfu / iv.hi, s.mfu / iv.lo, format_percent)) != std::string::npos);
-  CHECK(t.find(fmt::format("  interval           80%, from {}, {} validated runs\n", iv.pool, iv.rows)) !=
-        std::string::npos);
+  CHECK(t.find(fmt::format("  interval           80%, from {}, {} validated runs; held out of sample for {:.0f}% of "
+                           "{} runs\n",
+                           iv.pool, iv.rows, 100 * iv.held_out_covered, iv.held_out_rows)) != std::string::npos);
   const auto mi = uncertainty::memory_interval(c.pred.memory);
   CHECK(t.find("  memory range       " + report::text::range(mi.lo, mi.hi, format_bytes) +
                "   fits at the upper bound: " + (mi.fits_high ? "yes" : "only at the point estimate") + "\n") !=
@@ -502,9 +503,11 @@ TEST_CASE("intervals: a plan whose comparable pool is too thin says which pool i
   CHECK(note.find(iv["pool"].get<std::string>()) != std::string::npos);
   const auto r = test::run_cli(args);
   CHECK(r.status <= 1);
-  CHECK(r.out.find(fmt::format("  interval           80%, from {}, {} validated runs\n{}{}\n",
-                               iv["pool"].get<std::string>(), iv["rows"].get<int>(), std::string(21, ' '), note)) !=
-        std::string::npos);
+  CHECK(r.out.find(fmt::format("  interval           80%, from {}, {} validated runs; held out of sample for {:.0f}% "
+                               "of {} runs\n{}{}\n",
+                               iv["pool"].get<std::string>(), iv["rows"].get<int>(),
+                               100 * iv["held_out_covered"].get<double>(), iv["held_out_rows"].get<int>(),
+                               std::string(21, ' '), note)) != std::string::npos);
 }
 
 TEST_CASE("intervals: a calibrated profile's held-out records set the kernels' interval, and the views say so") {

@@ -40,6 +40,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -144,6 +146,13 @@ struct Interval {
   /// calibration removed and what stays.
   bool calibrated = false;
   std::string calibration_note;
+  /// How often an interval drawn this way held: of the validated training
+  /// runs (kernels: kernel rows), each given the interval at this level with
+  /// its own source left out of every pool, the share whose measurement lay
+  /// inside (held_out_covered, 0..1) and how many were drawn (held_out_rows;
+  /// 0 = not computed). IntervalModel::held_out_coverage.
+  double held_out_covered = 0;
+  int held_out_rows = 0;
   /// The spreads behind lo and hi, in log space: the whole standard
   /// deviation (between and within sources), and the pool's within-source
   /// part alone, which is what remains in the ratio of two predictions that
@@ -174,9 +183,35 @@ class IntervalModel {
   /// The same for one kernel.
   Interval kernel_interval(const KernelTraits& k, double level, std::string_view exclude_group = {}) const;
 
+  /// Out-of-sample coverage at `level`: every training run (kernel: every
+  /// kernel row) given its interval with its own source left out of every
+  /// pool, as a run Ridgeline has never seen; the share whose residual lies
+  /// inside, and how many had an interval. Computed once per level and kind,
+  /// then kept (the rows do not change).
+  struct Coverage {
+    double covered = 0;
+    int rows = 0;
+  };
+  Coverage held_out_coverage(double level, bool kernels) const;
+
  private:
+  Interval run_interval_unrated(const RunTraits& t, double level, std::string_view exclude_group) const;
+  Interval kernel_interval_unrated(const KernelTraits& k, double level, std::string_view exclude_group) const;
+
   std::vector<Residual> rows_;
   std::string source_;
+  /// held_out_coverage's results by (level, kind), shared by the model's
+  /// copies (the rows are the same) and guarded for concurrent callers.
+  struct CoverageMemo {
+    std::mutex mutex;
+    struct Entry {
+      double level;
+      bool kernels;
+      Coverage coverage;
+    };
+    std::vector<Entry> entries;
+  };
+  std::shared_ptr<CoverageMemo> memo_ = std::make_shared<CoverageMemo>();
 };
 
 /// The standard normal quantile: z with P(Z <= z) = p, 0 < p < 1.
