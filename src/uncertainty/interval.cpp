@@ -439,10 +439,33 @@ IntervalModel::Coverage IntervalModel::held_out_coverage(double level, bool kern
   }
   Coverage c;
   int held = 0;
+  // Rows of one source with the same pool keys (framework, generation, what
+  // dominates, GPU-count and size buckets; kernels: kind, generation, dtype)
+  // get the same interval: each is drawn once.
+  struct Drawn {
+    std::string_view group;
+    std::array<long long, 5> key;
+    Interval iv;
+  };
+  std::vector<Drawn> drawn;
   for (const auto& x : rows_) {
     if (x.kernel != kernels) continue;
-    const Interval iv = kernels ? kernel_interval_unrated(x.kernel_traits, level, x.group)
-                                : run_interval_unrated(x.run, level, x.group);
+    const std::array<long long, 5> key =
+        kernels ? std::array<long long, 5>{static_cast<long long>(x.kernel_traits.kind),
+                                           static_cast<long long>(x.kernel_traits.generation),
+                                           static_cast<long long>(x.kernel_traits.dtype), 0, 0}
+                : std::array<long long, 5>{x.run.framework, static_cast<long long>(x.run.generation),
+                                           static_cast<long long>(x.run.dominant), gpu_bucket(x.run.gpus),
+                                           size_bucket(x.run.params)};
+    auto it = std::find_if(drawn.begin(), drawn.end(),
+                           [&](const Drawn& d) { return d.group == x.group && d.key == key; });
+    if (it == drawn.end()) {
+      drawn.push_back({x.group, key,
+                       kernels ? kernel_interval_unrated(x.kernel_traits, level, x.group)
+                               : run_interval_unrated(x.run, level, x.group)});
+      it = drawn.end() - 1;
+    }
+    const Interval& iv = it->iv;
     if (!iv.valid()) continue;
     ++c.rows;
     // measured time = predicted time x e^-r: inside when lo <= e^-r <= hi.
