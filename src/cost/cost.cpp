@@ -112,7 +112,7 @@ double training_clock_fraction(const ResolveOptions& opt) {
     std::string_view name;
     double fraction;
   };
-  static constexpr Group kGroups[] = {{"korthikanti2022", 0.831},    {"flashattention2_paper", 0.849},
+  static constexpr Group kGroups[] = {{"korthikanti2022", 0.831},    {"flashattention2_paper", 0.865},
                                       {"flashattention_repo", 0.914}, {"llm_foundry", 0.850},
                                       {"megatron_lm_readme", 0.894},  {"nemo_24_07", 0.803}};
   std::array<double, std::size(kGroups)> f{};

@@ -190,8 +190,9 @@ constexpr spec::Recompute kUnstatedRecompute{spec::RecomputeKind::kNone, -1};
 OrSkip<spec::Recompute> recompute_of(const std::string& text) {
   const std::string t = lower(text);
   if (t.empty()) return spec::Recompute{};
-  // "not stated (...)": chosen later, the least recomputation that fits (kUnstatedRecompute).
-  if (t.rfind("not stated", 0) == 0) return kUnstatedRecompute;
+  // "not stated (...)", "none stated": chosen later with the micro-batch, the
+  // fastest that fits (kUnstatedRecompute). ("none stated" is not "none".)
+  if (t.rfind("not stated", 0) == 0 || t.rfind("none stated", 0) == 0) return kUnstatedRecompute;
   if (auto r = spec::parse_recompute(t)) return *r;
   if (t.rfind("none", 0) == 0 || t == "no" || t == "false") return spec::Recompute{};
   if (contains(t, "microbatch-level") || contains(t, "micro-batch-level"))
