@@ -478,22 +478,21 @@ IntervalModel::Coverage IntervalModel::held_out_coverage(double level, bool kern
   return c;
 }
 
-Interval IntervalModel::run_interval(const RunTraits& t, double level, std::string_view exclude_group) const {
-  Interval iv = run_interval_unrated(t, level, exclude_group);
+Interval IntervalModel::rated(Interval iv, bool kernels, std::string_view exclude_group) const {
+  // A row's own left-out interval (inside the coverage count) is not rated.
   if (iv.valid() && exclude_group.empty()) {
-    const Coverage c = held_out_coverage(level, false);
+    const Coverage c = held_out_coverage(iv.level, kernels);
     iv.held_out_covered = c.covered, iv.held_out_rows = c.rows;
   }
   return iv;
 }
 
+Interval IntervalModel::run_interval(const RunTraits& t, double level, std::string_view exclude_group) const {
+  return rated(run_interval_unrated(t, level, exclude_group), false, exclude_group);
+}
+
 Interval IntervalModel::kernel_interval(const KernelTraits& k, double level, std::string_view exclude_group) const {
-  Interval iv = kernel_interval_unrated(k, level, exclude_group);
-  if (iv.valid() && exclude_group.empty()) {
-    const Coverage c = held_out_coverage(level, true);
-    iv.held_out_covered = c.covered, iv.held_out_rows = c.rows;
-  }
-  return iv;
+  return rated(kernel_interval_unrated(k, level, exclude_group), true, exclude_group);
 }
 
 // ---- the residual file ------------------------------------------------------

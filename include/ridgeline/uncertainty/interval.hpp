@@ -197,6 +197,8 @@ class IntervalModel {
  private:
   Interval run_interval_unrated(const RunTraits& t, double level, std::string_view exclude_group) const;
   Interval kernel_interval_unrated(const KernelTraits& k, double level, std::string_view exclude_group) const;
+  /// `iv` with the held-out coverage of its kind at its level.
+  Interval rated(Interval iv, bool kernels, std::string_view exclude_group) const;
 
   std::vector<Residual> rows_;
   std::string source_;
