@@ -198,7 +198,7 @@ TEST_CASE("intervals: a shipped prediction's interval names its pool") {
   const Interval iv = uncertainty::shipped().run_interval(t, 0.8);
   REQUIRE(iv.valid());
   // The fsdp Hopper rows are llm-foundry's alone: one source, whose offset
-  // (Ridgeline predicts its H100 runs about 12% fast) is its own, not every
+  // (Ridgeline predicts its H100 runs about 13% fast) is its own, not every
   // fsdp stack's. The interval draws on every Hopper run (llm-foundry, NeMo,
   // the Megatron-LM README: three sources) and brackets the point estimate.
   CHECK(iv.pool == "all Hopper runs");
