@@ -10,7 +10,8 @@
 # out-of-sample residuals behind every prediction interval go to
 # validation/residuals.json. The README's section between the markers
 # "<!-- accuracy:begin -->" and "<!-- accuracy:end -->" is docs/accuracy.md's
-# tables; review the diff like any golden output.
+# summary (by category, by framework, the intervals' coverage); review the
+# diff like any golden output.
 #
 #   scripts/accuracy_table.sh [PUBLISHED_YAML]   # default validation/published.yaml
 #   scripts/accuracy_table.sh --check            # exit 1 when any of the three is stale
@@ -52,16 +53,23 @@ trap 'rm -rf "$tmp" "$logo" "$out"' EXIT
   echo "\`ridgeline validate-published [--group G] [--format table|json|csv]\`; one group's fits left out:"
   echo "\`--leave-out G\`; every group in turn: \`--leave-one-group-out\`."
 } > "$out/accuracy.md"
-# The README's section: the tables of docs/accuracy.md (its headings one level down), no basis.
+# The README's section: the summary of docs/accuracy.md (its headline, the
+# tables by category and by framework, the intervals' coverage; headings one
+# level down) and a link to the rest.
 awk -v acc="$out/accuracy.md" '
   BEGIN {
     n = 0
+    keep = 1
     while ((getline l < acc) > 0) {
       if (l ~ /^## /) break          # docs/accuracy_basis.md begins here
       if (l ~ /^<!-- Generated/) continue
+      if (l ~ /^### /) keep = (l == "### By category" || l == "### By framework" || l == "### Prediction-interval coverage")
+      if (!keep) continue
       if (l ~ /^###/) l = "#" l
       body[++n] = l
     }
+    body[++n] = ""
+    body[++n] = "Every table (by group, by subset, by GPU generation, each group left out, why rows were skipped) and the basis of every default: [docs/accuracy.md](docs/accuracy.md)."
     s = 1; while (s <= n && body[s] == "") s++
     e = n; while (e >= s && body[e] == "") e--
   }

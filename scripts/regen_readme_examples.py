@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Reruns every `$ build/ridgeline ...` command shown in README.md's code
+"""Reruns every `$ build/ridgeline ...` command shown in README.md's (and
+docs/examples.md's and docs/commands.md's) code
 blocks and replaces the output printed under it with what the current build
 prints. Where the README shows only part of an output (a line "..." between
 the head and the tail), the same number of head and tail lines is kept.
@@ -68,24 +69,30 @@ def regenerate(lines):
     return out
 
 
+# The documents whose examples are kept true.
+FILES = ["README.md", "docs/examples.md", "docs/commands.md"]
+
+
 def main():
     check = "--check" in sys.argv[1:]
-    path = os.path.join(ROOT, "README.md")
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().split("\n")
-    new = regenerate(lines)
-    if check:
-        stale = [(a, b) for a, b in zip(lines, new) if a != b and not (TIMING.search(a) and TIMING.search(b))]
-        if len(lines) != len(new) or stale:
-            for a, b in stale[:10]:
-                print(f"- {a}\n+ {b}")
-            print("README examples are stale: run scripts/regen_readme_examples.py", file=sys.stderr)
-            return 1
-        return 0
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("\n".join(new))
-    print("rewrote README.md's examples")
-    return 0
+    status = 0
+    for name in FILES:
+        path = os.path.join(ROOT, name)
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        new = regenerate(lines)
+        if check:
+            stale = [(a, b) for a, b in zip(lines, new) if a != b and not (TIMING.search(a) and TIMING.search(b))]
+            if len(lines) != len(new) or stale:
+                for a, b in stale[:10]:
+                    print(f"- {a}\n+ {b}")
+                print(f"{name}: examples are stale: run scripts/regen_readme_examples.py", file=sys.stderr)
+                status = 1
+            continue
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(new))
+        print(f"rewrote {name}'s examples")
+    return status
 
 
 if __name__ == "__main__":
