@@ -158,14 +158,6 @@ double incomplete_beta(double a, double b, double x) {
 double student_t_quantile(double p, double nu) {
   // Bisection on the CDF, from the incomplete beta function (Abramowitz &
   // Stegun 26.7.1: P(T <= t) = 1 - I_{nu/(nu+t^2)}(nu/2, 1/2) / 2 for t >= 0).
-  // A command asks for one level and a few source counts: the last answers are kept.
-  struct Memo {
-    double p = -1, nu = -1, t = 0;
-  };
-  thread_local std::array<Memo, 4> memo;
-  thread_local size_t next = 0;
-  for (const Memo& m : memo)
-    if (m.p == p && m.nu == nu) return m.t;
   // Closed forms for one and two degrees of freedom (two and three sources).
   if (nu == 1) return std::tan(M_PI * (p - 0.5));
   if (nu == 2) return (2 * p - 1) / std::sqrt(2 * p * (1 - p));
@@ -178,8 +170,6 @@ double student_t_quantile(double p, double nu) {
     const double mid = 0.5 * (lo + hi);
     (cdf(mid) < p ? lo : hi) = mid;
   }
-  memo[next] = {p, nu, 0.5 * (lo + hi)};
-  next = (next + 1) % memo.size();
   return 0.5 * (lo + hi);
 }
 
@@ -260,10 +250,12 @@ struct PoolFit {
   /// (the prediction interval of a new draw from a normal sample of k), put
   /// in terms of the normal quantile the bounds take: s_b becomes
   /// s_b sqrt(1 + 1/k) t_{k-1}(q) / z(q), q = (1 + level) / 2.
-  void predict_new_source(double level) {
+  /// `t_quantile(p, nu)` gives Student's t quantile (the model's memo of it).
+  template <class TQuantile>
+  void predict_new_source(double level, TQuantile t_quantile) {
     if (sources < 2 || s_between <= 0) return;
     const double q = 0.5 + level / 2, k = sources;
-    s_between *= std::sqrt(1 + 1 / k) * student_t_quantile(q, k - 1) / normal_quantile(q);
+    s_between *= std::sqrt(1 + 1 / k) * t_quantile(q, k - 1) / normal_quantile(q);
   }
 };
 
@@ -385,7 +377,7 @@ Interval IntervalModel::run_interval_unrated(const RunTraits& t, double level, s
   // offsets: one source's offset is its own (its software era, its cluster),
   // not the stack's, so a run pool needs kMinRunPoolSources of them.
   PoolFit f = fit_pool(rows_, pools, is_run, exclude_group, kMinRunPoolSources);
-  f.predict_new_source(level);
+  f.predict_new_source(level, [this](double p, double nu) { return t_quantile(p, nu); });
   const auto* held = t.calibration ? t.calibration->heldout_of("gemm") : nullptr;
   if (!held || f.index < 0) return make_interval(f, f.mu, f.sd(), pools, level, kRunsWhat);
   // Calibrated: the published GEMM kernels' spread on this generation stands
@@ -429,6 +421,19 @@ Interval IntervalModel::kernel_interval_unrated(const KernelTraits& k, double le
       "kernels' ({})",
       held->cls, held->log_sd, f.index >= 0 ? fmt::format("sd {:.3f}, {}", f.sd(), pools[f.index].name) : "none");
   return iv;
+}
+
+double IntervalModel::t_quantile(double p, double nu) const {
+  // A command asks for one level and a few source counts: each answer is kept.
+  {
+    std::lock_guard lock(memo_->mutex);
+    for (const auto& t : memo_->quantiles)
+      if (t.p == p && t.nu == nu) return t.t;
+  }
+  const double t = student_t_quantile(p, nu);
+  std::lock_guard lock(memo_->mutex);
+  memo_->quantiles.push_back({p, nu, t});
+  return t;
 }
 
 IntervalModel::Coverage IntervalModel::held_out_coverage(double level, bool kernels) const {

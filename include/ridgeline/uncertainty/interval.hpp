@@ -197,13 +197,15 @@ class IntervalModel {
  private:
   Interval run_interval_unrated(const RunTraits& t, double level, std::string_view exclude_group) const;
   Interval kernel_interval_unrated(const KernelTraits& k, double level, std::string_view exclude_group) const;
+  /// student_t_quantile(p, nu), each answer kept in the memo.
+  double t_quantile(double p, double nu) const;
   /// `iv` with the held-out coverage of its kind at its level.
   Interval rated(Interval iv, bool kernels, std::string_view exclude_group) const;
 
   std::vector<Residual> rows_;
   std::string source_;
-  /// held_out_coverage's results by (level, kind), shared by the model's
-  /// copies (the rows are the same) and guarded for concurrent callers.
+  /// held_out_coverage's results by (level, kind) and t_quantile's, shared by
+  /// the model's copies (the rows are the same) and guarded for concurrent callers.
   struct CoverageMemo {
     std::mutex mutex;
     struct Entry {
@@ -212,6 +214,10 @@ class IntervalModel {
       Coverage coverage;
     };
     std::vector<Entry> entries;
+    struct Quantile {
+      double p, nu, t;
+    };
+    std::vector<Quantile> quantiles;  // student_t_quantile's answers
   };
   std::shared_ptr<CoverageMemo> memo_ = std::make_shared<CoverageMemo>();
 };
