@@ -70,10 +70,19 @@ spec::EfficiencySpec default_efficiency(const spec::HardwareSpec& hw) {
   e.gemm_tile_m = 0;
   e.gemm_tile_n = 0;
   // A tile's prologue (filling the pipeline) and epilogue (converting and
-  // writing C) cost as much as k0 = 128 K steps at the 16-bit rate. Fitted on
-  // the "deepgemm" rows (M = 4096: K = 512 reaches 751 TFLOP/s, K = 16384
-  // 1426); prior 64 (two 64-deep K slices of a CUTLASS pipeline).
-  e.gemm_k0 = 128;
+  // writing C) cost as much as k0 = 224 K steps at the 16-bit rate: physically
+  // the tile's output written at its SM's share of HBM bandwidth (128 x 256
+  // bf16 = 64 KiB at 3.35 TB/s x 0.88 / 132 SMs = 2.9 us, ~290 K steps of an
+  // H100 SM). Fitted on the compute-bound "deepgemm" rows (M = 4096, K = 512
+  // to 16384: K = 512 reaches 751 TFLOP/s, K = 16384 1426): median speed
+  // error 0 at 224 (validate-published --group deepgemm, M4096 rows: -3.8,
+  // -1.3, -0.5, +0.2, +5.5, +25.4% (N = 2112)), once stream-K pays an
+  // epilogue per tile it touches (gemm_compute_s); it was 128 when stream-K
+  // paid two per SM. Prior 64 (two 64-deep K slices of a CUTLASS pipeline).
+  // The main-loop efficiencies (main_loop) were derived at k0 = 128; their
+  // best shapes have K >= 4096 on Ampere and Hopper, where 224 moves them
+  // by (K + 224) / (K + 128) <= 2.3%: left as derived.
+  e.gemm_k0 = 224;
   // Fused attention: per implementation in resolve(); a calibration's
   // attention_frac replaces every fused kind's MMA efficiency.
   e.attention_frac = 0;
@@ -103,18 +112,20 @@ spec::EfficiencySpec default_efficiency(const spec::HardwareSpec& hw) {
 }
 
 double training_clock_fraction(const ResolveOptions& opt) {
-  // Per end-to-end group: 1 / (1 + its median speed error) at fraction 1,
-  // refined once at the fitted value (validate-published, 2026-12-06, one
-  // clock curve for every GPU: no further power-capped factor; cuDNN
-  // attention for Megatron on Hopper; fp32 main gradients under Megatron).
+  // Per end-to-end group: F / (1 + its median speed error when run at F),
+  // F the current median, iterated until F settles (validate-published
+  // --leave-one-group-out, 2026-12-06, one clock curve for every GPU: no
+  // further power-capped factor; cuDNN attention for Megatron on Hopper; fp32
+  // main gradients under Megatron, NeMo's rows with their optimizer's state;
+  // stream-K paying an epilogue per tile it touches, k0 224).
   // One vote per source; the default is their median.
   struct Group {
     std::string_view name;
     double fraction;
   };
-  static constexpr Group kGroups[] = {{"korthikanti2022", 0.831},    {"flashattention2_paper", 0.865},
-                                      {"flashattention_repo", 0.914}, {"llm_foundry", 0.850},
-                                      {"megatron_lm_readme", 0.894},  {"nemo_24_07", 0.803}};
+  static constexpr Group kGroups[] = {{"korthikanti2022", 0.874},    {"flashattention2_paper", 0.873},
+                                      {"flashattention_repo", 0.924}, {"llm_foundry", 0.862},
+                                      {"megatron_lm_readme", 0.911},  {"nemo_24_07", 0.847}};
   std::array<double, std::size(kGroups)> f{};
   std::size_t n = 0;
   for (const Group& g : kGroups)
@@ -524,10 +535,17 @@ double gemm_compute_s(const graph::Kernel& k, const CostParams& c, KernelCost& r
         const double w = std::ceil(tiles * s / c.sms);
         consider(tm, tn, s, w * flop_k * (kk / s + k0) / rate, tiles * s, w, 2.0 * s * m * n * batch * 4.0);
       }
-    // Stream-K: each SM takes an equal share of all tiles' K steps; a share
-    // spans at most two tiles, so it pays two prologues/epilogues.
-    if (c.stream_k && tiles > c.sms)
-      consider(tm, tn, 0, (tiles * kk / c.sms + 2.0 * k0) * flop_k / rate, tiles, tiles / c.sms, 0);
+    // Stream-K: each SM takes an equal share of all tiles' K steps, T =
+    // tiles K / SMs. A share is a contiguous run of K steps across tiles, so
+    // it touches ceil(T / K) + 1 tiles at most and pays each one's prologue
+    // and epilogue (CUTLASS's stream-K: a unit's K range is split over tile
+    // boundaries, each tile touched is loaded, accumulated and written or
+    // fixed up). A share within one tile pays two; many tiles per SM pay one
+    // each, as whole waves do.
+    if (c.stream_k && tiles > c.sms) {
+      const double share = tiles * kk / c.sms;
+      consider(tm, tn, 0, (share + (std::ceil(share / kk) + 1.0) * k0) * flop_k / rate, tiles, tiles / c.sms, 0);
+    }
   };
   if (c.tile_m > 0 && c.tile_n > 0) {
     // A calibrated tile is the measured kernel's: data-parallel waves only.

@@ -276,6 +276,13 @@ std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec&
   if (graph && p.precision == spec::Precision::kNvfp4 && !hw.supports(spec::Peak::kFp4))
     return refuse(message, "precision",
                   [&] { return fmt::format("nvfp4 needs an fp4 peak; the {} profile gives none", hw.name); });
+  // The remainder master completes a bf16 weight to fp32 (bf16 is fp32's
+  // high 16 bits); an fp16 weight is not.
+  if (graph && p.master_weights == spec::MasterWeights::kRemainder && p.precision == spec::Precision::kFp16)
+    return refuse(message, "master_weights", [&] {
+      return std::string("remainder masters complete bf16 weights to fp32 (bf16 is fp32's high 16 bits); fp16 "
+                         "weights need fp32 masters");
+    });
   if (graph && p.precision == spec::Precision::kTf32 && !hw.supports(spec::Peak::kTf32))
     return refuse(message, "precision", [&] { return fmt::format("tf32 is not supported on {}", hw.name); });
   // FlashAttention-3 is written for Hopper's wgmma and TMA (Shah et al. 2024, Sec. 3).

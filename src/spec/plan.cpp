@@ -59,8 +59,8 @@ constexpr std::pair<std::string_view, Fp8Recipe> kRecipes[] = {{"delayed", Fp8Re
 constexpr std::pair<std::string_view, std::uint8_t> kTargets[] = {
     {"q", kTargetQ}, {"k", kTargetK}, {"v", kTargetV}, {"o", kTargetO},
     {"gate", kTargetGate}, {"up", kTargetUp}, {"down", kTargetDown}};
-constexpr std::pair<std::string_view, MasterWeights> kMasterWeights[] = {{"fp32", MasterWeights::kFp32},
-                                                                        {"none", MasterWeights::kNone}};
+constexpr std::pair<std::string_view, MasterWeights> kMasterWeights[] = {
+    {"fp32", MasterWeights::kFp32}, {"remainder", MasterWeights::kRemainder}, {"none", MasterWeights::kNone}};
 constexpr std::pair<std::string_view, MainGrads> kMainGrads[] = {{"working", MainGrads::kWorking},
                                                                 {"fp32", MainGrads::kFp32}};
 constexpr std::pair<std::string_view, OffloadDevice> kOffloadDevices[] = {{"none", OffloadDevice::kNone},

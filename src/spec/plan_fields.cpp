@@ -251,7 +251,9 @@ constinit const PlanField kFields[] = {
      .applies = [](const PlanSpec& p) { return p.power_limit_w > 0; }, .group = SummaryGroup::kTechnique,
      .show = Show::kIfChanged, .summary = "{} power limit"},
     {.key = "master_weights", .flag = "master-weights",
-     .help = "fp32 = an fp32 master copy of the trained weights (mixed precision); none = pure 16-bit "
+     .help = "fp32 = an fp32 master copy of the trained weights (mixed precision); remainder = the fp32 "
+             "master as the 16 bits the bf16 weight lacks, 2 bytes per parameter (Apex DistributedFusedAdam "
+             "store_param_remainders, NeMo's default for a bf16 model); none = pure 16-bit "
              "training: the optimizer updates the 16-bit weights and keeps its full-size states (Adam's "
              "moments, momentum, Sophia's Hessian) in their dtype, as torch.optim does",
      .type = FieldType::kWord, RIDGELINE_WORD(master_weights, parse_master_weights, to_string),

@@ -456,6 +456,23 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
     }
   }
   if (q.tp == 1) q.tp_comm_overlap = false;  // nothing to overlap
+  // The optimizer's model state where the row states it (its
+  // optimizer_source names the framework's line): master_weights fp32,
+  // remainder or none; main_grads working or fp32 (bf16 = working).
+  if (tr.has("master_weights")) {
+    const auto w = spec::parse_master_weights(lower(tr.text("master_weights")));
+    if (!w) return Skip{fmt::format("unrecognised training.master_weights '{}'", tr.text("master_weights"))};
+    p.master_weights = *w;
+    notes.push_back(fmt::format("master weights {} (training.master_weights)", spec::to_string(*w)));
+  }
+  if (tr.has("main_grads")) {
+    const std::string g = lower(tr.text("main_grads"));
+    const auto v = g == "bf16" || g == "fp16" ? std::optional(spec::MainGrads::kWorking) : spec::parse_main_grads(g);
+    if (!v) return Skip{fmt::format("unrecognised training.main_grads '{}'", tr.text("main_grads"))};
+    p.main_grads = *v;
+    p.main_grads_given = true;
+    notes.push_back(fmt::format("main gradients {} (training.main_grads)", spec::to_string(*v)));
+  }
   // Fine-tuning: training.task (SFT: every weight trains, as in pre-training;
   // LoRA: adapters on a frozen base).
   const std::string task = lower(tr.text("task"));

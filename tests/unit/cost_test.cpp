@@ -103,6 +103,26 @@ TEST_CASE("cost: split-K for a skinny GEMM, stream-K past a wave on Hopper") {
   CHECK(g.waves == doctest::Approx(2048.0 / 132));
 }
 
+TEST_CASE("cost: a stream-K share pays the prologue and epilogue of every tile it touches") {
+  // H100, M = 49152, N = 4608, K = 1536 (a small model's MLP GEMM): 128 x 256
+  // tiles are 384 x 18 = 6912 on 132 SMs. Each SM's share is 6912 x 1536 /
+  // 132 = 80431 K steps, 52.4 tiles' worth, touching ceil(52.4) + 1 = 54
+  // tiles: 80431 + 54 k0 K steps. Whole waves would cost ceil(52.4) = 53 x
+  // (1536 + k0) - more, so stream-K is chosen.
+  const auto h100 = cost::resolve(test::gpu("h100_sxm"));
+  const auto g = cost::cost_kernel(gemm(49152, 4608, 1536, spec::Dtype::kBf16), h100, false);
+  REQUIRE(g.split_k == 0);
+  REQUIRE(g.tile_m * g.tile_n == 128 * 256);
+  const double k0 = h100.gemm_k0;
+  const double per_sm = 989.4e12 * h100.clock_scale / 132 * h100.gemm_frac[static_cast<int>(spec::Peak::kBf16)];
+  const double rate = per_sm / (1 + h100.gemm_lambda * (1.0 / 128 + 1.0 / 256));
+  const double share = 6912.0 * 1536 / 132;
+  const double expect = (share + 54 * k0) * 2.0 * 128 * 256 / rate + h100.gemm_latency_s;
+  CHECK(g.compute_s == doctest::Approx(expect).epsilon(1e-9));
+  // Two epilogues per SM, as if a share never crossed a tile, would be 6% faster here.
+  CHECK((share + 2 * k0) / (share + 54 * k0) < 0.95);
+}
+
 TEST_CASE("cost: a GEMV-like fp8 GEMM is memory-bound") {
   // M = 64, N = 7168, K = 16384 fp8 (a DeepGEMM row): 117 MB of weights for
   // 15 GFLOP, intensity ~128 FLOP/B, below H100's fp8 ridge ~570 FLOP/B.

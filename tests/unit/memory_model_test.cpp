@@ -247,7 +247,7 @@ TEST_CASE("selective recomputation reruns the flash kernel and keeps only its in
   CHECK(memory::facts(g).recompute_working == 0);
 }
 
-TEST_CASE("precision: fp32 main gradients and pure bf16 model state") {
+TEST_CASE("precision: fp32 main gradients, remainder masters and pure bf16 model state") {
   const auto m = test::model("llama2_7b");
   spec::PlanSpec p;
   p.optimizer.kind = spec::OptimizerKind::kAdam;
@@ -259,6 +259,22 @@ TEST_CASE("precision: fp32 main gradients and pure bf16 model state") {
     CHECK(memory::model_state(m, p).total() == doctest::Approx(18 * psi).epsilon(1e-12));
     p.parallel.zero = 1;
     CHECK(memory::model_state(m, p).total() == doctest::Approx(6 * psi + 12 * psi / 8).epsilon(1e-12));
+  }
+  SUBCASE("remainder masters (Apex store_param_remainders): 2 + 2 + 2 + 8 = 14 bytes; sharded 4 + 10 / N_d") {
+    // NeMo 24.07's H100 recipes: bf16 weights, bf16 gradient buffer
+    // (grad_sync_dtype=bf16), the fp32 master's low 16 bits and Adam's fp32
+    // moments sharded over the data-parallel ranks.
+    REQUIRE(spec::apply_setting(p, "master_weights", "remainder") == "");
+    REQUIRE(spec::apply_setting(p, "main_grads", "working") == "");
+    CHECK(spec::precision_policy(p).master_bytes == 2);
+    CHECK(memory::model_state(m, p).total() == doctest::Approx(14 * psi).epsilon(1e-12));
+    p.parallel.zero = 1;
+    CHECK(memory::model_state(m, p).total() == doctest::Approx(4 * psi + 10 * psi / 8).epsilon(1e-12));
+    // fp16 weights are not an fp32's high half: refused.
+    p.precision = spec::Precision::kFp16;
+    const auto refused = engine::check_plan(m, p, test::gpu("h100_sxm"));
+    CHECK(refused.field == "master_weights");
+    CHECK(refused.message.find("fp16 weights need fp32 masters") != std::string::npos);
   }
   SUBCASE("pure bf16: weights 2, gradients 2, Adam's m and v 2 + 2 (torch.optim: zeros_like(param))") {
     p.master_weights = spec::MasterWeights::kNone;

@@ -33,10 +33,13 @@ enum class Fusion : std::uint8_t { kEager, kFused, kCompiled, kXla };
 enum class OptimizerKind : std::uint8_t { kSgd, kAdam, kAdamW, kAdafactor, kCame, kSophia, kLion, kAdam8bit };
 enum class FinetuneMode : std::uint8_t { kFull, kLora, kQlora };
 enum class AttentionFlops : std::uint8_t { kCausal, kFull };
-/// fp32 master weights (mixed precision, Micikevicius et al. 2018) or none:
-/// "pure bf16", the optimizer updates the 16-bit weights and keeps its full
+/// fp32 master weights (mixed precision, Micikevicius et al. 2018); the
+/// fp32 master as its low 16 bits beside the bf16 weight, which holds the
+/// high 16 (remainder: Apex DistributedFusedAdam store_param_remainders,
+/// NeMo's choice for a bf16 model with an fp32 optimizer); or none: "pure
+/// bf16", the optimizer updates the 16-bit weights and keeps its full
 /// states in their dtype (torch.optim creates them with zeros_like(param)).
-enum class MasterWeights : std::uint8_t { kFp32, kNone };
+enum class MasterWeights : std::uint8_t { kFp32, kRemainder, kNone };
 /// Gradients accumulated and reduced at the working precision, or in fp32
 /// main gradients (Megatron-LM's accumulate_allreduce_grads_in_fp32).
 enum class MainGrads : std::uint8_t { kWorking, kFp32 };

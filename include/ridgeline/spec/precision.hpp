@@ -135,6 +135,11 @@ inline QuantRecipe quant_recipe(const MicrobatchPlan& p) {
 ///    replaces nn.Linear modules; the LM head is skipped), adapters in bf16
 ///    without fp32 copies (Dettmers et al. 2023, Sec. 3); the reference
 ///    qlora.py casts embed_tokens and lm_head to bf16 and the norms to fp32;
+///  - master_weights remainder: the fp32 master kept as the 16 bits the bf16
+///    weight lacks, 2 bytes per parameter (Apex DistributedFusedAdam
+///    store_param_remainders; NeMo sets it for a bf16 model with an fp32
+///    optimizer, megatron_base_model.py setup_optimization); Adam 2 + 2 + 2 +
+///    8 = 14 bytes per parameter, or 16 with fp32 main gradients;
 ///  - master_weights none ("pure bf16"): no masters, and torch.optim's
 ///    full-size states in the weights' dtype (zeros_like(param)): Adam 2 + 2
 ///    + 2 x 2 = 8 bytes per parameter;
@@ -157,8 +162,12 @@ inline PrecisionPolicy precision_policy(const MicrobatchPlan& p) {
   r.frozen_weight_bytes = qlora ? kNf4BytesPerWeight : r.weight_bytes;
   r.frozen_other_bytes = r.weight_bytes;
   r.frozen_norm_bytes = qlora ? 4.0 : r.weight_bytes;
-  const bool masters = p.master_weights == MasterWeights::kFp32;
-  r.master_bytes = r.mixed && !qlora && masters ? 4.0 : 0.0;
+  const bool masters = p.master_weights != MasterWeights::kNone;
+  // remainder: the fp32 master's low 16 bits; the bf16 weight is its high 16
+  // (apex/contrib/optimizers/distributed_fused_adam.py: an int16 shard per
+  // parameter shard when store_param_remainders).
+  const double master = p.master_weights == MasterWeights::kRemainder ? 2.0 : 4.0;
+  r.master_bytes = r.mixed && !qlora && masters ? master : 0.0;
   if (r.mixed && main_grads_of(p) == MainGrads::kFp32) r.gradient_bytes = 4.0;
   r.state_elem_bytes = r.mixed && !masters ? r.weight_bytes : 4.0;
   return r;
