@@ -283,6 +283,14 @@ std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec&
       return std::string("remainder masters complete bf16 weights to fp32 (bf16 is fp32's high 16 bits); fp16 "
                          "weights need fp32 masters");
     });
+  if (graph && p.fp8_primary_weights && p.precision != spec::Precision::kFp8)
+    return refuse(message, "fp8.primary_weights", [&] {
+      return fmt::format("fp8 primary weights need --precision fp8, not {}", spec::to_string(p.precision));
+    });
+  if (graph && p.fp8_primary_weights && p.master_weights == spec::MasterWeights::kRemainder)
+    return refuse(message, "master_weights", [&] {
+      return std::string("remainder masters complete a bf16 weight; fp8 primary weights keep none: use fp32 or none");
+    });
   if (graph && p.precision == spec::Precision::kTf32 && !hw.supports(spec::Peak::kTf32))
     return refuse(message, "precision", [&] { return fmt::format("tf32 is not supported on {}", hw.name); });
   // FlashAttention-3 is written for Hopper's wgmma and TMA (Shah et al. 2024, Sec. 3).

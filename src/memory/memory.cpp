@@ -95,6 +95,13 @@ ModelState model_state(const spec::PlanSpec& p, const techniques::LocalParams& l
     const double copies = fp8.params > 0 ? fp8.copies : 1.0;
     weights += held * (copies * q_bytes - pol.frozen_weight_bytes);
     if (lp.expert_trainable <= 0) expert_elem_bytes = copies * q_bytes;
+  } else if (pol.fp8_primary) {
+    // Trained fp8 primary weights: the quantized copies in place of the
+    // 16-bit linear weights (the master is the optimizer's).
+    const double held = fp8.params > 0 ? std::min(fp8.params, lp.linear_weights) : lp.linear_weights;
+    const double copies = fp8.params > 0 ? fp8.copies : 1.0;
+    weights += held * (copies * q_bytes - wb);
+    expert_elem_bytes = copies * q_bytes;
   } else if (pol.fp8_linear) {
     weights += fp8.copies * q_bytes * fp8.params;
   }

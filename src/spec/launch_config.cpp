@@ -65,6 +65,10 @@ constinit const MegatronArg kMegatronArgs[] = {
      "Megatron-LM spelling of --last-stage-layers"},
     {"tp-comm-overlap", false, &LaunchValues::tp_comm_overlap, "true"},
     {"overlap-param-gather", false, &LaunchValues::overlap_param_gather, "true"},
+    // megatron/training/arguments.py --fp8-param-gather: "Keep the compute
+    // param in fp8 (do not use any other intermediate dtype)".
+    {"fp8-param-gather", false, &LaunchValues::fp8_primary_weights, "true", {},
+     "Megatron-LM spelling of --fp8-primary-weights"},
     {"accumulate-allreduce-grads-in-fp32", false, &LaunchValues::main_grads, "fp32"},
     {"grad-reduce-in-bf16", false, &LaunchValues::grad_reduce_in_bf16, "working"},
     {"attention-backend", true, &LaunchValues::attention, {}, "flash, fused, unfused, local, auto"},
@@ -660,6 +664,7 @@ void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, Import
   a.direct("zero", v.zero);
   a.direct("tp_comm_overlap", v.tp_comm_overlap);
   a.direct("overlap_param_gather", v.overlap_param_gather);
+  a.direct("fp8_primary_weights", v.fp8_primary_weights);
   a.direct("micro_batch", v.micro_batch);
   a.direct("seq", v.seq_len);
   a.direct("precision", v.precision);

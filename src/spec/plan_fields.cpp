@@ -73,6 +73,13 @@ constinit const PlanField kFields[] = {
      .type = FieldType::kWord, RIDGELINE_WORD(fp8_recipe, parse_fp8_recipe, to_string),
      .choices = fp8_recipe_choices, .applies = is_fp8, .group = SummaryGroup::kTechnique,
      .show = Show::kIfChanged, .summary = " {}"},
+    {.key = "fp8.primary_weights", .setting = "fp8_primary_weights", .flag = "fp8-primary-weights",
+     .help = "fp8: hold the trained linear weights only as their fp8 copies (and transposes), no 16-bit weight "
+             "in the model; the optimizer keeps the master: fp32 with master_weights fp32, the 16-bit weight "
+             "with none (Transformer Engine fp8_model_init; NeMo fp8_params)",
+     .type = FieldType::kBool, .bool_ref = [](PlanSpec& p) -> bool& { return p.fp8_primary_weights; },
+     .applies = is_fp8, .group = SummaryGroup::kTechnique, .show = Show::kIfChanged,
+     .summary = "fp8 primary weights"},
     {.key = "loss_scaling.skipped_step_rate", .setting = "skipped_step_rate", .flag = "skipped-step-rate",
      .help = "fp16: fraction of steps skipped on overflow", .type = FieldType::kNumber, .lo = 0, .hi = 0.5,
      .num_ref = [](PlanSpec& p) -> double& { return p.skipped_step_rate; },

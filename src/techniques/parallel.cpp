@@ -178,7 +178,13 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
   const double dgroup = groups.dense;  // parameters are replicated across CP ranks too
   if (dgroup > 1 || par.zero > 0) {
     const spec::PrecisionPolicy pol = spec::precision_policy(p);
-    const double wb = pol.weight_bytes;  // weights are gathered at working precision
+    // Weights are gathered at working precision; fp8 primary weights in fp8
+    // (megatron/training/arguments.py --fp8-param-gather: "perform the param
+    // all-gather in fp8"), their share of the bytes at the quantized width.
+    const double wb = pol.fp8_primary && lp.weights > 0
+                          ? pol.weight_bytes - lp.linear_weights / lp.weights *
+                                                   (pol.weight_bytes - pol.quant.weight_bytes_per_elem)
+                          : pol.weight_bytes;
     const double span = t * dgroup;
     const std::uint16_t step = graph::kPerStep | graph::kOverlapped;
     // Under EP, expert gradients are reduced (and ZeRO-sharded) only among

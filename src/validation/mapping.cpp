@@ -465,6 +465,11 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
     p.master_weights = *w;
     notes.push_back(fmt::format("master weights {} (training.master_weights)", spec::to_string(*w)));
   }
+  if (tr.has("fp8_params") && spec::parse_published_bool(tr.text("fp8_params")).value_or(false)) {
+    if (p.precision != spec::Precision::kFp8) return Skip{"training.fp8_params without fp8 precision"};
+    p.fp8_primary_weights = true;
+    notes.push_back("fp8 primary weights (training.fp8_params: Transformer Engine fp8_model_init)");
+  }
   if (tr.has("main_grads")) {
     const std::string g = lower(tr.text("main_grads"));
     const auto v = g == "bf16" || g == "fp16" ? std::optional(spec::MainGrads::kWorking) : spec::parse_main_grads(g);

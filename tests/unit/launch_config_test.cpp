@@ -93,6 +93,19 @@ TEST_SUITE("launch config") {
     CHECK(megatron == flags);
   }
 
+  TEST_CASE("Megatron's --fp8-param-gather is fp8 primary weights") {
+    // megatron/training/arguments.py: --fp8-param-gather "Keep the compute
+    // param in fp8 (do not use any other intermediate dtype)".
+    const auto megatron = step_and_memory(
+        "--framework megatron --fp8-format hybrid --fp8-param-gather --dp 8 --use-distributed-optimizer "
+        "--micro-batch-size 1 --seq-length 4096");
+    const auto flags = step_and_memory("--framework megatron --precision fp8 --fp8-primary-weights --dp 8 --zero 1 "
+                                       "--micro-batch 1 --seq 4096");
+    CHECK(megatron == flags);
+    const auto plain = step_and_memory("--framework megatron --precision fp8 --dp 8 --zero 1 --micro-batch 1 --seq 4096");
+    CHECK(flags["memory"]["weights_bytes"].get<double>() < plain["memory"]["weights_bytes"].get<double>());
+  }
+
   TEST_CASE("a torchtitan TOML predicts what the equivalent flags predict") {
     // plans/torchtitan_llama3_8b.toml by hand: DP = shard 4 x replicate 1,
     // FSDP2 sharding = ZeRO-3, torchtitan's TP runs SP; 1000 steps x global

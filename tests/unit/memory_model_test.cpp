@@ -501,6 +501,46 @@ TEST_CASE("memory: a frozen fp8 LoRA base is held once, quantized; copies by GPU
   for (const auto& k : step(m, q, "b200").kernels) CHECK_FALSE((k.op == graph::Op::kCast && k.phase == spec::Phase::kOptimizer));
 }
 
+TEST_CASE("memory: trained fp8 primary weights replace the 16-bit linear weights; the optimizer keeps the master") {
+  // Transformer Engine fp8_model_init (NeMo fp8_params): the module holds the
+  // fp8 weight and, on Hopper, its fp8 transpose; no 16-bit linear weight.
+  // Llama-2-70B, Psi_lin = 68,451,041,280 (the test above), full training,
+  // DP 8, ZeRO-1, H100 delayed scaling (2 copies of 1 byte):
+  //   weights: bf16 + 2 Psi_lin (fp8 copies beside the 16-bit weight)
+  //         -> bf16 - 2 Psi_lin + 2 Psi_lin = bf16 (the copies alone)
+  //   i.e. 2 Psi_lin = 136,902,082,560 bytes fewer than plain fp8;
+  //   master fp32: 4 Psi / 8 as before; master none: the 16-bit weight in the
+  //   optimizer, 2 Psi / 8, and Adam's moments in bf16, 4 Psi / 8.
+  const auto m = test::model("llama2_70b");
+  auto p = plan(1, 4096);
+  p.parallel.dp = 8;
+  p.parallel.zero = 1;
+  p.global_batch = 8;
+  p.precision = spec::Precision::kFp8;
+  engine::EvalOptions opt;
+  opt.keep_kernels = false;
+  auto mem = [&](const spec::PlanSpec& q) { return engine::evaluate(m, q, test::gpu("h100_sxm"), opt).memory; };
+  constexpr double kPsiLin = 68451041280.0;
+  const auto plain = mem(p);
+  auto q = p;
+  q.fp8_primary_weights = true;
+  const auto primary = mem(q);
+  CHECK(primary.weights == doctest::Approx(plain.weights - 2 * kPsiLin).epsilon(1e-12));
+  CHECK(primary.master_weights == doctest::Approx(plain.master_weights).epsilon(1e-12));
+  const double psi = techniques::local_params(m, p).trainable;
+  q.master_weights = spec::MasterWeights::kNone;
+  const auto none = mem(q);
+  CHECK(none.master_weights == doctest::Approx(2 * psi / 8).epsilon(1e-12));
+  CHECK(none.optimizer == doctest::Approx(4 * psi / 8).epsilon(1e-12));
+  // Refused: without fp8, and with remainder masters (no bf16 weight to complete).
+  auto r = q;
+  r.master_weights = spec::MasterWeights::kRemainder;
+  CHECK(engine::check_plan(m, r, test::gpu("h100_sxm")).field == "master_weights");
+  r = q;
+  r.precision = spec::Precision::kBf16;
+  CHECK(engine::check_plan(m, r, test::gpu("h100_sxm")).field == "fp8.primary_weights");
+}
+
 TEST_CASE("memory: an fp8 linear saves its input's column-wise fp8 copy for wgrad") {
   // Transformer Engine's Linear keeps only the column-wise quantized input for
   // the backward (module/linear.py:614-616). Llama-3-8B, b 1, s 8192: the down

@@ -144,6 +144,10 @@ struct PlanSpec {
   int seq_len = 0;       // 0 = model's max_seq_len
   Precision precision = Precision::kBf16;
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
+  /// fp8: the trained linear weights held only as their quantized copies
+  /// (Transformer Engine fp8_model_init; NeMo fp8_params), the optimizer
+  /// keeping the higher-precision master.
+  bool fp8_primary_weights = false;
   double skipped_step_rate = 0.001;  // fp16: fraction of steps skipped on overflow
   Recompute recompute;
   AttentionKind attention = AttentionKind::kFlash2;
@@ -199,6 +203,7 @@ struct MicrobatchPlan {
   bool main_grads_given = false;  // else the framework's default (spec::main_grads_of)
   Precision precision = Precision::kBf16;
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
+  bool fp8_primary_weights = false;  // PlanSpec::fp8_primary_weights
   Recompute recompute;
   AttentionKind attention = AttentionKind::kFlash2;
   Fusion fusion = Fusion::kFused;
@@ -215,7 +220,7 @@ struct MicrobatchPlan {
   MicrobatchPlan(const PlanSpec& p)  // NOLINT(google-explicit-constructor): a plan is its micro-batch part
       : micro_batch(p.micro_batch), seq_len(p.seq_len), framework(p.framework), attention_given(p.attention_given),
         main_grads_given(p.main_grads_given),
-        precision(p.precision), fp8_recipe(p.fp8_recipe),
+        precision(p.precision), fp8_recipe(p.fp8_recipe), fp8_primary_weights(p.fp8_primary_weights),
         recompute(p.recompute), attention(p.attention), fusion(p.fusion), cuda_graphs(p.cuda_graphs),
         optimizer(p.optimizer),
         finetune(p.finetune), attention_flops(p.attention_flops),

@@ -49,6 +49,9 @@ struct PrecisionPolicy {
   /// A frozen base's fp8 linear weights are held quantized only (fp8
   /// primary weights), without their 16-bit copy.
   bool frozen_fp8_primary = false;
+  /// Trained fp8 primary weights (PlanSpec::fp8_primary_weights): the linear
+  /// weights held as their quantized copies alone; the master in the optimizer.
+  bool fp8_primary = false;
   double activation_bytes = 2;
   double weight_bytes = 2;          // trainable weights and gathered copies
   double frozen_weight_bytes = 2;   // a frozen base's decoder linear weights (LoRA: as trained; QLoRA: NF4)
@@ -135,6 +138,11 @@ inline QuantRecipe quant_recipe(const MicrobatchPlan& p) {
 ///    replaces nn.Linear modules; the LM head is skipped), adapters in bf16
 ///    without fp32 copies (Dettmers et al. 2023, Sec. 3); the reference
 ///    qlora.py casts embed_tokens and lm_head to bf16 and the norms to fp32;
+///  - fp8 primary weights (trained; Transformer Engine fp8_model_init,
+///    transformer_engine/pytorch/fp8.py: modules "hold only FP8 copies"; NeMo
+///    fp8_params): the linear weights as memory::QuantizedWeights' copies
+///    alone, the master in the optimizer (fp32, or the 16-bit weight itself
+///    with master_weights none);
 ///  - master_weights remainder: the fp32 master kept as the 16 bits the bf16
 ///    weight lacks, 2 bytes per parameter (Apex DistributedFusedAdam
 ///    store_param_remainders; NeMo sets it for a bf16 model with an fp32
@@ -159,6 +167,7 @@ inline PrecisionPolicy precision_policy(const MicrobatchPlan& p) {
   r.gradient_bytes = r.weight_bytes;
   const bool qlora = p.finetune.mode == FinetuneMode::kQlora;
   r.frozen_fp8_primary = r.fp8_linear && p.finetune.mode == FinetuneMode::kLora;
+  r.fp8_primary = r.fp8_linear && !r.frozen_fp8_primary && !qlora && p.fp8_primary_weights;
   r.frozen_weight_bytes = qlora ? kNf4BytesPerWeight : r.weight_bytes;
   r.frozen_other_bytes = r.weight_bytes;
   r.frozen_norm_bytes = qlora ? 4.0 : r.weight_bytes;
@@ -168,6 +177,10 @@ inline PrecisionPolicy precision_policy(const MicrobatchPlan& p) {
   // parameter shard when store_param_remainders).
   const double master = p.master_weights == MasterWeights::kRemainder ? 2.0 : 4.0;
   r.master_bytes = r.mixed && !qlora && masters ? master : 0.0;
+  // fp8 primary weights without an fp32 master: the optimizer holds the
+  // 16-bit weight the model no longer does (NeMo fp8_params with a bf16
+  // optimizer: Apex store_params in the optimizer's dtype).
+  if (r.fp8_primary && !masters) r.master_bytes = r.weight_bytes;
   if (r.mixed && main_grads_of(p) == MainGrads::kFp32) r.gradient_bytes = 4.0;
   r.state_elem_bytes = r.mixed && !masters ? r.weight_bytes : 4.0;
   return r;
