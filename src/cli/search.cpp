@@ -150,13 +150,22 @@ Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std:
   else if (a.objective == "cost") s.objective = search::Objective::kCost;
   else if (a.objective == "mfu") s.objective = search::Objective::kMfu;
   else throw UsageError{"--objective", fmt::format("expected one of time, cost, mfu, got \"{}\"", a.objective)};
-  std::set<int> listed;
-  for (const auto& w : split(a.search, ',')) {
+  // A bare list searches exactly those dimensions; +name and -name add to
+  // and take from the defaults (the two forms do not mix).
+  std::set<int> listed, plus, minus;
+  for (const auto& word : split(a.search, ',')) {
+    const char sign = !word.empty() && (word[0] == '+' || word[0] == '-') ? word[0] : '\0';
+    const std::string w = sign ? word.substr(1) : word;
     const auto d = search::parse_dim(w);
     if (!d) throw UsageError{"--search", fmt::format("unknown dimension '{}'; expected {}", w, search::dim_choices())};
-    listed.insert(static_cast<int>(*d));
+    (sign == '+' ? plus : sign == '-' ? minus : listed).insert(static_cast<int>(*d));
   }
-  if (!a.search.empty() && listed.empty())
+  if (!listed.empty() && (!plus.empty() || !minus.empty()))
+    throw UsageError{"--search", "either list exactly the dimensions to search (tp,pp,zero) or change the defaults "
+                                 "(+precision,-zero), not both"};
+  if (minus.count(static_cast<int>(Dim::kDp)))
+    throw UsageError{"--search", "dp is what the GPU count leaves; give --dp to fix it"};
+  if (!a.search.empty() && listed.empty() && plus.empty() && minus.empty())
     throw UsageError{"--search", fmt::format("expected a list such as tp,pp,zero; one of {}", search::dim_choices())};
   for (int i = 0; i < search::kDimCount; ++i) {
     const Dim d = static_cast<Dim>(i);
@@ -165,7 +174,7 @@ Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std:
     const bool given = a.plan.given(kDimKey[i]) || fixed_by_fix.count(i) ||
                        (!kDimAlsoKey[i].empty() && a.plan.given(kDimAlsoKey[i])) ||
                        (d == Dim::kRecomputeLayers && fixed_by_fix.count(static_cast<int>(Dim::kRecompute)));
-    if (given && listed.count(i)) {
+    if (given && (listed.count(i) || plus.count(i))) {
       const bool by_fix = fixed_by_fix.count(i) ||
                           (d == Dim::kRecomputeLayers && fixed_by_fix.count(static_cast<int>(Dim::kRecompute)));
       const auto* f = spec::find_plan_field(
@@ -175,11 +184,12 @@ Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std:
     }
     bool searched = false;
     if (!given) {
+      const bool by_default = d != Dim::kPrecision && d != Dim::kFramework && d != Dim::kTpOverlap &&
+                              d != Dim::kFp8Recipe && d != Dim::kOffload && d != Dim::kRecomputeLayers &&
+                              d != Dim::kStages && (d != Dim::kEp || m.is_moe());
       if (d == Dim::kDp) searched = true;  // what the GPU count leaves, unless given
       else if (!listed.empty()) searched = listed.count(i) > 0;
-      else searched = d != Dim::kPrecision && d != Dim::kFramework && d != Dim::kTpOverlap &&
-                      d != Dim::kFp8Recipe && d != Dim::kOffload && d != Dim::kRecomputeLayers &&
-                      d != Dim::kStages && (d != Dim::kEp || m.is_moe());
+      else searched = (by_default || plus.count(i)) && !minus.count(i);
     }
     if (d == Dim::kEp && !m.is_moe() && !given) searched = false;
     if (searched) {
@@ -322,7 +332,8 @@ void register_search(Commands& commands, int& rc) {
   cmd->add_option("--search", a->search,
                   "Search exactly these dimensions (tp,pp,dp,cp,ep,mb,vpp,zero,recompute,precision,framework,"
                   "tp_overlap,fp8_recipe,offload,recompute_layers,stages); the rest take the plan's values (dp, "
-                  "unless given, is what the GPU count leaves). Default: all but precision, framework, tp_overlap, "
+                  "unless given, is what the GPU count leaves). +NAME and -NAME change the defaults instead: "
+                  "--search +precision,+framework,-zero. Default: all but precision, framework, tp_overlap, "
                   "fp8_recipe, offload, recompute_layers and stages (ep for MoE models only). offload tries none, the "
                   "optimizer (ZeRO-Offload) and the optimizer with the parameters (ZeRO-Infinity) on the CPU; "
                   "recompute_layers has full recomputation also try block:K, K = 1/4, 1/2 and 3/4 of a stage's "

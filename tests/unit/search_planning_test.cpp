@@ -100,6 +100,29 @@ TEST_CASE("--search lists exactly the dimensions searched; the rest take the pla
   CHECK(both.err == "error: --search: tp is fixed by --tp; leave it out of --search or drop the flag\n");
 }
 
+TEST_CASE("--search +NAME and -NAME change the default dimensions") {
+  // The defaults (no --search): tp, pp, dp, cp, mb, vpp, zero, recompute.
+  // +precision,+framework adds two; -zero,-vpp takes two, which then take
+  // the plan's values (ZeRO 0, 1 virtual stage).
+  const auto r = test::run_cli(k8b + " --search +precision,+framework,-zero,-vpp --top 3");
+  REQUIRE(r.status == 0);
+  const auto l = lines(r.out);
+  CHECK(l[1] == "searched: tp, pp, dp, cp, mb, recompute, precision, framework; fixed: vpp 1, zero 0");
+  const auto j = run_json(k8b + " --search +precision,-zero --top 10");
+  REQUIRE(!j["top"].empty());
+  for (const auto& row : j["top"]) CHECK(row["zero"] == 0);
+  const auto mixed = test::run_cli(k8b + " --search tp,+precision");
+  CHECK(mixed.status == 2);
+  CHECK(mixed.err == "error: --search: either list exactly the dimensions to search (tp,pp,zero) or change the "
+                     "defaults (+precision,-zero), not both\n");
+  const auto dp = test::run_cli(k8b + " --search -dp");
+  CHECK(dp.status == 2);
+  CHECK(dp.err == "error: --search: dp is what the GPU count leaves; give --dp to fix it\n");
+  const auto given = test::run_cli(k8b + " --search +precision --precision bf16");
+  CHECK(given.status == 2);
+  CHECK(given.err == "error: --search: precision is fixed by --precision; leave it out of --search or drop the flag\n");
+}
+
 TEST_CASE("fp8 only when allowed: never by default, never for QLoRA, never where the GPU has none") {
   // The document is bound first: ranging over a member of a temporary would outlive it.
   const auto top20 = run_json(k8b + " --top 20");
