@@ -41,9 +41,10 @@ void time_search(benchmark::State& state, search::SearchSpec s) {
   s.global_batch = 1536;
   s.threads = static_cast<int>(state.range(0));
   double evaluated = 0, enumerated = 0, seconds = 0;
+  search::Workspace ws;  // the caller's, kept across searches as a planning loop keeps it
   alloc_count::Scope allocs;
   for (auto _ : state) {
-    auto r = search::run(s, sp.m, sp.base, sp.hw);
+    auto r = search::run(s, sp.m, sp.base, sp.hw, true, &ws);
     evaluated += static_cast<double>(r.counts.evaluated);
     enumerated += static_cast<double>(r.counts.enumerated);
     seconds += r.seconds;

@@ -569,9 +569,9 @@ double gemm_compute_s(const graph::Kernel& k, const CostParams& c, KernelCost& r
 }
 
 /// The tile choice depends only on the shape, the dtype and the resolved
-/// parameters, and a step has a few dozen distinct GEMM shapes: a small
-/// per-thread direct-mapped cache (static storage, no allocation) keeps the
-/// search over tiles off the hot path.
+/// parameters, and a step has a few dozen distinct GEMM shapes: the caller's
+/// direct-mapped KernelCache (fixed size, no allocation) keeps the search
+/// over tiles off the hot path.
 double attention_compute_s(const graph::Kernel& k, const CostParams& c, KernelCost& r);
 
 /// What a GEMM's or fused attention's compute time depends on beyond its
@@ -597,29 +597,12 @@ std::size_t cache_slot(std::uint64_t h, std::size_t slots) {
   return static_cast<std::size_t>(h % slots);
 }
 
-/// Zero in every byte when empty (id 0 matches no CostParams): a thread's
-/// cache is then zero-initialized thread-local storage (.tbss), which costs
-/// nothing until a slot is used. With one non-zero default (a dtype, a
-/// KernelCost's bound) the 53 KiB were an initialized image (.tdata) that
-/// every thread, the main one at start-up included, copied: 13 page faults
-/// of every `ridgeline` run before main.
-struct ShapeCacheEntry {
-  std::uint64_t id = 0;
-  double m = 0, n = 0, k = 0, batch = 0, flops = 0;
-  spec::Dtype dtype{};
-  std::uint32_t tag = 0;
-  double compute_s = 0, extra = 0;
-  // What the cost keeps of the tile search (KernelCost's fields of that name).
-  double tile_m = 0, tile_n = 0, split_k = 0, blocks = 0, waves = 0, efficiency = 0;
-  std::string_view basis;
-};
-
-/// The compute time of a GEMM or fused attention kernel through a
-/// per-thread cache keyed by its shape (a search costs the same few shapes
+/// The compute time of a GEMM or fused attention kernel through the
+/// caller's cache keyed by its shape (a search costs the same few shapes
 /// for every layout; the tile search runs once per shape).
-double shape_compute_cached(const graph::Kernel& k, const CostParams& c, KernelCost& r, double& extra) {
-  constexpr std::size_t kSlots = 256;
-  thread_local std::array<ShapeCacheEntry, kSlots> cache{};
+double shape_compute_cached(const graph::Kernel& k, const CostParams& c, KernelCost& r, double& extra,
+                            KernelCache& cache) {
+  constexpr std::size_t kSlots = std::tuple_size_v<decltype(KernelCache::shapes)>;
   const auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
   const std::uint32_t tag = shape_tag(k);
   // Each word times its own odd constant, then xor-ed: independent
@@ -628,7 +611,7 @@ double shape_compute_cached(const graph::Kernel& k, const CostParams& c, KernelC
                           (bits(k.gemm.n) * 0xC4CEB9FE1A85EC53ull) ^ (bits(k.gemm.k) * 0xD6E8FEB86659FD93ull) ^
                           (bits(k.gemm.batch) * 0xA0761D6478BD642Full) ^
                           ((static_cast<std::uint64_t>(k.dtype) << 8 | tag) * 0xE7037ED1A0B428DBull);
-  ShapeCacheEntry& e = cache[cache_slot(h, kSlots)];
+  KernelCache::Shape& e = cache.shapes[cache_slot(h, kSlots)];
   if (e.id == c.id && c.id != 0 && e.m == k.gemm.m && e.n == k.gemm.n && e.k == k.gemm.k &&
       e.batch == k.gemm.batch && e.dtype == k.dtype && e.tag == tag && (tag == 0 || e.flops == k.flops)) {
     r.tile_m = e.tile_m, r.tile_n = e.tile_n, r.split_k = e.split_k;
@@ -647,18 +630,11 @@ double shape_compute_cached(const graph::Kernel& k, const CostParams& c, KernelC
   return t;
 }
 
-/// collective_cost through a per-thread cache, as the GEMM cache: a search
+/// collective_cost through the caller's cache, as the GEMM cache: a search
 /// costs the same few collectives of a layout again and again.
 CollectiveCost collective_cost_cached(graph::Collective kind, double bytes, double n, double span,
-                                      const CostParams& c) {
-  struct Entry {  // zero in every byte when empty, as ShapeCacheEntry
-    std::uint64_t id = 0;
-    graph::Collective kind{};
-    double bytes = 0, n = 0, span = 0;
-    CollectiveCost cost{0, {}, {}, 0, 0};  // not its default protocol (kSimple)
-  };
-  constexpr std::size_t kSlots = 128;
-  thread_local std::array<Entry, kSlots> cache{};
+                                      const CostParams& c, KernelCache& cache) {
+  constexpr std::size_t kSlots = std::tuple_size_v<decltype(KernelCache::collectives)>;
   // Hash the values' bits (a byte count can exceed what an integer holds),
   // each times its own odd constant: independent multiplies, not a chain.
   const std::uint64_t h = (c.id * 0x9E3779B97F4A7C15ull) ^
@@ -666,7 +642,7 @@ CollectiveCost collective_cost_cached(graph::Collective kind, double bytes, doub
                           (std::bit_cast<std::uint64_t>(n) * 0xC4CEB9FE1A85EC53ull) ^
                           (std::bit_cast<std::uint64_t>(span) * 0xD6E8FEB86659FD93ull) ^
                           (static_cast<std::uint64_t>(kind) * 0xA0761D6478BD642Full);
-  Entry& e = cache[cache_slot(h, kSlots)];
+  KernelCache::Collective& e = cache.collectives[cache_slot(h, kSlots)];
   if (e.id == c.id && c.id != 0 && e.kind == kind && e.bytes == bytes && e.n == n && e.span == span) return e.cost;
   const CollectiveCost cc = collective_cost(kind, bytes, n, span, c);
   e.id = c.id, e.kind = kind, e.bytes = bytes, e.n = n, e.span = span, e.cost = cc;
@@ -763,7 +739,7 @@ double attention_compute_s(const graph::Kernel& k, const CostParams& c, KernelCo
 
 }  // namespace
 
-KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_graphs) {
+KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_graphs, KernelCache* cache) {
   KernelCost r;
   const double hbm = k.read_bytes + k.write_bytes;
   r.intensity = hbm > 0 ? k.flops / hbm : 0;
@@ -774,7 +750,8 @@ KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_gr
         {"NCCL tree, LL protocol", "NCCL tree, LL128 protocol", "NCCL tree, Simple protocol"},
         {"NCCL NVLS", "NCCL NVLS", "NCCL NVLS"},
         {"NCCL NVLSTree", "NCCL NVLSTree", "NCCL NVLSTree"}};
-    const CollectiveCost cc = collective_cost_cached(k.comm.kind, k.comm.bytes, k.comm.group, k.comm.span, c);
+    const CollectiveCost cc = cache ? collective_cost_cached(k.comm.kind, k.comm.bytes, k.comm.group, k.comm.span, c, *cache)
+                                    : collective_cost(k.comm.kind, k.comm.bytes, k.comm.group, k.comm.span, c);
     r.time_s = cc.time_s;
     r.sm_fraction = cc.sm_fraction;
     // What the compute beside it loses, by how the collective runs:
@@ -807,7 +784,8 @@ KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_gr
   }
   double extra = 0;
   if (k.cls == KernelClass::kGemm || k.cls == KernelClass::kAttention) {
-    r.compute_s = shape_compute_cached(k, c, r, extra);
+    r.compute_s = cache ? shape_compute_cached(k, c, r, extra, *cache)
+                        : shape_tag(k) == 0 ? gemm_compute_s(k, c, r, extra) : attention_compute_s(k, c, r);
   } else {
     r.compute_s = k.flops / c.vector_flop_per_s;
   }

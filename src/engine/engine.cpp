@@ -454,7 +454,7 @@ cost::KernelCost memo_cost(CostMemo& memo, size_t i, const graph::Kernel& k, con
     ++memo.reused;
     return memo.costs[i];
   }
-  const cost::KernelCost kc = cost::cost_kernel(k, c, cuda_graphs);
+  const cost::KernelCost kc = cost::cost_kernel(k, c, cuda_graphs, &memo.cache);
   ++memo.costed;
   if (i >= memo.kernels.size()) {
     memo.kernels.resize(i + 1);
@@ -486,7 +486,7 @@ namespace {
 /// Every kernel of `g` costed (kept in `memo` when given, as kernel rows in
 /// `out`) and summed in graph order.
 void sum_costs(KernelSums& s, const graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
-               const cost::CostParams& c, Prediction* out, double mb, CostMemo* memo) {
+               const cost::CostParams& c, Prediction* out, double mb, CostMemo* memo, cost::KernelCache* cache) {
   s = KernelSums{};
   const double layer_scale = static_cast<double>(m.layers) / std::max(1, g.layers);
   if (out) out->kernels.reserve(g.kernels.size() + 8);
@@ -500,7 +500,7 @@ void sum_costs(KernelSums& s, const graph::Graph& g, const spec::ModelSpec& m, c
   for (size_t i = 0; i < g.kernels.size(); ++i) {
     const graph::Kernel& k = g.kernels[i];
     const cost::KernelCost kc =
-        memo ? memo_cost(*memo, i, k, c, p.cuda_graphs) : cost::cost_kernel(k, c, p.cuda_graphs);
+        memo ? memo_cost(*memo, i, k, c, p.cuda_graphs) : cost::cost_kernel(k, c, p.cuda_graphs, cache);
     accumulate(s, k, kc, layer_scale);
     if (out) keep(*out, k, kc, mb);
     if (!k.has(graph::kPerStep)) launches += k.launches * k.count;
@@ -518,21 +518,21 @@ void sum_costs(KernelSums& s, const graph::Graph& g, const spec::ModelSpec& m, c
 
 void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m,
                           const spec::MicrobatchPlan& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
-                          Prediction* out, double mb) {
+                          Prediction* out, double mb, cost::KernelCache* cache) {
   summarize_graph(s, g, m, p, hw, nullptr, nullptr);
-  sum_costs(s, g, m, p, c, out, mb, nullptr);
+  sum_costs(s, g, m, p, c, out, mb, nullptr, cache);
 }
 
 void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m,
                           const spec::MicrobatchPlan& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
                           CostMemo& memo, const techniques::StageParams* params, const graph::Graph* base) {
   summarize_graph(s, g, m, p, hw, params, base);
-  sum_costs(s, g, m, p, c, nullptr, 1, &memo);
+  sum_costs(s, g, m, p, c, nullptr, 1, &memo, nullptr);
 }
 
 void summarize_costs(MicrobatchSummary& s, const graph::Graph& g, const spec::ModelSpec& m,
                      const spec::MicrobatchPlan& p, const cost::CostParams& c, CostMemo& memo) {
-  sum_costs(s, g, m, p, c, nullptr, 1, &memo);
+  sum_costs(s, g, m, p, c, nullptr, 1, &memo, nullptr);
 }
 
 namespace {
@@ -562,12 +562,12 @@ void finish(Prediction& out, const MicrobatchSummary& sum, StepKernels& step, co
             const spec::PlanSpec& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
             const EvalOptions& opt) {
   finish_memory(out, sum, m, p, hw);
-  build_step_kernels(step, sum, m, p, c);
+  build_step_kernels(step, sum, m, p, c, opt.cache);
   finish_time(out, sum, step, m, p, hw, opt);
 }
 
 void build_step_kernels(StepKernels& out, const MicrobatchSummary& sum, const spec::ModelSpec& m,
-                        const spec::PlanSpec& p, const cost::CostParams& c) {
+                        const spec::PlanSpec& p, const cost::CostParams& c, cost::KernelCache* cache) {
   // The layout-dependent kernels: pipeline p2p, DP/ZeRO collectives and the optimizer step.
   graph::Graph& sg = out.graph;
   sg.kernels.clear();
@@ -576,7 +576,8 @@ void build_step_kernels(StepKernels& out, const MicrobatchSummary& sum, const sp
   sg.tokens = sum.facts.tokens;
   techniques::append_step_kernels(sg, m, p, sum.params.largest);  // local_params(m, p)
   out.costs.resize(sg.kernels.size());
-  for (size_t i = 0; i < sg.kernels.size(); ++i) out.costs[i] = cost::cost_kernel(sg.kernels[i], c, p.cuda_graphs);
+  for (size_t i = 0; i < sg.kernels.size(); ++i)
+    out.costs[i] = cost::cost_kernel(sg.kernels[i], c, p.cuda_graphs, cache);
 }
 
 void finish_time(Prediction& out, const MicrobatchSummary& sum, const StepKernels& sk, const spec::ModelSpec& m,
@@ -728,8 +729,10 @@ void evaluate_into(Prediction& out, Workspace& ws, const spec::ModelSpec& m, con
     return;
   }
   const double mb = micro_batches(p);
-  summarize_microbatch(ws.summary, ws.microbatch, m, p, hw, c, opt.keep_kernels ? &out : nullptr, mb);
-  finish(out, ws.summary, ws.step, m, p, hw, c, opt);
+  EvalOptions o = opt;
+  if (!o.cache) o.cache = &ws.cache;
+  summarize_microbatch(ws.summary, ws.microbatch, m, p, hw, c, opt.keep_kernels ? &out : nullptr, mb, o.cache);
+  finish(out, ws.summary, ws.step, m, p, hw, c, o);
 }
 
 cost::CostParams resolve_for(const spec::HardwareSpec& hw, const spec::PlanSpec& p, const EvalOptions& opt) {

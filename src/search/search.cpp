@@ -479,7 +479,7 @@ engine::Problem check_fixed(const SearchSpec& s, const spec::ModelSpec& m, const
 }
 
 SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::PlanSpec& base,
-                 const spec::HardwareSpec& hw, bool use_calibration) {
+                 const spec::HardwareSpec& hw, bool use_calibration, Workspace* workspace) {
   const auto t0 = std::chrono::steady_clock::now();
   const Dims d = dims_for(s, m, base);
   // The space's framework profiles are read here, on the calling thread
@@ -522,15 +522,18 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
   constexpr size_t kLayoutsPerExtraThread = 2048;
   threads = static_cast<int>(std::clamp<size_t>(shard_layouts / kLayoutsPerExtraThread, 1,
                                                  std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(shard_units, 1))));
+  Workspace own;
+  Workspace& ws = workspace ? *workspace : own;
+  if (ws.workers.size() < static_cast<size_t>(threads)) ws.workers.resize(static_cast<size_t>(threads));
   std::vector<SearchResult> parts(threads);
   std::vector<size_t> first_problem_at(threads, std::numeric_limits<size_t>::max());
   // Each qualifying layout's step time is appended to its thread's list,
   // unit by unit; a unit's times come out in layout order (pp, stage
   // split, then vpp, ZeRO and offload), and unit_times[k] says where unit k's are. The
   // interval count (search::search_intervals) reads them in layout order
-  // whatever thread evaluated them. The lists are each thread's own and
-  // outlive the search (a pool thread's too), so the per-layout path
-  // allocates nothing once they have grown (tests/unit/allocation_test.cpp).
+  // whatever thread evaluated them. The lists are each worker's in the
+  // caller's Workspace and outlive the search, so with the same workspace
+  // the per-layout path allocates nothing once they have grown.
   // A slot per enumerated layout (8 bytes each, 12 MB for a wide search)
   // cost more in first-touch page faults than the search itself.
   struct UnitTimes {
@@ -703,7 +706,14 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
     r.top.reserve(keep);
     graph::Graph g;
     engine::MicrobatchSummary sum;
-    engine::CostMemo memo;
+    Workspace::Worker& own_ws = ws.workers[static_cast<size_t>(tid)];
+    // The memo's costs are keyed by the address of this search's CostParams,
+    // which a later search may reuse: cleared (its shape cache is keyed by
+    // CostParams::id, unique to each resolve, and kept).
+    engine::CostMemo& memo = own_ws.memo;
+    memo.kernels.clear();
+    memo.costs.clear();
+    memo.params = nullptr;
     const size_t zo = d.zero.size() * d.offload.size();  // (ZeRO, offload) pairs
     // The model-state bound by stage split and (ZeRO, offload): it reads
     // neither the virtual stages nor the recomputation, so a work item
@@ -719,9 +729,9 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
     // The work item's step kernels, by stage split and (vpp, ZeRO, offload):
     // they read the graph's facts and stage parameters, which its units,
     // differing only in recomputation, share (engine::StepKernels). The
-    // thread's own, kept across searches as kept_times is (their kernel
-    // lists grow once).
-    thread_local std::vector<engine::StepKernels> steps;
+    // worker's own, kept across searches in the caller's workspace as
+    // kept_times is (their kernel lists grow once).
+    std::vector<engine::StepKernels>& steps = own_ws.steps;
     if (steps.size() < per_unit * inner) steps.resize(per_unit * inner);
     std::vector<std::uint8_t> step_built(per_unit * inner, 0);
     // Likewise the stages' model state (memory::stage_states), by stage
@@ -736,8 +746,9 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
     opt.keep_kernels = false;
     opt.totals = false;  // formed below for the layouts the top keeps
     opt.use_calibration = use_calibration;
+    opt.cache = &memo.cache;
     pred.calibrated = c.calibrated;
-    thread_local std::vector<double> kept_times;
+    std::vector<double>& kept_times = own_ws.kept_times;
     kept_times.clear();
     thread_times[tid] = &kept_times;
     for (size_t item = next_item.fetch_add(1, std::memory_order_relaxed); item < items;
@@ -837,7 +848,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
             }
             const size_t at_step = j * inner + z;
             if (!step_built[at_step]) {
-              engine::build_step_kernels(steps[at_step], sum, m, p, c);
+              engine::build_step_kernels(steps[at_step], sum, m, p, c, &memo.cache);
               step_built[at_step] = 1;
             }
             engine::finish_time(pred, sum, steps[at_step], m, p, hw, opt);

@@ -161,7 +161,14 @@ struct KernelCost {
   double gemm_overlap_loss = 0;
 };
 
-KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_graphs);
+struct KernelCache;
+
+/// A kernel's time on `c`. With a cache (the caller's, one per thread), a
+/// GEMM's or attention's compute time and a collective's cost are kept by
+/// shape and taken from it when the same shape comes again under the same
+/// CostParams (CostParams::id): a search costs the same few shapes for every
+/// layout. Without one every kernel is costed afresh; the time is the same.
+KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_graphs, KernelCache* cache = nullptr);
 
 /// Bytes each GPU sends for a collective over n ranks of an S-byte buffer
 /// (ring algorithms): all-reduce 2 (n-1)/n S; all-gather, reduce-scatter and
@@ -181,6 +188,33 @@ struct CollectiveCost {
   CommProtocol protocol = CommProtocol::kSimple;
   double channels = 0;     // thread blocks the kernel launches (one SM each)
   double sm_fraction = 0;  // channels / SMs
+};
+
+/// Costs already formed (cost_kernel's cache): direct-mapped tables of GEMM
+/// and attention compute times by shape, and of collective costs by kind,
+/// size and group, each entry tagged with the CostParams id it was formed
+/// under (0 = empty: a zero-initialised cache holds nothing). Fixed size, so
+/// using it never allocates. Owned by whoever loops over evaluations (a
+/// search worker's engine::CostMemo, engine::Workspace), one per thread.
+struct KernelCache {
+  struct Shape {
+    std::uint64_t id = 0;
+    double m = 0, n = 0, k = 0, batch = 0, flops = 0;
+    spec::Dtype dtype{};
+    std::uint32_t tag = 0;
+    double compute_s = 0, extra = 0;
+    // What the cost keeps of the tile search (KernelCost's fields of that name).
+    double tile_m = 0, tile_n = 0, split_k = 0, blocks = 0, waves = 0, efficiency = 0;
+    std::string_view basis;
+  };
+  struct Collective {
+    std::uint64_t id = 0;
+    graph::Collective kind{};
+    double bytes = 0, n = 0, span = 0;
+    CollectiveCost cost{0, {}, {}, 0, 0};
+  };
+  std::array<Shape, 256> shapes{};
+  std::array<Collective, 128> collectives{};
 };
 
 /// Time of a collective over n ranks spanning `span` consecutive ranks: the

@@ -23,6 +23,9 @@ struct CostMemo {
   bool cuda_graphs = false;
   /// Kernels costed and kernels that took a kept cost, since construction.
   std::uint64_t costed = 0, reused = 0;
+  /// Shapes and collectives costed, across graphs and layouts (the memo's
+  /// owner passes it on to finish through EvalOptions::cache).
+  cost::KernelCache cache;
 };
 
 /// Whether two kernels have the same cost inputs: every field but the

@@ -195,6 +195,9 @@ struct EvalOptions {
   bool use_calibration = true;
   /// Leave-one-group-out validation: see cost::ResolveOptions::without_group.
   std::string_view fit_without_group;
+  /// The caller's cost cache (cost::cost_kernel), one per thread; nullptr:
+  /// every kernel costed afresh (the same times).
+  cost::KernelCache* cache = nullptr;
 };
 
 /// The cost parameters a plan runs under on `hw`: the profile (calibrated
@@ -263,9 +266,10 @@ struct StepKernels {
   std::vector<cost::KernelCost> costs;
 };
 
-/// Builds and costs the step kernels of plan `p` on micro-batch summary `s`.
+/// Builds and costs the step kernels of plan `p` on micro-batch summary `s`
+/// (through the caller's cost cache when given).
 void build_step_kernels(StepKernels& out, const MicrobatchSummary& s, const spec::ModelSpec& m,
-                        const spec::PlanSpec& p, const cost::CostParams& c);
+                        const spec::PlanSpec& p, const cost::CostParams& c, cost::KernelCache* cache = nullptr);
 
 /// Scratch one evaluation reuses, owned by the caller (one per thread): the
 /// micro-batch graph, the layout-dependent step kernels and the summary.
@@ -274,6 +278,7 @@ struct Workspace {
   graph::Graph microbatch;
   StepKernels step;
   MicrobatchSummary summary;
+  cost::KernelCache cache;  // evaluate_into's, unless its options name another
 };
 
 /// Evaluates one configuration (allocates its own workspace: for one-off
@@ -289,7 +294,7 @@ void evaluate_into(Prediction& out, Workspace& ws, const spec::ModelSpec& m, con
 /// when `out` is given; `mb` scales their per-step counts).
 void summarize_microbatch(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m,
                           const spec::MicrobatchPlan& p, const spec::HardwareSpec& hw, const cost::CostParams& c,
-                          Prediction* out, double mb);
+                          Prediction* out, double mb, cost::KernelCache* cache = nullptr);
 
 /// Completes a prediction from a micro-batch summary: DP/ZeRO collectives and
 /// the optimizer step (built into `step`), pipeline bubble, memory,

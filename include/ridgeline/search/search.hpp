@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ridgeline/engine/cost_memo.hpp"
 #include "ridgeline/engine/engine.hpp"
 #include "ridgeline/uncertainty/interval.hpp"
 
@@ -210,8 +211,22 @@ struct SearchResult {
 /// Fixed values that can never be valid are errors (field, message); "" when fine.
 engine::Problem check_fixed(const SearchSpec& s, const spec::ModelSpec& m, const spec::PlanSpec& base);
 
+/// What a search's workers keep from one search to the next, one entry per
+/// worker thread: the step kernel lists and kept step times (their buffers
+/// grow once, so a second search allocates nothing per layout), and the
+/// cost memo with its shape and collective cache. Owned by the caller, one
+/// per search running at a time; run() without one uses a fresh one.
+struct Workspace {
+  struct Worker {
+    std::vector<engine::StepKernels> steps;
+    std::vector<double> kept_times;
+    engine::CostMemo memo;
+  };
+  std::vector<Worker> workers;
+};
+
 SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::PlanSpec& base,
-                 const spec::HardwareSpec& hw, bool use_calibration = true);
+                 const spec::HardwareSpec& hw, bool use_calibration = true, Workspace* workspace = nullptr);
 
 /// The ranking: a strict total order on candidates of distinct layouts, used
 /// by every top-K and merge, so the best K of a set are the same however the
