@@ -127,6 +127,16 @@ void derive_backward(Graph& g) {
         b.write_bytes = f.write_bytes;
         break;
       case Op::kLoss:
+        if (f.has(kLossInPlace)) {
+          // In place on the saved fp32 softmax (megatron/core/tensor_parallel/
+          // cross_entropy.py backward: the target's one subtracted, then
+          // grad_input.mul_(grad_output)), then the upcast's backward casts
+          // it to the 16-bit logits.
+          b.read_bytes = 2 * f.saved_bytes;
+          b.write_bytes = f.saved_bytes + f.saved_bytes / 4.0 * e;
+          b.launches = 2;
+          break;
+        }
         if (f.workspace_bytes > 0) {
           // Eager fp32 chain (autocast): nll_loss backward writes the fp32
           // gradient of the log-probabilities, log_softmax backward reads it
@@ -137,9 +147,9 @@ void derive_backward(Graph& g) {
           b.launches = 3;
           break;
         }
-        // Fused: reads the saved probabilities, writes the logits' gradient.
+        // Fused: reads the saved 16-bit logits, writes their gradient.
         b.read_bytes = f.saved_bytes;
-        b.write_bytes = f.saved_bytes / 4.0 * e;
+        b.write_bytes = f.saved_bytes;
         b.launches = 2;
         break;
       case Op::kEmbed:

@@ -157,6 +157,7 @@ FrameworkSpec load_framework(const std::string& path) {
     if (auto v = m.word("value", fused, "fused, eager", true)) f.fused_cross_entropy = *v;
     f.fused_cross_entropy_compiled = f.fused_cross_entropy;
     if (auto v = m.word("compiled", fused, "fused, eager")) f.fused_cross_entropy_compiled = *v;
+    if (auto v = m.boolean("in_place")) f.cross_entropy_in_place = *v;
   });
   behaviour(r, "dispatch", [&](MapReader& m) {
     if (auto v = m.quantity("eager", units::Dimension::kTime, true, true)) f.dispatch_s = *v;
@@ -260,6 +261,13 @@ MainGrads main_grads_of(const MicrobatchPlan& p) {
   if (p.main_grads_given) return p.main_grads;
   const bool bf16 = p.precision == Precision::kBf16 || p.precision == Precision::kFp8 || p.precision == Precision::kNvfp4;
   return bf16 && framework(p.framework).fp32_main_grads_with_bf16 ? MainGrads::kFp32 : MainGrads::kWorking;
+}
+
+CrossEntropy cross_entropy_of(const MicrobatchPlan& p) {
+  if (p.cross_entropy_given) return p.cross_entropy;
+  const FrameworkSpec& fw = framework(p.framework);
+  const bool fused = p.fusion == Fusion::kCompiled ? fw.fused_cross_entropy_compiled : fw.fused_cross_entropy;
+  return fused ? CrossEntropy::kFused : CrossEntropy::kEager;
 }
 
 double zero3_gathers_per_layer(const FrameworkSpec& f, const ModelSpec& m, int tp, int ep) {

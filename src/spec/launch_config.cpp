@@ -69,6 +69,9 @@ constinit const MegatronArg kMegatronArgs[] = {
     // param in fp8 (do not use any other intermediate dtype)".
     {"fp8-param-gather", false, &LaunchValues::fp8_primary_weights, "true", {},
      "Megatron-LM spelling of --fp8-primary-weights"},
+    // megatron/core/model_parallel_config.py:320 cross_entropy_loss_fusion (off by default).
+    {"cross-entropy-loss-fusion", false, &LaunchValues::cross_entropy, "fused", {},
+     "Megatron-LM spelling of --cross-entropy fused"},
     {"accumulate-allreduce-grads-in-fp32", false, &LaunchValues::main_grads, "fp32"},
     {"grad-reduce-in-bf16", false, &LaunchValues::grad_reduce_in_bf16, "working"},
     {"attention-backend", true, &LaunchValues::attention, {}, "flash, fused, unfused, local, auto"},
@@ -665,6 +668,7 @@ void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, Import
   a.direct("tp_comm_overlap", v.tp_comm_overlap);
   a.direct("overlap_param_gather", v.overlap_param_gather);
   a.direct("fp8_primary_weights", v.fp8_primary_weights);
+  a.direct("cross_entropy", v.cross_entropy);
   a.direct("micro_batch", v.micro_batch);
   a.direct("seq", v.seq_len);
   a.direct("precision", v.precision);

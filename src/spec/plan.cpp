@@ -63,6 +63,8 @@ constexpr std::pair<std::string_view, MasterWeights> kMasterWeights[] = {
     {"fp32", MasterWeights::kFp32}, {"remainder", MasterWeights::kRemainder}, {"none", MasterWeights::kNone}};
 constexpr std::pair<std::string_view, MainGrads> kMainGrads[] = {{"working", MainGrads::kWorking},
                                                                 {"fp32", MainGrads::kFp32}};
+constexpr std::pair<std::string_view, CrossEntropy> kCrossEntropy[] = {{"fused", CrossEntropy::kFused},
+                                                                      {"eager", CrossEntropy::kEager}};
 constexpr std::pair<std::string_view, OffloadDevice> kOffloadDevices[] = {{"none", OffloadDevice::kNone},
                                                                          {"cpu", OffloadDevice::kCpu}};
 
@@ -77,6 +79,7 @@ std::optional<AttentionFlops> parse_attention_flops(std::string_view s) { return
 std::optional<Fp8Recipe> parse_fp8_recipe(std::string_view s) { return find_word(kRecipes, s); }
 std::optional<MasterWeights> parse_master_weights(std::string_view s) { return find_word(kMasterWeights, s); }
 std::optional<MainGrads> parse_main_grads(std::string_view s) { return find_word(kMainGrads, s); }
+std::optional<CrossEntropy> parse_cross_entropy(std::string_view s) { return find_word(kCrossEntropy, s); }
 std::optional<OffloadDevice> parse_offload_device(std::string_view s) { return find_word(kOffloadDevices, s); }
 
 std::optional<Recompute> parse_recompute(std::string_view s) {
@@ -126,6 +129,7 @@ std::string to_string(AttentionFlops a) { return word_of(kAttnFlops, a); }
 std::string to_string(Fp8Recipe r) { return word_of(kRecipes, r); }
 std::string to_string(MasterWeights w) { return word_of(kMasterWeights, w); }
 std::string to_string(MainGrads g) { return word_of(kMainGrads, g); }
+std::string to_string(CrossEntropy c) { return word_of(kCrossEntropy, c); }
 std::string to_string(OffloadDevice d) { return word_of(kOffloadDevices, d); }
 std::string to_string(const Recompute& r) {
   switch (r.kind) {
@@ -159,6 +163,7 @@ std::string attention_flops_choices() { return choices_of(kAttnFlops); }
 std::string lora_target_choices() { return "a comma list of q, k, v, o, gate, up, down, or all, attention"; }
 std::string master_weights_choices() { return choices_of(kMasterWeights); }
 std::string main_grads_choices() { return choices_of(kMainGrads); }
+std::string cross_entropy_choices() { return choices_of(kCrossEntropy); }
 std::string offload_device_choices() { return choices_of(kOffloadDevices); }
 
 int stage_layers(int layers, int pp, int first, int last, int stage) {
@@ -207,6 +212,7 @@ std::string check_stage_layers(int layers, int pp, int first, int last) {
 void apply_framework_defaults(PlanSpec& p) {
   if (!p.sp_given && p.parallel.tp > 1 && framework(p.framework).sequence_parallel_with_tp) p.parallel.sp = true;
   if (!p.main_grads_given) p.main_grads = main_grads_of(p);
+  if (!p.cross_entropy_given) p.cross_entropy = cross_entropy_of(p);
 }
 
 const std::vector<std::string>& setting_keys() {

@@ -279,6 +279,20 @@ constinit const PlanField kFields[] = {
      .word = [](const PlanSpec& p) { return to_string(p.main_grads); },
      .choices = main_grads_choices, .applies = is_mixed, .group = SummaryGroup::kTechnique,
      .show = Show::kIfChanged, .summary = "{} main grads"},
+    {.key = "cross_entropy", .flag = "cross-entropy",
+     .help = "The loss over the logits: fused = one kernel over the 16-bit logits (Megatron-LM "
+             "--cross-entropy-loss-fusion, flash-attn's xentropy, a compiled loss); eager = the fp32 chain that "
+             "upcasts the logits and saves an fp32 copy for the backward (default: the framework's; megatron: "
+             "eager)",
+     .type = FieldType::kWord,
+     .parse_word = [](PlanSpec& p, std::string_view s) {
+       auto v = parse_cross_entropy(s);
+       if (v) p.cross_entropy = *v, p.cross_entropy_given = true;
+       return v.has_value();
+     },
+     .word = [](const PlanSpec& p) { return to_string(p.cross_entropy); },
+     .choices = cross_entropy_choices, .group = SummaryGroup::kTechnique, .show = Show::kIfChanged,
+     .summary = "{} cross-entropy"},
     // CPU offload (ZeRO-Offload, Ren et al. 2021; ZeRO-Infinity, Rajbhandari
     // et al. 2021); engine::check_plan refuses what the framework refuses.
     {.key = "offload.optimizer", .setting = "offload_optimizer", .flag = "offload-optimizer",

@@ -80,7 +80,6 @@ void apply_finetune(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
     if (tg.count == 0) {
       if (out_o) ks[flash].saved_bytes += T * d_in * e;
       ks[i].saved_bytes = 0;  // no adapter and no weight gradient: the input is not needed
-      ks[i].flags |= graph::kNoSaveInput;
     }
     if (qlora && k.op != Op::kLmHead && k.op != Op::kRouter) {
       Kernel dq;

@@ -80,7 +80,25 @@ void apply_fusion(graph::Graph& g, const spec::ModelSpec& m, const spec::Microba
   // from the saved 16-bit logits and row statistics, as a fused loss does.
   // (Norms are built fused or eager by graph::build_forward.)
   const spec::FrameworkSpec& fw = spec::framework(p.framework);
-  if (level == Fusion::kCompiled ? fw.fused_cross_entropy_compiled : fw.fused_cross_entropy) {
+  const bool fused_loss = spec::cross_entropy_of(p) == spec::CrossEntropy::kFused;
+  if (!fused_loss && fw.cross_entropy_in_place) {
+    // Megatron's vocab_parallel_cross_entropy (megatron/core/tensor_parallel/
+    // cross_entropy.py): the fp32 upcast (read the 16-bit logits, write 4
+    // bytes), its max (read), then in place the max subtracted (read,
+    // write), exponentiated (read, write), summed (read) and normalised
+    // (read, write); the normalised fp32 copy is what it saves.
+    for (auto& k : ks) {
+      if (k.phase != spec::Phase::kForward || k.op != Op::kLoss) continue;
+      const double logits = k.workspace_bytes / 4.0;
+      k.read_bytes = logits * (g.act_bytes + 6 * 4);
+      k.write_bytes = logits * 4 * 4;
+      k.saved_bytes = logits * 4;
+      k.launches = 6;
+      k.workspace_bytes = 0;
+      k.flags |= graph::kLossInPlace;
+    }
+  }
+  if (fused_loss) {
     for (auto& k : ks) {
       if (k.phase != spec::Phase::kForward || k.op != Op::kLoss) continue;
       const double logits = k.workspace_bytes / 4.0;

@@ -76,13 +76,23 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
     }
     ks.push_back(k);
   };
+  // Under userbuffers the hidden share follows from how each collective is
+  // split against its GEMM (transformer_engine/pytorch/module/base.py
+  // get_default_config, line 387: "num_splits": tp_size for ring_exchange,
+  // else 4): a ring exchange runs TP steps, each chunk's GEMM beside the
+  // next chunk's transfer, so the first of TP transfers waits (hidden
+  // 1 - 1/TP); a pipelined reduce-scatter follows its GEMM's 4 chunks, the
+  // last one's waits (hidden 3/4). Otherwise the framework's share.
+  const double hidden_ring = userbuffers ? 1.0 - 1.0 / t : tp_hidden;
+  const double hidden_pipeline = userbuffers ? 1.0 - 1.0 / 4 : tp_hidden;
   // Each message is costed whole (collectives cost by message size); the
   // hidden share is a share of the count.
   auto tp = [&](std::string_view name, Collective kind, spec::Phase phase, double bytes, double count,
                 bool ring_exchange) {
-    if (tp_hidden > 0)
-      overlapped(comm(name, kind, phase, bytes, t, t, count * tp_hidden, layer | graph::kOverlapped), ring_exchange);
-    if (tp_hidden < 1) ks.push_back(comm(name, kind, phase, bytes, t, t, count * (1 - tp_hidden), layer));
+    const double hidden = ring_exchange ? hidden_ring : hidden_pipeline;
+    if (hidden > 0)
+      overlapped(comm(name, kind, phase, bytes, t, t, count * hidden, layer | graph::kOverlapped), ring_exchange);
+    if (hidden < 1) ks.push_back(comm(name, kind, phase, bytes, t, t, count * (1 - hidden), layer));
   };
   if (t > 1) {
     const double S = T * h * e;

@@ -281,6 +281,7 @@ struct FrameworkRule {
   std::string_view word;
   std::string_view framework;  // frameworks/ID.yaml
   std::string_view stack;      // what ran, in words
+  bool fused_loss = false;     // the stack's own fused cross-entropy, whatever the profile's
 };
 
 /// The FlashAttention repo's own training code (training/README.md: "optimized
@@ -316,8 +317,8 @@ constexpr FrameworkRule kFrameworkRules[] = {
     {"korthikanti", "megatron", "Megatron-LM (Korthikanti et al.)"},
     {"narayanan", "megatron", "Megatron-LM (Narayanan et al.)"},
     {"shoeybi", "megatron", "Megatron-LM (Shoeybi et al.)"},
-    {"flash-attention", "megatron", kFlashTraining},
-    {"flashattention", "megatron", kFlashTraining},
+    {"flash-attention", "megatron", kFlashTraining, true},
+    {"flashattention", "megatron", kFlashTraining, true},
     {"eager", "hf", "eager PyTorch modules under DDP"},
 };
 
@@ -342,7 +343,8 @@ FrameworkChoice framework_of(const spec::PublishedRow& row) {
       if (!contains(t, rule.word)) continue;
       const auto i = spec::find_framework(rule.framework);
       if (!i) break;  // no such profile shipped: the next field, else the default
-      return {*i, fmt::format("framework {}: {}; {} names '{}'", rule.framework, rule.stack, field, rule.word)};
+      return {*i, fmt::format("framework {}: {}; {} names '{}'", rule.framework, rule.stack, field, rule.word),
+              rule.fused_loss};
     }
   }
   return {0, fmt::format("framework not stated: {}, the default", spec::framework(0).id)};
@@ -427,6 +429,11 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
   FrameworkChoice fw = framework_of(row);
   p.framework = fw.index;
   notes.push_back(std::move(fw.why));
+  if (fw.fused_loss) {
+    p.cross_entropy = spec::CrossEntropy::kFused;
+    p.cross_entropy_given = true;
+    notes.push_back("cross-entropy fused: the stack's own fused loss kernel");
+  }
   p.attention = attention_of(row, conv, hw.generation, spec::framework(p.framework), notes);
   p.attention_given = true;  // the row's kernel, or its source's, whatever the GPU
   // Fusion: eager when the row says so, else the framework's.

@@ -551,6 +551,20 @@ TEST_CASE("frameworks: an overlapped collective costs the compute beside it by h
     graph::Graph g;
     techniques::build_step(g, m, p, hw);
     const bool te = std::string_view(fw) == "megatron";
+    // The hidden share of each forward collective's count (2 per layer, 32
+    // layers: 64): under userbuffers the ring-exchange all-gather hides
+    // 1 - 1/8 = 7/8 (TE base.py:387, num_splits = TP), the pipelined
+    // reduce-scatter 3/4 (num_splits 4); torchtitan its profile's 0.5 of each.
+    double ag_hidden = 0, ag_all = 0, rs_hidden = 0, rs_all = 0;
+    for (const auto& x : g.kernels) {
+      if (x.phase != spec::Phase::kForward) continue;
+      if (x.name == "tp_all_gather") (x.has(graph::kOverlapped) ? ag_hidden : ag_all) += x.count;
+      if (x.name == "tp_reduce_scatter") (x.has(graph::kOverlapped) ? rs_hidden : rs_all) += x.count;
+    }
+    CHECK(ag_hidden + ag_all == doctest::Approx(64));
+    CHECK(rs_hidden + rs_all == doctest::Approx(64));
+    CHECK(ag_hidden / 64 == doctest::Approx(te ? 7.0 / 8 : 0.5));
+    CHECK(rs_hidden / 64 == doctest::Approx(te ? 3.0 / 4 : 0.5));
     int seen = 0;
     for (const auto& x : g.kernels) {
       if (!x.has(graph::kOverlapped) || x.phase != spec::Phase::kForward) continue;

@@ -290,7 +290,9 @@ TEST_CASE("LoRA and QLoRA") {
     const double h = 8192, f = 22016, V = 32000;
     CHECK(mm.weights == doctest::Approx(80 * (4 * h * h + 3 * h * f) * 4.127 / 8 + 2 * V * h * 2 + 161 * h * 4 +
                                         techniques::local_params(big, q).trainable * 2).epsilon(1e-12));
-    CHECK(mm.total < 48e9);
+    // Fits on the 48 GB GPU (L40S: 48.3e9 bytes): the paper's claim.
+    CHECK(pred.status == engine::Status::kOk);
+    CHECK(mm.total < test::gpu("l40s").memory_bytes);
   }
 }
 

@@ -45,8 +45,8 @@
   "  --overlap-grad-reduce (line 19)\n"\
   "  --save $CHECKPOINT_PATH (line 20)\n"\
   "  --log-interval 1 (line 20)\n"\
-  "Plan: bf16, flash2 attention, fusion fused, recompute selective, adamw, fp32 main grads, TP2 PP1 DP4 +SP ZeRO-1 "\
-  "+param-gather-overlap\n"\
+  "Plan: bf16, flash2 attention, fusion fused, recompute selective, adamw, fp32 main grads, eager cross-entropy, "\
+  "TP2 PP1 DP4 +SP ZeRO-1 +param-gather-overlap\n"\
   "  framework megatron, micro-batch 1, global batch 128 sequences (1048576 tokens), sequence 8192, tokens 16.0T\n"
 
 namespace rl = ridgeline;
@@ -104,6 +104,17 @@ TEST_SUITE("launch config") {
     CHECK(megatron == flags);
     const auto plain = step_and_memory("--framework megatron --precision fp8 --dp 8 --zero 1 --micro-batch 1 --seq 4096");
     CHECK(flags["memory"]["weights_bytes"].get<double>() < plain["memory"]["weights_bytes"].get<double>());
+  }
+
+  TEST_CASE("Megatron's --cross-entropy-loss-fusion is --cross-entropy fused; the default is its unfused loss") {
+    // megatron/core/model_parallel_config.py:320 cross_entropy_loss_fusion: bool = False.
+    const auto fused = step_and_memory("--framework megatron --cross-entropy-loss-fusion --dp 8 --seq-length 4096");
+    const auto flags = step_and_memory("--framework megatron --cross-entropy fused --dp 8 --seq 4096");
+    CHECK(fused == flags);
+    const auto plain = step_and_memory("--framework megatron --dp 8 --seq 4096");
+    const auto eager = step_and_memory("--framework megatron --cross-entropy eager --dp 8 --seq 4096");
+    CHECK(plain == eager);
+    CHECK(plain["step"]["step_time_s"].get<double>() > fused["step"]["step_time_s"].get<double>());
   }
 
   TEST_CASE("a torchtitan TOML predicts what the equivalent flags predict") {

@@ -40,6 +40,13 @@ const graph::Kernel& forward(const graph::Graph& g, graph::Op op) {
   return g.kernels.front();
 }
 
+const graph::Kernel& backward(const graph::Graph& g, graph::Op op) {
+  for (const auto& k : g.kernels)
+    if (k.phase == spec::Phase::kBackward && k.op == op) return k;
+  FAIL("no backward kernel of that op");
+  return g.kernels.front();
+}
+
 }  // namespace
 
 TEST_CASE("memory: PP stages differ; Llama-3-8B at PP 8 peaks on the first stage") {
@@ -66,8 +73,9 @@ TEST_CASE("memory: PP stages differ; Llama-3-8B at PP 8 peaks on the first stage
   // First stage: 8 x (4 layers + the embedding's int64 token ids, 8 T).
   const double first = 8 * (4 * layer + 8192.0 * 8);  // 36,543,397,888
   // Last stage: 1 x 4 layers + final norm (2h + 4) + LM head input (2h) +
-  // fused loss's bf16 logits (2V), per token: 8196 + 8192 + 256512 = 272900.
-  const double last = 4 * layer + 8192.0 * 272900;  // 6,803,456,000
+  // Megatron's unfused loss's fp32 softmax (4V; cross_entropy_loss_fusion is
+  // off by default), per token: 8196 + 8192 + 513024 = 529412.
+  const double last = 4 * layer + 8192.0 * 529412;  // 8,904,802,304
   CHECK(r.first_stage.in_flight_microbatches == 8);
   CHECK(r.last_stage.in_flight_microbatches == 1);
   CHECK(r.first_stage.activations == doctest::Approx(first).epsilon(1e-12));
@@ -460,6 +468,31 @@ TEST_CASE("memory: torchtitan's compiled loss keeps no fp32 copy of the logits")
   // A framework whose loss is not compiled keeps the eager loss under compile (hf: no `compiled` key).
   p.framework = *spec::find_framework("hf");
   CHECK(memory::facts(step(m, p)).logits_transient == doctest::Approx(4202692608.0));
+}
+
+TEST_CASE("memory and traffic: Megatron's unfused loss works in place on its saved fp32 upcast") {
+  // megatron/core/model_parallel_config.py:320: cross_entropy_loss_fusion
+  // False by default; cross_entropy.py upcasts the logits, then subtracts the
+  // max, exponentiates and normalises in place and saves that fp32 softmax.
+  // Llama-3-8B, b 1, s 8192: T V = 1,050,673,152 logits.
+  //   megatron (eager, in place): saved 4 T V = 4,202,692,608 bytes, no second fp32 copy;
+  //     forward traffic: read (2 + 6 x 4) T V = 27,317,501,952, write 4 x 4 T V = 16,810,770,432;
+  //     backward: read 2 x 4 T V = 8,405,385,216, write (4 + 2) T V = 6,304,038,912;
+  //   --cross-entropy fused: the 16-bit logits saved, 2 T V = 2,101,346,304.
+  const auto m = test::model("llama3_8b");
+  auto p = plan(1, 8192);
+  p.framework = *spec::find_framework("megatron");
+  const auto g = step(m, p);
+  CHECK(memory::facts(g).logits_transient == 0);
+  const auto& f = forward(g, graph::Op::kLoss);
+  CHECK(f.saved_bytes == doctest::Approx(4202692608.0));
+  CHECK(f.read_bytes == doctest::Approx(27317501952.0));
+  CHECK(f.write_bytes == doctest::Approx(16810770432.0));
+  const auto& b = backward(g, graph::Op::kLoss);
+  CHECK(b.read_bytes == doctest::Approx(8405385216.0));
+  CHECK(b.write_bytes == doctest::Approx(6304038912.0));
+  REQUIRE(spec::apply_setting(p, "cross_entropy", "fused") == "");
+  CHECK(forward(step(m, p), graph::Op::kLoss).saved_bytes == doctest::Approx(2101346304.0));
 }
 
 TEST_CASE("memory: a frozen fp8 LoRA base is held once, quantized; copies by GPU and recipe") {

@@ -30,6 +30,10 @@ spec::PlanSpec unusual_plan() {
   p.seq_len = 2048;
   p.precision = spec::Precision::kFp8;
   p.fp8_recipe = spec::Fp8Recipe::kTensorwise;
+  p.fp8_primary_weights = true;
+  p.master_weights = spec::MasterWeights::kNone;
+  p.cross_entropy = spec::CrossEntropy::kEager;
+  p.cross_entropy_given = true;
   p.power_limit_w = 500;
   p.attention = spec::AttentionKind::kFlash3;
   p.fusion = spec::Fusion::kCompiled;

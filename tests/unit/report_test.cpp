@@ -411,13 +411,13 @@ TEST_CASE("report: three files; every chart is well-formed SVG plotting the JSON
     const std::string& s = chart["roofline"];
     // H100 SXM dense bf16 989.4 TFLOP/s at the 1830 MHz boost (whitepaper),
     // at the profile's 1755 MHz sustained clock 949.0, and at the clock a
-    // training run holds: 0.8735 of that (docs/accuracy.md: the median of the
-    // six end-to-end groups' fractions, 0.874 and 0.873 in the middle), the
-    // same for every GPU: 949.0 x 0.8735 = 828.9; HBM 3.35 TB/s: ridge
-    // 828.9 / 3.35 = 247.4 FLOP/B.
+    // training run holds: 0.873 of that (docs/accuracy.md: the median of the
+    // six end-to-end groups' fractions, 0.873 and 0.873 in the middle), the
+    // same for every GPU: 949.0 x 0.873 = 828.4; HBM 3.35 TB/s: ridge
+    // 828.4 / 3.35 = 247.3 FLOP/B.
     const auto bf16 = find_tag(s, "line", {{"class", "roof"}, {"data-precision", "bf16"}});
-    CHECK(number(bf16, "data-peak-flop-per-s") == doctest::Approx(989.4e12 * 1755 / 1830 * 0.8735));
-    CHECK(number(bf16, "data-ridge-intensity") == doctest::Approx(989.4 * 1755 / 1830 * 0.8735 / 3.35));
+    CHECK(number(bf16, "data-peak-flop-per-s") == doctest::Approx(989.4e12 * 1755 / 1830 * 0.873));
+    CHECK(number(bf16, "data-ridge-intensity") == doctest::Approx(989.4 * 1755 / 1830 * 0.873 / 3.35));
     CHECK(number(bf16, "data-peak-flop-per-s") < j["question"]["gpu"]["peak_flop_per_s"]["bf16"].get<double>());
     CHECK(find_tag(s, "line", {{"class", "roof"}, {"data-precision", "fp8"}}).size() > 0);  // H100 has fp8
     CHECK(number(find_tag(s, "line", {{"class", "hbm"}}), "data-hbm-bytes-per-s") == doctest::Approx(3.35e12));

@@ -46,7 +46,7 @@ enum KernelFlags : std::uint16_t {
   kPerStep = 32,       // runs once per step, not per micro-batch (optimizer, DP all-reduce)
   kOverlapped = 64,    // communication that overlaps with compute
   kFp8Gemm = 128,      // GEMM executed in fp8
-  kNoSaveInput = 256,  // GEMM input not saved (frozen weight, no wgrad)
+  kLossInPlace = 256,  // eager loss whose fp32 upcast is itself saved (no separate fp32 workspace)
   kCausal = 512,       // fused attention with a causal mask
   kNextForward = 1024,  // per-step communication overlapped with the next step's first forward
   // How an overlapped collective shares the GPU with the compute beside it

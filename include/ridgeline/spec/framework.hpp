@@ -75,6 +75,10 @@ struct FrameworkSpec {
   /// reduction and keeps no fp32 copy of the logits (frameworks/NAME.yaml
   /// cross_entropy.compiled; absent: as `value`).
   bool fused_cross_entropy_compiled = true;
+  /// An eager loss computed in place on its fp32 upcast, which is what it
+  /// saves for the backward (Megatron's vocab_parallel_cross_entropy): no
+  /// second fp32 copy (frameworks/NAME.yaml cross_entropy.in_place).
+  bool cross_entropy_in_place = false;
   // Host.
   /// CPU time to dispatch one launched kernel (Python, autograd, hooks);
   /// the GPU idles when the kernels it runs are shorter.
@@ -198,6 +202,9 @@ void apply_generation_defaults(PlanSpec& p, Generation g);
 /// The main gradients a plan keeps: the plan's when it gives them, else its
 /// framework's default for its precision (FrameworkSpec::fp32_main_grads_with_bf16).
 MainGrads main_grads_of(const MicrobatchPlan& p);
+/// The plan's loss: as given, else the framework's at the plan's fusion level
+/// (FrameworkSpec::fused_cross_entropy, fused_cross_entropy_compiled).
+CrossEntropy cross_entropy_of(const MicrobatchPlan& p);
 
 /// Whether a plan's ZeRO-1/2 parameter all-gather overlaps the next forward:
 /// the plan asks for it or its framework does it by default.

@@ -43,6 +43,11 @@ enum class MasterWeights : std::uint8_t { kFp32, kRemainder, kNone };
 /// Gradients accumulated and reduced at the working precision, or in fp32
 /// main gradients (Megatron-LM's accumulate_allreduce_grads_in_fp32).
 enum class MainGrads : std::uint8_t { kWorking, kFp32 };
+/// The loss over the logits: fused = one kernel over the 16-bit logits
+/// (Megatron's --cross-entropy-loss-fusion, flash-attn's xentropy, a compiled
+/// loss); eager = the fp32 chain (upcast, max / log-softmax, nll) that saves
+/// an fp32 copy of the logits for the backward.
+enum class CrossEntropy : std::uint8_t { kFused, kEager };
 /// Where a part of the model state lives between steps: on the GPU (none)
 /// or in host memory (cpu). NVMe (ZeRO-Infinity) is not modelled.
 enum class OffloadDevice : std::uint8_t { kNone, kCpu };
@@ -173,6 +178,10 @@ struct PlanSpec {
   double power_limit_w = 0.0;
   MasterWeights master_weights = MasterWeights::kFp32;
   MainGrads main_grads = MainGrads::kWorking;
+  /// Whether the plan gave cross_entropy; if not, the framework's at the
+  /// plan's fusion level (spec::cross_entropy_of; apply_framework_defaults shows it).
+  bool cross_entropy_given = false;
+  CrossEntropy cross_entropy = CrossEntropy::kFused;
   MoePlan moe;
   /// CPU offload of the optimizer (and parameters); a step-level choice, so
   /// not part of MicrobatchPlan (the micro-batch graph does not change).
@@ -214,6 +223,8 @@ struct MicrobatchPlan {
   Parallel parallel;
   MasterWeights master_weights = MasterWeights::kFp32;  // the precision policy reads them
   MainGrads main_grads = MainGrads::kWorking;
+  bool cross_entropy_given = false;  // else the framework's (spec::cross_entropy_of)
+  CrossEntropy cross_entropy = CrossEntropy::kFused;
   MoePlan moe;  // expert GEMM shapes
 
   MicrobatchPlan() = default;
@@ -226,7 +237,8 @@ struct MicrobatchPlan {
         finetune(p.finetune), attention_flops(p.attention_flops),
         parallel{p.parallel.tp, p.parallel.pp, p.parallel.cp, p.parallel.ep, p.parallel.sp,
                  p.parallel.tp_comm_overlap, p.parallel.first_stage_layers, p.parallel.last_stage_layers},
-        master_weights(p.master_weights), main_grads(p.main_grads), moe(p.moe) {}
+        master_weights(p.master_weights), main_grads(p.main_grads), cross_entropy_given(p.cross_entropy_given),
+        cross_entropy(p.cross_entropy), moe(p.moe) {}
 };
 
 /// Decoder layers on pipeline stage `stage` (0-based) of `pp`: the first
@@ -261,6 +273,7 @@ std::optional<std::uint8_t> parse_lora_targets(std::string_view s);  // "q,v" or
 std::optional<Fp8Recipe> parse_fp8_recipe(std::string_view s);
 std::optional<MasterWeights> parse_master_weights(std::string_view s);
 std::optional<MainGrads> parse_main_grads(std::string_view s);
+std::optional<CrossEntropy> parse_cross_entropy(std::string_view s);
 std::optional<OffloadDevice> parse_offload_device(std::string_view s);
 
 std::string to_string(Precision p);
@@ -276,6 +289,7 @@ std::string lora_targets_to_string(std::uint8_t mask);
 std::string to_string(Fp8Recipe r);
 std::string to_string(MasterWeights w);
 std::string to_string(MainGrads g);
+std::string to_string(CrossEntropy c);
 std::string to_string(OffloadDevice d);
 
 /// The accepted words, for "expected one of ..." messages.
@@ -290,6 +304,7 @@ std::string attention_flops_choices();
 std::string lora_target_choices();
 std::string master_weights_choices();
 std::string main_grads_choices();
+std::string cross_entropy_choices();
 std::string offload_device_choices();
 
 /// Sets one plan field from "key=value" text (compare --vary, search --fix):

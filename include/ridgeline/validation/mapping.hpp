@@ -53,6 +53,7 @@ struct TrainingCase {
 struct FrameworkChoice {
   std::uint8_t index = 0;  // 0 = megatron, the default
   std::string why;
+  bool fused_loss = false;  // the stack runs its own fused cross-entropy (FrameworkRule)
 };
 
 /// The framework of an end-to-end or per-layer row: training.framework when
