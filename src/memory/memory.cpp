@@ -109,8 +109,7 @@ ModelState model_state(const spec::PlanSpec& p, const techniques::LocalParams& l
   // ZeRO stage s shards what it covers over the data-parallel group: dense
   // bytes over DP x CP ranks, expert bytes over DP x CP / EP.
   auto shard = [&](int stage_covered, double bytes, double expert_bytes) {
-    if (p.parallel.zero < stage_covered) return bytes;
-    return (bytes - expert_bytes) / groups.dense + expert_bytes / groups.expert;
+    return techniques::zero_shard(p, groups, stage_covered, bytes, expert_bytes);
   };
   // Under pipeline parallelism a framework may keep what ZeRO would shard
   // whole across the step's micro-batches (frameworks/*.yaml pp_params,

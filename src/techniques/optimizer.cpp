@@ -42,9 +42,9 @@ void apply_optimizer(graph::Graph& g, const spec::PlanSpec& p, const LocalParams
   const double grad_b = pol.gradient_bytes;
   const double master_b = pol.master_bytes;
   const double state_b = optimizer_state_bytes(p.optimizer, lp, pol.state_elem_bytes);
-  // ZeRO >= 1 shards the optimizer step over the data-parallel group.
-  const double shard = p.parallel.zero >= 1 ? std::max(1, p.parallel.dp * p.parallel.cp) : 1;
-  const double P = lp.trainable / shard;
+  // ZeRO >= 1 shards the optimizer step as it shards the state: dense
+  // parameters over DP x CP ranks, experts over DP x CP / EP.
+  const double P = zero_shard(p, data_parallel_groups(p), 1, lp.trainable, lp.expert_trainable);
   const StepTraffic tr = traffic(p.optimizer, grad_b, master_b, weight_b, state_b);
   // Optimizer offload: the step runs in CPU Adam on the host
   // (techniques::offload_cost), no optimizer kernel on the GPU.
@@ -98,9 +98,9 @@ void apply_optimizer(graph::Graph& g, const spec::PlanSpec& p, const LocalParams
     u.phase = spec::Phase::kOptimizer;
     u.flags = graph::kPerStep;
     u.count = 1;
-    u.read_bytes = lp.trainable / shard * grad_b;
-    u.write_bytes = lp.trainable / shard * grad_b;
-    u.flops = 2 * lp.trainable / shard;
+    u.read_bytes = P * grad_b;
+    u.write_bytes = P * grad_b;
+    u.flops = 2 * P;
     u.launches = std::max(1.0, lp.tensors / 64.0) + 1;
     g.kernels.push_back(u);
   }

@@ -27,6 +27,11 @@ double lora_params_per_layer(const spec::ModelSpec& m, const spec::PlanSpec& p) 
   return lora_params_per_layer(m, p.finetune);
 }
 
+double zero_shard(const spec::PlanSpec& p, const DataParallelGroups& g, int covered, double all, double expert) {
+  if (p.parallel.zero < covered) return all;
+  return (all - expert) / g.dense + expert / g.expert;
+}
+
 DataParallelGroups data_parallel_groups(const spec::PlanSpec& p) {
   const auto& par = p.parallel;
   DataParallelGroups g;

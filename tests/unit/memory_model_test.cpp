@@ -294,6 +294,33 @@ TEST_CASE("precision: fp32 main gradients, remainder masters and pure bf16 model
   }
 }
 
+TEST_CASE("MoE: the optimizer step shards experts over DP x CP / EP, as the memory model does") {
+  // Mixtral-8x7B, DP 8, ZeRO-1. Under EP 8 each GPU holds one expert of each
+  // layer, replicated over DP x CP / EP = 1 rank: its expert parameters are
+  // not sharded, the dense ones over 8. The step's parameters per GPU:
+  //   P = (trainable - expert) / 8 + expert / 1 (both from local_params),
+  // and its FLOPs are Adam's per parameter times P (EP 1: trainable / 8).
+  const auto m = test::model("mixtral_8x7b");
+  auto p = plan(1, 4096);
+  p.parallel.dp = 8;
+  p.parallel.zero = 1;
+  p.global_batch = 8;
+  auto optimizer_flops = [&](const spec::PlanSpec& q) {
+    for (const auto& k : step(m, q).kernels)
+      if (k.op == graph::Op::kOptimizer) return k.flops;
+    return 0.0;
+  };
+  const auto one = techniques::local_params(m, p);
+  const double f1 = optimizer_flops(p);
+  REQUIRE(f1 > 0);
+  p.parallel.ep = 8;
+  const auto lp = techniques::local_params(m, p);
+  const double expect = (lp.trainable - lp.expert_trainable) / 8 + lp.expert_trainable;
+  CHECK(optimizer_flops(p) / f1 == doctest::Approx(expect / (one.trainable / 8)).epsilon(1e-12));
+  const auto ms = memory::model_state(m, p);
+  CHECK(ms.optimizer == doctest::Approx(expect * 8).epsilon(1e-12));  // Adam: 8 bytes per parameter it steps
+}
+
 TEST_CASE("MoE: capacity and imbalance set the expert GEMMs; CP holds two K/V receive buffers") {
   // Mixtral-8x7B: 8 experts, top-2, h 4096, f 14336. b 1, s 4096: T = 4096
   // tokens, T k = 8192 token-expert pairs, an even 1024 per expert.

@@ -42,6 +42,12 @@ struct DataParallelGroups {
 };
 DataParallelGroups data_parallel_groups(const spec::PlanSpec& p);
 
+/// What one GPU holds of `all` (of which `expert` is expert state) when ZeRO
+/// stage `covered` or above shards it: dense state over the DP x CP ranks,
+/// expert state over DP x CP / EP; below that stage, all of it. The memory
+/// model and the optimizer step both shard through this.
+double zero_shard(const spec::PlanSpec& p, const DataParallelGroups& g, int covered, double all, double expert);
+
 /// One GPU's parameters on `stage`. Decoder layers are split by TP (experts
 /// also by EP); when TP exceeds the KV heads each rank holds one whole KV
 /// head (replicated), so its K and V projections are 2 h d, not 2 h g d / t.
