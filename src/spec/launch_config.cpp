@@ -1,6 +1,8 @@
 #include "ridgeline/spec/launch_config.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <map>
 #include <filesystem>
 #include <fmt/format.h>
 #include <toml++/toml.h>
@@ -175,8 +177,8 @@ bool take_megatron_arg(LaunchValues& v, std::string_view name, std::string_view 
   }
   if (a->takes_value && has_shell_variable(value)) {
     d.error(loc, field,
-            fmt::format("\"{}\" is a shell variable; Ridgeline reads the file as text and does not expand it: "
-                        "write the value",
+            fmt::format("\"{}\" is a shell variable the script does not assign (from the environment or "
+                        "computed): write the value",
                         value));
     return true;
   }
@@ -271,6 +273,71 @@ std::vector<Token> tokenize_shell(const std::string& text) {
 
 }  // namespace
 
+namespace {
+
+bool is_shell_name(std::string_view s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+/// `NAME=value` as a simple shell assignment: the name and the value, or nothing.
+std::optional<std::pair<std::string, std::string>> shell_assignment(std::string_view token) {
+  const auto eq = token.find('=');
+  if (eq == std::string_view::npos || eq == 0 || !is_shell_name(token.substr(0, eq))) return std::nullopt;
+  return std::pair{std::string(token.substr(0, eq)), std::string(token.substr(eq + 1))};
+}
+
+/// Expands $NAME, ${NAME}, ${NAME:-default} and ${NAME-default} from the
+/// script's own assignments; nothing when a name is neither assigned nor
+/// defaulted, or the text uses any other expansion ($(...), $((...)), $1).
+std::optional<std::string> expand_shell(std::string_view text, const std::map<std::string, std::string>& vars,
+                                        int depth = 0) {
+  if (depth > 8) return std::nullopt;  // a variable defined through itself
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    if (text[i] != '$') {
+      out += text[i++];
+      continue;
+    }
+    std::string name;
+    std::optional<std::string> fallback;
+    if (i + 1 < text.size() && text[i + 1] == '{') {
+      const auto close = text.find('}', i + 2);
+      if (close == std::string_view::npos) return std::nullopt;
+      std::string_view inner = text.substr(i + 2, close - i - 2);
+      if (const auto d = inner.find(":-"); d != std::string_view::npos) {
+        fallback = std::string(inner.substr(d + 2));
+        inner = inner.substr(0, d);
+      } else if (const auto d1 = inner.find('-'); d1 != std::string_view::npos) {
+        fallback = std::string(inner.substr(d1 + 1));
+        inner = inner.substr(0, d1);
+      }
+      name = std::string(inner);
+      i = close + 1;
+    } else {
+      size_t j = i + 1;
+      while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '_')) ++j;
+      name = std::string(text.substr(i + 1, j - i - 1));
+      i = j;
+    }
+    if (!is_shell_name(name)) return std::nullopt;
+    if (const auto it = vars.find(name); it != vars.end()) {
+      auto v = expand_shell(it->second, vars, depth + 1);
+      if (!v) return std::nullopt;
+      out += *v;
+    } else if (fallback) {
+      auto v = expand_shell(*fallback, vars, depth + 1);
+      if (!v) return std::nullopt;
+      out += *v;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 ImportReport import_megatron(const std::string& path) {
   const std::string text = read_text_file(path);
   ImportReport r;
@@ -278,7 +345,30 @@ ImportReport import_megatron(const std::string& path) {
   r.file = path;
   r.framework = "megatron";
   support::DiagnosticList d;
-  const auto tokens = tokenize_shell(text);
+  const auto all = tokenize_shell(text);
+  // The script's simple assignments (NAME=value first on its line, or after
+  // `export`), in order: a later one replaces an earlier one, as the shell
+  // runs them (a script that reassigns between launches is read as its last).
+  std::map<std::string, std::string> vars;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const bool first = i == 0 || all[i - 1].logical != all[i].logical ||
+                       (all[i - 1].text == "export" && (i < 2 || all[i - 2].logical != all[i].logical));
+    if (!first) continue;
+    if (auto a = shell_assignment(all[i].text); a && a->second != "(") vars[a->first] = a->second;
+  }
+  // The flags: on the launch line, in arrays, and in argument strings kept
+  // in a variable (GPT_ARGS="--num-layers 32 ..." expanded as $GPT_ARGS).
+  std::vector<Token> tokens;
+  for (const Token& t : all) {
+    if (auto a = shell_assignment(t.text); a && a->second.find("--") != std::string::npos) {
+      for (Token inner : tokenize_shell(a->second)) {
+        inner.line = t.line, inner.col = t.col, inner.logical = t.logical;
+        tokens.push_back(std::move(inner));
+      }
+      continue;
+    }
+    tokens.push_back(t);
+  }
   for (size_t i = 0; i < tokens.size(); ++i) {
     const Token& t = tokens[i];
     if (!t.text.starts_with("--") || t.text.size() == 2) continue;  // torchrun, pretrain_gpt.py, ARGS=(, )
@@ -305,6 +395,12 @@ ImportReport import_megatron(const std::string& path) {
     if (known && *known && !value) {
       d.error(loc, "--" + name, "expected a value after it");
       continue;
+    }
+    if (known && *known && value && has_shell_variable(*value)) {
+      if (auto x = expand_shell(*value, vars)) {
+        r.notes.push_back(fmt::format("--{} {} = {} (the script's assignment)", name, *value, *x));
+        value = *x;
+      }
     }
     if (!take_megatron_arg(r.values, name, value.value_or(""), loc, d))
       r.ignored.push_back(fmt::format("--{}{} (line {})", name, value ? " " + *value : "", t.line));

@@ -167,12 +167,45 @@ TEST_SUITE("launch config") {
       return std::string("no error");
     };
     CHECK(error_of("torchrun pretrain_gpt.py \\\n    --tensor-model-parallel-size $TP --bf16\n") ==
-          ":2:5: error: --tensor-model-parallel-size: \"$TP\" is a shell variable; Ridgeline reads the file as "
-          "text and does not expand it: write the value");
+          ":2:5: error: --tensor-model-parallel-size: \"$TP\" is a shell variable the script does not assign "
+          "(from the environment or computed): write the value");
+    CHECK(error_of("--nnodes $((N / 8))\n") ==
+          ":1:1: error: --nnodes: \"$((N\" is a shell variable the script does not assign (from the environment "
+          "or computed): write the value");
     CHECK(error_of("--cpu-offloading\n") == ":1:1: error: --cpu-offloading: activation CPU offload is not modelled");
     CHECK(error_of("--bf16 --fp8-format e5m2\n") ==
           ":1:8: error: --fp8-format: expected one of e4m3, hybrid, got \"e5m2\"");
     CHECK(error_of("--micro-batch-size\n--bf16\n") == ":1:1: error: --micro-batch-size: expected a value after it");
+  }
+
+  TEST_CASE("Megatron args: the script's own assignments resolve its variables") {
+    // NVIDIA's style (examples/gpt3/train_gpt3_175b_distributed.sh): sizes
+    // assigned at the top, ${VAR:-default}, export, and the arguments kept in
+    // a string expanded on the launch line. By hand: TP 4, PP 2 (the
+    // default, PP unset), 8 GPUs per node x 2 nodes = 16 GPUs / (4 x 2) = DP 2;
+    // micro-batch 1, global batch 64, sequence 4096.
+    const std::string text =
+        "#!/bin/bash\n"
+        "GPUS_PER_NODE=8\n"
+        "export NNODES=2\n"
+        "TP=4\n"
+        "MODEL_ARGS=\"--tensor-model-parallel-size $TP --pipeline-model-parallel-size ${PP:-2} --bf16\"\n"
+        "torchrun --nproc_per_node $GPUS_PER_NODE --nnodes ${NNODES} pretrain_gpt.py \\\n"
+        "    $MODEL_ARGS --micro-batch-size 1 --global-batch-size 64 --seq-length 4096\n";
+    const auto path = temp_file("vars.sh", text);
+    auto r = rl::spec::import_megatron(path);
+    rl::spec::PlanSpec p;
+    const auto m = rl::test::model("llama3_8b");
+    rl::spec::apply_launch(r.values, p, m, r);
+    CHECK(p.parallel.tp == 4);
+    CHECK(p.parallel.pp == 2);
+    CHECK(p.parallel.dp == 2);
+    CHECK(p.micro_batch == 1);
+    CHECK(p.global_batch == 64);
+    CHECK(p.seq_len == 4096);
+    const auto note = std::find_if(r.notes.begin(), r.notes.end(),
+                                   [](const std::string& n) { return n.starts_with("--nproc_per_node $GPUS_PER_NODE = 8"); });
+    CHECK(note != r.notes.end());
   }
 
   TEST_CASE("Megatron args: combined settings and their errors") {
