@@ -632,11 +632,8 @@ ImportReport import_deepspeed(const std::string& path) {
         d.error(val.loc, key, fmt::format("expected a number, got {}", describe(val)));
         return;
       }
-      // "auto" is filled in by the HF Trainer integration from its own arguments.
-      if (val.text == "auto") {
-        r.ignored.push_back(fmt::format("{} (line {}): \"auto\", given by the trainer", key, val.loc.line));
-        return;
-      }
+      // "auto" is filled in by the HF Trainer integration from its own
+      // arguments: kept as "auto", resolved from the flags by apply_launch.
       v.*t = {val.text, said(key, val), val.loc};
     };
     if (m.key == "train_micro_batch_size_per_gpu") take(&LaunchValues::micro_batch, m.key, x);
@@ -711,10 +708,13 @@ struct Applier {
     r.settings.push_back({key, field_text(*f, p), said.empty() ? from.said : said, from.loc.line});
   }
   void direct(const std::string& key, const LaunchValue& v) {
-    if (v.given()) set(key, v.text, v);
+    if (v.given() && v.text != "auto") set(key, v.text, v);
+  }
+  bool flagged(const std::string& key) const {
+    return std::find(overridden.begin(), overridden.end(), key) != overridden.end();
   }
   std::optional<long long> whole(const LaunchValue& v, long long lo = 1, long long hi = 1LL << 40) {
-    if (!v.given()) return std::nullopt;
+    if (!v.given() || v.text == "auto") return std::nullopt;
     std::string e;
     auto x = parse_whole_number(v.text, lo, hi, e);
     if (!x) d.error(v.loc, field_of(v), e);
@@ -728,6 +728,18 @@ void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, Import
                   const std::vector<std::string>& overridden) {
   support::DiagnosticList d;
   Applier a{p, m, r, d, overridden};
+  // DeepSpeed's "auto" sizes come from the Hugging Face Trainer's own
+  // arguments (transformers/integrations/deepspeed.py trainer_config_process
+  // fills them): the flags must say them, or, for the global batch, the
+  // micro-batch and accumulation steps that make it. Never a silent 1.
+  if (v.micro_batch.text == "auto" && !a.flagged("micro_batch"))
+    d.error(v.micro_batch.loc, field_of(v.micro_batch),
+            "\"auto\" is the Hugging Face Trainer's per_device_train_batch_size: give --micro-batch");
+  if (v.global_batch.text == "auto" && !a.flagged("global_batch") &&
+      !(v.grad_accum.given() && v.grad_accum.text != "auto"))
+    d.error(v.global_batch.loc, field_of(v.global_batch),
+            "\"auto\" is the Hugging Face Trainer's batch (per device x accumulation x GPUs): give --global-batch, "
+            "or gradient_accumulation_steps");
   // The model the file describes must be the plan's.
   auto check_model = [&](const LaunchValue& x, int have, std::string_view what) {
     if (auto n = a.whole(x); n && *n != have)
@@ -880,7 +892,10 @@ void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, Import
     if (shard && *shard > 1) {
       a.set("zero", "3", v.dp_shard, v.dp_shard.said + " (FSDP2: ZeRO-3)");
     }
-    if ((shard && *shard == -1) ) {
+    if (shard && *shard == -1 && !a.flagged("parallel.dp") && !nproc) {
+      d.error(v.dp_shard.loc, field_of(v.dp_shard),
+              "-1 takes the GPUs the other degrees leave: give --dp N (GPUs / (TP x PP x CP))");
+    } else if (shard && *shard == -1) {
       r.notes.push_back("parallelism.data_parallel_shard_degree = -1 (all GPUs left): the DP degree is --dp's; "
                         "FSDP2 shards over it (ZeRO-3 unless DP is 1)");
       if (p.parallel.zero < 3) a.set("zero", "3", v.dp_shard, v.dp_shard.said + " (FSDP2: ZeRO-3)");

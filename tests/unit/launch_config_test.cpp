@@ -208,6 +208,33 @@ TEST_SUITE("launch config") {
     CHECK(note != r.notes.end());
   }
 
+  TEST_CASE("torchtitan's -1 and DeepSpeed's \"auto\" come from the flags, never a silent 1") {
+    // torchtitan: data_parallel_shard_degree = -1 takes the GPUs left
+    // (torchtitan/distributed/parallel_dims.py); DeepSpeed "auto" is filled by
+    // the HF Trainer (transformers/integrations/deepspeed.py). Without the
+    // flags that give them: exit 2 with the key's line; with them: the plan.
+    std::string toml = rl::test::slurp(std::string(RIDGELINE_SOURCE_DIR) + "/plans/torchtitan_llama3_8b.toml");
+    toml.replace(toml.find("data_parallel_shard_degree = 4"), 30, "data_parallel_shard_degree = -1");
+    const auto tt = temp_file("shard.toml", toml);
+    const auto refused = rl::test::run_cli("predict --from-torchtitan " + tt);
+    CHECK(refused.status == 2);
+    CHECK(refused.err.find(":28:30: error: parallelism.data_parallel_shard_degree: -1 takes the GPUs the other "
+                           "degrees leave: give --dp N (GPUs / (TP x PP x CP))") != std::string::npos);
+    CHECK(refused.out.empty());
+    const auto with_dp = step_and_memory("--from-torchtitan " + tt + " --dp 4");
+    const auto plain = step_and_memory("--from-torchtitan plans/torchtitan_llama3_8b.toml");
+    CHECK(with_dp == plain);
+    std::string json = rl::test::slurp(std::string(RIDGELINE_SOURCE_DIR) + "/plans/deepspeed_zero3.json");
+    json.replace(json.find("\"train_micro_batch_size_per_gpu\": 1"), 35, "\"train_micro_batch_size_per_gpu\": \"auto\"");
+    const auto ds = temp_file("auto.json", json);
+    const auto no_mb = rl::test::run_cli("predict --model llama3_8b --from-deepspeed " + ds);
+    CHECK(no_mb.status == 2);
+    CHECK(no_mb.err.find("train_micro_batch_size_per_gpu: \"auto\" is the Hugging Face Trainer's "
+                         "per_device_train_batch_size: give --micro-batch") != std::string::npos);
+    const auto given = step_and_memory("--model llama3_8b --from-deepspeed " + ds + " --micro-batch 1");
+    CHECK(given == step_and_memory("--model llama3_8b --from-deepspeed plans/deepspeed_zero3.json"));
+  }
+
   TEST_CASE("Megatron args: combined settings and their errors") {
     const auto m = rl::test::model("llama3_8b");
     auto apply = [&](const std::string& text) {
