@@ -78,6 +78,7 @@ std::string interval(const uncertainty::Interval& iv, const Range& r, std::strin
 
 std::string interval_source(const uncertainty::Interval& iv) {
   if (!iv.valid()) return "none: " + iv.note;
+  if (iv.anchored) return fmt::format("{}, {}: {}", level(iv.level), iv.pool, iv.note);
   std::string out = fmt::format("{}, from {}, {} validated runs", level(iv.level), iv.pool, iv.rows);
   if (iv.held_out_rows > 0)
     out += fmt::format("; held out of sample for {:.0f}% of {} runs", 100 * iv.held_out_covered, iv.held_out_rows);
