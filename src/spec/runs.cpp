@@ -78,7 +78,7 @@ std::string beside(const std::string& runs_file, const std::string& p, bool only
 /// Reads the fields of one run into `r`, then checks them together.
 /// `where`: the run's own location (for a problem of the whole run).
 void build_run(const Givens& g, const support::SourceLoc& where, const std::string& field, const std::string& file,
-               RunSpec& r, support::DiagnosticList& d) {
+               RunSpec& r, support::DiagnosticList& d, bool misspelt = false) {
   r.field = field;
   r.loc = where;
   bool memory_kind_given = false;
@@ -135,7 +135,7 @@ void build_run(const Givens& g, const support::SourceLoc& where, const std::stri
                         times[0]->field));
   if (log.present && !times.empty())
     d.error(times[0]->loc, times[0]->field, "the log gives the time (log: " + log.text + "): give one of the two");
-  if (!log.present && times.empty())
+  if (!log.present && times.empty() && !misspelt)
     d.error(where, field,
             "no measured time: give measured: tokens_per_s_per_gpu, step_time_s or tokens_per_s, or log: FILE");
   if (const Given& lf = g[index_of("log_format")]; lf.present && !log.present)
@@ -173,15 +173,18 @@ void read_yaml(const std::string& path, RunsSpec& out, support::DiagnosticList& 
       MapReader* m = f.measured ? (measured ? &*measured : nullptr) : &run;
       if (!m) continue;
       const std::string key(f.key);
+      m->allow(key);  // known, for a misspelling's did-you-mean
       if (!m->has(key) && !f.required && !m->node(key).IsDefined()) continue;
       const auto text = m->string(key, f.required);
       if (!text) continue;
       g[k] = Given{true, *text, loc_of(path, m->node(key)), m->field(key)};
     }
+    const size_t before = d.items().size();
     if (measured) measured->finish();
     run.finish();
     RunSpec r;
-    build_run(g, loc_of(path, runs[i]), prefix, path, r, d);
+    // An unknown key (a misspelt field) explains a missing one: no second error for it.
+    build_run(g, loc_of(path, runs[i]), prefix, path, r, d, d.items().size() > before);
     out.runs.push_back(std::move(r));
   }
   top.finish();
