@@ -1,5 +1,6 @@
 // microbench, calibrate and validate: measurements -> calibration block ->
 // error statistics (docs/calibration.md).
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
@@ -136,11 +137,25 @@ spec::PlanSpec run_plan(const spec::RunSpec& r, const spec::ModelSpec& model, co
   PlanFlags flags;
   CLI::App app("run plan");
   flags.add_to(app);
+  app.allow_extras(true);
   try {
     app.parse(r.plan, false);
   } catch (const CLI::ParseError& e) {
-    run_error(r.plan_loc, field, fmt::format("{} (predict's plan flags; gpu: and model: are fields of their own)",
-                                             e.what()));
+    run_error(r.plan_loc, field, e.what());
+  }
+  if (const auto extra = app.remaining(); !extra.empty()) {
+    std::vector<std::string> names;
+    for (const CLI::Option* o : app.get_options())
+      for (const auto& n : o->get_lnames()) names.push_back("--" + n);
+    const auto flag = std::find_if(extra.begin(), extra.end(), [](const std::string& s) { return s.starts_with("-"); });
+    if (flag == extra.end())
+      run_error(r.plan_loc, field, fmt::format("'{}' follows no flag (predict's plan flags: --dp 8 --zero 3 ...)",
+                                               extra.front()));
+    if (*flag == "--gpu" || *flag == "--model")
+      run_error(r.plan_loc, field, fmt::format("{} has no place in plan: gpu: and model: are fields of the run", *flag));
+    run_error(r.plan_loc, field,
+              fmt::format("unknown flag '{}'{} (plan: takes predict's plan flags)", *flag,
+                          support::did_you_mean(*flag, names)));
   }
   if (!flags.calibration.empty() || flags.no_calibration)
     run_error(r.plan_loc, field,
