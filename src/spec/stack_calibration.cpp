@@ -128,6 +128,12 @@ StackCalibrationSpec load_stack_calibration(const std::string& path) {
   c.file = path;
   MapReader top(root, path, "", diags);
   if (!top.valid()) diags.throw_if_errors();
+  // Another kind of file (a runs file given for the calibration it makes): say that alone.
+  if (!root["schema"].IsDefined())
+    throw support::SpecError(loc_of(path, root), "schema",
+                             fmt::format("missing: not a stack calibration file ({}, written by `ridgeline calibrate "
+                                         "--runs`)",
+                                         kStackCalibrationSchema));
   if (auto schema = top.string("schema", true); schema && *schema != kStackCalibrationSchema)
     top.error_at("schema", fmt::format("expected \"{}\" (a file `ridgeline calibrate --runs` writes), got \"{}\"",
                                        kStackCalibrationSchema, *schema));
