@@ -316,7 +316,11 @@ json search_query_json(const search::SearchSpec& s, const spec::ModelSpec& m, co
           {"heads", m.heads},
           {"layers", m.layers},
           {"framework", spec::framework(base.framework).id}};
-  if (x.calibration) q["calibration"] = calibration_json(calibration_use(x.calibration, hw, base));
+  if (x.calibration) {
+    q["calibration"] = calibration_json(calibration_use(x.calibration, hw, base));
+    if (s.frameworks.size() > 1)  // the base plan's framework stands for the rows on it only
+      q["calibration"]["line"] = q["calibration"].value("line", "") + " (rows on another framework: by their own stack)";
+  }
   return q;
 }
 
