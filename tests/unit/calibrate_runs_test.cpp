@@ -167,6 +167,15 @@ TEST_CASE("--calibration: compare, search, advise and report name it, per row wh
   CHECK(test::slurp(dir / "r.md").find("| Measured runs | **applied** |") != std::string::npos);
 }
 
+TEST_CASE("check: a runs file and a stack calibration are told from their keys") {
+  TempDir dir("check");
+  REQUIRE(run_cli("calibrate --runs tests/data/runs/runs.yaml -o " + dir / "stack.yaml").status == 0);
+  const auto r = run_cli("check tests/data/runs/runs.yaml tests/data/runs/runs.csv " + dir / "stack.yaml");
+  CHECK(r.status == 0);
+  CHECK(r.out == "tests/data/runs/runs.yaml: ok (measured-runs file)\ntests/data/runs/runs.csv: ok (measured-runs "
+                 "file)\n" + dir / "stack.yaml" + ": ok (stack calibration)\n");
+}
+
 TEST_CASE("calibrate: --runs or --gpu with --measurements, and --calibration without --no-calibration") {
   const auto none = run_cli("calibrate");
   CHECK(none.status == 2);
