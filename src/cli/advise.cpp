@@ -56,6 +56,7 @@ void register_advise(Commands& commands, int& rc) {
         throw UsageError{"--format", fmt::format("expected one of table, json, markdown, got \"{}\"", args->format)};
       check_interval_level(args->interval_level);
       auto gpu = resolve_gpu(args->gpu, args->plan.sets);
+      args->plan.calibrate(gpu);
       auto model = resolve_model(args->model, args->plan.sets);
       auto plan = args->plan.build(model);
       spec::apply_generation_defaults(plan, gpu.generation);
@@ -66,6 +67,7 @@ void register_advise(Commands& commands, int& rc) {
       auto a = advise::advise(model, plan, gpu, opt);
       set_predict_commands(a, args->gpu, args->model, args->plan);
       report::Inputs in{&gpu, &model, &plan, opt.level};
+      in.calibration = args->plan.stack_calibration();
       if (a.base.status == engine::Status::kInvalid) {
         if (args->format == "json" && (args->output.empty() || args->output == "-"))
           write_output("", report::advice_json(a, in).dump(2) + "\n");

@@ -1,8 +1,12 @@
 // microbench, calibrate and validate: measurements -> calibration block ->
 // error statistics (docs/calibration.md).
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -11,6 +15,9 @@
 #include "common.hpp"
 #include "host_microbench.hpp"
 #include "ridgeline/calibrate/calibrate.hpp"
+#include "ridgeline/calibrate/runs.hpp"
+#include "ridgeline/spec/framework.hpp"
+#include "ridgeline/spec/runs.hpp"
 #include "ridgeline/spec/hardware_yaml.hpp"
 #include "ridgeline/spec/measurement_class.hpp"
 #include "ridgeline/units/units.hpp"
@@ -117,9 +124,144 @@ void register_microbench(Commands& commands, int& rc) {
 
 // --- calibrate --------------------------------------------------------------------
 
+/// A problem with one run's field, at the field: "runs.yaml:4:10: error: runs[0].gpu: ...".
+[[noreturn]] void run_error(const support::SourceLoc& loc, const std::string& field, const std::string& message) {
+  throw support::SpecError(loc, field, message);
+}
+
+/// The plan of run `r`, read as predict reads its flags: `plan_file` as --plan
+/// (a YAML) or the launch config it is (--from-torchtitan for .toml,
+/// --from-deepspeed for .json, --from-megatron otherwise), then `plan`'s flags.
+spec::PlanSpec run_plan(const spec::RunSpec& r, const spec::ModelSpec& model, const spec::HardwareSpec& gpu) {
+  const std::string field = r.field + ".plan";
+  PlanFlags flags;
+  CLI::App app("run plan");
+  flags.add_to(app);
+  app.allow_extras(true);
+  try {
+    app.parse(r.plan, false);
+  } catch (const CLI::ParseError& e) {
+    run_error(r.plan_loc, field, e.what());
+  }
+  if (const auto extra = app.remaining(); !extra.empty()) {
+    std::vector<std::string> names;
+    for (const CLI::Option* o : app.get_options())
+      for (const auto& n : o->get_lnames()) names.push_back("--" + n);
+    const auto flag = std::find_if(extra.begin(), extra.end(), [](const std::string& s) { return s.starts_with("-"); });
+    if (flag == extra.end())
+      run_error(r.plan_loc, field, fmt::format("'{}' follows no flag (predict's plan flags: --dp 8 --zero 3 ...)",
+                                               extra.front()));
+    if (*flag == "--gpu" || *flag == "--model")
+      run_error(r.plan_loc, field, fmt::format("{} has no place in plan: gpu: and model: are fields of the run", *flag));
+    run_error(r.plan_loc, field,
+              fmt::format("unknown flag '{}'{} (plan: takes predict's plan flags)", *flag,
+                          support::did_you_mean(*flag, names)));
+  }
+  if (!flags.calibration.empty() || flags.no_calibration)
+    run_error(r.plan_loc, field,
+              "--calibration and --no-calibration have no place in a run: runs are predicted with the profile as it "
+              "is, and the stack calibration is what they fit");
+  if (!r.plan_file.empty()) {
+    if (!flags.plan_file.empty() || !flags.from_megatron.empty() || !flags.from_torchtitan.empty() ||
+        !flags.from_deepspeed.empty())
+      run_error(r.plan_file_loc, r.field + ".plan_file", "plan: gives a plan file too (--plan or --from-*); give one");
+    const std::string ext = std::filesystem::path(r.plan_file).extension().string();
+    if (ext == ".yaml" || ext == ".yml") flags.plan_file = r.plan_file;
+    else if (ext == ".toml") flags.from_torchtitan = r.plan_file;
+    else if (ext == ".json") flags.from_deepspeed = r.plan_file;
+    else flags.from_megatron = r.plan_file;
+  }
+  spec::PlanSpec plan;
+  try {
+    plan = flags.build(model);
+  } catch (const UsageError& e) {
+    run_error(r.plan_loc.line ? r.plan_loc : r.loc, field, e.flag + ": " + e.message);
+  }
+  spec::apply_generation_defaults(plan, gpu.generation);
+  return plan;
+}
+
+/// The measured step time of a run on `pred`'s plan: as given, or from a
+/// throughput (tokens per step / tokens per second; per GPU x the GPUs).
+double measured_step_s(const spec::RunMeasurement& m, const engine::Prediction& pred) {
+  if (m.step_time_s > 0) return m.step_time_s;
+  if (m.tokens_per_s > 0) return pred.step.tokens_per_step / m.tokens_per_s;
+  return pred.step.tokens_per_step / (m.tokens_per_s_per_gpu * static_cast<double>(pred.step.gpus));
+}
+
+int calibrate_runs(const std::string& runs_file, const std::string& output) {
+  const spec::RunsSpec runs = spec::load_runs(runs_file);
+  std::vector<calibrate::RunPoint> points;
+  std::map<std::string, std::string> lines;  // by run name (each run's is its own)
+  for (const auto& r : runs.runs) {
+    spec::HardwareSpec gpu;
+    spec::ModelSpec model;
+    try {
+      gpu = resolve_gpu(r.gpu);
+    } catch (const UsageError& e) {
+      run_error(r.gpu_loc, r.field + ".gpu", e.message);
+    }
+    try {
+      model = resolve_model(r.model);
+    } catch (const UsageError& e) {
+      run_error(r.model_loc, r.field + ".model", e.message);
+    }
+    const spec::PlanSpec plan = run_plan(r, model, gpu);
+    const engine::Prediction pred = engine::evaluate(model, plan, gpu);
+    if (pred.status == engine::Status::kInvalid)
+      run_error(r.plan_loc.line ? r.plan_loc : r.loc, r.field + ".plan",
+                fmt::format("the model or GPU cannot run this plan: {}: {}", pred.problem.field,
+                            pred.problem.message));
+    calibrate::RunPoint p;
+    p.name = r.name;
+    p.gpu = gpu.id;
+    p.gpu_name = gpu.name;
+    p.framework = plan.framework;
+    p.predicted_step_s = pred.step.time_s;
+    p.measured_step_s = measured_step_s(r.measured, pred);
+    p.predicted_allocated_bytes = pred.memory.allocated;
+    p.prior_reserve = pred.memory.allocator_reserve;
+    p.measured_memory_bytes = r.measured.peak_memory_bytes;
+    p.memory_kind = r.measured.memory_kind;
+    if (!(p.measured_step_s > 0) || !std::isfinite(p.measured_step_s) || !(p.predicted_step_s > 0))
+      run_error(r.loc, r.field, "no step time could be formed from the measurement");
+    std::string line = fmt::format("  {}: {} on {} x {}, {}; predicted {}, measured {} (x {:.3f})", r.name,
+                                   model.name, plan.parallel.gpus(), gpu.id, spec::framework_id(plan.framework),
+                                   units::format_seconds(p.predicted_step_s), units::format_seconds(p.measured_step_s),
+                                   p.measured_step_s / p.predicted_step_s);
+    if (p.measured_memory_bytes > 0)
+      line += fmt::format("; peak memory predicted {} reserved ({} allocated), measured {} {}",
+                          units::format_bytes(pred.memory.reserved), units::format_bytes(pred.memory.allocated),
+                          units::format_bytes(p.measured_memory_bytes), spec::name(p.memory_kind));
+    if (pred.status == engine::Status::kDoesNotFit) line += "; predicted not to fit, yet it ran";
+    if (!r.measured.basis.empty()) line += "\n      " + r.measured.basis;
+    lines[r.name] = std::move(line);
+    points.push_back(std::move(p));
+  }
+  spec::StackCalibrationSpec cal = calibrate::fit_runs(points, runs_file);
+  write_output(output, spec::to_yaml(cal));
+  std::ostream& out = (output.empty() || output == "-") ? std::cerr : std::cout;
+  out << fmt::format("Calibrated {} stack{} from {} runs of {}{}\n", cal.stacks.size(),
+                     cal.stacks.size() == 1 ? "" : "s", points.size(), runs_file,
+                     output.empty() || output == "-" ? "" : " -> " + output);
+  for (const auto& e : cal.stacks) {
+    const spec::StackCorrection& c = e.correction;
+    out << fmt::format("{} + {} ({} run{}):\n", c.gpu, spec::framework_id(c.framework), c.runs.size(),
+                       c.runs.size() == 1 ? "" : "s");
+    for (const auto& name : c.runs) out << lines[name] << "\n";
+    out << fmt::format("  step time scale {:.4f}: {}\n", c.time_scale, e.time_note);
+    out << fmt::format("  allocator reserve {}: {}\n",
+                       c.has_reserve() ? units::format_percent(c.allocator_reserve)
+                                       : units::format_percent(c.reserve_prior) + " (prior)",
+                       e.reserve_note);
+  }
+  return kExitOk;
+}
+
 struct CalibrateArgs {
   std::string gpu;
   std::string measurements;
+  std::string runs;
   std::string output = "-";
   bool force = false;
   double holdout = 0.3;
@@ -130,9 +272,16 @@ void register_calibrate(Commands& commands, int& rc) {
   auto a = std::make_shared<CalibrateArgs>();
   auto* cmd = commands.add("calibrate", "Fit a profile's efficiency parameters to measurements");
   if (!cmd) return;
-  cmd->add_option("--gpu", a->gpu, "GPU profile name or YAML file")->required();
-  cmd->add_option("--measurements", a->measurements, "Measurement file (JSON, ridgeline.measurements/1)")->required();
-  cmd->add_option("--output,-o", a->output, "Calibrated profile to write ('-' = standard output)");
+  cmd->add_option("--gpu", a->gpu, "GPU profile name or YAML file (with --measurements)");
+  cmd->add_option("--measurements", a->measurements, "Measurement file (JSON, ridgeline.measurements/1)");
+  cmd->add_option("--runs", a->runs,
+                  "Measured training runs (YAML or CSV; each its GPU, model, plan and measured time or framework "
+                  "log): fit each GPU + framework stack's step-time scale and allocator reserve, and write a "
+                  "calibration file for --calibration (instead of --gpu and --measurements)")
+      ->type_name("FILE");
+  cmd->add_option("--output,-o", a->output,
+                  "Calibrated profile (with --measurements) or stack calibration (with --runs) to write ('-' = "
+                  "standard output)");
   cmd->add_flag("--force", a->force, "Use measurements whose device does not match the profile");
   cmd->add_option("--holdout", a->holdout,
                   "Fraction of each class's records held out to measure the fit's error (as `validate`); their "
@@ -140,8 +289,19 @@ void register_calibrate(Commands& commands, int& rc) {
                   "intervals; 0 = none")
       ->capture_default_str();
   cmd->add_option("--seed", a->seed, "Seed of the held-out split")->capture_default_str();
-  cmd->callback([a, &rc] {
+  cmd->footer("Either --gpu and --measurements (microbenchmarks: the profile's efficiency parameters) or --runs "
+              "(whole measured runs: a stack calibration, docs/commands.md).");
+  cmd->callback([a, cmd, &rc] {
     rc = guarded([&] {
+      if (!a->runs.empty()) {
+        for (const char* flag : {"--gpu", "--measurements", "--holdout", "--seed", "--force"})
+          if (cmd->count(flag) > 0)
+            throw UsageError{flag, "not used with --runs: each run names its GPU, model and plan"};
+        return calibrate_runs(a->runs, a->output);
+      }
+      if (a->gpu.empty() || a->measurements.empty())
+        throw UsageError{a->gpu.empty() ? "--gpu" : "--measurements",
+                         "give --gpu and --measurements (microbenchmarks), or --runs FILE (measured training runs)"};
       if (!(a->holdout >= 0 && a->holdout < 1))
         throw UsageError{"--holdout", fmt::format("expected a fraction from 0 to below 1, got {}", a->holdout)};
       const spec::HardwareSpec hw = resolve_gpu(a->gpu);

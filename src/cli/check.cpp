@@ -12,6 +12,8 @@
 #include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/measurements.hpp"
 #include "ridgeline/spec/published.hpp"
+#include "ridgeline/spec/runs.hpp"
+#include "ridgeline/spec/stack_calibration.hpp"
 #include "ridgeline/spec/yaml_reader.hpp"
 #include "ridgeline/units/units.hpp"
 
@@ -67,7 +69,7 @@ void register_list(Commands& commands, int& rc) {
 
 namespace {
 
-enum class SpecKind { kHardware, kModel, kPlan, kHfConfig, kMeasurements, kPublished };
+enum class SpecKind { kHardware, kModel, kPlan, kHfConfig, kMeasurements, kPublished, kRuns, kStackCalibration };
 
 std::string_view describe(SpecKind k) {
   switch (k) {
@@ -77,6 +79,8 @@ std::string_view describe(SpecKind k) {
     case SpecKind::kHfConfig: return "Hugging Face config";
     case SpecKind::kMeasurements: return "measurement file";
     case SpecKind::kPublished: return "published-measurements file";
+    case SpecKind::kRuns: return "measured-runs file";
+    case SpecKind::kStackCalibration: return "stack calibration";
   }
   return "file";
 }
@@ -89,6 +93,7 @@ SpecKind spec_kind(const std::string& path) {
   if (path.find("hardware_profiles/") != std::string::npos) return SpecKind::kHardware;
   if (path.find("models/") != std::string::npos && !json) return SpecKind::kModel;
   if (path.find("plans/") != std::string::npos) return SpecKind::kPlan;
+  if (path.ends_with(".csv")) return SpecKind::kRuns;
   spec::YamlNode root;
   try {
     root = spec::load_yaml_file(path);
@@ -97,7 +102,9 @@ SpecKind spec_kind(const std::string& path) {
   }
   if (!root.IsMap()) return json ? SpecKind::kHfConfig : SpecKind::kPlan;
   auto has = [&](const char* key) { return root[key].IsDefined(); };
+  if (has("schema") && root["schema"].Scalar() == spec::kStackCalibrationSchema) return SpecKind::kStackCalibration;
   if (has("schema")) return SpecKind::kMeasurements;
+  if (has("runs")) return SpecKind::kRuns;
   if (has("rows")) return SpecKind::kPublished;
   if (json || has("model_type") || has("architectures")) return SpecKind::kHfConfig;
   for (const char* key : {"compute", "memory", "interconnect", "power", "price_per_gpu_hour", "sources", "calibration"})
@@ -181,7 +188,8 @@ void register_check(Commands& commands, int& rc) {
   };
   auto a = std::make_shared<CheckArgs>();
   auto* cmd = commands.add(
-      "check", "Validate hardware profiles, models, plans, Hugging Face configs and measurement files");
+      "check", "Validate hardware profiles, models, plans, Hugging Face configs, measurement, measured-runs and stack "
+               "calibration files");
   if (!cmd) return;
   cmd->add_option("files", a->files,
                   "Files to check; the kind comes from the folder (hardware_profiles/, models/, plans/) or, "
@@ -239,6 +247,9 @@ void register_check(Commands& commands, int& rc) {
             case SpecKind::kHfConfig: understood = describe_model(spec::load_hf_config_with_overrides(f, model_sets)); break;
             case SpecKind::kMeasurements: spec::load_measurements(f); break;
             case SpecKind::kPublished: spec::load_published(f); break;
+            // A runs file's fields and logs; its GPUs, models and plans are calibrate --runs's to check.
+            case SpecKind::kRuns: spec::load_runs(f); break;
+            case SpecKind::kStackCalibration: spec::load_stack_calibration(f); break;
           }
           std::cout << f << ": ok (" << describe(kind) << ")\n";
           if (a->verbose) std::cout << understood;

@@ -54,8 +54,10 @@ class SubjectCache {
       what += (what.empty() ? "" : " ") + kv;
     }
     search::Subject s;
-    s.gpu = cached(gpus_, gpu, gpu_sets, gpu_what, [](const std::string& n, const std::vector<std::string>& sets) {
-      return resolve_gpu(n, sets);
+    s.gpu = cached(gpus_, gpu, gpu_sets, gpu_what, [this](const std::string& n, const std::vector<std::string>& sets) {
+      auto hw = resolve_gpu(n, sets);
+      a_.plan.calibrate(hw);
+      return hw;
     });
     s.model = cached(models_, model, model_sets, model_what,
                      [](const std::string& n, const std::vector<std::string>& sets) { return resolve_model(n, sets); });
@@ -153,14 +155,15 @@ void register_compare(Commands& commands, int& rc) {
       if (f == Format::kJson) {
         std::vector<std::string> set_texts;
         for (const auto& s : sets) set_texts.push_back(s.text);
-        text = report::compare_json(vars, rows, iv, set_texts).dump(2, ' ', false,
-                                                                     nlohmann::json::error_handler_t::replace) +
+        text = report::compare_json(vars, rows, iv, set_texts, a->plan.stack_calibration())
+                   .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
                "\n";
       } else if (f == Format::kCsv) {
         text = report::compare_csv(vars, rows, iv);
       } else {
         const std::string header = report::compare_header(rows, spec::plan_summary(a->plan.build(*rows.front().model)),
-                                                          settings_summary(a->plan.sets));
+                                                          settings_summary(a->plan.sets),
+                                                          a->plan.stack_calibration());
         text = markdown ? report::compare_markdown(vars, rows, iv, header)
                         : header + "\n" + report::compare_table(vars, rows, iv);
       }

@@ -68,12 +68,31 @@ void PlanFlags::add_to(CLI::App& app) {
                "Show the plan the flags and any imported launch config give (what each setting came from, what "
                "was ignored), then stop");
   app.add_flag("--no-calibration", no_calibration, "Ignore the profile's calibration block");
+  app.add_option("--calibration", calibration,
+                 "Stack calibration from measured runs (`ridgeline calibrate --runs`): applied to plans on the GPU "
+                 "profile and framework it was fitted on (step time scale, allocator reserve, an interval anchored "
+                 "on the runs); the output says whether it applied")
+      ->type_name("FILE");
   app.add_option("--set", sets,
                  "FIELD=VALUE (repeatable): override a field of the GPU profile (gpu.memory.hbm_bandwidth=\"4.8 TB/s\"), "
                  "the model (model.layers=40) or the plan (plan.micro_batch=2), validated as in its YAML file; "
                  "a price or bandwidth takes its unit: gpu.price_per_gpu_hour=\"2.10 USD/h\"")
       ->type_name("FIELD=VALUE")
       ->allow_extra_args(false);
+}
+
+const spec::StackCalibrationSpec* PlanFlags::stack_calibration() const {
+  if (calibration.empty()) return nullptr;
+  if (no_calibration)
+    throw UsageError{"--calibration", "cannot be combined with --no-calibration: the runs were fitted to "
+                                      "predictions with the profile's calibration block as it is"};
+  if (!stack_calibration_)
+    stack_calibration_ = std::make_shared<const spec::StackCalibrationSpec>(spec::load_stack_calibration(calibration));
+  return stack_calibration_.get();
+}
+
+void PlanFlags::calibrate(spec::HardwareSpec& hw) const {
+  if (const auto* c = stack_calibration()) spec::attach_stacks(hw, *c);
 }
 
 bool PlanFlags::given(std::string_view key) const {
@@ -253,6 +272,7 @@ std::string predict_command(const std::string& gpu, const std::string& model, co
     o += " --" + std::string(f.flag) + " " + shell_quote(spec::field_text(f, p));
   }
   if (flags.no_calibration) o += " --no-calibration";
+  if (!flags.calibration.empty()) o += " --calibration " + shell_quote(flags.calibration);
   for (const auto& s : parse_settings(flags.sets))
     if (s.target != SetTarget::kPlan) o += " --set " + shell_quote(s.text);
   return o;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -10,6 +11,7 @@
 #include "ridgeline/spec/launch_config.hpp"
 #include "ridgeline/spec/model.hpp"
 #include "ridgeline/spec/plan.hpp"
+#include "ridgeline/spec/stack_calibration.hpp"
 
 namespace ridgeline::cli {
 
@@ -31,6 +33,8 @@ struct PlanFlags {
   /// --print-plan: show what the flags and any imported launch config set, then stop.
   bool print_plan = false;
   bool no_calibration = false;
+  /// --calibration FILE: a stack calibration (`calibrate --runs`), "" = none.
+  std::string calibration;
   /// --set FIELD=VALUE (repeatable, overrides.hpp), as given.
   std::vector<std::string> sets;
   /// What the last build() imported (kind "" when no launch config was given).
@@ -41,6 +45,16 @@ struct PlanFlags {
   bool given(std::string_view key) const;
   /// Plan file (if any), imported launch config and flags applied; throws UsageError or SpecError.
   spec::PlanSpec build(const spec::ModelSpec& model) const;
+  /// The --calibration file, read on first use (nullptr when none was
+  /// given); a UsageError with --no-calibration, whose predictions the
+  /// runs were not fitted to.
+  const spec::StackCalibrationSpec* stack_calibration() const;
+  /// Puts the --calibration stacks fitted on `hw` into it (the engine
+  /// applies the one of a plan's framework); nothing without the flag.
+  void calibrate(spec::HardwareSpec& hw) const;
+
+ private:
+  mutable std::shared_ptr<const spec::StackCalibrationSpec> stack_calibration_;
 };
 
 

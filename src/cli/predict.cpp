@@ -186,6 +186,7 @@ void register_predict(Commands& commands, int& rc) {
         dataset_tokens = *r.value;
       }
       auto gpu = resolve_gpu(args->gpu, args->plan.sets);
+      args->plan.calibrate(gpu);
       auto model = resolve_model(args->model, args->plan.sets);
       auto plan = args->plan.build(model);
       spec::apply_generation_defaults(plan, gpu.generation);
@@ -210,6 +211,7 @@ void register_predict(Commands& commands, int& rc) {
       if (dataset_tokens > 0) pred.totals.basis = engine::TokensBasis::kDataset;
       report::Inputs in{&gpu, &model, &plan, args->interval_level};
       if (mb_max) in.micro_batch_max = &best;
+      in.calibration = args->plan.stack_calibration();
       if (pred.status == engine::Status::kInvalid) {
         // The JSON document says so too (status "invalid", problem); no output file for bad input.
         if (fmt_kind == PredictFormat::kJson && (args->output.empty() || args->output == "-"))

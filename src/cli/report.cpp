@@ -240,6 +240,7 @@ void register_report(Commands& commands, int& rc) {
       const Target target = resolve_target(a->output);
 
       auto gpu = resolve_gpu(a->gpu, a->plan.sets);
+      a->plan.calibrate(gpu);
       auto model = resolve_model(a->model, a->plan.sets);
       auto base = a->plan.build(model);
       spec::apply_generation_defaults(base, gpu.generation);
@@ -257,6 +258,7 @@ void register_report(Commands& commands, int& rc) {
       in.gpu = &gpu;
       in.model = &model;
       in.use_calibration = use_cal;
+      in.stack_calibration = a->plan.stack_calibration();
       in.budget = budget;
       in.command = command_line(*cmd);
       in.interval_level = a->interval_level;
@@ -379,13 +381,15 @@ void register_report(Commands& commands, int& rc) {
       // Names come from user files: bytes that are not UTF-8 are replaced, not fatal.
       nlohmann::json doc = report::capacity_json(view);
       if (view.advice) {
-        const report::Inputs ai{&gpu, &model, &plan, a->interval_level};
+        report::Inputs ai{&gpu, &model, &plan, a->interval_level};
+        ai.calibration = in.stack_calibration;
         doc["advice"] = report::advice_json(*view.advice, ai);
       }
       const std::string json = doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       write_all(target, {{".md", md}, {".html", html}, {".json", json}});
       const fs::path stem_path = target.dir / target.stem;
       if (!in.settings.empty()) std::cout << in.settings << "\n";
+      if (view.calibration.runs_given) std::cout << view.calibration.runs_line << "\n";
       std::cout << fmt::format("wrote {0}.md, {0}.html and {0}.json\n{1}\n", stem_path.string(),
                                report::text::headline(view));
       if (in.searched)

@@ -252,6 +252,7 @@ Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std:
   }
   c.extras.sets = a.plan.sets;
   c.extras.sets_summary = settings_summary(a.plan.sets);
+  c.extras.calibration = a.plan.stack_calibration();
   if (!a.shard.empty()) {
     int i = -1, n = -1;
     char slash = 0;
@@ -443,6 +444,7 @@ void register_search(Commands& commands, int& rc) {
         bool any = false;
         for (const auto& name : gpu_names) {
           auto gpu = resolve_gpu(name, a->plan.sets);
+          a->plan.calibrate(gpu);
           auto c = configure(*a, base, fixed_by_fix, model, gpu, a->gpus);
           c.spec.top = 1;
           auto r = run_one(*a, c, model, base, gpu, name);
@@ -457,6 +459,7 @@ void register_search(Commands& commands, int& rc) {
       }
 
       auto gpu = resolve_gpu(gpu_names.front(), a->plan.sets);
+      a->plan.calibrate(gpu);
       if (scan) {
         const bool deadline = !a->deadline.empty();
         const double limit_s = deadline ? parse_deadline(a->deadline) : 0;

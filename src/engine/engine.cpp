@@ -653,6 +653,10 @@ void finish_time(Prediction& out, const MicrobatchSummary& sum, const StepKernel
   const techniques::OffloadCost offload = techniques::offload_cost(p, hw, lp, mb, s.t_fwd, s.t_bwd + s.t_rec);
   double step = ideal + bubble + s.t_step_fixed + exposed_dp + comm_step + offload.exposed_s;
   step *= techniques::executed_steps_per_step(p);
+  // A stack calibrated on the user's own runs (calibrate --runs,
+  // --calibration): measured step time = predicted x the stack's time scale,
+  // one multiplier on the whole step, so the search and predict agree.
+  if (const spec::StackCorrection* sc = hw.stack_for(p.framework)) step *= sc->time_scale;
   const long long gpus = par.gpus();
   auto& st = out.step;
   // Every field is set below, without zeroing the whole first (a search

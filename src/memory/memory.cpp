@@ -250,7 +250,11 @@ void estimate_into(MemoryResult& r, const GraphFacts& g, const spec::ModelSpec& 
     r.cp_kv_buffers = 2 * 2 * g.tokens * g_local * m.head_dim * g.act_bytes;
     fixed += r.cp_kv_buffers;
   }
-  r.allocator_reserve = spec::framework(p.framework).allocator_reserve;
+  // The framework's allocator reserve, or the one fitted to this GPU +
+  // framework stack's measured peak memory (--calibration).
+  const spec::StackCorrection* sc = hw.stack_for(p.framework);
+  r.allocator_reserve =
+      sc && sc->has_reserve() ? sc->allocator_reserve : spec::framework(p.framework).allocator_reserve;
   const bool pipelined = is_pipelined(p);
   r.first_stage = stage_memory(g, m, p, micro_batches, PipelineStage::kFirst, sp.first, st.first, fixed,
                                r.allocator_reserve);

@@ -79,6 +79,8 @@ std::string header(const advise::Advice& a, const Inputs& in) {
                      in.plan->parallel.gpus(), in.gpu->name, a.prediction.calibrated ? " (calibrated)" : "",
                      in.plan->micro_batch, a.base.plan.effective_global_batch(), graph::seq_len(*in.model, *in.plan),
                      spec::plan_summary(*in.plan));
+  if (in.calibration && in.gpu && in.plan)
+    o += calibration_line(calibration_use(in.calibration, *in.gpu, *in.plan)) + "\n";
   return o;
 }
 
@@ -194,6 +196,8 @@ json advice_json(const advise::Advice& a, const Inputs& in) {
   if (in.gpu) j["gpu"] = {{"id", in.gpu->id}, {"name", in.gpu->name}, {"calibrated", a.prediction.calibrated}};
   if (in.model) j["model"] = {{"id", in.model->id}, {"name", in.model->name}};
   if (in.plan && in.model) j["plan"] = plan_json(a.base.plan, *in.model);
+  if (in.calibration && in.gpu && in.plan)
+    j["calibration"] = calibration_json(calibration_use(in.calibration, *in.gpu, *in.plan));
   j["base"] = outcome_json(a.base, in.interval_level);
   json losses = json::array();
   for (const auto& l : a.decomposition.losses) {

@@ -78,6 +78,7 @@ std::string interval(const uncertainty::Interval& iv, const Range& r, std::strin
 
 std::string interval_source(const uncertainty::Interval& iv) {
   if (!iv.valid()) return "none: " + iv.note;
+  if (iv.anchored) return fmt::format("{}, {}: {}", level(iv.level), iv.pool, iv.note);
   std::string out = fmt::format("{}, from {}, {} validated runs", level(iv.level), iv.pool, iv.rows);
   if (iv.held_out_rows > 0)
     out += fmt::format("; held out of sample for {:.0f}% of {} runs", 100 * iv.held_out_covered, iv.held_out_rows);
@@ -130,6 +131,8 @@ std::vector<Fact> question(const CapacityView& v) {
                            g.source_file)});
   if (!v.settings.empty()) f.push_back({"Settings", v.settings, "--set: applied to the files before they were read"});
   f.push_back({"Calibration", v.calibration.used ? "calibrated" : "not calibrated", v.calibration.status});
+  if (v.calibration.runs_given)
+    f.push_back({"Measured runs", v.calibration.runs_applied ? "applied" : "not applied", v.calibration.runs_line});
   f.push_back({"Model", fmt::format("{} ({})", m.name, m.id),
                fmt::format("{} parameters ({} trainable); {} layers, hidden {}, {} heads ({} KV), FFN {}, vocab {}; {}",
                            format_count(m.params), format_count(m.trainable_params), m.layers, m.hidden, m.heads,

@@ -415,6 +415,13 @@ CapacityView make_capacity_view(const CapacityInputs& in) {
   else
     cal.status = "not calibrated: documented default efficiencies (src/cost/cost.cpp); run `ridgeline calibrate` "
                  "on the GPU to fit them";
+  if (in.stack_calibration) {
+    const CalibrationUse use = calibration_use(in.stack_calibration, hw, in.plan);
+    cal.runs_given = true;
+    cal.runs_applied = use.applied();
+    cal.runs_line = calibration_line(use);
+    cal.runs_json = calibration_json(use);
+  }
 
   auto& mf = v.model;
   mf.id = m.id;
@@ -686,6 +693,7 @@ json capacity_json(const CapacityView& v) {
                {"global_batch", v.plan.global_batch}, {"seq_len", v.plan.seq_len},
                {"tokens", num(v.plan.tokens)},       {"tokens_source", v.plan.tokens_source}};
   j["question"] = {{"gpu", gpu}, {"calibration", cal}, {"model", model}, {"plan", plan}};
+  if (v.calibration.runs_given) j["calibration"] = v.calibration.runs_json;
 
   const auto& a = v.answer;
   const auto& m = a.memory;

@@ -210,7 +210,7 @@ double row_tokens(const search::CompareRow& r) { return invalid(r) ? r.plan.toke
 }  // namespace
 
 std::string compare_header(const std::vector<search::CompareRow>& rows, const std::string& plan_summary,
-                           const std::string& set_summary) {
+                           const std::string& set_summary, const spec::StackCalibrationSpec* calibration) {
   if (rows.empty()) return "";
   const auto same = [&](auto get) {
     return std::all_of(rows.begin(), rows.end(), [&](const search::CompareRow& r) { return get(r) == get(rows[0]); });
@@ -223,6 +223,11 @@ std::string compare_header(const std::vector<search::CompareRow>& rows, const st
   if (one_capacity) o += "; capacity " + units::format_bytes(rows[0].gpu->memory_bytes);
   o += "\n";
   if (!set_summary.empty()) o += set_summary + "\n";
+  if (calibration) {
+    std::vector<CalibrationUse> uses;
+    for (const auto& r : rows) uses.push_back(calibration_use(calibration, *r.gpu, r.plan));
+    o += calibration_rows_line(uses) + "\n";
+  }
   return o;
 }
 
@@ -302,7 +307,8 @@ std::string compare_markdown(const std::vector<search::Variation>& vars, const s
 }
 
 json compare_json(const std::vector<search::Variation>& vars, const std::vector<search::CompareRow>& rows,
-                  const search::CompareIntervals& iv, const std::vector<std::string>& sets) {
+                  const search::CompareIntervals& iv, const std::vector<std::string>& sets,
+                  const spec::StackCalibrationSpec* calibration) {
   json j;
   j["schema"] = "ridgeline.compare/2";
   j["vary"] = json::object();
@@ -327,6 +333,7 @@ json compare_json(const std::vector<search::Variation>& vars, const std::vector<
     e["plan"] = report::plan_json(r.plan, *r.model);
     e["status"] = std::string(engine::name(r.pred.status));
     e["problem"] = ok ? json(nullptr) : json{{"field", r.pred.problem.field}, {"message", r.pred.problem.message}};
+    if (calibration) e["calibration_applied"] = calibration_use(calibration, *r.gpu, r.plan).applied();
     const auto& s = r.pred.step;
     const auto& t = r.pred.totals;
     e["step_time_s"] = num_or_null(ok, s.time_s);
@@ -353,6 +360,16 @@ json compare_json(const std::vector<search::Variation>& vars, const std::vector<
       e["distinguishable_from_best"] = nullptr;
     }
     j["rows"].push_back(std::move(e));
+  }
+  if (calibration && !rows.empty()) {
+    json c = calibration_json(calibration_use(calibration, *rows[0].gpu, rows[0].plan));
+    int applied = 0;
+    for (const auto& r : rows) applied += calibration_use(calibration, *r.gpu, r.plan).applied();
+    c["rows_applied"] = applied;
+    std::vector<CalibrationUse> uses;
+    for (const auto& r : rows) uses.push_back(calibration_use(calibration, *r.gpu, r.plan));
+    c["line"] = calibration_rows_line(uses);
+    j["calibration"] = std::move(c);
   }
   return j;
 }

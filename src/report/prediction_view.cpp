@@ -208,6 +208,8 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
                   {"active_params", num(pred.params.active)}, {"trainable_params", num(pred.trainable_params)},
                   {"layers", in.model->layers}, {"hidden", in.model->hidden}};
   if (in.plan && in.model) j["plan"] = plan_json(*in.plan, *in.model);
+  if (in.calibration && in.gpu && in.plan)
+    j["calibration"] = calibration_json(calibration_use(in.calibration, *in.gpu, *in.plan));
   const auto& s = pred.step;
   const MfuPeaks peaks = mfu_peaks(pred, in);
   j["step"] = {{"step_time_s", num(s.time_s)},
@@ -258,6 +260,7 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
                    {"calibration_note", iv.step.calibration_note},
                    {"held_out_covered", num(iv.step.held_out_covered)},
                    {"held_out_rows", iv.step.held_out_rows}};
+  if (iv.step.anchored) j["interval"]["anchored"] = true;
   const auto& m = pred.memory;
   j["memory"] = memory_json(m);
   j["memory"].update({{"peak_memory_bytes", whole(m.total)},
@@ -380,9 +383,14 @@ std::vector<SummaryLine> prediction_summary(const engine::Prediction& pred, cons
     const std::string t = text::interval(iv.step, r, format);
     return t.empty() ? t : "   " + t;
   };
-  line("step time", fmt::format("{}{}   ({} of {})", format_seconds(s.time_s),
+  // A calibrated stack scales the whole step (engine::finish_time); the parts below stay the model's.
+  const spec::StackCorrection* stack = in.gpu && in.plan ? in.gpu->stack_for(in.plan->framework) : nullptr;
+  line("step time", fmt::format("{}{}   ({} of {}{})", format_seconds(s.time_s),
                                 within(time_range(iv.step, s.time_s), format_seconds),
-                                micro_batches_text(s.micro_batches), format_seconds(s.microbatch_time_s)));
+                                micro_batches_text(s.micro_batches), format_seconds(s.microbatch_time_s),
+                                stack ? fmt::format(", x {:.3f} calibrated on {} run{}", stack->time_scale,
+                                                    stack->time_runs, stack->time_runs == 1 ? "" : "s")
+                                      : std::string()));
   line("throughput", fmt::format("{} tokens/s{}   ({} tokens/s per GPU)", format_count(s.tokens_per_s),
                                  within(rate_range(iv.step, s.tokens_per_s), text::tokens_per_s),
                                  format_count(s.tokens_per_s / std::max(1LL, s.gpus))));
@@ -568,6 +576,7 @@ std::string prediction_table(const engine::Prediction& pred, const Inputs& in, i
     o += fmt::format("plan: micro-batch {}, global batch {}, sequence {}; {}\n", in.plan->micro_batch,
                      in.plan->effective_global_batch(),
                      graph::seq_len(*in.model, *in.plan), spec::plan_summary(*in.plan));
+    if (in.calibration) o += calibration_line(calibration_use(in.calibration, *in.gpu, *in.plan)) + "\n";
   }
   if (pred.status == engine::Status::kInvalid) {
     o += fmt::format("invalid plan: {}: {}\n", pred.problem.field, pred.problem.message);

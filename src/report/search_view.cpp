@@ -296,7 +296,7 @@ json search_query_json(const search::SearchSpec& s, const spec::ModelSpec& m, co
                        const spec::PlanSpec& base, const SearchQueryExtras& x) {
   json fixed = json::array();
   for (const auto& [k, v] : x.fixed) fixed.push_back({{"dimension", k}, {"value", v}});
-  return {{"gpu", hw.id},
+  json q = {{"gpu", hw.id},
           {"gpu_name", hw.name},
           {"model", m.id},
           {"model_name", m.name},
@@ -316,6 +316,12 @@ json search_query_json(const search::SearchSpec& s, const spec::ModelSpec& m, co
           {"heads", m.heads},
           {"layers", m.layers},
           {"framework", spec::framework(base.framework).id}};
+  if (x.calibration) {
+    q["calibration"] = calibration_json(calibration_use(x.calibration, hw, base));
+    if (s.frameworks.size() > 1)  // the base plan's framework stands for the rows on it only
+      q["calibration"]["line"] = q["calibration"].value("line", "") + " (rows on another framework: by their own stack)";
+  }
+  return q;
 }
 
 std::vector<std::string> search_header(const json& q) {
@@ -332,6 +338,7 @@ std::vector<std::string> search_header(const json& q) {
     o.push_back(fmt::format("searched: {}; fixed: {}", s.empty() ? "nothing" : s, f.empty() ? "nothing" : f));
   }
   if (const auto sets = q.value("set_summary", ""); !sets.empty()) o.push_back(sets);
+  if (q.contains("calibration") && q["calibration"].is_object()) o.push_back(q["calibration"].value("line", ""));
   if (q.contains("headroom")) {
     const double h = q["headroom"].get<double>(), cap = q.value("capacity_bytes", 0.0);
     o.push_back(fmt::format("memory headroom {}: a layout qualifies when its peak memory's upper end is at most {} of "
@@ -621,6 +628,19 @@ std::string gpu_table(const std::vector<GpuSearch>& runs, bool md) {
                                 "{} of the GPU's capacity",
                                 percent_text(runs.front().query.value("headroom", search::kDefaultHeadroom)),
                                 percent_text(1 - runs.front().query.value("headroom", search::kDefaultHeadroom)));
+    // A --calibration file: the GPUs whose rows it applied to (each GPU's query says).
+    if (const json& c = runs.front().query.value("calibration", json()); c.is_object()) {
+      std::string on;
+      int applied = 0;
+      for (const auto& g : runs)
+        if (g.query.value("calibration", json()).value("applied", false))
+          on += (applied++ ? ", " : "") + g.query.value("gpu", "");
+      for (auto& h : head)
+        if (h == c.value("line", ""))
+          h = fmt::format("calibration {} ({} runs) applied to {} of {} GPUs{}", c.value("file", ""),
+                          c.value("runs", json::array()).size(), applied, runs.size(),
+                          applied ? " (" + on + ")" : "");
+    }
     for (auto& h : head) o += (md ? "- " : "") + h + "\n";
     o += "\n";
   }

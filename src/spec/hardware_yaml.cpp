@@ -276,4 +276,8 @@ std::string to_yaml(const HardwareSpec& hw, const YamlStyle& style) {
   return y;
 }
 
+std::string yaml_quoted(std::string_view s) { return quoted(s); }
+
+std::string yaml_scalar(std::string_view s) { return scalar(s); }
+
 }  // namespace ridgeline::spec

@@ -74,6 +74,7 @@ RunTraits traits_of(const engine::Prediction& p, const spec::PlanSpec& plan, con
   t.gpus = p.step.gpus;
   t.params = p.params.total;
   if (p.calibrated && hw.calibration.present && hw.calibration.heldout_of("gemm")) t.calibration = &hw.calibration;
+  t.stack = hw.stack_for(plan.framework);
   using spec::KernelClass;
   const auto cls = [&](KernelClass c) { return p.time_by_class[static_cast<int>(c)]; };
   double memory_bound = 0;
@@ -493,7 +494,54 @@ Interval IntervalModel::rated(Interval iv, bool kernels, std::string_view exclud
 }
 
 Interval IntervalModel::run_interval(const RunTraits& t, double level, std::string_view exclude_group) const {
+  if (t.stack && t.stack->time_runs > 0) return anchored_interval(t, level, exclude_group);
   return rated(run_interval_unrated(t, level, exclude_group), false, exclude_group);
+}
+
+Interval IntervalModel::anchored_interval(const RunTraits& t, double level, std::string_view exclude_group) const {
+  const spec::StackCorrection& s = *t.stack;
+  RunTraits u = t;
+  u.stack = nullptr;
+  const Interval base = run_interval_unrated(u, level, exclude_group);
+  const int n = s.time_runs;
+  const double q = 0.5 + level / 2, z = normal_quantile(q);
+  std::string names;
+  for (size_t i = 0; i < s.runs.size(); ++i) names += (i ? ", " : "") + s.runs[i];
+  Interval iv;
+  iv.level = level;
+  iv.anchored = true;
+  iv.rows = n;
+  iv.pool = fmt::format("anchored on {} run{} ({})", n, n == 1 ? "" : "s", names);
+  double half = 0;  // half-width in log space
+  if (n >= 2) {
+    const double floor = base.valid() ? base.log_sd_within : 0.0;
+    const double widen = std::sqrt(1.0 + 1.0 / n);
+    if (s.time_log_sd >= floor) {
+      half = t_quantile(q, n - 1) * s.time_log_sd * widen;
+      iv.note = fmt::format("the runs' spread of ln(measured / predicted) (sd {:.3f}) x sqrt(1 + 1/{}), Student's t "
+                            "with {} degrees of freedom",
+                            s.time_log_sd, n, n - 1);
+    } else {
+      half = z * floor * widen;
+      iv.note = fmt::format("the runs agree closer (sd {:.3f}) than one published source's runs do: their "
+                            "within-source spread (sd {:.3f}, {}) x sqrt(1 + 1/{})",
+                            s.time_log_sd, floor, base.pool, n);
+    }
+  } else if (base.valid()) {
+    half = z * base.log_sd;
+    iv.note = fmt::format("one run has no spread of its own: the unanchored interval's (sd {:.3f}, {}) about the "
+                          "calibrated point",
+                          base.log_sd, base.pool);
+  } else {
+    iv.rows = 0;  // nothing to draw a spread from
+    iv.note = "one run has no spread of its own, and there is no unanchored interval: " + base.note;
+    return iv;
+  }
+  iv.lo = std::exp(-half);
+  iv.hi = std::exp(half);
+  iv.log_sd = half / z;
+  iv.log_sd_within = base.valid() ? std::min(iv.log_sd, base.log_sd_within) : iv.log_sd;
+  return iv;
 }
 
 Interval IntervalModel::kernel_interval(const KernelTraits& k, double level, std::string_view exclude_group) const {

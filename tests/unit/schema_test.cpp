@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include <unistd.h>
 
 #include "test_support.hpp"
 
@@ -188,6 +189,25 @@ TEST_CASE("schemas: advise's JSON validates against advice.schema.json") {
   const auto r = ridgeline::test::run_cli("advise --tp 3 --format json");
   CHECK(r.status == 2);
   check_valid(s, json::parse(r.out), "advise --tp 3");
+}
+
+TEST_CASE("schemas: the calibration object of --calibration validates, applied or not") {
+  // A stack calibration fitted to the sample runs (tests/data/runs/).
+  const std::string stack = (fs::temp_directory_path() / ("ridgeline_schema_stack_" + std::to_string(::getpid()) +
+                                                          ".yaml")).string();
+  REQUIRE(ridgeline::test::run_cli("calibrate --runs tests/data/runs/runs.yaml -o " + stack).status == 0);
+  const std::string plan = " --framework torchtitan --dp 8 --zero 3 --global-batch 64 --recompute op --calibration " +
+                           stack + " --format json";
+  for (const std::string gpu : {"h100_sxm", "h200"}) {
+    const std::string args = "predict --gpu " + gpu + plan;
+    const json doc = output_of(args);
+    CHECK(doc.contains("calibration"));
+    check_valid(load_schema("prediction"), doc, args);
+  }
+  check_valid(load_schema("advice"), output_of("advise" + plan, 0), "advise --calibration");
+  check_valid(load_schema("compare"), output_of("compare --vary gpu=h100_sxm,h200" + plan), "compare --calibration");
+  check_valid(load_schema("search"), output_of("search --gpus 8 --top 2" + plan), "search --calibration");
+  fs::remove(stack);
 }
 
 }  // TEST_SUITE

@@ -9,7 +9,7 @@
 // + buffers (last stage: fp32 logits, logit gradients; ZeRO-3 gathered layers,
 //            fp8 scaling state, context parallelism's K/V receive buffers)
 //   = allocated (torch.cuda.max_memory_allocated)
-// + fragmentation = allocated x the framework's allocator_reserve (reserved -
+// + fragmentation = allocated x the framework's allocator_reserve, or a calibrated stack's (reserved -
 //   allocated of PyTorch's caching allocator; spec::FrameworkSpec)
 // + workspace (CUDA context, cuBLAS/NCCL workspaces, outside the allocator)
 //
@@ -58,7 +58,7 @@ struct MemoryResult {
   /// Peak allocated (weights .. buffers: torch.cuda.max_memory_allocated) and
   /// peak reserved = allocated x (1 + allocator reserve) (max_memory_reserved).
   double allocated = 0, reserved = 0;
-  double allocator_reserve = 0;  // the framework's reserved / allocated - 1
+  double allocator_reserve = 0;  // reserved / allocated - 1: the framework's, or a calibrated stack's
   /// The stage the categories above describe: "only" (no PP), "first" or
   /// "last" (the larger of the two end stages), or "middle" (uneven stages:
   /// stage 1, when it holds more than either end).

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "ridgeline/engine/engine.hpp"
+#include "ridgeline/report/calibration_view.hpp"
 #include "ridgeline/search/compare.hpp"
 #include "ridgeline/search/search.hpp"
 #include "ridgeline/uncertainty/interval.hpp"
@@ -73,6 +74,8 @@ struct CapacityInputs {
   spec::PlanSpec plan;              // the plan of `prediction` (the best layout when searched)
   engine::Prediction prediction;    // with kernels kept
   bool use_calibration = true;
+  /// --calibration's file (nullptr: none); the stacks it fitted on `gpu` are attached to it.
+  const spec::StackCalibrationSpec* stack_calibration = nullptr;
   std::vector<search::Variation> vary;
   std::vector<search::CompareRow> compare_rows;
   /// One per compare row when the report searched layouts (each technique
@@ -136,6 +139,12 @@ struct CalibrationFacts {
   std::string status;    // one sentence
   std::string measurements, device, date;
   std::vector<Residual> residuals;
+  /// --calibration (a stack fitted to measured runs): its use for the
+  /// answer's plan (calibration_view.hpp); runs_given false without one.
+  bool runs_given = false;
+  bool runs_applied = false;
+  std::string runs_line;
+  nlohmann::json runs_json;
 };
 
 struct ModelFacts {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "ridgeline/report/calibration_view.hpp"
 #include "ridgeline/search/compare.hpp"
 #include "ridgeline/search/interval_ranking.hpp"
 
@@ -21,8 +22,9 @@ namespace ridgeline::report {
 /// The line above a comparison: "Llama-3-8B on NVIDIA H100 SXM5 80GB; base plan: PLAN; capacity 80.0 GiB",
 /// with "Each row's model" / "each row's GPU" (and no capacity) where the rows' differ, then
 /// `set_summary` ("set gpu.memory.hbm_bandwidth=4.8 TB/s") on a line of its own when not empty.
+/// With a --calibration file, a line saying which rows it applied to (calibration_rows_line).
 std::string compare_header(const std::vector<search::CompareRow>& rows, const std::string& plan_summary,
-                           const std::string& set_summary);
+                           const std::string& set_summary, const spec::StackCalibrationSpec* calibration = nullptr);
 
 /// The table, then the legend: what "best" and "≈ best" mean at the level and
 /// which pools the intervals come from.
@@ -36,8 +38,11 @@ std::string compare_markdown(const std::vector<search::Variation>& vars, const s
 /// invalid), step_time_s, tokens_per_s, mfu, hfu, peak_memory_bytes, capacity_bytes, fits, speedup (on tokens/s),
 /// memory_saved_bytes, wall_clock_days, gpu_hours, cost_usd (null without a price), memory, the interval and
 /// standing (add_ranked_json). An invalid row's figures are null.
+/// With a --calibration file: `calibration` (calibration_json of the first row's plan, with `rows_applied`,
+/// how many rows it applied to) and each row's `calibration_applied`.
 nlohmann::json compare_json(const std::vector<search::Variation>& vars, const std::vector<search::CompareRow>& rows,
-                            const search::CompareIntervals& iv, const std::vector<std::string>& sets);
+                            const search::CompareIntervals& iv, const std::vector<std::string>& sets,
+                            const spec::StackCalibrationSpec* calibration = nullptr);
 /// One line per row: the variations' values, gpu, model, framework, tokens, status, step_time_s, its interval's
 /// ends, tokens_per_s and its interval's ends, mfu, hfu, peak_memory_bytes, fits, speedup, memory_saved_bytes,
 /// wall_clock_days, gpu_hours, cost_usd, standing, distinguishable_from_best, problem; a figure is empty where

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ridgeline/engine/engine.hpp"
+#include "ridgeline/report/calibration_view.hpp"
 #include "ridgeline/report/capacity_text.hpp"
 #include "ridgeline/uncertainty/interval.hpp"
 
@@ -44,6 +45,9 @@ struct Inputs {
   double interval_level = uncertainty::kDefaultLevel;  // 0.5 to 0.99
   const uncertainty::IntervalModel* intervals = nullptr;  // nullptr: uncertainty::shipped()
   const MicroBatchMax* micro_batch_max = nullptr;          // set by `predict --micro-batch max`
+  /// --calibration's file (nullptr: none): the header and the JSON say
+  /// whether it applied (calibration_view.hpp).
+  const spec::StackCalibrationSpec* calibration = nullptr;
 };
 
 /// The peaks MFU is quoted against: the dense peak of the precision the

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "ridgeline/report/calibration_view.hpp"
 #include "ridgeline/report/capacity_text.hpp"
 #include "ridgeline/search/interval_ranking.hpp"
 #include "ridgeline/search/search.hpp"
@@ -28,6 +29,10 @@ struct SearchQueryExtras {
   std::vector<std::pair<std::string, std::string>> fixed;    // (name, value): ("precision", "bf16")
   std::vector<std::string> sets;                             // --set texts, as given
   std::string sets_summary;                                  // cli::settings_summary, "" for none
+  /// --calibration's file (nullptr: none): the query's `calibration`
+  /// object (calibration_json of the base plan: the search varies no
+  /// framework) and a header line.
+  const spec::StackCalibrationSpec* calibration = nullptr;
 };
 
 nlohmann::json search_query_json(const search::SearchSpec& s, const spec::ModelSpec& m, const spec::HardwareSpec& hw,

@@ -83,6 +83,35 @@ struct CalibrationSpec {
   }
 };
 
+/// One GPU + framework stack's correction fitted to whole measured runs
+/// (`ridgeline calibrate --runs`; spec/stack_calibration.hpp reads and
+/// writes the file): a scale on the predicted step time and, when the runs
+/// gave peak memory, the allocator's reserve in place of the framework's.
+/// The CLI attaches the stacks of a calibration file whose `gpu` is this
+/// profile's id (`--calibration`); the engine applies the one of the
+/// plan's framework (HardwareSpec::stack_for).
+struct StackCorrection {
+  std::string gpu;         // the profile id the runs ran on ("h100_sxm")
+  std::string gpu_name;    // its name, for readers
+  std::uint8_t framework = 0;  // index into spec::frameworks()
+  std::vector<std::string> runs;  // the runs' names, in file order
+  /// Step time: measured = predicted x time_scale. time_log_sd: the sample
+  /// standard deviation of the runs' ln(measured / predicted) (0 with one
+  /// run); time_runs: how many runs gave a time.
+  double time_scale = 1.0;
+  double time_log_sd = 0.0;
+  int time_runs = 0;
+  /// Peak reserved = peak allocated x (1 + allocator_reserve); < 0 when no
+  /// run gave reserved memory (the framework's reserve stays). memory_runs:
+  /// how many runs gave it; reserve_log_sd: the sample standard deviation of
+  /// their ln(measured / predicted reserved) (0 with one run).
+  double allocator_reserve = -1.0;
+  double reserve_prior = 0.0;  // the framework's, which the fit started from
+  double reserve_log_sd = 0.0;
+  int memory_runs = 0;
+  bool has_reserve() const { return allocator_reserve >= 0.0; }
+};
+
 /// The fabric around a GPU. The latencies are per algorithm step of NCCL's
 /// Simple protocol (NCCL src/graph/tuning.cc hwLat: NVLink 3.4 us, PCIe
 /// 5.7 us, network 14 us); cost::collective_time derives the LL and LL128
@@ -256,6 +285,15 @@ struct HardwareSpec {
 
   std::map<std::string, std::string> sources;  // field path -> where the figure comes from
   CalibrationSpec calibration;
+  /// Stack corrections from whole measured runs on this profile, one per
+  /// framework (--calibration; empty otherwise).
+  std::vector<StackCorrection> stacks;
+  /// The stack correction of `framework` on this profile, or nullptr.
+  const StackCorrection* stack_for(std::uint8_t framework) const {
+    for (const auto& s : stacks)
+      if (s.framework == framework) return &s;
+    return nullptr;
+  }
 
   double peak(Peak p) const { return peak_flop_per_s[static_cast<int>(p)]; }
   bool supports(Peak p) const { return peak(p) > 0.0; }

@@ -37,4 +37,11 @@ std::string calibration_yaml(const CalibrationSpec& c, const YamlStyle& style = 
 /// the magnitude (binary prefixes for sizes), as units' printers do.
 std::string yaml_quantity(double si_value, units::Dimension dim, const YamlStyle& style = {});
 
+/// A YAML double-quoted scalar: quotes and backslashes escaped, control
+/// characters as \xNN (for user text: names, sources).
+std::string yaml_quoted(std::string_view s);
+/// A plain word bare (a letter, then letters, digits, '_', '.' or '-', and
+/// not a word YAML 1.1 reads as a boolean or null), anything else quoted.
+std::string yaml_scalar(std::string_view s);
+
 }  // namespace ridgeline::spec

@@ -36,6 +36,20 @@
 //
 // Peak memory has no published measurement to draw residuals from; its
 // interval is the allocator's: memory_interval().
+//
+// A prediction on a stack calibrated on the user's own runs (calibrate
+// --runs, --calibration) has had the stack's offset taken out: its time
+// interval is anchored on those n runs, centred on the calibrated point,
+// in log space
+//   n >= 2: -+ t_{n-1, (1+l)/2} s sqrt(1 + 1/n), s the runs' sample standard
+//           deviation of ln(measured / predicted) (the prediction interval of
+//           a new draw from a normal sample of n); where s is below the
+//           unanchored pool's within-source spread s_w (the runs agree better
+//           than one published source's runs do), s_w with the normal
+//           quantile instead: a new plan differs from the runs as a source's
+//           runs differ from each other;
+//   n = 1:  -+ z_{(1+l)/2} sd, sd the unanchored interval's whole spread (one
+//           run has no spread of its own).
 #pragma once
 
 #include <cstddef>
@@ -94,6 +108,11 @@ struct RunTraits {
   /// statistics: its GEMM records' spread replaces the kernel-level part of
   /// the published spread (not read from or written to the residual file).
   const spec::CalibrationSpec* calibration = nullptr;
+  /// The GPU + framework stack's correction fitted to the user's own runs
+  /// (--calibration), when the prediction applied one: the interval is
+  /// anchored on those runs (IntervalModel::run_interval). Not read from or
+  /// written to the residual file.
+  const spec::StackCorrection* stack = nullptr;
 };
 
 /// The traits of a predicted training step on `hw` under `plan`.
@@ -146,6 +165,10 @@ struct Interval {
   /// calibration removed and what stays.
   bool calibrated = false;
   std::string calibration_note;
+  /// Anchored on the user's own runs of this GPU + framework stack
+  /// (RunTraits::stack): centred on the calibrated point, its spread the
+  /// runs' own (`rows` is the number of runs; `note` says how it was made).
+  bool anchored = false;
   /// How often an interval drawn this way held: of the validated training
   /// runs (kernels: kernel rows), each given the interval at this level with
   /// its own source left out of every pool, the share whose measurement lay
@@ -175,7 +198,8 @@ class IntervalModel {
   const std::vector<Residual>& rows() const { return rows_; }
   const std::string& source() const { return source_; }
 
-  /// The interval of a training step with traits `t` at `level` (0 < level < 1).
+  /// The interval of a training step with traits `t` at `level` (0 < level < 1);
+  /// anchored on the stack's runs when t.stack is set.
   /// Rows of `exclude_group` are left out of every pool (leave-one-group-out
   /// coverage). An invalid Interval (rows 0, note set) when no pool holds
   /// enough rows for the level.
@@ -196,6 +220,9 @@ class IntervalModel {
 
  private:
   Interval run_interval_unrated(const RunTraits& t, double level, std::string_view exclude_group) const;
+  /// run_interval of a prediction on a calibrated stack (t.stack): anchored
+  /// on its runs (the top of this file).
+  Interval anchored_interval(const RunTraits& t, double level, std::string_view exclude_group) const;
   Interval kernel_interval_unrated(const KernelTraits& k, double level, std::string_view exclude_group) const;
   /// student_t_quantile(p, nu), each answer kept in the memo.
   double t_quantile(double p, double nu) const;

@@ -1,0 +1,52 @@
+// Whole measured runs -> a GPU + framework stack's correction
+// (`ridgeline calibrate --runs`). A whole run identifies two physical
+// parameters and no more:
+//
+//   step time    measured = predicted x k: the stack's training clock, its
+//                kernels' efficiency and its framework overheads taken together
+//                (a run cannot tell them apart). With r_i = ln(measured_i /
+//                predicted_i) over the stack's n runs, ln k = mean(r) (k's
+//                prior is 1, the shipped model; the fit is the prior's
+//                correction, unpenalised); its uncertainty: s = sd(r), n - 1
+//                degrees of freedom, the 80% t-interval on k
+//                exp(mean(r) -+ t_{0.9, n-1} s / sqrt(n)); one run has no s.
+//   memory       peak reserved (torch.cuda.max_memory_reserved) = predicted
+//                allocated x (1 + rho): with q_i = ln(measured_i / allocated_i),
+//                1 + rho = exp(mean(q)), kept in [0, 1] (the framework
+//                profile's range); the prior is the framework's
+//                allocator_reserve. Only runs that measured reserved memory
+//                identify rho: allocated memory holds no allocator reserve.
+//
+// A parameter no run identifies keeps its prior, and the stack's notes say
+// why. Times in seconds, memory in bytes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ridgeline/spec/runs.hpp"
+#include "ridgeline/spec/stack_calibration.hpp"
+
+namespace ridgeline::calibrate {
+
+/// One run as the fit sees it: its stack, its prediction (uncorrected: the
+/// profile and the framework as shipped) and its measurement.
+struct RunPoint {
+  std::string name;
+  std::string gpu;       // the profile id
+  std::string gpu_name;
+  std::uint8_t framework = 0;
+  double predicted_step_s = 0;
+  double measured_step_s = 0;
+  double predicted_allocated_bytes = 0;  // the prediction's peak allocated (memory::MemoryResult::allocated)
+  double prior_reserve = 0;              // the framework's allocator reserve the prediction used
+  double measured_memory_bytes = 0;      // 0 = not measured
+  spec::MemoryKind memory_kind = spec::MemoryKind::kReserved;
+};
+
+/// Fits every stack (GPU profile, framework) the runs cover, in the order
+/// of their first run. `runs_file` is recorded in the result.
+spec::StackCalibrationSpec fit_runs(const std::vector<RunPoint>& runs, const std::string& runs_file);
+
+}  // namespace ridgeline::calibrate
