@@ -306,7 +306,7 @@ void register_calibrate(Commands& commands, int& rc) {
         throw UsageError{"--holdout", fmt::format("expected a fraction from 0 to below 1, got {}", a->holdout)};
       const spec::HardwareSpec hw = resolve_gpu(a->gpu);
       const spec::MeasurementSet set = spec::load_measurements(a->measurements);
-      if (auto w = calibrate::check_device(set, hw, a->force)) std::cerr << w->format() << "\n";
+      if (auto w = calibrate::check_device(set, hw, a->force)) std::cerr << w->format() << "\n" << w->excerpt();
       calibrate::FitResult f = calibrate::fit(set, hw);
       // The block's parameters are fitted on every record; the held-out
       // statistics come from a separate fit on the rest (validate's split),
@@ -469,7 +469,7 @@ void register_validate(Commands& commands, int& rc) {
         throw UsageError{"--holdout", fmt::format("expected a fraction from 0 to below 1, got {}", a->holdout)};
       const spec::HardwareSpec hw = resolve_gpu(a->gpu);
       const spec::MeasurementSet set = spec::load_measurements(a->measurements);
-      if (auto w = calibrate::check_device(set, hw, a->force)) std::cerr << w->format() << "\n";
+      if (auto w = calibrate::check_device(set, hw, a->force)) std::cerr << w->format() << "\n" << w->excerpt();
       const calibrate::ValidationReport rep = calibrate::validate(set, hw, a->holdout, a->seed);
       std::string text;
       switch (fmt_kind) {

@@ -254,7 +254,7 @@ void register_check(Commands& commands, int& rc) {
           std::cout << f << ": ok (" << describe(kind) << ")\n";
           if (a->verbose) std::cout << understood;
         } catch (const support::SpecError& e) {
-          for (const auto& d : e.diagnostics()) std::cerr << d.format() << "\n";
+          for (const auto& d : e.diagnostics()) std::cerr << d.format() << "\n" << d.excerpt();
           ++bad;
         }
       }

@@ -306,7 +306,7 @@ int guarded(const std::function<int()>& body) {
   try {
     return body();
   } catch (const support::SpecError& e) {
-    for (const auto& d : e.diagnostics()) std::cerr << d.format() << "\n";
+    for (const auto& d : e.diagnostics()) std::cerr << d.format() << "\n" << d.excerpt();
     return kExitBadInput;
   } catch (const UsageError& e) {
     std::cerr << "error: " << e.flag << ": " << e.message << "\n";

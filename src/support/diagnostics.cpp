@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <fstream>
 
 namespace ridgeline::support {
 
@@ -19,6 +20,35 @@ std::string Diagnostic::format() const {
   if (!field.empty()) out += field + ": ";
   out += message;
   return out;
+}
+
+std::string Diagnostic::excerpt() const {
+  if (loc.file.empty() || loc.line <= 0) return "";
+  std::ifstream in(loc.file, std::ios::binary);
+  if (!in) return "";
+  std::string text;
+  for (int i = 0; i < loc.line; ++i)
+    if (!std::getline(in, text)) {
+      if (i + 1 < loc.line) return "";
+      text.clear();  // the line after the last: the end of the file
+    }
+  if (!text.empty() && text.back() == '\r') text.pop_back();
+  size_t col = loc.col > 0 ? static_cast<size_t>(loc.col - 1) : 0;
+  col = std::min(col, text.size());
+  constexpr size_t kWidth = 120;
+  std::string head, tail;
+  if (text.size() > kWidth) {
+    const size_t from = col > kWidth / 2 ? std::min(col - kWidth / 2, text.size() - kWidth) : 0;
+    if (from > 0) head = "...";
+    if (from + kWidth < text.size()) tail = "...";
+    text = text.substr(from, kWidth);
+    col = col - from + head.size();
+  }
+  // The caret's indent keeps the line's tabs, so it lines up under them.
+  std::string indent;
+  const std::string shown = head + text;
+  for (size_t i = 0; i < col && i < shown.size(); ++i) indent += shown[i] == '\t' ? '\t' : ' ';
+  return fmt::format("  {}{}\n  {}^\n", shown, tail, indent);
 }
 
 void DiagnosticList::add(Diagnostic d) {

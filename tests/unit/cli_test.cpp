@@ -1,4 +1,5 @@
 // End-to-end tests of the command line: exact diagnostics, golden outputs.
+#include <algorithm>
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -48,7 +49,7 @@ void check_json_equal(const nlohmann::json& a, const nlohmann::json& b, const st
 
 }  // namespace
 
-TEST_CASE("cli: every bad input is one exact line, exit 2, and no output file") {
+TEST_CASE("cli: every bad input is one exact line (then, located in a file, its line and a caret), exit 2, and no output file") {
   const fs::path dir = fs::path(RIDGELINE_SOURCE_DIR) / "tests/diagnostics";
   std::ifstream cases(dir / "cases.txt");
   std::string line;
@@ -64,8 +65,28 @@ TEST_CASE("cli: every bad input is one exact line, exit 2, and no output file") 
     fs::remove(out);
     const auto r = test::run_cli(args + " --output " + out.string());
     CHECK(r.status == expected_rc);
-    CHECK(r.err == slurp(dir / (name + ".expected")));
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);  // one line
+    const std::string expected = slurp(dir / (name + ".expected"));
+    const std::string first = r.err.substr(0, r.err.find('\n') + 1);
+    CHECK(first == expected);
+    // Located at file:line:col: the file's line and a caret under the column
+    // (STYLE.md's diagnostics); a flag's error is its one line.
+    const std::string rest = r.err.substr(first.size());
+    const auto colon = expected.find(": error: ");
+    const std::string where = colon == std::string::npos ? "" : expected.substr(0, colon);
+    const size_t c2 = where.rfind(':'), c1 = c2 == std::string::npos ? c2 : where.rfind(':', c2 - 1);
+    const bool located = c1 != std::string::npos && c1 > 0 &&
+                         std::all_of(where.begin() + c1 + 1, where.begin() + c2, ::isdigit) &&
+                         std::all_of(where.begin() + c2 + 1, where.end(), ::isdigit) && c2 + 1 < where.size();
+    if (located) {
+      REQUIRE(std::count(rest.begin(), rest.end(), '\n') == 2);
+      const std::string caret = rest.substr(rest.find('\n') + 1);
+      const int col = std::stoi(where.substr(c2 + 1));
+      // Two spaces of indent, then the column's offset (tabs kept), then ^.
+      CHECK(caret.size() == static_cast<size_t>(2 + col - 1 + 2));
+      CHECK(caret.substr(caret.size() - 2) == "^\n");
+    } else {
+      CHECK(rest.empty());
+    }
     CHECK_FALSE(fs::exists(out));                               // no partial output
     ++count;
   }

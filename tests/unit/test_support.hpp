@@ -42,6 +42,10 @@ inline graph::Graph step(const spec::ModelSpec& m, const spec::PlanSpec& p, cons
   return g;
 }
 
+/// An error output's first line with its newline: the located message
+/// (a diagnostic located in a file is followed by that line and a caret).
+inline std::string first_line(const std::string& err) { return err.substr(0, err.find('\n') + 1); }
+
 /// A file's whole text ("" when it cannot be read).
 inline std::string slurp(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);

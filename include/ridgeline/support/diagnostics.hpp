@@ -30,6 +30,12 @@ struct Diagnostic {
 
   /// "file:line:col: error: field: message" (parts that are unknown are left out).
   std::string format() const;
+  /// The located line of its file and a caret under the column, each line
+  /// indented two spaces and ended by a newline ("  hbm_bandwidth: 3350\n
+  /// ^" under the value); a line over 120 characters is shown as the 120
+  /// around the column, cut ends marked "...". Empty without a file and
+  /// line, or when the file cannot be read again (standard input).
+  std::string excerpt() const;
 };
 
 inline constexpr int kMaxDiagnostics = 20;
