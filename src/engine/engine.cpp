@@ -183,10 +183,15 @@ std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec&
     return refuse(message, "micro_batch", [&] {
       return fmt::format("micro-batch {} exceeds the global batch {}", p.micro_batch, p.global_batch);
     });
-  if (graph && (m.is_mla() || m.moe.shared_ffn > 0 || m.moe.dense_layers > 0))
-    return refuse(message, "model", [&] {
-      return std::string("the step graph does not yet build multi-head latent attention, shared experts or dense "
-                         "first layers; the model's parameters are counted (ridgeline check)");
+  // Latent attention has no fused QKV projection: the adapters and the
+  // op-level recomputation policy, which name Q, K and V, are not modelled on it.
+  if (graph && m.is_mla() && p.finetune.mode != spec::FinetuneMode::kFull)
+    return refuse(message, "finetune", [&] {
+      return std::string("LoRA adapters on multi-head latent attention are not yet modelled");
+    });
+  if (graph && m.is_mla() && p.recompute.kind == spec::RecomputeKind::kOp)
+    return refuse(message, "recompute", [&] {
+      return std::string("op-level recomputation of multi-head latent attention is not yet modelled");
     });
   if (graph && (q.tp < 1 || q.pp < 1 || q.dp < 1 || q.cp < 1 || q.ep < 1))
     return refuse(message, "parallel", [&] { return std::string("parallel degrees must be at least 1"); });

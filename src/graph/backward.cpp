@@ -49,6 +49,10 @@ std::string_view dgrad_name(Op op) {
   switch (op) {
     case Op::kQkv: return "qkv_proj.dgrad";
     case Op::kOut: return "attn_out_proj.dgrad";
+    case Op::kQDown: return "mla_q_down_proj.dgrad";
+    case Op::kQUp: return "mla_q_up_proj.dgrad";
+    case Op::kKvDown: return "mla_kv_down_proj.dgrad";
+    case Op::kKvUp: return "mla_kv_up_proj.dgrad";
     case Op::kUp: return "mlp_up_proj.dgrad";
     case Op::kDown: return "mlp_down_proj.dgrad";
     case Op::kLmHead: return "lm_head.dgrad";
@@ -65,6 +69,10 @@ std::string_view wgrad_name(Op op) {
   switch (op) {
     case Op::kQkv: return "qkv_proj.wgrad";
     case Op::kOut: return "attn_out_proj.wgrad";
+    case Op::kQDown: return "mla_q_down_proj.wgrad";
+    case Op::kQUp: return "mla_q_up_proj.wgrad";
+    case Op::kKvDown: return "mla_kv_down_proj.wgrad";
+    case Op::kKvUp: return "mla_kv_up_proj.wgrad";
     case Op::kUp: return "mlp_up_proj.wgrad";
     case Op::kDown: return "mlp_down_proj.wgrad";
     case Op::kLmHead: return "lm_head.wgrad";

@@ -88,6 +88,12 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
   G.layers = spec::max_stage_layers(M.layers, par.pp, par.first_stage_layers, par.last_stage_layers);
 
   const double L = G.layers;
+  // An MoE model's dense first layers: those the busiest stage holds, the
+  // stages before it taking the rest (with PP = 1, all of them; under PP the
+  // first stages take them and the busiest is counted all-MoE).
+  G.dense_layers = M.is_moe() ? std::clamp(M.moe.dense_layers - (M.layers - G.layers), 0, G.layers) : 0;
+  const double L_dense = G.dense_layers;
+  const double L_mlp = L - L_dense;  // the main MLP's layers: all (dense model) or the MoE ones
   const double Tph = D.Tp * D.h;
   const bool drop = M.dropout > 0.0;
   const bool bias = M.bias;
@@ -158,10 +164,77 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
   };
 
   norm("norm1", Op::kNorm1, FuseGroup::kNorm1);
-  // QKV projection: N = (a + 2g) d. Saves its input: 2 sbh (SP: sharded, /t).
-  // With more TP ranks than KV heads each rank computes one whole KV head
-  // (g = 1, replicated); the model FLOPs credit its share, 2 g_model / t heads.
-  {
+  // Attention head dimensions: Q and K d_qk, V and O d_v; K/V heads g_kv.
+  const bool mla = M.is_mla();
+  const double d_qk = mla ? M.mla.qk_nope_head_dim + M.mla.qk_rope_head_dim : D.d;
+  const double d_v = mla ? M.mla.v_head_dim : D.d;
+  const double g_kv = mla ? D.a : D.g;
+  if (mla) {
+    // Multi-head latent attention (DeepSeek-V2 Sec. 2.1; DeepSeek-V3
+    // inference/model.py, class MLA). The down-projections and the latents'
+    // RMSNorms are replicated under TP (every rank runs them on all its
+    // tokens), the up-projections and W_O split by heads. W_DQ (or W_Q) saves
+    // the layer's normed input, 2 sbh (SP: /t), which W_DKV shares; each
+    // up-projection saves its normed latent.
+    const auto& A = M.mla;
+    const double r = A.qk_rope_head_dim, nope = A.qk_nope_head_dim;
+    // A latent's RMSNorm over all T rows of `width` (not sequence-parallel),
+    // eager or fused as the layer's norms (see `norm` above).
+    auto latent_norm = [&](std::string_view name, double width) {
+      Kernel k;
+      k.name = name;
+      k.op = Op::kLatentNorm;
+      k.cls = KernelClass::kNorm;
+      k.dtype = act;
+      k.flags = kLayer | kPointwise;
+      const double x = D.T * width;
+      if (P.fusion == spec::Fusion::kEager && M.norm == spec::Norm::kRmsNorm) {
+        k.read_bytes = x * (2 * D.e + 16);
+        k.write_bytes = x * (2 * D.e + 12);
+        k.launches = 6;
+        k.saved_bytes = x * (4 + D.e) + D.T * 4;
+      } else {
+        k.read_bytes = x * D.e + width * D.e;
+        k.write_bytes = x * D.e + D.T * 4;
+        k.saved_bytes = x * D.e + D.T * 4;
+      }
+      k.flops = 5 * x;
+      k.chain_bytes = x * D.e;
+      push(k, L);
+    };
+    if (A.q_lora_rank > 0) {
+      const double rq = A.q_lora_rank;
+      Kernel dq = gemm("mla_q_down_proj", Op::kQDown, D.T, rq, D.h, 1, D, gemm_dt, true);
+      dq.model_flops = dq.flops / t;  // replicated: each TP rank credits its share
+      dq.saved_bytes = Tph * D.e;
+      push(dq, L);
+      latent_norm("mla_q_norm", rq);
+      Kernel uq = gemm("mla_q_up_proj", Op::kQUp, D.T, D.a * d_qk, rq, 1, D, gemm_dt, true);
+      uq.saved_bytes = D.T * rq * D.e;
+      push(uq, L);
+    } else {
+      Kernel wq = gemm("mla_q_proj", Op::kQUp, D.T, D.a * d_qk, D.h, 1, D, gemm_dt, true);
+      wq.saved_bytes = Tph * D.e;
+      push(wq, L);
+    }
+    const double rkv = A.kv_lora_rank;
+    Kernel dkv = gemm("mla_kv_down_proj", Op::kKvDown, D.T, rkv + r, D.h, 1, D, gemm_dt, true);
+    dkv.model_flops = dkv.flops / t;
+    push(dkv, L);  // its input is W_DQ's (saved once, there)
+    latent_norm("mla_kv_norm", rkv);
+    Kernel ukv = gemm("mla_kv_up_proj", Op::kKvUp, D.T, D.a * (nope + d_v), rkv, 1, D, gemm_dt, true);
+    ukv.saved_bytes = D.T * rkv * D.e;
+    push(ukv, L);
+    // RoPE on the queries' rope part (a heads) and the one shared rope key.
+    const double rot = D.T * (D.a + 1) * r;
+    push(pointwise("rope", Op::kRope, FuseGroup::kQkvBiasRope, rot * D.e, rot * D.e, 6 * rot, act), L);
+    // K assembled per head: [k_nope | k_rope broadcast], written a d_qk wide.
+    push(pointwise("mla_k_concat", Op::kKvConcat, FuseGroup::kNone, D.T * (D.a * nope + r) * D.e,
+                   D.T * D.a * d_qk * D.e, 0, act), L);
+  } else {
+    // QKV projection: N = (a + 2g) d. Saves its input: 2 sbh (SP: sharded, /t).
+    // With more TP ranks than KV heads each rank computes one whole KV head
+    // (g = 1, replicated); the model FLOPs credit its share, 2 g_model / t heads.
     const double n = (D.a + 2 * D.g) * D.d;
     Kernel k = gemm("qkv_proj", Op::kQkv, D.T, n, D.h, 1, D, gemm_dt, true);
     k.model_flops = 2.0 * D.T * D.h * (D.a + 2.0 * M.kv_heads / t) * D.d;
@@ -180,8 +253,8 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
     // With context parallelism each rank holds s/cp queries against all s keys.
     const double sk = D.s * std::max(1, par.cp);
     const double scores = D.b * D.a * D.s * sk;  // elements of the score matrix
-    const double q = D.T * D.a * D.d, kv = D.T * D.g * D.d;
-    Kernel qk = gemm("attn_qk", Op::kQk, D.s, sk, D.d, D.b * D.a, D, act, false);
+    const double q = D.T * D.a * d_qk, kv = D.T * g_kv * d_qk;
+    Kernel qk = gemm("attn_qk", Op::kQk, D.s, sk, d_qk, D.b * D.a, D, act, false);
     qk.flags |= kAttnCore;
     qk.read_bytes = (q + kv) * D.e;
     qk.write_bytes = scores * D.e;
@@ -196,7 +269,7 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
   if (P.attention == spec::AttentionKind::kNaive) {
     const double sk = D.s * std::max(1, par.cp);
     const double scores = D.b * D.a * D.s * sk;
-    const double q = D.T * D.a * D.d, kv = D.T * D.g * D.d;
+    const double o = D.T * D.a * d_v, kv = D.T * g_kv * d_v;  // O and V
     auto sm = [&](std::string_view name, Op op, double extra_read) {
       Kernel k = pointwise(name, op, FuseGroup::kSoftmax, scores * D.e + extra_read, scores * D.e, scores, act);
       k.cls = KernelClass::kSoftmax;
@@ -219,10 +292,10 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
       k.chain_bytes = scores * D.e;
       push(k, L);
     }
-    Kernel pv = gemm("attn_pv", Op::kPv, D.s, D.d, sk, D.b * D.a, D, act, false);
+    Kernel pv = gemm("attn_pv", Op::kPv, D.s, d_v, sk, D.b * D.a, D, act, false);
     pv.flags |= kAttnCore;
     pv.read_bytes = scores * D.e + kv * D.e;
-    pv.write_bytes = q * D.e;
+    pv.write_bytes = o * D.e;
     pv.chain_bytes = pv.write_bytes;
     pv.saved_bytes = kv * D.e;                       // V: 2 sbh
     pv.saved_core_bytes = drop ? scores * D.e : 0;   // dropout output: 2 a s^2 b
@@ -231,8 +304,8 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
   }
   // Output projection: saves its input 2 sbh (/t under TP).
   {
-    Kernel k = gemm("attn_out_proj", Op::kOut, D.T, D.h, D.a * D.d, 1, D, gemm_dt, true);
-    k.saved_bytes = D.T * D.a * D.d * D.e;
+    Kernel k = gemm("attn_out_proj", Op::kOut, D.T, D.h, D.a * d_v, 1, D, gemm_dt, true);
+    k.saved_bytes = D.T * D.a * d_v * D.e;
     push(k, L);
   }
   auto bias_dropout_add = [&](Op b_op, Op d_op, Op r_op, FuseGroup grp, const char* bn, const char* dn,
@@ -249,7 +322,7 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
   bias_dropout_add(Op::kOutBias, Op::kDropout1, Op::kResidual1, FuseGroup::kBiasDropoutAdd1, "attn_out_bias",
                    "attn_out_dropout", "residual_add1");
   norm("norm2", Op::kNorm2, FuseGroup::kNorm2);
-  // MLP.
+  // MLP: the routed experts of an MoE layer (L_mlp of the layers), or the dense MLP of every layer.
   {
     const bool gated = spec::is_gated(M.activation);
     const double experts = M.is_moe() ? M.moe.experts : 1;
@@ -271,13 +344,13 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
     if (M.is_moe()) {
       Kernel r = gemm("moe_router", Op::kRouter, D.T, experts, D.h, 1, D, gemm_dt, true);
       r.saved_bytes = 0;
-      push(r, L);
+      push(r, L_mlp);
       Kernel disp = pointwise("moe_dispatch", Op::kDispatch, FuseGroup::kNone, D.T * D.h * D.e,
                               routed * D.h * D.e, 0, act);
       disp.cls = KernelClass::kElementwise;
       disp.flags &= ~kPointwise;
       disp.launches = 3;  // top-k, sort/permute indices, gather
-      push(disp, L);
+      push(disp, L_mlp);
     }
     // Up (and gate) projection: saves its input 2 sbh; for MoE each local
     // expert's GEMM sees the busiest expert's tokens (batch = local experts).
@@ -285,32 +358,32 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
       Kernel k = gemm("mlp_up_proj", Op::kUp, busiest, n_up, D.h, local_experts, D, gemm_dt, true);
       if (M.is_moe()) k.model_flops = 2.0 * routed * n_up * D.h;
       k.saved_bytes = (M.is_moe() ? routed * D.h : Tph) * D.e;
-      push(k, L);
+      push(k, L_mlp);
       if (bias)
         push(pointwise("mlp_up_bias", Op::kUpBias, FuseGroup::kBiasAct, routed * n_up * D.e + n_up * D.e,
-                       routed * n_up * D.e, routed * n_up, act), L);
+                       routed * n_up * D.e, routed * n_up, act), L_mlp);
       if (gated) {
         // Eager SwiGLU: silu(gate) saves the gate (f), gate*up saves silu's output and up (2f).
         Kernel s = pointwise("mlp_act", Op::kAct, FuseGroup::kBiasAct, routed * D.f * D.e, routed * D.f * D.e,
                              8 * routed * D.f, act);
         s.saved_bytes = routed * D.f * D.e;
-        push(s, L);
+        push(s, L_mlp);
         Kernel m2 = pointwise("mlp_gate_mul", Op::kGateMul, FuseGroup::kBiasAct, 2 * routed * D.f * D.e,
                               routed * D.f * D.e, routed * D.f, act);
         m2.saved_bytes = 2 * routed * D.f * D.e;
-        push(m2, L);
+        push(m2, L_mlp);
       } else {
         Kernel a = pointwise("mlp_act", Op::kAct, FuseGroup::kBiasAct, routed * D.f * D.e, routed * D.f * D.e,
                              8 * routed * D.f, act);
         a.saved_bytes = routed * D.f * D.e;  // GeLU input: 8 sbh for f = 4h (/t)
-        push(a, L);
+        push(a, L_mlp);
       }
     }
     {
       Kernel k = gemm("mlp_down_proj", Op::kDown, busiest, D.h, D.f, local_experts, D, gemm_dt, true);
       if (M.is_moe()) k.model_flops = 2.0 * routed * D.h * D.f;
       k.saved_bytes = routed * D.f * D.e;  // down-projection input: 8 sbh for f = 4h (/t)
-      push(k, L);
+      push(k, L_mlp);
     }
     if (M.is_moe()) {
       Kernel c = pointwise("moe_combine", Op::kCombine, FuseGroup::kNone, routed * D.h * D.e, D.T * D.h * D.e,
@@ -318,9 +391,48 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
       c.flags &= ~kPointwise;
       c.launches = 2;
       c.saved_bytes = D.T * M.moe.top_k * 4;  // routing weights
-      push(c, L);
+      push(c, L_mlp);
     }
   }
+  // A dense MLP of `width` on all T tokens, split by TP as the dense model's:
+  // an MoE layer's shared expert (not routed) and the dense first layers.
+  // Saves as the dense model's: the input (2 sbh, SP: /t), the activation's
+  // inputs and the down-projection's input.
+  struct MlpNames {
+    const char *up, *bias, *act, *gate_mul, *down;
+  };
+  auto plain_mlp = [&](const MlpNames& nm, double width, double count) {
+    const bool gated = spec::is_gated(M.activation);
+    const double f = width / t, n_up = gated ? 2 * f : f, T = D.T;
+    Kernel up = gemm(nm.up, Op::kUp, T, n_up, D.h, 1, D, gemm_dt, true);
+    up.saved_bytes = Tph * D.e;
+    push(up, count);
+    if (bias)
+      push(pointwise(nm.bias, Op::kUpBias, FuseGroup::kBiasAct, T * n_up * D.e + n_up * D.e, T * n_up * D.e,
+                     T * n_up, act), count);
+    Kernel s = pointwise(nm.act, Op::kAct, FuseGroup::kBiasAct, T * f * D.e, T * f * D.e, 8 * T * f, act);
+    s.saved_bytes = T * f * D.e;
+    push(s, count);
+    if (gated) {
+      Kernel m2 = pointwise(nm.gate_mul, Op::kGateMul, FuseGroup::kBiasAct, 2 * T * f * D.e, T * f * D.e, T * f, act);
+      m2.saved_bytes = 2 * T * f * D.e;
+      push(m2, count);
+    }
+    Kernel down = gemm(nm.down, Op::kDown, T, D.h, f, 1, D, gemm_dt, true);
+    down.saved_bytes = T * f * D.e;
+    push(down, count);
+  };
+  if (M.is_moe() && M.moe.shared_ffn > 0 && L_mlp > 0) {
+    plain_mlp({"shared_up_proj", "shared_up_bias", "shared_act", "shared_gate_mul", "shared_down_proj"},
+              M.moe.shared_ffn, L_mlp);
+    // The shared expert's output added to the routed experts' combined output.
+    Kernel add = pointwise("moe_shared_add", Op::kSharedAdd, FuseGroup::kNone, 2 * D.T * D.h * D.e,
+                           D.T * D.h * D.e, D.T * D.h, act);
+    push(add, L_mlp);
+  }
+  if (L_dense > 0)
+    plain_mlp({"dense_up_proj", "dense_up_bias", "dense_act", "dense_gate_mul", "dense_down_proj"},
+              M.moe.dense_ffn, L_dense);
   bias_dropout_add(Op::kDownBias, Op::kDropout2, Op::kResidual2, FuseGroup::kBiasDropoutAdd2, "mlp_down_bias",
                    "mlp_dropout", "residual_add2");
 

@@ -62,33 +62,38 @@ Kernel flash_attention_forward(const AttentionShape& s, spec::AttentionKind impl
                                const spec::HardwareSpec& hw, bool causal_model_flops) {
   const double e = spec::bytes_per_element(dtype);
   const double b = s.batch, a = s.heads, g = std::max(1.0, s.kv_heads), d = s.head_dim;
+  const double dv = s.v_head_dim > 0 ? s.v_head_dim : d;
+  // S = Q K^T runs over d, O = P V over d_v: 2 b a sq sk (d + d_v), as one
+  // head dimension of their mean. The tile is the larger one's (FlashAttention-3's
+  // hdim-diff kernels, hdim 192 / v 128, tile by 192).
+  const double d_mean = dv == d ? d : (d + dv) / 2;
   const double sq = s.q_len, sk = s.kv_len;
-  const AttentionTile tile = attention_tile(impl, d, AttentionPass::kForward, s.causal, hw);
+  const AttentionTile tile = attention_tile(impl, std::max(d, dv), AttentionPass::kForward, s.causal, hw);
   Kernel f;
   f.name = "flash_attention";
   f.op = Op::kFlashAttn;
   f.cls = KernelClass::kAttention;
   f.dtype = dtype;
   f.attention = static_cast<std::uint8_t>(impl);
-  f.gemm = {s.q_len, s.kv_len, s.head_dim, s.batch * s.heads};
+  f.gemm = {s.q_len, s.kv_len, d_mean, s.batch * s.heads};
   if (s.causal) f.flags |= kCausal;
-  const double full = 4.0 * b * a * sq * sk * d;
+  const double full = 4.0 * b * a * sq * sk * d_mean;
   f.flops = full * causal_executed_fraction(s, tile);
   f.model_flops = s.causal && causal_model_flops ? full / 2 : full;
-  const double q = b * sq * a * d * e, kv = b * sk * g * d * e;
+  const double q = b * sq * a * d * e, k = b * sk * g * d * e, v = b * sk * g * dv * e, o = b * sq * a * dv * e;
   const double tr = std::ceil(sq / tile.br);  // query blocks: K/V pass through SRAM once per block
   // K/V of the heads in flight must fit in L2 to be read from HBM once.
   const double sms = hw.sm_count > 0 ? hw.sm_count : 100;
   const double heads_in_flight = std::max(1.0, std::ceil(sms / tr));
-  const double working = heads_in_flight * 2.0 * sk * d * e;
+  const double working = heads_in_flight * 2.0 * sk * d_mean * e;
   const double l2 = hw.l2_bytes > 0 ? hw.l2_bytes : 40.0 * 1024 * 1024;
   const double reread = working <= l2 ? 1.0 : std::min(tr, working / l2);
   const double lse = b * a * sq * 4.0;
-  f.read_bytes = q + 2 * kv * reread;
-  f.write_bytes = q + lse;
-  f.chain_bytes = q;
-  f.sram_bytes = q + 2 * kv * tr * (s.causal ? 0.5 : 1.0) + q;
-  f.saved_bytes = q + 2 * kv + lse;  // Q, K, V (6 sbh as in the naive core) + log-sum-exp
+  f.read_bytes = q + (k + v) * reread;
+  f.write_bytes = o + lse;
+  f.chain_bytes = o;
+  f.sram_bytes = q + (k + v) * tr * (s.causal ? 0.5 : 1.0) + o;
+  f.saved_bytes = q + (k + v) + lse;  // Q, K, V (6 sbh as in the naive core) + log-sum-exp
   f.saved_core_bytes = 0;            // no s^2 tensors
   f.launches = 1;
   return f;

@@ -27,7 +27,8 @@ double in_flight_microbatches(const spec::PlanSpec& p, double m, PipelineStage s
 double layer_saved_bytes(const graph::Graph& g) {
   double s = 0;
   for (const auto& k : g.kernels)
-    if (k.phase == spec::Phase::kForward && k.has(graph::kLayer)) s += k.saved_bytes + k.saved_core_bytes;
+    if (k.phase == spec::Phase::kForward && k.has(graph::kLayer))
+      s += (k.saved_bytes + k.saved_core_bytes) * (k.count / std::max(1, g.layers));
   return s;
 }
 
@@ -43,8 +44,11 @@ GraphFacts facts(const graph::Graph& g) {
     if (k.phase != spec::Phase::kForward) continue;
     f.logits_transient = std::max(f.logits_transient, k.workspace_bytes);
     if (k.has(graph::kLayer)) {
-      f.layer_saved += s;
-      f.layer_alive += s * k.saved_fraction;
+      // Per layer: a kernel in only some of the layers (an MoE model's
+      // dense-layer or expert MLP) counts its instances' share.
+      const double per_layer = s * (k.count / std::max(1, g.layers));
+      f.layer_saved += per_layer;
+      f.layer_alive += per_layer * k.saved_fraction;
     } else {
       // Outside the layers: the embedding is the first stage's, the rest
       // (final norm, LM head, loss) the last stage's.

@@ -37,6 +37,12 @@ void apply_attention(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
     shape.q_len = sq;
     shape.kv_len = sq * std::max(1, p.parallel.cp);  // keys: the whole sequence under CP
     shape.head_dim = m.head_dim;
+    if (m.is_mla()) {
+      // Latent attention materializes K and V per head: d_qk = nope + rope, d_v.
+      shape.kv_heads = shape.heads;
+      shape.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
+      shape.v_head_dim = m.mla.v_head_dim;
+    }
     shape.causal = true;  // decoder-only training
     // The framework's default kernel depends on the GPU (Transformer Engine
     // runs cuDNN fused attention on Hopper and later: spec::attention_on).
@@ -47,7 +53,9 @@ void apply_attention(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
     // Under CP the kernel streams every rank's K/V chunk, but keeps only its
     // own for backward: Q, K, V of the local tokens + the log-sum-exp.
     const double e = spec::bytes_per_element(k.dtype);
-    f.saved_bytes = T * (shape.heads + 2 * shape.kv_heads) * shape.head_dim * e + shape.batch * shape.heads * sq * 4.0;
+    const double lse = shape.batch * shape.heads * sq * 4.0;
+    f.saved_bytes = m.is_mla() ? T * shape.heads * (2 * shape.head_dim + shape.v_head_dim) * e + lse
+                               : T * (shape.heads + 2 * shape.kv_heads) * shape.head_dim * e + lse;
     ks[out++] = f;
   }
   ks.resize(out);

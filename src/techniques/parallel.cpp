@@ -150,15 +150,17 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
   }
   if (m.is_moe() && ep > 1) {
     const double S = T * m.moe.top_k * h * e;
-    ks.push_back(comm("ep_all_to_all", Collective::kAllToAll, spec::Phase::kForward, S, ep, t * cp * ep, 2 * L,
-                      layer));
-    ks.push_back(comm("ep_all_to_all", Collective::kAllToAll, spec::Phase::kBackward, S, ep, t * cp * ep, 2 * L,
-                      layer));
+    // Dispatch and combine in the MoE layers only (not the dense first ones).
+    const double moe_layers = L - g.dense_layers;
+    ks.push_back(comm("ep_all_to_all", Collective::kAllToAll, spec::Phase::kForward, S, ep, t * cp * ep,
+                      2 * moe_layers, layer));
+    ks.push_back(comm("ep_all_to_all", Collective::kAllToAll, spec::Phase::kBackward, S, ep, t * cp * ep,
+                      2 * moe_layers, layer));
     // Recomputing whole layers re-runs their dispatch and combine.
     const auto rk = p.recompute.kind;
     if (rk == spec::RecomputeKind::kFull || rk == spec::RecomputeKind::kEvery || rk == spec::RecomputeKind::kSqrt)
       ks.push_back(comm("ep_all_to_all", Collective::kAllToAll, spec::Phase::kRecompute, S, ep, t * cp * ep,
-                        2 * recomputed_layers, layer));
+                        2 * recomputed_layers * (moe_layers / std::max(1.0, L)), layer));
   }
 }
 

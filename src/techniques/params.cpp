@@ -65,15 +65,42 @@ LocalParams compute_local_params(const spec::ModelSpec& m, const Split& p, Pipel
   // Attention split by TP; with more TP ranks than KV heads each rank holds
   // one whole KV head (the graph's K/V projection width, graph/build.cpp).
   const double kv_local = std::max(1.0, static_cast<double>(m.kv_heads) / t) * m.head_dim;
-  const double attn_matrices = h * (q / t + 2 * kv_local) + q / t * h;
-  const double attn = attn_matrices + nb * (q / t + 2 * kv_local + h / t);
+  double attn_matrices = h * (q / t + 2 * kv_local) + q / t * h;
+  double attn = attn_matrices + nb * (q / t + 2 * kv_local + h / t);
+  double attn_rows_cols = (h + q / t + 2 * kv_local) + (q / t + h);
+  if (m.is_mla()) {
+    // Latent attention (spec::MlaSpec): the down-projections and the
+    // latents' RMSNorms replicated, the up-projections and W_O split by heads
+    // (graph/build.cpp).
+    const auto& a = m.mla;
+    const double H = m.heads, d_qk = a.qk_nope_head_dim + a.qk_rope_head_dim, rq = a.q_lora_rank;
+    const double rkv = a.kv_lora_rank, up_kv = H * (a.qk_nope_head_dim + a.v_head_dim);
+    const double down = (rq > 0 ? h * rq : 0.0) + h * (rkv + a.qk_rope_head_dim);
+    const double split = (rq > 0 ? rq : h) * H * d_qk + rkv * up_kv + H * a.v_head_dim * h;
+    attn_matrices = down + split / t;
+    attn = attn_matrices + rq + rkv;
+    attn_rows_cols = (rq > 0 ? (h + rq) + (rq + H * d_qk / t) : h + H * d_qk / t) + (h + rkv + a.qk_rope_head_dim) +
+                     (rkv + up_kv / t) + (H * a.v_head_dim / t + h);
+  }
   // MLP (experts) split by TP (and EP); norms and an MoE router (hidden x
   // experts) replicated.
   const double router = m.is_moe() ? h * m.moe.experts : 0.0;
-  const double expert_layer = (pc.mlp_per_layer - router) / (t * ep);
+  const double router_bias = m.is_moe() && m.moe.router_bias ? m.moe.experts : 0.0;
+  // An MoE layer's shared expert (and Qwen2-MoE's gate on it) on every EP
+  // rank, split by TP as a dense MLP.
+  const auto mlp_width = [&](double w) {
+    return w > 0 ? (gated ? 3.0 : 2.0) * h * w + nb * ((gated ? 2.0 : 1.0) * w + h) : 0.0;
+  };
+  const double shared_matrices = m.is_moe() ? (gated ? 3.0 : 2.0) * h * m.moe.shared_ffn : 0.0;
+  const double shared = m.is_moe() ? mlp_width(m.moe.shared_ffn) + (m.moe.shared_gate ? h : 0.0) : 0.0;
+  const double expert_layer = (pc.mlp_per_layer - router - router_bias - shared) / (t * ep);
   const double experts_all = m.is_moe() ? m.moe.experts : 1;
-  const double mlp_matrices = experts_all * (gated ? 3.0 : 2.0) * h * f / (t * ep);
-  const double layer = attn + expert_layer + router + pc.norms_per_layer;
+  const double mlp_matrices = experts_all * (gated ? 3.0 : 2.0) * h * f / (t * ep) + shared_matrices / t;
+  const double layer = attn + expert_layer + router + router_bias + shared / t + pc.norms_per_layer;
+  // An MoE model's dense first layers: attention and a dense MLP of width dense_ffn.
+  const double dense_ffn = m.is_moe() ? m.moe.dense_ffn : 0.0;
+  const double dense_mlp_matrices = (gated ? 3.0 : 2.0) * h * dense_ffn / t;
+  const double dense_layer = attn + mlp_width(dense_ffn) / t + pc.norms_per_layer;
   // The ends: the embedding on the first stage, final norm and LM head on
   // the last (under PP a tied LM head is a copy of the word embeddings).
   const double emb = pc.embedding / t;
@@ -93,22 +120,39 @@ LocalParams compute_local_params(const spec::ModelSpec& m, const Split& p, Pipel
     }
   }
   lp.layers_local = L_local;
+  // The dense first layers this stage holds: the first stages take them.
+  double dense_local = 0;
+  if (m.is_moe() && m.moe.dense_layers > 0) {
+    const int index = pp <= 1 || first ? 0 : last ? p.pp - 1 : 1;
+    int before = 0;
+    for (int i = 0; i < index; ++i)
+      before += spec::stage_layers(m.layers, p.pp, p.first_stage_layers, p.last_stage_layers, i);
+    dense_local = std::clamp(static_cast<double>(m.moe.dense_layers - before), 0.0, L_local);
+  }
+  const double moe_local = L_local - dense_local;
   const double ends = (first ? emb : 0.0) + (last ? head + pc.final_norm : 0.0);
   const double end_matrices = (first ? 1.0 : 0.0) + (last && head > 0 ? 1.0 : 0.0);
-  lp.weights = L_local * layer + ends;
-  lp.linear_weights = L_local * (attn_matrices + mlp_matrices);
+  const bool split_layers = dense_local > 0;  // an MoE model's stage with dense layers
+  lp.weights = split_layers ? moe_local * layer + dense_local * dense_layer + ends : L_local * layer + ends;
+  lp.linear_weights = split_layers ? L_local * attn_matrices + moe_local * mlp_matrices + dense_local * dense_mlp_matrices
+                                   : L_local * (attn_matrices + mlp_matrices);
   lp.norm_weights = L_local * pc.norms_per_layer + (last ? pc.final_norm : 0.0);
-  if (m.is_moe()) lp.expert_weights = L_local * expert_layer;
+  if (m.is_mla()) lp.norm_weights += L_local * (m.mla.q_lora_rank + m.mla.kv_lora_rank);
+  if (m.is_moe()) lp.expert_weights = moe_local * expert_layer;
   const double experts = m.is_moe() ? m.moe.experts / ep : 1;
   if (p.finetune.mode == spec::FinetuneMode::kFull) {
     lp.trainable = lp.weights;
     lp.expert_trainable = lp.expert_weights;
     lp.frozen = 0;
     // Matrices: QKV, out, up (gate+up), down per layer (and the router); embedding / LM head.
-    const double rc_layer = (h + q / t + 2 * kv_local) + (q / t + h) + experts * ((gated ? 2 : 1) * f / t + h) +
-                            experts * (f / t + h);
-    lp.matrix_rows_cols = L_local * rc_layer + end_matrices * (V / t + h);
-    lp.matrix_elems = L_local * (attn_matrices + mlp_matrices + router) + (first ? emb : 0.0) + (last ? head : 0.0);
+    const double rc_layer = attn_rows_cols + experts * ((gated ? 2 : 1) * f / t + h) + experts * (f / t + h);
+    const double rc_dense = attn_rows_cols + ((gated ? 2 : 1) * dense_ffn / t + h) + (dense_ffn / t + h);
+    lp.matrix_rows_cols = split_layers ? moe_local * rc_layer + dense_local * rc_dense + end_matrices * (V / t + h)
+                                       : L_local * rc_layer + end_matrices * (V / t + h);
+    lp.matrix_elems = split_layers ? L_local * attn_matrices + moe_local * (mlp_matrices + router) +
+                                         dense_local * dense_mlp_matrices + (first ? emb : 0.0) + (last ? head : 0.0)
+                                   : L_local * (attn_matrices + mlp_matrices + router) + (first ? emb : 0.0) +
+                                         (last ? head : 0.0);
     lp.tensors = L_local * (4 * (m.bias ? 2 : 1) + (m.norm == spec::Norm::kLayerNorm ? 4 : 2)) + 3;
     lp.model_trainable = pc.total;
   } else {

@@ -19,7 +19,8 @@ namespace {
 bool quantized_linear(const Kernel& k) {
   if (k.cls != spec::KernelClass::kGemm || !k.has(graph::kHasWeight) || k.phase != spec::Phase::kForward)
     return false;
-  return k.op == Op::kQkv || k.op == Op::kOut || k.op == Op::kUp || k.op == Op::kDown;
+  return k.op == Op::kQkv || k.op == Op::kOut || k.op == Op::kUp || k.op == Op::kDown || k.op == Op::kQDown ||
+         k.op == Op::kQUp || k.op == Op::kKvDown || k.op == Op::kKvUp;
 }
 
 /// Kernel names: forward input (X) and backward output-gradient (dY) casts.
@@ -148,7 +149,10 @@ void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
     // row-wise data since it is not needed in backward pass";
     // layernorm_linear.py:477-487 the same for the norm's quantized output).
     if (k.saved_bytes > 0) k.saved_bytes = k.saved_bytes / e * q.act_bytes_per_elem;
-    (k.has(graph::kLayer) ? weights_per_layer : weights_once) += w_elems;
+    // A layer kernel's weights per layer: its instances over the layers
+    // (an MoE model's dense-layer and expert MLPs each run in some of them).
+    if (k.has(graph::kLayer)) weights_per_layer += w_elems * (k.count / std::max(1, g.layers));
+    else weights_once += w_elems;
     const bool after_norm = (k.op == Op::kQkv || k.op == Op::kUp) && fused_norm;
     // Appended to the graph itself (its capacity is kept across evaluations:
     // no allocation); a copy, since appending may move the kernels.

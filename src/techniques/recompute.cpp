@@ -126,7 +126,9 @@ void apply_recompute(graph::Graph& g, const spec::MicrobatchPlan& p) {
         Kernel r = k;
         r.phase = spec::Phase::kRecompute;
         r.saved_bytes = 0;
-        k.saved_bytes = qkv_bytes;
+        // Without a QKV projection (latent attention assembles Q, K, V from
+        // several GEMMs) the checkpoint keeps the kernel's own Q, K, V.
+        k.saved_bytes = qkv_bytes > 0 ? qkv_bytes : k.saved_bytes - k.gemm.batch * k.gemm.m * 4.0;
         ks.push_back(r);
         continue;
       }

@@ -29,7 +29,11 @@ enum class Op : std::uint8_t {
   kEmbed, kNorm1, kQkv, kQkvBias, kRope, kQk, kScale, kMask, kSoftmax, kAttnDropout, kPv, kFlashAttn,
   kOut, kOutBias, kDropout1, kResidual1, kNorm2, kUp, kUpBias, kAct, kGateMul, kDown, kDownBias, kDropout2,
   kResidual2, kRouter, kDispatch, kCombine, kFinalNorm, kLmHead, kLoss, kCast, kAmax, kDequant, kLoraA, kLoraB,
-  kOptimizer, kGradUnscale, kCollective, kP2p, kFused, kOther
+  kOptimizer, kGradUnscale, kCollective, kP2p, kFused, kOther,
+  // Multi-head latent attention (spec::MlaSpec): the query down- and
+  // up-projections (or the one query projection), the key/value ones, the
+  // latents' RMSNorm, the per-head K assembly; the shared expert's output add.
+  kQDown, kQUp, kKvDown, kKvUp, kLatentNorm, kKvConcat, kSharedAdd
 };
 
 /// Fusion groups: kernels a hand-written fused kernel merges (level "fused").
@@ -67,9 +71,12 @@ struct GemmShape {
 /// A fused attention kernel's problem: `batch` sequences of `q_len` queries
 /// against `kv_len` keys, `heads` query heads sharing `kv_heads` K/V heads
 /// (GQA), head dimension `head_dim`; causal masks keys after the query.
+/// `v_head_dim` is V's (and O's) head dimension where it differs from
+/// Q's and K's (multi-head latent attention: d_qk = nope + rope, d_v); 0 = head_dim.
 struct AttentionShape {
   double batch = 0, heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, head_dim = 0;
   bool causal = true;
+  double v_head_dim = 0;
 };
 
 /// What a communication kernel (collective or p2p) moves, and over whom.
@@ -91,7 +98,8 @@ struct Kernel {
   std::uint8_t attention = 0;  // fused attention kernels: the spec::AttentionKind
   std::uint16_t flags = 0;
   /// GEMMs: the product's shape. Fused attention (cls kAttention): {q_len,
-  /// kv_len, head_dim, batch x heads}, causal in kCausal (the cost model's
+  /// kv_len, head_dim, batch x heads}, causal in kCausal; with a distinct V
+  /// head dimension, head_dim is the mean of Q's and V's (the FLOPs per tile) (the cost model's
   /// tiles and waves need no more; kept in these four numbers so a kernel
   /// stays small to copy).
   GemmShape gemm;
@@ -130,6 +138,10 @@ Kernel backward_copy(const Kernel& f);
 struct Graph {
   std::vector<Kernel> kernels;
   int layers = 0;        // decoder layers on this GPU
+  /// Of `layers`, an MoE model's dense first layers (spec::MoeSpec::dense_layers)
+  /// on this GPU: their MLP kernels count these, the routed and shared
+  /// experts' count the rest; 0 for a dense model (its MLP counts `layers`).
+  int dense_layers = 0;
   double tokens = 0;     // tokens per micro-batch on this GPU (b * s / cp)
   double act_bytes = 2;  // bytes per activation element
   /// Quantized copies each fp8 (NVFP4) linear weight keeps (techniques::apply_precision): 2, or 1 where one serves both.
