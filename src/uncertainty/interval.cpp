@@ -192,17 +192,31 @@ struct SourceSpread {
   int rows = 0;
 };
 
+/// A source of residuals: one publication's runs on one GPU generation (its
+/// A100 and its H100 tables were run on other clusters, in other software
+/// eras, and are offset each their own way: llm-foundry's H100 rows by +11%
+/// where its A100 rows sit at 0); a kernel row's source is its group.
+struct SourceKey {
+  std::string_view group;
+  int generation = -1;
+  bool operator==(const SourceKey&) const = default;
+};
+SourceKey source_of(const Residual& x) {
+  return {x.group, x.kernel ? -1 : static_cast<int>(x.run.generation)};
+}
+
 template <class In>
 SourceSpread spread_of(const std::vector<Residual>& rows, std::string_view exclude, In in) {
-  std::vector<std::string_view> groups;
+  std::vector<SourceKey> groups;
   std::vector<double> sum, sq;
   std::vector<int> n;
   SourceSpread s;
   for (const auto& x : rows) {
     if ((!exclude.empty() && x.group == exclude) || !in(x)) continue;
-    size_t g = std::find(groups.begin(), groups.end(), x.group) - groups.begin();
+    const SourceKey key = source_of(x);
+    size_t g = std::find(groups.begin(), groups.end(), key) - groups.begin();
     if (g == groups.size()) {
-      groups.push_back(x.group);
+      groups.push_back(key);
       sum.push_back(0);
       sq.push_back(0);
       n.push_back(0);
