@@ -47,6 +47,7 @@ struct ValidatePublishedArgs {
   bool show_skipped = false;
   bool no_calibration = false;
   std::string residuals;  // --residuals FILE (with --leave-one-group-out)
+  int anchored = 0;       // --anchored K
 };
 
 /// validation/published.yaml of the data directory (the repository's copy),
@@ -570,6 +571,64 @@ std::string render_logo_markdown(const LeaveOneOutReport& r, const validation::C
          }) + render_coverage_markdown(cov);
 }
 
+constexpr std::string_view kAnchoredDefinition =
+    "each stack (group, GPU profile, framework) calibrated on K of its own end-to-end runs, as `calibrate --runs` "
+    "does for a pilot: the K with the fewest GPUs (then the first by id) set the stack's step-time scale (the "
+    "geometric mean of their measured / predicted times); the stack's other runs are predicted with it. Base "
+    "predictions with each group's own fits left out. Figures over those other runs, unanchored beside anchored";
+
+std::vector<std::vector<std::string>> anchored_rows(const validation::AnchoredReport& r, const std::string& all) {
+  std::vector<std::vector<std::string>> t;
+  auto cells = [](const std::string& name, const validation::AnchoredGroup& g) {
+    std::vector<std::string> c = {name, std::to_string(g.stacks), std::to_string(g.anchors),
+                                  std::to_string(g.anchored.predicted)};
+    for (const auto* s : {&g.unanchored, &g.anchored}) {
+      const bool any = s->predicted > 0;
+      c.push_back(any ? abs_pct(s->median_abs_pct) : "-");
+      c.push_back(any ? abs_pct(s->p90_abs_pct) : "-");
+      c.push_back(any ? signed_pct(s->median_speed_pct) : "-");
+    }
+    return c;
+  };
+  for (const auto& g : r.groups) t.push_back(cells(g.name, g));
+  t.push_back(cells(all, r.all));
+  return t;
+}
+
+std::string render_anchored(const validation::AnchoredReport& r, const std::string& file, const std::string& f) {
+  const std::vector<bool> right = {false, true, true, true, true, true, true, true, true, true};
+  if (f == "json") {
+    json j;
+    j["file"] = file;
+    j["k"] = r.k;
+    j["definition"] = kAnchoredDefinition;
+    auto one = [](const validation::AnchoredGroup& g) {
+      return json{{"stacks", g.stacks}, {"anchors", g.anchors}, {"unanchored", stats_json(g.unanchored)},
+                  {"anchored", stats_json(g.anchored)}};
+    };
+    j["groups"] = json::array();
+    for (const auto& g : r.groups) {
+      json o = one(g);
+      o["group"] = g.name;
+      j["groups"].push_back(std::move(o));
+    }
+    j["all"] = one(r.all);
+    return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  }
+  if (f == "markdown")
+    return fmt::format("### Anchored on {} run{} per stack\n\n{}.\n\n", r.k, r.k == 1 ? "" : "s",
+                       sentence(std::string(kAnchoredDefinition))) +
+           md_table({"group", "stacks", "anchors", "predicted", "unanchored median abs error", "unanchored p90",
+                     "unanchored speed bias", "anchored median abs error", "anchored p90", "anchored speed bias"},
+                    anchored_rows(r, "**all**"), right) +
+           "\n";
+  return fmt::format("Ridgeline vs published measurements, anchored on {} run{} per stack: {}\n{}\n{}\n\n", r.k,
+                     r.k == 1 ? "" : "s", file, kAnchoredDefinition, kErrorDefinition) +
+         text_table({"group", "stacks", "anchors", "predicted", "unanchored median |err|", "p90", "speed bias",
+                     "anchored median |err|", "p90", "speed bias"},
+                    anchored_rows(r, "all"), right);
+}
+
 /// The named group of `file`, or the usage error for `flag` naming the groups it has.
 void check_group(const spec::PublishedFile& file, const std::string& group, const char* flag) {
   const auto groups = spec::published_groups(file);
@@ -603,6 +662,13 @@ void register_validate_published(Commands& commands, int& rc) {
                   "With --leave-one-group-out: write the out-of-sample residuals (the prediction intervals' pools) "
                   "to FILE, as validation/residuals.json")
       ->needs(cmd->get_option("--leave-one-group-out"));
+  cmd->add_option("--anchored", args->anchored,
+                  "Each stack (group, GPU profile, framework) calibrated on K of its runs (the fewest GPUs first) "
+                  "and its other runs predicted with it, beside the same runs unanchored; base predictions with "
+                  "each group's own fits left out")
+      ->check(CLI::Range(1, 1000))
+      ->excludes(leave_out)
+      ->excludes(cmd->get_option("--leave-one-group-out"));
   cmd->add_flag("--show-skipped", args->show_skipped, "Table: list every skipped row with its reason");
   cmd->add_flag("--no-calibration", args->no_calibration, "Ignore the profiles' calibration blocks");
   cmd->callback([args, &rc] {
@@ -626,6 +692,12 @@ void register_validate_published(Commands& commands, int& rc) {
       opt.use_calibration = !args->no_calibration;
       opt.fit_without_group = args->leave_out;
       std::string text;
+      if (args->anchored > 0) {
+        if (f == "csv") throw UsageError{"--format", "--anchored writes table, json or markdown"};
+        const LeaveOneOutReport rep = validation::leave_one_group_out(file, opt);
+        write_output(args->output, render_anchored(validation::anchored(rep.left_out_rows, args->anchored), path, f));
+        return kExitOk;
+      }
       if (args->leave_one_group_out) {
         const LeaveOneOutReport rep = validation::leave_one_group_out(file, opt);
         const auto residuals = validation::residuals_of(rep.left_out_rows);

@@ -219,4 +219,68 @@ LeaveOneOutReport leave_one_group_out(const spec::PublishedFile& file, const Pub
   return leave_one_group_out(file, ProfileSet::load(opt.profiles_dir), opt);
 }
 
+AnchoredReport anchored(const std::vector<PublishedResult>& rows, int k) {
+  AnchoredReport out;
+  out.k = std::max(1, k);
+  // The stacks, in order of first appearance.
+  struct Stack {
+    std::string group, profile, framework;
+    std::vector<const PublishedResult*> runs;
+  };
+  std::vector<Stack> stacks;
+  for (const auto& r : rows) {
+    if (!r.predicted || r.category != spec::PublishedCategory::kEndToEndTraining || !r.run) continue;
+    auto it = std::find_if(stacks.begin(), stacks.end(), [&](const Stack& s) {
+      return s.group == r.group && s.profile == r.profile && s.framework == r.framework;
+    });
+    if (it == stacks.end()) it = stacks.insert(stacks.end(), Stack{r.group, r.profile, r.framework, {}});
+    it->runs.push_back(&r);
+  }
+  // Each group's other runs, unanchored and anchored (owned here: the
+  // statistics take pointers).
+  struct Kept {
+    std::vector<Comparison> plain, anchored;
+    int stacks = 0, anchors = 0;
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Kept> by_group;
+  Kept all;
+  for (auto& s : stacks) {
+    if (static_cast<int>(s.runs.size()) <= out.k) continue;
+    std::stable_sort(s.runs.begin(), s.runs.end(), [](const PublishedResult* a, const PublishedResult* b) {
+      return a->run->gpus != b->run->gpus ? a->run->gpus < b->run->gpus : a->id < b->id;
+    });
+    // ln(predicted speed / measured speed) = ln(measured time / predicted time).
+    auto log_speed = [](const PublishedResult* r) { return std::log1p(r->primary.speed_error_pct() / 100); };
+    double m = 0;
+    for (int i = 0; i < out.k; ++i) m += log_speed(s.runs[i]);
+    m /= out.k;
+    if (std::find(order.begin(), order.end(), s.group) == order.end()) order.push_back(s.group);
+    Kept& g = by_group[s.group];
+    for (Kept* x : {&g, &all}) ++x->stacks, x->anchors += out.k;
+    for (size_t i = out.k; i < s.runs.size(); ++i) {
+      const Comparison& c = s.runs[i]->primary;
+      // The stack's time scale e^m multiplies the predicted time (divides a rate).
+      const double scaled = c.higher_is_faster ? c.predicted * std::exp(-m) : c.predicted * std::exp(m);
+      const Comparison a = compare(c.quantity, c.unit, c.measured, scaled, c.higher_is_faster);
+      for (Kept* x : {&g, &all}) x->plain.push_back(c), x->anchored.push_back(a);
+    }
+  }
+  auto stats = [](const std::vector<Comparison>& v) {
+    std::vector<const Comparison*> p;
+    for (const auto& c : v) p.push_back(&c);
+    return summarize(static_cast<int>(v.size()), p);
+  };
+  auto fill = [&](AnchoredGroup& o, const std::string& name, const Kept& x) {
+    o.name = name;
+    o.stacks = x.stacks;
+    o.anchors = x.anchors;
+    o.unanchored = stats(x.plain);
+    o.anchored = stats(x.anchored);
+  };
+  for (const auto& name : order) fill(out.groups.emplace_back(), name, by_group[name]);
+  fill(out.all, "all", all);
+  return out;
+}
+
 }  // namespace ridgeline::validation

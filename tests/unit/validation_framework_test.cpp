@@ -332,3 +332,38 @@ TEST_CASE("validation framework: the shipped file's end-to-end rows by framework
     if (r.group == "korthikanti2022") CHECK(r.framework == "megatron");
   }
 }
+
+TEST_CASE("anchored validation: each stack's fewest-GPU run sets its time scale; the others are predicted with it") {
+  // One stack (group g, profile p, framework f) of three runs whose
+  // predicted speed is measured x 1.10 (8 GPUs), x 1.21 (16) and x 0.99 (32),
+  // and a second stack of one run (no runs beyond its anchor: left out).
+  // Anchored on 1: the 8-GPU run's ln 1.10 is the scale, so the others'
+  // predicted speeds become 1.21 / 1.10 = 1.10 and 0.99 / 1.10 = 0.90 of the
+  // measured: |err| 10% and 10%, median 10%. Unanchored: 21% and 1%, median
+  // 11%, p90 = 1 + 0.9 x (21 - 1) = 19%.
+  namespace v = ridgeline::validation;
+  auto run = [](std::string id, std::string profile, long long gpus, double speed) {
+    v::PublishedResult r;
+    r.id = std::move(id);
+    r.group = "g";
+    r.profile = std::move(profile);
+    r.framework = "f";
+    r.predicted = true;
+    r.primary = v::compare("tokens_per_s_total", "tokens/s", 1000, 1000 * speed, true);
+    r.run = ridgeline::uncertainty::RunTraits{};
+    r.run->gpus = gpus;
+    return r;
+  };
+  const std::vector<v::PublishedResult> rows = {run("c", "p", 32, 0.99), run("a", "p", 8, 1.10),
+                                                run("b", "p", 16, 1.21), run("z", "q", 8, 1.5)};
+  const auto r = v::anchored(rows, 1);
+  REQUIRE(r.groups.size() == 1);
+  const auto& g = r.groups[0];
+  CHECK(g.stacks == 1);
+  CHECK(g.anchors == 1);
+  CHECK(g.anchored.predicted == 2);
+  CHECK(g.anchored.median_abs_pct == doctest::Approx(10.0).epsilon(1e-9));
+  CHECK(g.unanchored.median_abs_pct == doctest::Approx(11.0).epsilon(1e-9));
+  CHECK(g.unanchored.p90_abs_pct == doctest::Approx(19.0).epsilon(1e-9));
+  CHECK(r.all.anchored.predicted == 2);
+}

@@ -139,4 +139,24 @@ LeaveOneOutReport leave_one_group_out(const spec::PublishedFile& file, const Pro
                                       const PublishedOptions& opt = {});
 LeaveOneOutReport leave_one_group_out(const spec::PublishedFile& file, const PublishedOptions& opt = {});
 
+/// Anchored validation: the end-to-end rows of each stack (group, GPU
+/// profile, framework) predicted after calibrating the stack on K of its
+/// own runs, as `calibrate --runs` does for a user's pilot: the K with the
+/// fewest GPUs (then the first by id) set the stack's step-time scale, the
+/// geometric mean of their measured / predicted times, and every other run
+/// of the stack is predicted with it. Figures over those other runs, beside
+/// the same runs unanchored. Stacks with no more than K runs add none.
+struct AnchoredGroup {
+  std::string name;
+  int stacks = 0;   // stacks with runs beyond the anchors
+  int anchors = 0;  // runs used as anchors in them
+  ErrorStats unanchored, anchored;
+};
+struct AnchoredReport {
+  int k = 1;
+  std::vector<AnchoredGroup> groups;  // order of first appearance
+  AnchoredGroup all;
+};
+AnchoredReport anchored(const std::vector<PublishedResult>& rows, int k);
+
 }  // namespace ridgeline::validation
