@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ridgeline/report/prediction_view.hpp"
+#include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
 #include "test_support.hpp"
 
@@ -58,6 +59,30 @@ spec::PlanSpec unusual_plan() {
   p.checkpoint_interval_s = 1800;
   p.pue = 1.2;
   p.grid_carbon_g_per_kwh = 350;
+  return p;
+}
+
+/// The fields unusual_plan cannot move in a plan that predicts (each applies
+/// only beside another choice): fp16's skipped steps, Adafactor's first
+/// moment, a MoE model's EP and capacity, uneven stages without virtual ones,
+/// CP, offload under DeepSpeed.
+spec::PlanSpec conditional_plan(spec::OptimizerKind optimizer) {
+  spec::PlanSpec p;
+  p.framework = *spec::find_framework("deepspeed");
+  p.precision = spec::Precision::kFp16;
+  p.skipped_step_rate = 0.002;
+  p.optimizer.kind = optimizer;
+  p.optimizer.first_moment = true;
+  p.optimizer.hessian_interval = 5;
+  p.parallel.cp = 2;
+  p.parallel.ep = 2;
+  p.parallel.pp = 4;
+  p.parallel.first_stage_layers = 3;
+  p.parallel.last_stage_layers = 5;
+  p.offload.optimizer = spec::OffloadDevice::kCpu;
+  p.offload.params = spec::OffloadDevice::kCpu;
+  p.moe.capacity_factor = 1.25;
+  p.moe.imbalance = 1.3;
   return p;
 }
 
@@ -156,4 +181,25 @@ TEST_CASE("plan fields: summaries") {
   CHECK(spec::plan_summary(p) ==
         "bf16, flash2 attention, fusion fused, recompute none, adamw, lora r=16 on q,v, TP8 PP1 DP1 +SP ZeRO-1");
   CHECK(spec::summary_of(p, {"micro_batch", "tp"}) == "mb1 TP8");
+}
+
+TEST_CASE("plan fields: every field moves from its default in one of the test plans, and reads back") {
+  // unusual_plan moves what a predicting plan can; conditional_plan (under
+  // Adafactor and under Sophia) the fields that apply only beside another
+  // choice. Every field's text then differs from a default plan's in one of
+  // them, and reads back to itself.
+  const spec::PlanSpec d;
+  const std::vector<spec::PlanSpec> plans = {unusual_plan(), conditional_plan(spec::OptimizerKind::kAdafactor),
+                                             conditional_plan(spec::OptimizerKind::kSophia)};
+  for (const auto& f : spec::plan_fields()) {
+    bool moved = false;
+    for (const auto& p : plans) {
+      if (spec::field_text(f, p) == spec::field_text(f, d)) continue;
+      moved = true;
+      spec::PlanSpec q;
+      CHECK_MESSAGE(spec::set_field(f, q, spec::field_text(f, p)).empty(), f.key);
+      CHECK_MESSAGE(spec::field_text(f, q) == spec::field_text(f, p), f.key);
+    }
+    CHECK_MESSAGE(moved, f.key);
+  }
 }
