@@ -120,7 +120,12 @@ std::optional<std::string> find_id(const char* env, const std::string& subdir, c
   for (const auto& n : ids)
     if (lower(n).rfind(lower(name), 0) == 0) prefixed.push_back(n);
   std::string hint;
-  if (prefixed.size() > 1) {
+  if (prefixed.empty())  // a part of the name: "4090" in rtx_4090
+    for (const auto& n : ids)
+      if (name.size() >= 3 && lower(n).find(lower(name)) != std::string::npos) prefixed.push_back(n);
+  if (prefixed.size() == 1) {
+    hint = fmt::format(" (did you mean '{}'?)", prefixed.front());
+  } else if (prefixed.size() > 1) {
     hint = fmt::format(" (did you mean one of {}?)", join(prefixed));
   } else if (auto guess = support::closest_match(lower(name), ids); !guess.empty()) {
     hint = fmt::format(" (did you mean '{}'?)", guess);

@@ -40,6 +40,25 @@ std::vector<std::string> flag_names(const CLI::App* app) {
   return names;
 }
 
+/// Other tools' spellings of Ridgeline's flags (DeepSpeed's --zero-stage,
+/// vLLM-style --tp-size), and --gpus where a command takes the count from
+/// the layout: what to write instead.
+std::string other_spelling(const std::string& flag, const std::vector<std::string>& known) {
+  static constexpr std::pair<std::string_view, std::string_view> kSpellings[] = {
+      {"--zero-stage", "--zero"}, {"--zero_stage", "--zero"}, {"--tp-size", "--tp"},
+      {"--tp_size", "--tp"},      {"--pp-size", "--pp"},      {"--pp_size", "--pp"},
+      {"--dp-size", "--dp"},      {"--dp_size", "--dp"},      {"--cp-size", "--cp"},
+      {"--ep-size", "--ep"},      {"--mbs", "--micro-batch"}, {"--gbs", "--global-batch"},
+      {"--seq-len", "--seq"},     {"--seq_len", "--seq"},     {"--sequence-length", "--seq"}};
+  for (const auto& [other, ours] : kSpellings)
+    if (flag == other && std::find(known.begin(), known.end(), std::string(ours)) != known.end())
+      return fmt::format("error: unknown flag '{}'; Ridgeline spells it '{}'", flag, ours);
+  if (flag == "--gpus" && std::find(known.begin(), known.end(), "--dp") != known.end())
+    return "error: unknown flag '--gpus'; this command takes the GPU count from TP x PP x DP x CP: give --dp N "
+           "(search takes --gpus)";
+  return "";
+}
+
 /// One line naming the unknown command or flag a parse error is about, with a
 /// did-you-mean, or "" when the error is of another kind. Walks argv as CLI11
 /// does: words that name a subcommand select it; a word after "--" is a value.
@@ -56,6 +75,7 @@ std::string unknown_word(const CLI::App& app, int argc, char** argv) {
       const auto known = flag_names(cur);
       if (std::find(known.begin(), known.end(), flag) != known.end()) continue;
       if (flag.size() > 2 && flag[1] != '-') continue;  // -ofile, -v3: short flags with values
+      if (auto other = other_spelling(flag, known); !other.empty()) return other;
       const std::string guess = closest_match(flag, known);
       const std::string where = cur == &app ? "" : fmt::format(" for '{}'", cur->get_name());
       return guess.empty() ? fmt::format("error: unknown flag '{}'{}; run 'ridgeline {}--help' for the flags", flag,

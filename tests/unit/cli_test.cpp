@@ -199,3 +199,19 @@ TEST_CASE("cli: plan flags parse in each form, and errors and help name every fl
   CHECK(bad.status == 2);
   CHECK(bad.err.find("--tp") != std::string::npos);
 }
+
+TEST_CASE("cli: other tools' spellings, --gpus on predict and a part of a GPU's name get their answer") {
+  // DeepSpeed's zero_optimization.stage as a flag, vLLM's --tensor-parallel-size short form:
+  const auto zero = test::run_cli("predict --zero-stage 3");
+  CHECK(zero.status == 2);
+  CHECK(zero.err == "error: unknown flag '--zero-stage'; Ridgeline spells it '--zero'\n");
+  CHECK(test::run_cli("compare --tp-size 2").err == "error: unknown flag '--tp-size'; Ridgeline spells it '--tp'\n");
+  // predict's GPU count is the layout's; search takes --gpus.
+  CHECK(test::run_cli("predict --gpus 8").err ==
+        "error: unknown flag '--gpus'; this command takes the GPU count from TP x PP x DP x CP: give --dp N "
+        "(search takes --gpus)\n");
+  // "4090" is part of one profile's id only.
+  const auto gpu = test::run_cli("predict --gpu 4090");
+  CHECK(gpu.status == 2);
+  CHECK(gpu.err.rfind("error: --gpu: unknown GPU '4090' (did you mean 'rtx_4090'?); known: ", 0) == 0);
+}
