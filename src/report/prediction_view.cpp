@@ -577,6 +577,12 @@ std::string prediction_table(const engine::Prediction& pred, const Inputs& in, i
                      in.plan->effective_global_batch(),
                      graph::seq_len(*in.model, *in.plan), spec::plan_summary(*in.plan));
     if (in.calibration) o += calibration_line(calibration_use(in.calibration, *in.gpu, *in.plan)) + "\n";
+    // What the step graph leaves out of this model, said rather than silent.
+    if (in.model->mtp_layers > 0)
+      o += fmt::format("note: the model's {} multi-token-prediction layer{} (mtp_layers) {} not in the step graph: "
+                       "its time and memory are left out\n",
+                       in.model->mtp_layers, in.model->mtp_layers == 1 ? "" : "s",
+                       in.model->mtp_layers == 1 ? "is" : "are");
   }
   if (pred.status == engine::Status::kInvalid) {
     o += fmt::format("invalid plan: {}: {}\n", pred.problem.field, pred.problem.message);

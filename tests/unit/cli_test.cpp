@@ -215,3 +215,14 @@ TEST_CASE("cli: other tools' spellings, --gpus on predict and a part of a GPU's 
   CHECK(gpu.status == 2);
   CHECK(gpu.err.rfind("error: --gpu: unknown GPU '4090' (did you mean 'rtx_4090'?); known: ", 0) == 0);
 }
+
+TEST_CASE("cli: predict says what the step graph leaves out of a model (DeepSeek-V3's MTP layer)") {
+  // models/deepseek_v3.yaml: mtp_layers 1 (num_nextn_predict_layers in its config.json).
+  const auto r = test::run_cli("predict --gpu h800_sxm --model deepseek_v3 --precision fp8 --pp 16 --ep 64 --dp 128 "
+                               "--seq 4096 --global-batch 15360 --first-stage-layers 1");
+  CHECK(r.status <= 1);
+  CHECK(r.out.find("note: the model's 1 multi-token-prediction layer (mtp_layers) is not in the step graph: its "
+                   "time and memory are left out\n") != std::string::npos);
+  const auto dense = test::run_cli("predict --model llama3_8b --dp 8 --zero 3");
+  CHECK(dense.out.find("multi-token-prediction") == std::string::npos);
+}
