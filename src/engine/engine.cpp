@@ -245,6 +245,11 @@ std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec&
   if (graph && seq % q.cp != 0)
     return refuse(message, "parallel.cp",
                   [&] { return fmt::format("CP {} does not divide the sequence length {}", q.cp, seq); });
+  // megatron/core/transformer/transformer_config.py: "overlap_moe_expert_parallel_comm
+  // is only supported with expert model parallelism".
+  if (graph && q.ep_comm_overlap && q.ep <= 1)
+    return refuse(message, "parallel.ep_comm_overlap",
+                  [&] { return std::string("overlapping the expert all-to-alls needs expert parallelism (EP > 1)"); });
   if (graph && q.ep > 1) {
     if (!m.is_moe())
       return refuse(message, "parallel.ep",

@@ -67,6 +67,9 @@ constinit const MegatronArg kMegatronArgs[] = {
      "Megatron-LM spelling of --last-stage-layers"},
     {"tp-comm-overlap", false, &LaunchValues::tp_comm_overlap, "true"},
     {"overlap-param-gather", false, &LaunchValues::overlap_param_gather, "true"},
+    // megatron/core/model_parallel_config.py:343 overlap_moe_expert_parallel_comm.
+    {"overlap-moe-expert-parallel-comm", false, &LaunchValues::ep_comm_overlap, "true", {},
+     "Megatron-LM spelling of --ep-comm-overlap"},
     // megatron/training/arguments.py --fp8-param-gather: "Keep the compute
     // param in fp8 (do not use any other intermediate dtype)".
     {"fp8-param-gather", false, &LaunchValues::fp8_primary_weights, "true", {},
@@ -777,6 +780,7 @@ void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, Import
   a.direct("overlap_param_gather", v.overlap_param_gather);
   a.direct("fp8_primary_weights", v.fp8_primary_weights);
   a.direct("cross_entropy", v.cross_entropy);
+  a.direct("ep_comm_overlap", v.ep_comm_overlap);
   a.direct("micro_batch", v.micro_batch);
   a.direct("seq", v.seq_len);
   a.direct("precision", v.precision);

@@ -196,6 +196,12 @@ constinit const PlanField kFields[] = {
      .help = "Overlap TP communication with GEMMs", .type = FieldType::kBool,
      .bool_ref = [](PlanSpec& p) -> bool& { return p.parallel.tp_comm_overlap; },
      .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "+TP-overlap"},
+    {.key = "parallel.ep_comm_overlap", .setting = "ep_comm_overlap", .flag = "ep-comm-overlap",
+     .help = "MoE: run the expert-parallel dispatch and combine all-to-alls beside another micro-batch's compute "
+             "(Megatron-Core --overlap-moe-expert-parallel-comm; DeepSeek-V3's DualPipe) instead of in line; needs "
+             "EP > 1",
+     .type = FieldType::kBool, .bool_ref = [](PlanSpec& p) -> bool& { return p.parallel.ep_comm_overlap; },
+     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "+EP-overlap"},
     {.key = "parallel.overlap_param_gather", .setting = "overlap_param_gather", .flag = "overlap-param-gather",
      .help = "ZeRO-1/2: all-gather the updated parameters bucket by bucket beside the next step's first forward "
              "(Megatron-LM --overlap-param-gather); only the first bucket is exposed (default: the framework's)",

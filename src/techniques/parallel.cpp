@@ -151,11 +151,17 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
   if (m.is_moe() && ep > 1) {
     const double S = T * m.moe.top_k * h * e;
     // Dispatch and combine in the MoE layers only (not the dense first ones).
+    // Overlapped (ep_comm_overlap), they run beside another micro-batch's
+    // compute, taking the SMs their channels hold from it
+    // (megatron/core/model_parallel_config.py:343-346: "Overlap EP A2A
+    // communications with independent computations of different
+    // micro-batches in 1f1b phase").
     const double moe_layers = L - g.dense_layers;
+    const std::uint16_t a2a = p.parallel.ep_comm_overlap ? layer | graph::kOverlapped : layer;
     ks.push_back(comm("ep_all_to_all", Collective::kAllToAll, spec::Phase::kForward, S, ep, t * cp * ep,
-                      2 * moe_layers, layer));
+                      2 * moe_layers, a2a));
     ks.push_back(comm("ep_all_to_all", Collective::kAllToAll, spec::Phase::kBackward, S, ep, t * cp * ep,
-                      2 * moe_layers, layer));
+                      2 * moe_layers, a2a));
     // Recomputing whole layers re-runs their dispatch and combine.
     const auto rk = p.recompute.kind;
     if (rk == spec::RecomputeKind::kFull || rk == spec::RecomputeKind::kEvery || rk == spec::RecomputeKind::kSqrt)

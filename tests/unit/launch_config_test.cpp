@@ -106,6 +106,14 @@ TEST_SUITE("launch config") {
     CHECK(flags["memory"]["weights_bytes"].get<double>() < plain["memory"]["weights_bytes"].get<double>());
   }
 
+  TEST_CASE("Megatron's --overlap-moe-expert-parallel-comm is --ep-comm-overlap") {
+    const auto megatron = step_and_memory("--model mixtral_8x7b --framework megatron --expert-model-parallel-size 8 "
+                                          "--dp 8 --overlap-moe-expert-parallel-comm --seq-length 4096");
+    const auto flags = step_and_memory("--model mixtral_8x7b --framework megatron --ep 8 --dp 8 --ep-comm-overlap "
+                                       "--seq 4096");
+    CHECK(megatron == flags);
+  }
+
   TEST_CASE("Megatron's --cross-entropy-loss-fusion is --cross-entropy fused; the default is its unfused loss") {
     // megatron/core/model_parallel_config.py:320 cross_entropy_loss_fusion: bool = False.
     const auto fused = step_and_memory("--framework megatron --cross-entropy-loss-fusion --dp 8 --seq-length 4096");

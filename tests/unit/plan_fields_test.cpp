@@ -76,6 +76,7 @@ spec::PlanSpec conditional_plan(spec::OptimizerKind optimizer) {
   p.optimizer.hessian_interval = 5;
   p.parallel.cp = 2;
   p.parallel.ep = 2;
+  p.parallel.ep_comm_overlap = true;
   p.parallel.pp = 4;
   p.parallel.first_stage_layers = 3;
   p.parallel.last_stage_layers = 5;

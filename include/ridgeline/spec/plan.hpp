@@ -119,6 +119,10 @@ struct ParallelSpec {
   /// (Megatron --overlap-param-gather); also on where the framework does it
   /// by default (spec::overlap_param_gather_of).
   bool overlap_param_gather = false;
+  /// MoE dispatch and combine all-to-alls run beside another micro-batch's
+  /// compute (Megatron-Core overlap_moe_expert_parallel_comm, 1F1B A2A
+  /// overlap; DeepSeek-V3's DualPipe), instead of in line with their layer.
+  bool ep_comm_overlap = false;
   /// Uneven pipeline stages: layers of the first and of the last stage
   /// (Megatron-LM --decoder-first-pipeline-num-layers /
   /// --decoder-last-pipeline-num-layers); 0 = an even share. The stages
@@ -202,7 +206,7 @@ struct PlanSpec {
 struct MicrobatchPlan {
   struct Parallel {
     int tp = 1, pp = 1, cp = 1, ep = 1;
-    bool sp = false, tp_comm_overlap = false;
+    bool sp = false, tp_comm_overlap = false, ep_comm_overlap = false;
     int first_stage_layers = 0, last_stage_layers = 0;  // uneven stages: the graph holds the busiest stage's layers
   };
   int micro_batch = 1;
@@ -235,8 +239,15 @@ struct MicrobatchPlan {
         recompute(p.recompute), attention(p.attention), fusion(p.fusion), cuda_graphs(p.cuda_graphs),
         optimizer(p.optimizer),
         finetune(p.finetune), attention_flops(p.attention_flops),
-        parallel{p.parallel.tp, p.parallel.pp, p.parallel.cp, p.parallel.ep, p.parallel.sp,
-                 p.parallel.tp_comm_overlap, p.parallel.first_stage_layers, p.parallel.last_stage_layers},
+        parallel{p.parallel.tp,
+                 p.parallel.pp,
+                 p.parallel.cp,
+                 p.parallel.ep,
+                 p.parallel.sp,
+                 p.parallel.tp_comm_overlap,
+                 p.parallel.ep_comm_overlap,
+                 p.parallel.first_stage_layers,
+                 p.parallel.last_stage_layers},
         master_weights(p.master_weights), main_grads(p.main_grads), cross_entropy_given(p.cross_entropy_given),
         cross_entropy(p.cross_entropy), moe(p.moe) {}
 };
