@@ -141,6 +141,15 @@ Cells compare_cells(const std::vector<search::Variation>& vars, const std::vecto
   Cells out;
   out.names = vars.size();
   for (const auto& v : vars) out.head.push_back(v.key);
+  // Where the rows' layouts differ in GPU count (a TP or PP varied at a
+  // fixed DP), the count beside each row: its figures are for that many GPUs.
+  const bool gpus_vary = std::any_of(rows.begin(), rows.end(), [&](const search::CompareRow& r) {
+    return r.plan.parallel.gpus() != rows.front().plan.parallel.gpus();
+  });
+  if (gpus_vary) {
+    out.head.push_back("GPUs");
+    ++out.names;
+  }
   for (const std::string& h :
        {std::string("step time"), l + " step time", std::string("tokens/s"), l + " tokens/s", std::string("MFU"),
         std::string("HFU"), std::string("peak memory"), std::string("fits"), std::string("speed-up (tokens/s)"),
@@ -149,6 +158,7 @@ Cells compare_cells(const std::vector<search::Variation>& vars, const std::vecto
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
     std::vector<std::string> c = r.values;
+    if (gpus_vary) c.push_back(std::to_string(r.plan.parallel.gpus()));
     if (invalid(r)) {
       out.rows.push_back(std::move(c));
       continue;

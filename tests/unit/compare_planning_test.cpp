@@ -71,8 +71,9 @@ TEST_CASE("compare planning: the table shows the invalid row's reason in place o
   const auto r = test::run_cli("compare --vary tp=1,3,8");
   REQUIRE(r.status == 0);
   CHECK(r.err.empty());
-  // The value column is as wide as its head "tp"; the reason follows the padded value.
-  CHECK(line_starting(r.out, "  3 ") == "  3   invalid: parallel.tp: TP 3 does not divide 32 attention heads");
+  // The value column is as wide as its head "tp", then the GPU count (TP x DP: 3, 1 and 8 differ) as wide
+  // as "GPUs"; the reason follows the padded values.
+  CHECK(line_starting(r.out, "  3 ") == "  3   3     invalid: parallel.tp: TP 3 does not divide 32 attention heads");
   CHECK(r.out.find("speed-up (tokens/s)") != std::string::npos);
   const std::string head = line_starting(r.out, "  tp ");
   CHECK(head.find("wall clock") != std::string::npos);
@@ -323,4 +324,17 @@ TEST_CASE("compare planning: the wall clock and cost columns say which tokens th
   REQUIRE(pre.status == 0);
   CHECK(pre.out.find("\nwall clock and cost: for 20 tokens per parameter (Chinchilla; --tokens sets the run)\n") !=
         std::string::npos);
+}
+
+TEST_CASE("compare planning: a GPUs column where the rows' layouts differ in GPU count") {
+  // --dp 8 with TP 1, 2 and 8: 8 x 1, 8 x 2 and 8 x 8 = 8, 16 and 64 GPUs.
+  const auto r = test::run_cli("compare --model llama3_70b --dp 8 --zero 1 --recompute full --vary tp=1,2,8");
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("  tp  GPUs  step time") != std::string::npos);
+  CHECK(r.out.find("\n  1   8   ") != std::string::npos);
+  CHECK(r.out.find("\n  2   16  ") != std::string::npos);
+  CHECK(r.out.find("\n  8   64  ") != std::string::npos);
+  // One GPU count throughout: no such column.
+  const auto same = test::run_cli("compare --model llama3_8b --dp 8 --zero 3 --vary recompute=none,full");
+  CHECK(same.out.find("GPUs") == std::string::npos);
 }
