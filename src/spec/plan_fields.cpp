@@ -56,7 +56,7 @@ constinit const PlanField kFields[] = {
        return true;
      },
      .word = [](const PlanSpec& p) { return spec::framework(p.framework).id; }, .choices = framework_choices,
-     .group = SummaryGroup::kTechnique, .show = Show::kIfChanged, .summary = "{}"},
+     .group = SummaryGroup::kTechnique, .show = Show::kAlways, .summary = "{}"},
     {.key = "precision", .flag = "precision",
      .help = "Training precision (fp8: the decoder layers' linear GEMMs in fp8 by fp8.recipe; nvfp4: in NVFP4, "
              "E2M1 with an E4M3 scale per 16 elements, Blackwell only; the LM head stays bf16)", .type = FieldType::kWord,

@@ -217,7 +217,7 @@ TEST_CASE("power limit: a plan field in watts, greater than zero, shown only whe
   const spec::PlanSpec p = spec::load_plan(ok);
   CHECK(p.power_limit_w == 500);
   CHECK(spec::plan_summary(p) ==
-        "bf16, flash2 attention, fusion fused, recompute none, adamw, 500 W power limit, TP1 PP1 DP1");
+        "megatron, bf16, flash2 attention, fusion fused, recompute none, adamw, 500 W power limit, TP1 PP1 DP1");
   CHECK(spec::plan_summary(spec::PlanSpec{}).find("power") == std::string::npos);
   const auto zero = write_temp("power0.yaml", "power_limit: 0 W\n");
   CHECK(plan_errors(zero) ==

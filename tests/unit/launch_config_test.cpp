@@ -45,8 +45,8 @@
   "  --overlap-grad-reduce (line 19)\n"\
   "  --save $CHECKPOINT_PATH (line 20)\n"\
   "  --log-interval 1 (line 20)\n"\
-  "Plan: bf16, flash2 attention, fusion fused, recompute selective, adamw, fp32 main grads, eager cross-entropy, "\
-  "TP2 PP1 DP4 +SP ZeRO-1 +param-gather-overlap\n"\
+  "Plan: megatron, bf16, flash2 attention, fusion fused, recompute selective, adamw, fp32 main grads, eager "\
+  "cross-entropy, TP2 PP1 DP4 +SP ZeRO-1 +param-gather-overlap\n"\
   "  framework megatron, micro-batch 1, global batch 128 sequences (1048576 tokens), sequence 8192, tokens 16.0T\n"
 
 namespace rl = ridgeline;

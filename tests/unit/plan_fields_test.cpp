@@ -173,14 +173,14 @@ TEST_CASE("plan fields: a flag not given leaves the plan file's value alone") {
 
 TEST_CASE("plan fields: summaries") {
   spec::PlanSpec p;
-  CHECK(spec::plan_summary(p) == "bf16, flash2 attention, fusion fused, recompute none, adamw, TP1 PP1 DP1");
+  CHECK(spec::plan_summary(p) == "megatron, bf16, flash2 attention, fusion fused, recompute none, adamw, TP1 PP1 DP1");
   p.finetune.mode = spec::FinetuneMode::kLora;
   p.finetune.rank = 16;
   p.parallel.tp = 8;
   p.parallel.sp = true;
   p.parallel.zero = 1;
   CHECK(spec::plan_summary(p) ==
-        "bf16, flash2 attention, fusion fused, recompute none, adamw, lora r=16 on q,v, TP8 PP1 DP1 +SP ZeRO-1");
+        "megatron, bf16, flash2 attention, fusion fused, recompute none, adamw, lora r=16 on q,v, TP8 PP1 DP1 +SP ZeRO-1");
   CHECK(spec::summary_of(p, {"micro_batch", "tp"}) == "mb1 TP8");
 }
 
