@@ -275,6 +275,16 @@ std::vector<Candidate> candidates(const spec::ModelSpec& m, const spec::PlanSpec
                      f == spec::Fusion::kCompiled ? " (torch.compile)" : ""),
          q);
   }
+  // The loss: an eager fp32 cross-entropy (Megatron's default) fused
+  // (--cross-entropy-loss-fusion), or the other way.
+  family = "cross_entropy";
+  {
+    spec::PlanSpec q = b;
+    const bool fused = spec::cross_entropy_of(b) == spec::CrossEntropy::kFused;
+    q.cross_entropy = fused ? spec::CrossEntropy::kEager : spec::CrossEntropy::kFused;
+    q.cross_entropy_given = true;
+    push(fmt::format("cross-entropy {} -> {}", fused ? "fused" : "eager", fused ? "eager" : "fused"), q);
+  }
   family = "cuda_graphs";
   {
     spec::PlanSpec q = b;

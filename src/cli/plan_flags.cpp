@@ -257,7 +257,10 @@ std::string predict_command(const std::string& gpu, const std::string& model, co
   static constexpr std::string_view kAlways[] = {"micro_batch",  "global_batch",  "seq_len",     "framework",
                                                  "precision",    "recompute",     "parallel.tp", "parallel.pp",
                                                  "parallel.dp",  "parallel.cp",   "parallel.ep", "parallel.sp",
-                                                 "parallel.zero", "parallel.virtual_stages"};
+                                                 "parallel.zero", "parallel.virtual_stages",
+                                                 // resolved from the framework when not given: printed
+                                                 // so the command is the same plan under any default
+                                                 "main_grads", "cross_entropy"};
   std::string o = "ridgeline predict --gpu " + shell_quote(gpu) + " --model " + shell_quote(model);
   if (!flags.plan_file.empty()) o += " --plan " + shell_quote(flags.plan_file);
   for (const auto& f : spec::plan_fields()) {

@@ -270,3 +270,24 @@ TEST_SUITE("advise") {
     fs::remove_all(dir);
   }
 }
+
+TEST_CASE("advise: Megatron's unfused loss gets the fused one as a change, and its predict command reproduces it") {
+  // megatron's default loss is its fp32 vocab-parallel cross-entropy
+  // (model_parallel_config.py:320); --cross-entropy fused is
+  // --cross-entropy-loss-fusion. The suggested plan's command names it.
+  const auto r = test::run_cli("advise --gpu h100_sxm --model llama3_8b --dp 8 --zero 3 --seq 8192 --global-batch 64 "
+                               "--top 20 --format json");
+  REQUIRE(r.status <= 1);
+  const auto j = json::parse(r.out);
+  bool found = false;
+  for (const auto& s : j["suggestions"]) {
+    if (s["change"] != "cross-entropy eager -> fused") continue;
+    found = true;
+    const std::string cmd = s["predict_command"];
+    CHECK(cmd.find("--cross-entropy fused") != std::string::npos);
+    const auto p = test::run_cli(cmd.substr(std::string("ridgeline ").size()) + " --format json");
+    REQUIRE(p.status == 0);
+    CHECK(json::parse(p.out)["step"]["step_time_s"].get<double>() == s["step_time_s"].get<double>());
+  }
+  CHECK(found);
+}
