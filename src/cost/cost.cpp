@@ -597,6 +597,11 @@ std::size_t cache_slot(std::uint64_t h, std::size_t slots) {
   return static_cast<std::size_t>(h % slots);
 }
 
+/// The compute time of a GEMM or fused attention kernel, costed afresh.
+double uncached_compute_s(const graph::Kernel& k, const CostParams& c, KernelCost& r, double& extra) {
+  return shape_tag(k) == 0 ? gemm_compute_s(k, c, r, extra) : attention_compute_s(k, c, r);
+}
+
 /// The compute time of a GEMM or fused attention kernel through the
 /// caller's cache keyed by its shape (a search costs the same few shapes
 /// for every layout; the tile search runs once per shape).
@@ -620,7 +625,7 @@ double shape_compute_cached(const graph::Kernel& k, const CostParams& c, KernelC
     extra = e.extra;
     return e.compute_s;
   }
-  const double t = tag == 0 ? gemm_compute_s(k, c, r, extra) : attention_compute_s(k, c, r);
+  const double t = uncached_compute_s(k, c, r, extra);
   e.id = c.id, e.m = k.gemm.m, e.n = k.gemm.n, e.k = k.gemm.k, e.batch = k.gemm.batch, e.dtype = k.dtype;
   e.tag = tag, e.flops = k.flops;
   e.compute_s = t, e.extra = extra;
@@ -784,8 +789,7 @@ KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_gr
   }
   double extra = 0;
   if (k.cls == KernelClass::kGemm || k.cls == KernelClass::kAttention) {
-    r.compute_s = cache ? shape_compute_cached(k, c, r, extra, *cache)
-                        : shape_tag(k) == 0 ? gemm_compute_s(k, c, r, extra) : attention_compute_s(k, c, r);
+    r.compute_s = cache ? shape_compute_cached(k, c, r, extra, *cache) : uncached_compute_s(k, c, r, extra);
   } else {
     r.compute_s = k.flops / c.vector_flop_per_s;
   }

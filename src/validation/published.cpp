@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <map>
 
+#include "ridgeline/calibrate/runs.hpp"
 #include "ridgeline/spec/framework.hpp"
 #include "ridgeline/validation/mapping.hpp"
 #include "ridgeline/validation/predict.hpp"
@@ -250,18 +251,26 @@ AnchoredReport anchored(const std::vector<PublishedResult>& rows, int k) {
     std::stable_sort(s.runs.begin(), s.runs.end(), [](const PublishedResult* a, const PublishedResult* b) {
       return a->run->gpus != b->run->gpus ? a->run->gpus < b->run->gpus : a->id < b->id;
     });
-    // ln(predicted speed / measured speed) = ln(measured time / predicted time).
-    auto log_speed = [](const PublishedResult* r) { return std::log1p(r->primary.speed_error_pct() / 100); };
-    double m = 0;
-    for (int i = 0; i < out.k; ++i) m += log_speed(s.runs[i]);
-    m /= out.k;
+    // The stack's scale as calibrate --runs fits it (calibrate::fit_runs):
+    // the anchors' times, a rate's as its inverse (only ratios matter).
+    std::vector<calibrate::RunPoint> anchors;
+    for (int i = 0; i < out.k; ++i) {
+      const Comparison& c = s.runs[i]->primary;
+      calibrate::RunPoint pt;
+      pt.name = s.runs[i]->id;
+      pt.gpu = s.profile;
+      pt.predicted_step_s = c.higher_is_faster ? 1 / c.predicted : c.predicted;
+      pt.measured_step_s = c.higher_is_faster ? 1 / c.measured : c.measured;
+      anchors.push_back(std::move(pt));
+    }
+    const double scale = calibrate::fit_runs(anchors, "").stacks.front().correction.time_scale;
     if (std::find(order.begin(), order.end(), s.group) == order.end()) order.push_back(s.group);
     Kept& g = by_group[s.group];
     for (Kept* x : {&g, &all}) ++x->stacks, x->anchors += out.k;
     for (size_t i = out.k; i < s.runs.size(); ++i) {
       const Comparison& c = s.runs[i]->primary;
-      // The stack's time scale e^m multiplies the predicted time (divides a rate).
-      const double scaled = c.higher_is_faster ? c.predicted * std::exp(-m) : c.predicted * std::exp(m);
+      // The stack's time scale multiplies the predicted time (divides a rate).
+      const double scaled = c.higher_is_faster ? c.predicted / scale : c.predicted * scale;
       const Comparison a = compare(c.quantity, c.unit, c.measured, scaled, c.higher_is_faster);
       for (Kept* x : {&g, &all}) x->plain.push_back(c), x->anchored.push_back(a);
     }
