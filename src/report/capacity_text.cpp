@@ -192,8 +192,9 @@ std::vector<Fact> answer(const CapacityView& v) {
                                 format_percent(a.mfu_dtype), a.precision, a.flops_convention))});
   f.push_back({"HFU", format_percent(a.hfu), "model + recomputation FLOPs"});
   f.push_back({"Prediction interval", iv.valid() ? level(iv.level) : "none",
-               iv.valid() ? fmt::format("from {}, {} validated runs (out-of-sample residuals, docs/accuracy.md){}{}",
+               iv.valid() ? fmt::format("from {}, {} validated runs (out-of-sample residuals, docs/accuracy.md){}{}{}",
                                         iv.pool, iv.rows, iv.fallback ? "; " + iv.note : std::string(),
+                                        iv.widened.empty() ? std::string() : "; " + iv.widened,
                                         iv.calibrated ? "; " + iv.calibration_note : std::string())
                           : iv.note});
   const auto& m = a.memory;

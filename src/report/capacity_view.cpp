@@ -29,13 +29,6 @@ json range_json(const Range& r) {
   return json::array({r.lo, r.hi});
 }
 
-json interval_json(const uncertainty::Interval& iv) {
-  return {{"level", num(iv.level)}, {"pool", iv.pool},   {"rows", iv.rows},
-          {"fallback", iv.fallback}, {"note", iv.note}, {"calibrated", iv.calibrated},
-          {"calibration_note", iv.calibration_note}, {"held_out_covered", num(iv.held_out_covered)},
-          {"held_out_rows", iv.held_out_rows}};
-}
-
 /// The interval of a layout of the search: from its traits when the caller
 /// gave them, else an invalid one that says so.
 void set_layout_interval(LayoutRow& r, const uncertainty::RunTraits* traits, const uncertainty::IntervalModel& model,

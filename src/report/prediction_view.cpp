@@ -157,6 +157,21 @@ json stage_json(const memory::MemoryResult& r) {
   return j;
 }
 
+json interval_json(const uncertainty::Interval& iv) {
+  json j = {{"level", num(iv.level)},
+            {"pool", iv.pool},
+            {"rows", iv.rows},
+            {"fallback", iv.fallback},
+            {"note", iv.note},
+            {"widened", iv.widened},
+            {"calibrated", iv.calibrated},
+            {"calibration_note", iv.calibration_note},
+            {"held_out_covered", num(iv.held_out_covered)},
+            {"held_out_rows", iv.held_out_rows}};
+  if (iv.anchored) j["anchored"] = true;
+  return j;
+}
+
 json plan_json(const spec::PlanSpec& p, const spec::ModelSpec& m) {
   // Every field that applies to this plan, at its YAML path, so the object
   // reads back as a plan file (but for parallel.vpp, the YAML's
@@ -254,13 +269,7 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
   j["step"]["tokens_per_s_interval"] = range_json(rate_range(iv.step, s.tokens_per_s));
   j["step"]["mfu_interval"] = range_json(rate_range(iv.step, s.mfu));
   j["step"]["mfu_dtype_interval"] = range_json(rate_range(iv.step, s.mfu_dtype));
-  j["interval"] = {{"level", num(iv.step.level)},   {"pool", iv.step.pool},
-                   {"rows", iv.step.rows},           {"fallback", iv.step.fallback},
-                   {"note", iv.step.note},           {"calibrated", iv.step.calibrated},
-                   {"calibration_note", iv.step.calibration_note},
-                   {"held_out_covered", num(iv.step.held_out_covered)},
-                   {"held_out_rows", iv.step.held_out_rows}};
-  if (iv.step.anchored) j["interval"]["anchored"] = true;
+  j["interval"] = interval_json(iv.step);
   const auto& m = pred.memory;
   j["memory"] = memory_json(m);
   j["memory"].update({{"peak_memory_bytes", whole(m.total)},
@@ -412,6 +421,7 @@ std::vector<SummaryLine> prediction_summary(const engine::Prediction& pred, cons
   }
   line("interval", text::interval_source(iv.step));
   if (iv.step.fallback) line("", iv.step.note);
+  if (!iv.step.widened.empty()) line("", iv.step.widened);
   if (iv.step.calibrated) line("", iv.step.calibration_note);
   line("HFU", fmt::format("{}   (model + recompute FLOPs, of the dense bf16 peak)", format_percent(s.hfu)));
   line("model FLOPs", fmt::format("{} per step", format_flops(s.model_flops)));

@@ -356,6 +356,95 @@ std::vector<PoolSpec> kernel_pools(const KernelTraits& k, bool with_dtype) {
 /// What a run pool counts, in the fallback note ("fewer than 20 validated ...").
 constexpr std::string_view kRunsWhat = "training runs from two or more sources";
 
+namespace {
+
+/// The log-space variance a plan outside what was validated adds (the top of
+/// interval.hpp), and why, in words.
+struct Widening {
+  double var = 0;
+  std::string why;
+};
+
+/// The spread across sources of each source's least-squares slope of the
+/// residual per doubling of `x` (GPUs or parameters); sources whose
+/// training runs span under one doubling, or hold under 3 runs, have no
+/// slope to give. 0 from fewer than two slopes.
+template <class X>
+double slope_spread(const std::vector<Residual>& rows, std::string_view exclude, X x) {
+  std::vector<SourceKey> keys;
+  for (const auto& r : rows)
+    if (!r.kernel && r.group != exclude && std::find(keys.begin(), keys.end(), source_of(r)) == keys.end())
+      keys.push_back(source_of(r));
+  std::vector<double> slopes;
+  for (const SourceKey& k : keys) {
+    double n = 0, sx = 0, sy = 0, lo = 1e300, hi = -1e300;
+    for (const auto& r : rows)
+      if (!r.kernel && source_of(r) == k) {
+        const double v = std::log2(x(r));
+        n += 1, sx += v, sy += r.log_residual, lo = std::min(lo, v), hi = std::max(hi, v);
+      }
+    if (n < 3 || hi - lo < 1) continue;
+    double sxx = 0, sxy = 0;
+    for (const auto& r : rows)
+      if (!r.kernel && source_of(r) == k) {
+        const double v = std::log2(x(r)) - sx / n;
+        sxx += v * v, sxy += v * (r.log_residual - sy / n);
+      }
+    slopes.push_back(sxy / sxx);
+  }
+  return sample_sd(slopes);
+}
+
+Widening out_of_range(const std::vector<Residual>& rows, const RunTraits& t, std::string_view exclude,
+                      double s_between) {
+  Widening w;
+  bool framework = false, generation = false;
+  double gpus_lo = 1e300, gpus_hi = 0, params_lo = 1e300, params_hi = 0;
+  for (const auto& r : rows) {
+    if (r.kernel || r.group == exclude) continue;
+    framework |= r.run.framework == t.framework;
+    generation |= r.run.generation == t.generation;
+    gpus_lo = std::min(gpus_lo, static_cast<double>(r.run.gpus)), gpus_hi = std::max(gpus_hi, static_cast<double>(r.run.gpus));
+    if (r.run.params > 0) params_lo = std::min(params_lo, r.run.params), params_hi = std::max(params_hi, r.run.params);
+  }
+  if (gpus_hi <= 0) return w;
+  auto add = [&](double var, std::string why) {
+    if (var <= 0) return;
+    w.var += var;
+    w.why += (w.why.empty() ? "" : "; ") + why;
+  };
+  if (!framework)
+    add(s_between * s_between,
+        fmt::format("framework {} has no validated runs: one more source's offset (sd {:.3f})",
+                    spec::framework(t.framework).id, s_between));
+  if (!generation)
+    add(s_between * s_between, fmt::format("no validated runs on {}: one more source's offset (sd {:.3f})",
+                                           generation_word(t.generation), s_between));
+  // Doublings beyond the nearest end of the validated range.
+  auto beyond = [](double v, double lo, double hi) {
+    return v > hi ? std::log2(v / hi) : v < lo ? std::log2(lo / v) : 0.0;
+  };
+  const double g = static_cast<double>(std::max(1LL, t.gpus));
+  if (const double d = beyond(g, gpus_lo, gpus_hi); d > 0) {
+    const double k = slope_spread(rows, exclude, [](const Residual& r) { return static_cast<double>(r.run.gpus); });
+    add(k * k * d * d, fmt::format("{} GPUs is {:.1f} doublings outside the validated {}-{}: + {:.3f} per doubling",
+                                   t.gpus, d, gpus_lo, gpus_hi, k));
+  }
+  if (t.params > 0 && params_hi > 0) {
+    if (const double d = beyond(t.params, params_lo, params_hi); d > 0) {
+      const double k = slope_spread(rows, exclude, [](const Residual& r) { return std::max(1.0, r.run.params); });
+      add(k * k * d * d,
+          fmt::format("{:.3g}B parameters is {:.1f} doublings outside the validated {:.3g}-{:.3g}B: + {:.3f} per "
+                      "doubling",
+                      t.params / 1e9, d, params_lo / 1e9, params_hi / 1e9, k));
+    }
+  }
+  if (!w.why.empty()) w.why = fmt::format("widened (sd +{:.3f}): {}", std::sqrt(w.var), w.why);
+  return w;
+}
+
+}  // namespace
+
 Interval IntervalModel::run_interval_unrated(const RunTraits& t, double level, std::string_view exclude_group) const {
   if (rows_.empty()) return no_residuals(level);
   const auto& fw = spec::framework(t.framework);
@@ -392,9 +481,14 @@ Interval IntervalModel::run_interval_unrated(const RunTraits& t, double level, s
   // offsets: one source's offset is its own (its software era, its cluster),
   // not the stack's, so a run pool needs kMinRunPoolSources of them.
   PoolFit f = fit_pool(rows_, pools, is_run, exclude_group, kMinRunPoolSources);
+  const Widening wide = f.index >= 0 ? out_of_range(rows_, t, exclude_group, f.s_between) : Widening{};
   f.predict_new_source(level, [this](double p, double nu) { return t_quantile(p, nu); });
   const auto* held = t.calibration ? t.calibration->heldout_of("gemm") : nullptr;
-  if (!held || f.index < 0) return make_interval(f, f.mu, f.sd(), pools, level, kRunsWhat);
+  if (!held || f.index < 0) {
+    Interval iv = make_interval(f, f.mu, std::sqrt(f.sd() * f.sd() + wide.var), pools, level, kRunsWhat);
+    iv.widened = wide.why;
+    return iv;
+  }
   // Calibrated: the published GEMM kernels' spread on this generation stands
   // for the kernel-level part of the runs' spread; the profile's held-out
   // GEMM records replace it. What is left (communication, framework, clock)
@@ -406,7 +500,9 @@ Interval IntervalModel::run_interval_unrated(const RunTraits& t, double level, s
   const PoolFit kf = fit_pool(rows_, kpools, [](const Residual& x) { return x.kernel; }, exclude_group);
   const double total = f.sd(), kernel = kf.index >= 0 ? std::min(kf.sd(), total) : 0.0;
   const double rest = std::sqrt(std::max(0.0, total * total - kernel * kernel));
-  Interval iv = make_interval(f, f.mu, std::hypot(rest, held->log_sd), pools, level, kRunsWhat);
+  Interval iv =
+      make_interval(f, f.mu, std::sqrt(rest * rest + held->log_sd * held->log_sd + wide.var), pools, level, kRunsWhat);
+  iv.widened = wide.why;
   iv.calibrated = true;
   iv.calibration_note = fmt::format(
       "calibrated on {}: the kernel-level spread (sd {:.3f}, published GEMM kernels {}) replaced by the held-out "

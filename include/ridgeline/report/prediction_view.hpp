@@ -76,6 +76,9 @@ uncertainty::Interval kernel_interval(const engine::KernelResult& k, const engin
 /// Plan summary as JSON (every technique and parallel degree; the YAML's
 /// parallel.virtual_stages is `parallel.vpp`, the name every schema uses).
 nlohmann::json plan_json(const spec::PlanSpec& p, const spec::ModelSpec& m);
+/// A training-step interval's provenance as JSON (predict, report, search,
+/// compare): its level, pool, fallback, calibration, widening and held-out coverage.
+nlohmann::json interval_json(const uncertainty::Interval& iv);
 /// The memory categories (memory::kMemoryCategories) by their JSON keys, in whole bytes.
 nlohmann::json memory_json(const memory::MemoryResult& m);
 

@@ -26,7 +26,19 @@
 //   framework + generation + what dominates + GPU count + model size,
 //   then without model size, without GPU count, without what dominates,
 //   then every row of the generation, then every end-to-end row.
-// A pool too thin falls back to the next, and the interval says so. Its
+// A pool too thin falls back to the next, and the interval says so.
+//
+// Outside what was validated the spread widens (Interval::widened says by
+// how much and why), in log-space variance added to s_w^2 + s_b^2:
+//  - a framework, or a GPU generation, no validated training run used: one
+//    more source-sized offset each, + s_b^2 (a stack never measured is off
+//    from the measured ones as one source is off from another);
+//  - a GPU count or a model size outside the validated runs' range, d
+//    doublings beyond its nearest end: + (sigma_slope d)^2, sigma_slope the
+//    spread across sources of each source's least-squares slope of r per
+//    doubling (sources whose runs span at least one doubling): within the
+//    range a source's drift with scale is in its residuals; beyond it, an
+//    unseen source's drift is as uncertain as the sources' slopes differ. Its
 // coverage is checked out of sample (validation/coverage.hpp): each row's
 // interval drawn with its own source left out of every pool and of s_b.
 //
@@ -169,6 +181,10 @@ struct Interval {
   /// (RunTraits::stack): centred on the calibrated point, its spread the
   /// runs' own (`rows` is the number of runs; `note` says how it was made).
   bool anchored = false;
+  /// Why and by how much the spread was widened for a plan outside what was
+  /// validated (a framework or generation no validated run used, a GPU count
+  /// or model size beyond the validated range); "" when inside.
+  std::string widened;
   /// How often an interval drawn this way held: of the validated training
   /// runs (kernels: kernel rows), each given the interval at this level with
   /// its own source left out of every pool, the share whose measurement lay
