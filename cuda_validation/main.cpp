@@ -19,6 +19,7 @@
 #include "harness/measurement_file.hpp"
 #include "harness/suite.hpp"
 #include "ridgeline/spec/measurement_class.hpp"
+#include "ridgeline/support/utc_time.hpp"
 
 #include <cuda_runtime_api.h>
 
@@ -187,15 +188,6 @@ bool resolve_only(const std::vector<std::string>& only, std::vector<const Bench*
   return true;
 }
 
-std::string utc_now_iso8601() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 extern "C" void on_stop_signal(int) { rcb::request_stop(); }
 
 /// Before spending minutes measuring: can a file be created next to the output?
@@ -251,7 +243,7 @@ int main(int argc, char** argv) {
   }
   if (!output_writable(options.output)) return 2;
 
-  std::string date = utc_now_iso8601();
+  std::string date = ridgeline::support::utc_now_iso8601();
   std::vector<rcb::Record> records;
   rcb::DeviceInfo device;
   int failed = 0, skipped = 0, check_failures = 0;

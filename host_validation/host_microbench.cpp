@@ -8,18 +8,10 @@
 #include "benches/benches.hpp"
 #include "harness/suite.hpp"
 #include "harness/timer.hpp"
+#include "ridgeline/support/utc_time.hpp"
 #include "ridgeline/units/units.hpp"
 
 namespace ridgeline::host_bench {
-
-std::string utc_now_iso8601() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 spec::MeasurementSet run_host_microbench(const HostMicrobenchOptions& options) {
   Eigen::setNbThreads(1);
@@ -35,7 +27,7 @@ spec::MeasurementSet run_host_microbench(const HostMicrobenchOptions& options) {
   h.memory_bytes = info.memory_bytes;
   h.runtime_version = fmt::format("Eigen {}.{}.{} ({})", EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION,
                                   EIGEN_MINOR_VERSION, simd_name());
-  h.date = utc_now_iso8601();
+  h.date = support::utc_now_iso8601();
   h.tool_version = RIDGELINE_VERSION;
   h.quick = options.quick;
   Suite b(options, set);

@@ -49,9 +49,6 @@ struct HostMicrobenchOptions {
 /// empty out-of-line call, the host's analogue of an empty kernel).
 spec::MeasurementSet run_host_microbench(const HostMicrobenchOptions& options);
 
-/// The current time as ISO 8601 UTC ("2026-12-01T09:53:42Z"), for measurement and profile headers.
-std::string utc_now_iso8601();
-
 /// A host "GPU" profile (vendor and generation "host") for one core, from measurements made
 /// by run_host_microbench:
 ///   peak fp32 = max(clock x fp32 lanes x 4 FLOP/lane/cycle (two multiply-adds

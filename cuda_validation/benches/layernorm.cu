@@ -91,15 +91,6 @@ void layernorm_case(Suite& suite, std::int64_t rows, int cols) {
 
 }  // namespace
 
-void run_layernorm(Suite& suite) {
-  const int kCols[] = {256, 1024, 4096, 8192, 16384};
-  std::vector<std::int64_t> elements;
-  if (suite.quick())
-    elements = {std::int64_t{1} << 26};  // 128 MiB of bf16
-  else
-    elements = {std::int64_t{1} << 25, std::int64_t{1} << 27};  // 64 MiB, 256 MiB
-  for (std::int64_t n : elements)
-    for (int cols : kCols) layernorm_case(suite, n / cols, cols);
-}
+void run_layernorm(Suite& suite) { for_each_row_shape(suite, layernorm_case); }
 
 }  // namespace ridgeline::cuda_bench

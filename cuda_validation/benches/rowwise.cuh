@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ridgeline::cuda_bench {
 
@@ -179,6 +180,21 @@ inline std::string row_config_label(int cols) {
   std::string label = "unsupported";
   dispatch_row_config(cols, RowConfigLabel{&label});
   return label;
+}
+
+/// The row-wise benchmarks' shapes (softmax.cu, layernorm.cu): each row length
+/// at each total size (quick: 128 MiB of bf16; else 64 MiB and 256 MiB), as
+/// run_case(suite, rows, cols).
+template <typename Case>
+void for_each_row_shape(Suite& suite, Case run_case) {
+  const int kCols[] = {256, 1024, 4096, 8192, 16384};
+  std::vector<std::int64_t> elements;
+  if (suite.quick())
+    elements = {std::int64_t{1} << 26};
+  else
+    elements = {std::int64_t{1} << 25, std::int64_t{1} << 27};
+  for (std::int64_t n : elements)
+    for (int cols : kCols) run_case(suite, n / cols, cols);
 }
 
 }  // namespace ridgeline::cuda_bench

@@ -20,6 +20,7 @@
 #include "ridgeline/spec/runs.hpp"
 #include "ridgeline/spec/hardware_yaml.hpp"
 #include "ridgeline/spec/measurement_class.hpp"
+#include "ridgeline/support/utc_time.hpp"
 #include "ridgeline/units/units.hpp"
 
 namespace ridgeline::cli {
@@ -320,7 +321,7 @@ void register_calibrate(Commands& commands, int& rc) {
           f.notes.push_back(fmt::format("no held-out statistics: {}", e.what()));
         }
       }
-      const std::string date = host_bench::utc_now_iso8601();
+      const std::string date = support::utc_now_iso8601();
       const std::string text = calibrate::replace_calibration_block(read_text(hw.source_file),
                                                                     calibrate::calibration_block(f, set, date));
       const spec::HardwareSpec back = calibrate::load_hardware_text(text);

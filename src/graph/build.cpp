@@ -12,6 +12,13 @@
 
 namespace ridgeline::graph {
 
+size_t Graph::forward_flash() const {
+  size_t flash = kernels.size();
+  for (size_t i = 0; i < kernels.size(); ++i)
+    if (kernels[i].phase == spec::Phase::kForward && kernels[i].op == Op::kFlashAttn) flash = i;
+  return flash;
+}
+
 int seq_len(const spec::ModelSpec& model, const spec::MicrobatchPlan& plan) {
   return plan.seq_len > 0 ? plan.seq_len : model.max_seq_len;
 }

@@ -22,8 +22,12 @@ std::string join(const std::vector<std::string>& v) {
   return s;
 }
 
-/// A number that must be finite and >= 0 (sizes, counts, FLOP, bytes).
-std::optional<double> non_negative(MapReader& r, const std::string& key, bool required) {
+/// A bare number of `key` (JSON has no units; the field name carries
+/// them), finite and, with `strict`, above 0, else at least 0; `what`
+/// describes the number expected in the error ("a number", "a time in
+/// seconds such as 1.5e-05").
+std::optional<double> number(MapReader& r, const std::string& key, bool required, bool strict, std::string_view what,
+                             std::string_view bound) {
   auto s = r.string(key, required);
   if (!s) return std::nullopt;
   double v = 0;
@@ -34,37 +38,24 @@ std::optional<double> non_negative(MapReader& r, const std::string& key, bool re
     used = 0;
   }
   if (used == 0 || used != s->size() || !std::isfinite(v)) {
-    r.error_at(key, fmt::format("expected a number, got \"{}\"", *s));
+    r.error_at(key, fmt::format("expected {}, got \"{}\"", what, *s));
     return std::nullopt;
   }
-  if (v < 0) {
-    r.error_at(key, fmt::format("expected a number >= 0, got {}", *s));
+  if (strict ? v <= 0 : v < 0) {
+    r.error_at(key, fmt::format("expected {}, got {}", bound, *s));
     return std::nullopt;
   }
   return v;
 }
 
-/// A time in seconds (a bare number in this file: JSON has no units; the
-/// field name carries them) that must be > 0.
+/// A number that must be finite and >= 0 (sizes, counts, FLOP, bytes).
+std::optional<double> non_negative(MapReader& r, const std::string& key, bool required) {
+  return number(r, key, required, false, "a number", "a number >= 0");
+}
+
+/// A time in seconds that must be > 0.
 std::optional<double> positive_time(MapReader& r, const std::string& key, bool required) {
-  auto s = r.string(key, required);
-  if (!s) return std::nullopt;
-  double v = 0;
-  size_t used = 0;
-  try {
-    v = std::stod(*s, &used);
-  } catch (...) {
-    used = 0;
-  }
-  if (used == 0 || used != s->size() || !std::isfinite(v)) {
-    r.error_at(key, fmt::format("expected a time in seconds such as 1.5e-05, got \"{}\"", *s));
-    return std::nullopt;
-  }
-  if (v <= 0) {
-    r.error_at(key, fmt::format("expected a time greater than zero, got {}", *s));
-    return std::nullopt;
-  }
-  return v;
+  return number(r, key, required, true, "a time in seconds such as 1.5e-05", "a time greater than zero");
 }
 
 /// A word from a list; an unknown word is an error that lists the known ones.

@@ -59,9 +59,7 @@ void apply_finetune(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
   const double e = g.act_bytes;
   auto& ks = g.kernels;
   const size_t n = ks.size();
-  size_t flash = n;
-  for (size_t i = 0; i < n; ++i)
-    if (ks[i].phase == spec::Phase::kForward && ks[i].op == Op::kFlashAttn) flash = i;
+  const size_t flash = g.forward_flash();
   const bool eager_rms = m.norm == spec::Norm::kRmsNorm && p.fusion == spec::Fusion::kEager;
   for (size_t i = 0; i < n; ++i) {
     if (ks[i].phase != spec::Phase::kForward) continue;

@@ -127,9 +127,7 @@ void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
   const double e = g.act_bytes;
   auto& ks = g.kernels;
   const size_t n = ks.size();
-  size_t flash = n;
-  for (size_t i = 0; i < n; ++i)
-    if (ks[i].phase == spec::Phase::kForward && ks[i].op == Op::kFlashAttn) flash = i;
+  const size_t flash = g.forward_flash();
   double weights_per_layer = 0, weights_once = 0;
   for (size_t i = 0; i < n; ++i) {
     Kernel& k = ks[i];

@@ -146,6 +146,10 @@ struct Graph {
   double act_bytes = 2;  // bytes per activation element
   /// Quantized copies each fp8 (NVFP4) linear weight keeps (techniques::apply_precision): 2, or 1 where one serves both.
   double fp8_weight_copies = 2;
+
+  /// The index of the forward fused-attention kernel (the last one), or
+  /// kernels.size() when there is none.
+  size_t forward_flash() const;
 };
 
 /// Forward kernels of the eager model for one micro-batch on one GPU.
