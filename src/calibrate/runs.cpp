@@ -37,6 +37,16 @@ void fit_time(const std::vector<const RunPoint*>& runs, spec::StackCalibrationEn
   c.time_scale = std::exp(m.mean);
   c.time_runs = static_cast<int>(r.size());
   c.time_log_sd = m.sd;
+  for (const RunPoint* p : runs) {
+    if (p->gpus > 0) {
+      c.gpus_lo = c.gpus_lo > 0 ? std::min(c.gpus_lo, p->gpus) : p->gpus;
+      c.gpus_hi = std::max(c.gpus_hi, p->gpus);
+    }
+    if (p->params > 0) {
+      c.params_lo = c.params_lo > 0 ? std::min(c.params_lo, p->params) : p->params;
+      c.params_hi = std::max(c.params_hi, p->params);
+    }
+  }
   if (r.size() >= 2) {
     const double n = static_cast<double>(r.size());
     const double half = uncertainty::student_t_quantile(0.9, n - 1) * m.sd / std::sqrt(n);

@@ -21,6 +21,7 @@
 #include "ridgeline/spec/hardware_yaml.hpp"
 #include "ridgeline/spec/measurement_class.hpp"
 #include "ridgeline/support/utc_time.hpp"
+#include "ridgeline/uncertainty/interval.hpp"
 #include "ridgeline/units/units.hpp"
 
 namespace ridgeline::cli {
@@ -219,6 +220,9 @@ int calibrate_runs(const std::string& runs_file, const std::string& output) {
     p.gpu_name = gpu.name;
     p.framework = plan.framework;
     p.predicted_step_s = pred.step.time_s;
+    const uncertainty::RunTraits traits = uncertainty::traits_of(pred, plan, gpu);
+    p.gpus = static_cast<double>(traits.gpus);
+    p.params = traits.params;
     p.measured_step_s = measured_step_s(r.measured, pred);
     p.predicted_allocated_bytes = pred.memory.allocated;
     p.prior_reserve = pred.memory.allocator_reserve;

@@ -29,15 +29,15 @@ std::vector<std::string> read_names(MapReader& r, const std::string& key) {
   return out;
 }
 
-/// `interval_80: [lo, hi]`, two positive numbers in order.
-void read_pair(MapReader& r, const std::string& key, double& lo, double& hi) {
+/// `interval_80: [lo, hi]`, two positive numbers in order, at most `max`.
+void read_pair(MapReader& r, const std::string& key, double& lo, double& hi, double max = 1e6) {
   const YamlNode seq = r.sequence(key);
   if (!seq.IsDefined()) return;
   std::string error;
   std::optional<double> a, b;
   if (seq.size() == 2 && seq[std::size_t{0}].IsScalar() && seq[std::size_t{1}].IsScalar()) {
-    a = parse_real_number(seq[std::size_t{0}].Scalar(), 0, 1e6, error);
-    b = parse_real_number(seq[std::size_t{1}].Scalar(), 0, 1e6, error);
+    a = parse_real_number(seq[std::size_t{0}].Scalar(), 0, max, error);
+    b = parse_real_number(seq[std::size_t{1}].Scalar(), 0, max, error);
   }
   if (!a || !b || *a > *b || *a <= 0) {
     r.error_at(key, "expected [low, high]: two positive numbers, the lower first");
@@ -85,6 +85,8 @@ void read_stack(MapReader& r, StackCalibrationEntry& e) {
     c.time_runs = static_cast<int>(t->integer("runs", true, 1, 1 << 20).value_or(0));
     c.time_log_sd = t->number("log_sd", false, 0, 10).value_or(0);
     read_pair(*t, "interval_80", e.time_interval_lo, e.time_interval_hi);
+    read_pair(*t, "gpus", c.gpus_lo, c.gpus_hi, 1e9);
+    read_pair(*t, "params", c.params_lo, c.params_hi, 1e16);
     e.time_note = t->string("note").value_or("");
     t->finish();
   }
@@ -178,6 +180,8 @@ std::string to_yaml(const StackCalibrationSpec& c) {
       y += fmt::format("      log_sd: {}\n", exact(s.time_log_sd));
       y += fmt::format("      interval_80: [{}, {}]\n", exact(e.time_interval_lo), exact(e.time_interval_hi));
     }
+    if (s.gpus_hi > 0) y += fmt::format("      gpus: [{}, {}]\n", exact(s.gpus_lo), exact(s.gpus_hi));
+    if (s.params_hi > 0) y += fmt::format("      params: [{}, {}]\n", exact(s.params_lo), exact(s.params_hi));
     if (!e.time_note.empty()) y += fmt::format("      note: {}\n", yaml_quoted(e.time_note));
     y += "    allocator_reserve:\n";
     if (s.has_reserve()) y += fmt::format("      value: {}\n", exact(s.allocator_reserve));

@@ -395,6 +395,43 @@ double slope_spread(const std::vector<Residual>& rows, std::string_view exclude,
   return sample_sd(slopes);
 }
 
+/// GPU counts and total parameters a set of runs spans (0: not known).
+struct RunRange {
+  double gpus_lo = 0, gpus_hi = 0, params_lo = 0, params_hi = 0;
+};
+
+/// The variance a plan beyond `range` adds: for a GPU count or a model size
+/// d doublings beyond the nearest end, (sigma d)^2, sigma the published
+/// sources' slope spread per doubling (slope_spread; the top of
+/// interval.hpp). `what` names the range in the reason ("validated").
+Widening beyond_range(const std::vector<Residual>& rows, const RunTraits& t, std::string_view exclude,
+                      const RunRange& range, std::string_view what) {
+  Widening w;
+  auto beyond = [](double v, double lo, double hi) {
+    return hi <= 0 || v <= 0 ? 0.0 : v > hi ? std::log2(v / hi) : v < lo ? std::log2(lo / v) : 0.0;
+  };
+  const double g = static_cast<double>(std::max(1LL, t.gpus));
+  if (const double d = beyond(g, range.gpus_lo, range.gpus_hi); d > 0) {
+    const double k = slope_spread(rows, exclude, [](const Residual& r) { return static_cast<double>(r.run.gpus); });
+    if (k > 0) {
+      w.var += k * k * d * d;
+      w.why = fmt::format("{} GPUs is {:.1f} doublings outside the {} {}-{}: + {:.3f} per doubling", t.gpus, d, what,
+                          range.gpus_lo, range.gpus_hi, k);
+    }
+  }
+  if (const double d = beyond(t.params, range.params_lo, range.params_hi); d > 0) {
+    const double k = slope_spread(rows, exclude, [](const Residual& r) { return std::max(1.0, r.run.params); });
+    if (k > 0) {
+      w.var += k * k * d * d;
+      w.why += fmt::format("{}{:.3g}B parameters is {:.1f} doublings outside the {} {:.3g}-{:.3g}B: + {:.3f} per "
+                           "doubling",
+                           w.why.empty() ? "" : "; ", t.params / 1e9, d, what, range.params_lo / 1e9,
+                           range.params_hi / 1e9, k);
+    }
+  }
+  return w;
+}
+
 Widening out_of_range(const std::vector<Residual>& rows, const RunTraits& t, std::string_view exclude,
                       double s_between) {
   Widening w;
@@ -420,25 +457,8 @@ Widening out_of_range(const std::vector<Residual>& rows, const RunTraits& t, std
   if (!generation)
     add(s_between * s_between, fmt::format("no validated runs on {}: one more source's offset (sd {:.3f})",
                                            generation_word(t.generation), s_between));
-  // Doublings beyond the nearest end of the validated range.
-  auto beyond = [](double v, double lo, double hi) {
-    return v > hi ? std::log2(v / hi) : v < lo ? std::log2(lo / v) : 0.0;
-  };
-  const double g = static_cast<double>(std::max(1LL, t.gpus));
-  if (const double d = beyond(g, gpus_lo, gpus_hi); d > 0) {
-    const double k = slope_spread(rows, exclude, [](const Residual& r) { return static_cast<double>(r.run.gpus); });
-    add(k * k * d * d, fmt::format("{} GPUs is {:.1f} doublings outside the validated {}-{}: + {:.3f} per doubling",
-                                   t.gpus, d, gpus_lo, gpus_hi, k));
-  }
-  if (t.params > 0 && params_hi > 0) {
-    if (const double d = beyond(t.params, params_lo, params_hi); d > 0) {
-      const double k = slope_spread(rows, exclude, [](const Residual& r) { return std::max(1.0, r.run.params); });
-      add(k * k * d * d,
-          fmt::format("{:.3g}B parameters is {:.1f} doublings outside the validated {:.3g}-{:.3g}B: + {:.3f} per "
-                      "doubling",
-                      t.params / 1e9, d, params_lo / 1e9, params_hi / 1e9, k));
-    }
-  }
+  const Widening far = beyond_range(rows, t, exclude, {gpus_lo, gpus_hi, params_lo, params_hi}, "validated");
+  if (far.var > 0) add(far.var, far.why);
   if (!w.why.empty()) w.why = fmt::format("widened (sd +{:.3f}): {}", std::sqrt(w.var), w.why);
   return w;
 }
@@ -646,6 +666,14 @@ Interval IntervalModel::anchored_interval(const RunTraits& t, double level, std:
     iv.rows = 0;  // nothing to draw a spread from
     iv.note = "one run has no spread of its own, and there is no unanchored interval: " + base.note;
     return iv;
+  }
+  // Beyond the runs' GPU counts or model sizes, the stack's error drifts
+  // as the published sources' errors drift with scale (beyond_range).
+  const Widening far =
+      beyond_range(rows_, t, exclude_group, {s.gpus_lo, s.gpus_hi, s.params_lo, s.params_hi}, "calibration runs'");
+  if (far.var > 0) {
+    half = std::sqrt(half * half + z * z * far.var);
+    iv.widened = fmt::format("widened (sd +{:.3f}): {}", std::sqrt(far.var), far.why);
   }
   iv.lo = std::exp(-half);
   iv.hi = std::exp(half);

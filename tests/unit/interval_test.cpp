@@ -177,6 +177,47 @@ TEST_CASE("intervals: outside what was validated the spread widens, by hand") {
   CHECK(hopper.widened.find("parameters") == std::string::npos);
 }
 
+TEST_CASE("intervals: an anchored interval widens with the distance from the calibration runs, by hand") {
+  const std::uint8_t fsdp = spec::find_framework("fsdp").value();
+  // The rows of the test above: the published sources' slopes per doubling
+  // of GPUs are +0.04 and -0.04, spread 0.0565685.
+  std::vector<Residual> rows;
+  for (int i = 0; i < 10; ++i) {
+    rows.push_back(run_row("A", traits(fsdp, spec::Generation::kAmpere, 8, 7e9), 0.08));
+    rows.push_back(run_row("A", traits(fsdp, spec::Generation::kAmpere, 16, 7e9), 0.12));
+    rows.push_back(run_row("B", traits(fsdp, spec::Generation::kAmpere, 8, 7e9), -0.08));
+    rows.push_back(run_row("B", traits(fsdp, spec::Generation::kAmpere, 16, 7e9), -0.12));
+  }
+  const IntervalModel m(rows);
+  // Two calibration runs at 8 and 16 GPUs of a 7B model, sd of ln(measured / predicted) 0.05.
+  spec::StackCorrection s;
+  s.framework = fsdp;
+  s.runs = {"x", "y"};
+  s.time_runs = 2;
+  s.time_log_sd = 0.05;
+  s.gpus_lo = 8, s.gpus_hi = 16, s.params_lo = 7e9, s.params_hi = 7e9;
+  RunTraits t = traits(fsdp, spec::Generation::kAmpere, 16, 7e9);
+  t.stack = &s;
+  // Inside the runs' range: t_{0.9, 1} x 0.05 x sqrt(1 + 1/2) (the pool's
+  // within-source spread is 0, below the runs').
+  const double half_t = 3.0776835 * 0.05 * std::sqrt(1.5);
+  const Interval in = m.run_interval(t, 0.8);
+  REQUIRE(in.anchored);
+  CHECK(in.widened.empty());
+  CHECK(in.hi == doctest::Approx(std::exp(half_t)).epsilon(1e-6));
+  // 64 GPUs: 2 doublings beyond the runs' 16, + (0.0565685 x 2)^2 = 0.0128 in log variance.
+  t.gpus = 64;
+  const Interval far = m.run_interval(t, 0.8);
+  const double z = 1.2815516;
+  CHECK(far.hi == doctest::Approx(std::exp(std::sqrt(half_t * half_t + z * z * 0.0128))).epsilon(1e-6));
+  CHECK(far.lo == doctest::Approx(std::exp(-std::sqrt(half_t * half_t + z * z * 0.0128))).epsilon(1e-6));
+  CHECK(far.widened ==
+        "widened (sd +0.113): 64 GPUs is 2.0 doublings outside the calibration runs' 8-16: + 0.057 per doubling");
+  // A file written without the runs' range: no widening.
+  s.gpus_lo = s.gpus_hi = s.params_lo = s.params_hi = 0;
+  CHECK(m.run_interval(t, 0.8).widened.empty());
+}
+
 TEST_CASE("intervals: a run with no comparable pool falls back and says so") {
   // 25 Hopper runs under fsdp; a megatron run on Hopper has none of its kind.
   std::vector<Residual> rows;

@@ -39,6 +39,7 @@ struct RunPoint {
   std::uint8_t framework = 0;
   double predicted_step_s = 0;
   double measured_step_s = 0;
+  double gpus = 0, params = 0;  // the plan's GPU count and the model's total parameters (0 = not known)
   double predicted_allocated_bytes = 0;  // the prediction's peak allocated (memory::MemoryResult::allocated)
   double prior_reserve = 0;              // the framework's allocator reserve the prediction used
   double measured_memory_bytes = 0;      // 0 = not measured

@@ -101,6 +101,10 @@ struct StackCorrection {
   double time_scale = 1.0;
   double time_log_sd = 0.0;
   int time_runs = 0;
+  /// The GPU counts and total parameter counts the timed runs span (0 = not
+  /// recorded): a plan beyond them has its anchored interval widened
+  /// (uncertainty::IntervalModel::run_interval).
+  double gpus_lo = 0, gpus_hi = 0, params_lo = 0, params_hi = 0;
   /// Peak reserved = peak allocated x (1 + allocator_reserve); < 0 when no
   /// run gave reserved memory (the framework's reserve stays). memory_runs:
   /// how many runs gave it; reserve_log_sd: the sample standard deviation of
