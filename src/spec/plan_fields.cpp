@@ -330,7 +330,7 @@ constinit const PlanField kFields[] = {
      .show = Show::kIfChanged, .summary = "expert imbalance {}"},
     {.key = "moe.dispatcher", .setting = "moe_dispatcher", .flag = "moe-dispatcher",
      .help = "MoE: how tokens reach their experts under EP: alltoall = one NCCL all-to-all, every token-expert "
-             "pair sent in 16-bit (Megatron-Core --moe-token-dispatcher-type alltoall); deepep = DeepEP's "
+             "pair sent at the activations' width (Megatron-Core --moe-token-dispatcher-type alltoall); deepep = DeepEP's "
              "node-aware kernels on 20 SMs: a token crosses the network once per destination node (at most the "
              "model's topk_groups nodes under node-limited routing) and is forwarded over NVLink, dispatched in "
              "fp8 under the blockwise fp8 recipe (DeepSeek-V3 report Sec. 3.2.2, 3.3; Megatron-Core "
