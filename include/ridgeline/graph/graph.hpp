@@ -85,6 +85,8 @@ struct AttentionShape {
   double batch = 0, heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, head_dim = 0;
   bool causal = true;
   double v_head_dim = 0;
+  /// Causal sliding window: a query sees the `window` keys up to itself; 0 = none.
+  double window = 0;
 };
 
 /// What a communication kernel (collective or p2p) moves, and over whom.
