@@ -396,8 +396,9 @@ TEST_CASE("DeepEP all-to-all bytes: fp8 dispatch, bf16 combine, node-limited (De
   // The forward dispatch's time: IB-bound, 105,971,712 B at 50 GB/s x 0.95
   // = 2.2310 ms (NVLink: 211,943,424 B at 200 GB/s x 0.8 = 1.3246 ms), plus
   // Simple's 8.4 us base, 7 NVLink steps of 3 us and 7 network steps of 10
-  // us: 2.3304 ms (DeepEP's README measures 43-58 GB/s of RDMA bandwidth on
-  // H800 at EP 16-64, so the 47.5 GB/s sustained is in range).
+  // us: 2.3304 ms (DeepEP V1's docs/legacy.md measures 43-58 GB/s of RDMA
+  // bandwidth on H800 at EP 16-64 in this setting, 51 GB/s at EP 64, so the
+  // 47.5 GB/s sustained is in range).
   const auto c = cost::resolve(hw);
   REQUIRE(c.net_frac == doctest::Approx(0.95));
   REQUIRE(c.comm_frac == doctest::Approx(0.80));
