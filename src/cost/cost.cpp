@@ -313,7 +313,8 @@ double collective_bytes_per_gpu(graph::Collective kind, double bytes, double n) 
     case graph::Collective::kAllGather:
     case graph::Collective::kReduceScatter:
     case graph::Collective::kAllToAll: return (n - 1) / n * bytes;
-    case graph::Collective::kP2p: return bytes;
+    case graph::Collective::kP2p:
+    case graph::Collective::kNodeAllToAll: return bytes;
   }
   return bytes;
 }
@@ -324,6 +325,7 @@ std::string_view name(CommAlgorithm a) {
     case CommAlgorithm::kTree: return "tree";
     case CommAlgorithm::kNvls: return "nvls";
     case CommAlgorithm::kNvlsTree: return "nvls_tree";
+    case CommAlgorithm::kDeepEp: return "deepep";
   }
   return "ring";
 }
@@ -367,6 +369,9 @@ constexpr double kTreeFrac = 0.92;
 /// threads busy with 64 bytes (Simple): 32 KiB per channel (enqueue.cc,
 /// channels dropped while bytes < channels x threads x threshold).
 constexpr double kBytesPerChannel = 32.0 * 1024;
+/// SMs DeepEP's kernels hold (DeepSeek-V3 report Sec. 3.2.2: 20 SMs for
+/// the dispatch and combine, split into 10 communication channels).
+constexpr double kDeepEpSms = 20;
 
 /// One way to run a collective: fixed latency, steps over the link and the
 /// network (in Simple-protocol steps), and the bytes through each GPU's link
@@ -385,7 +390,8 @@ struct Candidate {
 
 }  // namespace
 
-CollectiveCost collective_cost(graph::Collective kind, double bytes, double n, double span, const CostParams& c) {
+CollectiveCost collective_cost(graph::Collective kind, double bytes, double n, double span, const CostParams& c,
+                               double link_bytes) {
   using graph::Collective;
   CollectiveCost out;
   if (n <= 1 && kind != Collective::kP2p) return out;
@@ -452,6 +458,15 @@ CollectiveCost collective_cost(graph::Collective kind, double bytes, double n, d
       a.channels = ring_channels;
       break;
     }
+    case Collective::kNodeAllToAll: {
+      Candidate& a = add();
+      a.algorithm = CommAlgorithm::kDeepEp;
+      a.simple_only = true;
+      a.link_steps = g - 1, a.net_steps = N - 1;
+      a.link_bytes = link_bytes, a.net_bytes = N > 1 ? S : 0;
+      a.channels = kDeepEpSms;
+      break;
+    }
     case Collective::kP2p: {
       Candidate& a = add();
       a.ll128 = false;
@@ -480,7 +495,9 @@ CollectiveCost collective_cost(graph::Collective kind, double bytes, double n, d
       }
     }
   }
-  out.channels = std::clamp(std::ceil(S / kBytesPerChannel), 1.0, std::max(1.0, out.channels));
+  out.channels = kind == Collective::kNodeAllToAll
+                     ? out.channels
+                     : std::clamp(std::ceil(S / kBytesPerChannel), 1.0, std::max(1.0, out.channels));
   out.sm_fraction = std::min(1.0, out.channels / c.sms);
   return out;
 }
@@ -638,7 +655,7 @@ double shape_compute_cached(const graph::Kernel& k, const CostParams& c, KernelC
 /// collective_cost through the caller's cache, as the GEMM cache: a search
 /// costs the same few collectives of a layout again and again.
 CollectiveCost collective_cost_cached(graph::Collective kind, double bytes, double n, double span,
-                                      const CostParams& c, KernelCache& cache) {
+                                      double link_bytes, const CostParams& c, KernelCache& cache) {
   constexpr std::size_t kSlots = std::tuple_size_v<decltype(KernelCache::collectives)>;
   // Hash the values' bits (a byte count can exceed what an integer holds),
   // each times its own odd constant: independent multiplies, not a chain.
@@ -646,11 +663,14 @@ CollectiveCost collective_cost_cached(graph::Collective kind, double bytes, doub
                           (std::bit_cast<std::uint64_t>(bytes) * 0xFF51AFD7ED558CCDull) ^
                           (std::bit_cast<std::uint64_t>(n) * 0xC4CEB9FE1A85EC53ull) ^
                           (std::bit_cast<std::uint64_t>(span) * 0xD6E8FEB86659FD93ull) ^
-                          (static_cast<std::uint64_t>(kind) * 0xA0761D6478BD642Full);
+                          (static_cast<std::uint64_t>(kind) * 0xA0761D6478BD642Full) ^
+                          (std::bit_cast<std::uint64_t>(link_bytes) * 0xE7037ED1A0B428DBull);
   KernelCache::Collective& e = cache.collectives[cache_slot(h, kSlots)];
-  if (e.id == c.id && c.id != 0 && e.kind == kind && e.bytes == bytes && e.n == n && e.span == span) return e.cost;
-  const CollectiveCost cc = collective_cost(kind, bytes, n, span, c);
-  e.id = c.id, e.kind = kind, e.bytes = bytes, e.n = n, e.span = span, e.cost = cc;
+  if (e.id == c.id && c.id != 0 && e.kind == kind && e.bytes == bytes && e.n == n && e.span == span &&
+      e.link_bytes == link_bytes)
+    return e.cost;
+  const CollectiveCost cc = collective_cost(kind, bytes, n, span, c, link_bytes);
+  e.id = c.id, e.kind = kind, e.bytes = bytes, e.n = n, e.span = span, e.link_bytes = link_bytes, e.cost = cc;
   return cc;
 }
 
@@ -750,13 +770,16 @@ KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_gr
   r.intensity = hbm > 0 ? k.flops / hbm : 0;
   if (k.cls == KernelClass::kCollective || k.cls == KernelClass::kP2p) {
     // How NCCL would run it, as static text (algorithm x protocol).
-    static constexpr std::string_view kBasis[4][3] = {
+    static constexpr std::string_view kBasis[5][3] = {
         {"NCCL ring, LL protocol", "NCCL ring, LL128 protocol", "NCCL ring, Simple protocol"},
         {"NCCL tree, LL protocol", "NCCL tree, LL128 protocol", "NCCL tree, Simple protocol"},
         {"NCCL NVLS", "NCCL NVLS", "NCCL NVLS"},
-        {"NCCL NVLSTree", "NCCL NVLSTree", "NCCL NVLSTree"}};
-    const CollectiveCost cc = cache ? collective_cost_cached(k.comm.kind, k.comm.bytes, k.comm.group, k.comm.span, c, *cache)
-                                    : collective_cost(k.comm.kind, k.comm.bytes, k.comm.group, k.comm.span, c);
+        {"NCCL NVLSTree", "NCCL NVLSTree", "NCCL NVLSTree"},
+        {"DeepEP node-aware all-to-all", "DeepEP node-aware all-to-all", "DeepEP node-aware all-to-all"}};
+    const CollectiveCost cc =
+        cache ? collective_cost_cached(k.comm.kind, k.comm.bytes, k.comm.group, k.comm.span, k.comm.link_bytes, c,
+                                       *cache)
+              : collective_cost(k.comm.kind, k.comm.bytes, k.comm.group, k.comm.span, c, k.comm.link_bytes);
     r.time_s = cc.time_s;
     r.sm_fraction = cc.sm_fraction;
     // What the compute beside it loses, by how the collective runs:
@@ -775,6 +798,11 @@ KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_gr
     } else if (k.has(graph::kCommUserbuffers)) {
       r.sm_fraction = c.sms > 0 ? std::min(1.0, k.comm.sms / c.sms) : 0.0;
       r.gemm_overlap_loss = r.sm_fraction;
+    } else if (cc.algorithm == CommAlgorithm::kDeepEp) {
+      // DeepEP holds a fixed set of SMs (deep_ep.Buffer.set_num_sms) and the
+      // GEMMs beside it are sized to the rest (DeepGEMM's set_num_sms; the
+      // DeepSeek-V3 report Sec. 3.2.2), as under userbuffers.
+      r.gemm_overlap_loss = cc.sm_fraction;
     } else if (k.has(graph::kBesideAttention)) {
       r.gemm_overlap_loss = cc.sm_fraction;
     } else {

@@ -250,6 +250,14 @@ std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec&
   if (graph && q.ep_comm_overlap && q.ep <= 1)
     return refuse(message, "parallel.ep_comm_overlap",
                   [&] { return std::string("overlapping the expert all-to-alls needs expert parallelism (EP > 1)"); });
+  // megatron/core/transformer/transformer_config.py: moe_shared_expert_overlap
+  // needs shared experts (moe_shared_expert_intermediate_size) and overlaps
+  // them with the token dispatcher's communication.
+  if (graph && p.moe.shared_expert_overlap && (q.ep <= 1 || m.moe.shared_ffn <= 0))
+    return refuse(message, "moe.shared_expert_overlap", [&] {
+      return std::string(q.ep <= 1 ? "overlapping the shared expert with the all-to-alls needs expert parallelism (EP > 1)"
+                                   : "overlapping the shared expert needs a model with a shared expert");
+    });
   if (graph && q.ep > 1) {
     if (!m.is_moe())
       return refuse(message, "parallel.ep",
@@ -382,6 +390,12 @@ void accumulate(KernelSums& s, const graph::Kernel& k, const cost::KernelCost& k
         s.overlappable_comm_s += t;
         s.overlappable_comm_sm_s += kc.sm_fraction * t;
         s.overlappable_comm_gemm_s += kc.gemm_overlap_loss * t;
+      } else if (k.has(graph::kBesideSharedExpert) &&
+                 (k.phase == spec::Phase::kForward || k.phase == spec::Phase::kBackward)) {
+        const int i = k.phase == spec::Phase::kForward ? 0 : 1;
+        s.beside_shared_comm_s[i] += t;
+        s.beside_shared_sm_s[i] += kc.sm_fraction * t;
+        s.beside_shared_gemm_s[i] += kc.gemm_overlap_loss * t;
       } else {
         s.exposed_comm_s += t;
       }
@@ -400,6 +414,11 @@ void accumulate(KernelSums& s, const graph::Kernel& k, const cost::KernelCost& k
   }
   if (k.cls == spec::KernelClass::kGemm || k.cls == spec::KernelClass::kAttention) s.window_s += t;
   if (k.cls == spec::KernelClass::kGemm) s.gemm_window_s += t;
+  if (k.has(graph::kSharedExpert) && (k.phase == spec::Phase::kForward || k.phase == spec::Phase::kBackward)) {
+    const int i = k.phase == spec::Phase::kForward ? 0 : 1;
+    s.shared_window_s[i] += t;
+    if (k.cls == spec::KernelClass::kGemm) s.shared_gemm_window_s[i] += t;
+  }
   const double scale = k.has(graph::kLayer) ? layer_scale : 1.0;
   if (k.phase == spec::Phase::kRecompute) s.recompute_flop += k.model_flops * k.count * scale;
   else s.model_flop += k.model_flops * k.count * scale;
@@ -450,7 +469,7 @@ bool same_cost_inputs(const graph::Kernel& a, const graph::Kernel& b) {
   constexpr size_t kInputs = sizeof(std::string_view) + 6 * sizeof(std::uint8_t) + sizeof(std::uint16_t) +
                              sizeof(graph::GemmShape) + sizeof(graph::CollectiveSpec) + 8 * sizeof(double);
   static_assert(sizeof(graph::GemmShape) == 4 * sizeof(double));
-  static_assert(sizeof(graph::CollectiveSpec) == 5 * 8);
+  static_assert(sizeof(graph::CollectiveSpec) == 6 * 8);
   static_assert(offsetof(graph::Kernel, count) == kInputs, "padding or a new field among Kernel's cost inputs");
   return std::memcmp(&a, &b, kInputs) == 0;
 }
@@ -637,7 +656,15 @@ void finish_time(Prediction& out, const MicrobatchSummary& sum, const StepKernel
   };
   const double sm_cost = overlap_cost(s.overlappable_comm_sm_s, s.overlappable_comm_gemm_s);
   const double spill = std::max(0.0, s.overlappable_comm_s - s.window_s);  // what the window cannot hide
-  const double exposed_per_microbatch = s.exposed_comm_s + std::max(spill, sm_cost);  // overlap_exposed_s
+  // The all-to-alls beside the shared expert (moe.shared_expert_overlap):
+  // what its kernels of the same phase cannot hide, or the SMs they cost.
+  double beside_shared = 0;
+  for (int i = 0; i < 2; ++i)
+    if (s.beside_shared_comm_s[i] > 0)
+      beside_shared += overlap_exposed_s(s.beside_shared_comm_s[i], s.beside_shared_sm_s[i], s.beside_shared_gemm_s[i],
+                                         s.shared_window_s[i], s.shared_gemm_window_s[i]);
+  const double exposed_per_microbatch =
+      s.exposed_comm_s + std::max(spill, sm_cost) + beside_shared;  // overlap_exposed_s
   const double t_kernels = s.t_fwd + s.t_bwd + s.t_rec + exposed_per_microbatch;
   const double t_microbatch = std::max(t_kernels, s.host_s);
   // Pipeline bubble (Narayanan et al. 2021): (p - 1) / (v m) of the ideal time.

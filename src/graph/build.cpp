@@ -408,30 +408,31 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
   struct MlpNames {
     const char *up, *bias, *act, *gate_mul, *down;
   };
-  auto plain_mlp = [&](const MlpNames& nm, double width, double count) {
+  auto plain_mlp = [&](const MlpNames& nm, double width, double count, std::uint16_t extra) {
+    auto mark = [&](Kernel* k) { k->flags |= extra; };
     const bool gated = spec::is_gated(M.activation);
     const double f = width / t, n_up = gated ? 2 * f : f, T = D.T;
     Kernel up = gemm(nm.up, Op::kUp, T, n_up, D.h, 1, D, gemm_dt, true);
     up.saved_bytes = Tph * D.e;
-    push(up, count);
+    mark(push(up, count));
     if (bias)
       push(pointwise(nm.bias, Op::kUpBias, FuseGroup::kBiasAct, T * n_up * D.e + n_up * D.e, T * n_up * D.e,
                      T * n_up, act), count);
     Kernel s = pointwise(nm.act, Op::kAct, FuseGroup::kBiasAct, T * f * D.e, T * f * D.e, 8 * T * f, act);
     s.saved_bytes = T * f * D.e;
-    push(s, count);
+    mark(push(s, count));
     if (gated) {
       Kernel m2 = pointwise(nm.gate_mul, Op::kGateMul, FuseGroup::kBiasAct, 2 * T * f * D.e, T * f * D.e, T * f, act);
       m2.saved_bytes = 2 * T * f * D.e;
-      push(m2, count);
+      mark(push(m2, count));
     }
     Kernel down = gemm(nm.down, Op::kDown, T, D.h, f, 1, D, gemm_dt, true);
     down.saved_bytes = T * f * D.e;
-    push(down, count);
+    mark(push(down, count));
   };
   if (M.is_moe() && M.moe.shared_ffn > 0 && L_mlp > 0) {
     plain_mlp({"shared_up_proj", "shared_up_bias", "shared_act", "shared_gate_mul", "shared_down_proj"},
-              M.moe.shared_ffn, L_mlp);
+              M.moe.shared_ffn, L_mlp, kSharedExpert);
     // The shared expert's output added to the routed experts' combined output.
     Kernel add = pointwise("moe_shared_add", Op::kSharedAdd, FuseGroup::kNone, 2 * D.T * D.h * D.e,
                            D.T * D.h * D.e, D.T * D.h, act);
@@ -439,7 +440,7 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
   }
   if (L_dense > 0)
     plain_mlp({"dense_up_proj", "dense_up_bias", "dense_act", "dense_gate_mul", "dense_down_proj"},
-              M.moe.dense_ffn, L_dense);
+              M.moe.dense_ffn, L_dense, 0);
   bias_dropout_add(Op::kDownBias, Op::kDropout2, Op::kResidual2, FuseGroup::kBiasDropoutAdd2, "mlp_down_bias",
                    "mlp_dropout", "residual_add2");
 

@@ -96,6 +96,18 @@ Kernel flash_attention_forward(const AttentionShape& s, spec::AttentionKind impl
   f.saved_bytes = q + (k + v) + lse;  // Q, K, V (6 sbh as in the naive core) + log-sum-exp
   f.saved_core_bytes = 0;            // no s^2 tensors
   f.launches = 1;
+  if (s.causal && s.window > 0 && s.window < sk) {
+    const double w = s.window;
+    const double nb = std::min(std::ceil(sk / tile.bc), std::ceil((w - 1) / tile.bc) + std::ceil(tile.br / tile.bc));
+    const double keys = std::min(sk, nb * tile.bc);
+    f.name = "flash_attention_window";
+    f.flags &= static_cast<std::uint16_t>(~kCausal);
+    f.gemm = {s.q_len, keys, d_mean, s.batch * s.heads};
+    f.flops = 4.0 * b * a * sq * keys * d_mean;
+    f.model_flops = 4.0 * b * a * d_mean * (causal_model_flops ? sq * w - w * (w - 1) / 2 : sq * w);
+    f.read_bytes = q + k + v;
+    f.sram_bytes = q + (k + v) * tr * keys / sk + o;
+  }
   return f;
 }
 

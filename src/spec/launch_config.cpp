@@ -70,6 +70,10 @@ constinit const MegatronArg kMegatronArgs[] = {
     // megatron/core/model_parallel_config.py:343 overlap_moe_expert_parallel_comm.
     {"overlap-moe-expert-parallel-comm", false, &LaunchValues::ep_comm_overlap, "true", {},
      "Megatron-LM spelling of --ep-comm-overlap"},
+    // megatron/training/arguments.py --moe-shared-expert-overlap (store_true);
+    // --moe-enable-deepep: the flex dispatcher on DeepEP's kernels.
+    {"moe-shared-expert-overlap", false, &LaunchValues::shared_expert_overlap, "true"},
+    {"moe-enable-deepep", false, &LaunchValues::moe_dispatcher, "deepep"},
     // megatron/training/arguments.py --fp8-param-gather: "Keep the compute
     // param in fp8 (do not use any other intermediate dtype)".
     {"fp8-param-gather", false, &LaunchValues::fp8_primary_weights, "true", {},
@@ -781,6 +785,8 @@ void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, Import
   a.direct("fp8_primary_weights", v.fp8_primary_weights);
   a.direct("cross_entropy", v.cross_entropy);
   a.direct("ep_comm_overlap", v.ep_comm_overlap);
+  a.direct("shared_expert_overlap", v.shared_expert_overlap);
+  a.direct("moe_dispatcher", v.moe_dispatcher);
   a.direct("micro_batch", v.micro_batch);
   a.direct("seq", v.seq_len);
   a.direct("precision", v.precision);

@@ -50,9 +50,11 @@ struct Keys {
   const char* groups = "moe.groups";
   const char* topk_groups = "moe.topk_groups";
   const char* qk_nope = "mla.qk_nope_head_dim";
+  const char* window_layers = "window_layers";
 };
 constexpr Keys kYamlKeys{};
-constexpr Keys kHfKeys{"num_experts_per_tok", "num_experts_per_tok", "first_k_dense_replace", "n_group", "topk_group", "qk_nope_head_dim"};
+constexpr Keys kHfKeys{"num_experts_per_tok", "num_experts_per_tok", "first_k_dense_replace", "n_group",
+                       "topk_group", "qk_nope_head_dim", "layer_types"};
 
 void check(const ModelSpec& m, const Locate& locate, const support::SourceLoc& root_loc, bool explicit_head_dim,
            const char* k_heads, const char* k_kv, const char* k_hidden, const Keys& k, support::DiagnosticList& d) {
@@ -82,6 +84,9 @@ void check(const ModelSpec& m, const Locate& locate, const support::SourceLoc& r
       d.error(at(k.topk_groups), k.topk_groups,
               fmt::format("{} groups a token may use exceed the {} groups", m.moe.topk_groups, m.moe.groups));
   }
+  if (m.sliding_window > 0 && m.window_layers > m.layers && m.layers > 0)
+    d.error(at(k.window_layers), k.window_layers,
+            fmt::format("{} windowed layers exceed the {} layers", m.window_layers, m.layers));
   // MLA: the query/key head is d_nope + d_rope wide (head_dim), the value head d_v.
   if (m.is_mla() && m.head_dim != m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim)
     d.error(at(k.qk_nope), k.qk_nope,
@@ -220,6 +225,7 @@ ParamCounts count_params(const ModelSpec& m) {
   } else {
     c.attention_per_layer = h * (q + 2 * kv) + q * h + nb * (q + 2 * kv + h);
   }
+  if (m.attention_sinks) c.attention_per_layer += m.heads;  // one sink logit per head
   const bool gated = is_gated(m.activation);
   const auto mlp = [&](double width) {
     return width > 0 ? (gated ? 3.0 : 2.0) * h * width + nb * ((gated ? 2.0 : 1.0) * width + h) : 0.0;
@@ -315,6 +321,12 @@ ModelSpec load_model_with_overrides(const std::string& path, std::span<const Fie
     if (!r.has("kv_heads")) m.kv_heads = m.heads;
   }
   m.mtp_layers = static_cast<int>(r.integer("mtp_layers", false, 0, 64).value_or(0));
+  m.sliding_window = static_cast<int>(r.integer("sliding_window", false, 1, 1 << 30).value_or(0));
+  // The windowed layers: required with a window (no silent "all of them").
+  m.window_layers = static_cast<int>(r.integer("window_layers", m.sliding_window > 0, 0, 100000).value_or(0));
+  if (r.has("window_layers") && m.sliding_window == 0)
+    r.error_at("window_layers", "window_layers needs sliding_window (the window's length in tokens)");
+  m.attention_sinks = r.boolean("attention_sinks").value_or(false);
   r.allow("source");
   r.finish();
   if (!d.has_errors()) check(m, &root, path, "heads", "kv_heads", "hidden", d);
@@ -346,7 +358,7 @@ ModelSpec load_hf_config_with_overrides(const std::string& path, std::span<const
   throw_if_errors();
   static const std::vector<std::string> kTypes = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3",
                                                   "qwen3_moe", "gemma", "gemma2", "phi3", "gpt2", "gpt_neox",
-                                                  "deepseek_v2", "deepseek_v3"};
+                                                  "deepseek_v2", "deepseek_v3", "gpt_oss"};
   if (std::find(kTypes.begin(), kTypes.end(), *type) == kTypes.end()) {
     std::string all;
     for (const auto& t : kTypes) all += (all.empty() ? "" : ", ") + t;
@@ -362,6 +374,11 @@ ModelSpec load_hf_config_with_overrides(const std::string& path, std::span<const
   const char* k_hidden = "hidden_size";
   const bool gemma = *type == "gemma" || *type == "gemma2";
   const bool moe = *type == "mixtral" || *type == "qwen2_moe" || *type == "qwen3_moe";
+  // GPT-OSS (transformers' GptOssConfig, modeling_gpt_oss.py): experts in
+  // every layer (num_local_experts, num_experts_per_tok), each with biases,
+  // a router with a bias, biased attention projections, attention sinks,
+  // sliding-window layers alternating with full ones (layer_types).
+  const bool gpt_oss = *type == "gpt_oss";
   // DeepSeek-V2/V3 (and Kimi K2, a deepseek_v3): multi-head latent attention,
   // shared and routed experts, dense first layers (transformers'
   // DeepseekV3Config; deepseek-ai/DeepSeek-V3 inference/model.py).
@@ -412,7 +429,9 @@ ModelSpec load_hf_config_with_overrides(const std::string& path, std::span<const
       if (gemma && r.has("hidden_activation")) act = r.string("hidden_activation").value_or(act);
       m.activation = (act == "silu" || act == "swish") ? Activation::kSwiglu : Activation::kGeglu;
       m.norm = Norm::kRmsNorm;
-      m.bias = false;
+      // GPT-OSS: attention_bias for q, k, v and o; its experts' gate/up and
+      // down projections carry biases too (gate_up_proj_bias, down_proj_bias).
+      m.bias = gpt_oss ? r.boolean("attention_bias").value_or(true) : false;
       // transformers' GemmaConfig and Gemma2Config tie the embeddings by default.
       m.tied_embeddings = r.boolean("tie_word_embeddings").value_or(gemma);
       m.dropout = 0.0;
@@ -420,6 +439,36 @@ ModelSpec load_hf_config_with_overrides(const std::string& path, std::span<const
     if (*type == "mixtral") {
       m.moe.experts = i("num_local_experts", true, 0);
       m.moe.top_k = i("num_experts_per_tok", false, 2);
+    } else if (gpt_oss) {
+      m.moe.experts = i("num_local_experts", true, 0);
+      // The release's config names it both ways (experts_per_token, num_experts_per_tok).
+      m.moe.top_k = r.has("num_experts_per_tok") ? i("num_experts_per_tok", true, 0) : i("experts_per_token", true, 0);
+      m.moe.router_bias = true;  // GptOssTopKRouter: weight (experts x h) and bias (experts)
+      m.attention_sinks = true;  // GptOssAttention.sinks: one per head
+      m.sliding_window = i("sliding_window", true, 0);
+      // layer_types names each layer; absent, GptOssConfig alternates them,
+      // sliding first: ceil(layers / 2) windowed.
+      const JsonValue* types = root.find("layer_types");
+      if (types && types->kind == JsonValue::Kind::kArray) {
+        int sliding = 0;
+        for (const auto& t : types->items) {
+          if (t.kind == JsonValue::Kind::kString && t.text == "sliding_attention") ++sliding;
+          else if (t.kind != JsonValue::Kind::kString || t.text != "full_attention")
+            r.error_at("layer_types", fmt::format("expected \"sliding_attention\" or \"full_attention\", got {}",
+                                                  t.kind == JsonValue::Kind::kString ? "\"" + t.text + "\"" : "a non-string"));
+        }
+        r.loc("layer_types");
+        if (static_cast<int>(types->items.size()) != m.layers)
+          r.error_at("layer_types", fmt::format("{} layer types for {} layers", types->items.size(), m.layers));
+        m.window_layers = sliding;
+      } else {
+        m.window_layers = (m.layers + 1) / 2;
+      }
+      if (r.has("swiglu_limit"))
+        m.notes.push_back("the SwiGLU's clamp (swiglu_limit) is elementwise work inside the activation, not costed "
+                          "apart");
+      m.notes.push_back("attention sinks (one logit per head in the softmax's denominator) are counted in the "
+                        "parameters; their FLOPs (b x heads x s a layer) are negligible and not costed");
     } else if (moe) {
       m.moe.experts = i("num_experts", true, 0);
       m.moe.top_k = i("num_experts_per_tok", true, 0);
@@ -492,7 +541,7 @@ ModelSpec load_hf_config_with_overrides(const std::string& path, std::span<const
     // modelled as full attention: exact up to the window, attention FLOPs
     // overestimated beyond it. Qwen configs carry a window they do not use.
     const bool window_used = !r.has("use_sliding_window") || r.boolean("use_sliding_window").value_or(false);
-    if (r.has("sliding_window") && window_used) {
+    if (r.has("sliding_window") && window_used && !gpt_oss) {
       if (const auto w = r.integer("sliding_window", false, 1, 1LL << 30); w && *w < m.max_seq_len)
         m.notes.push_back(fmt::format("sliding-window attention ({} tokens{}) is modelled as full attention: exact "
                                       "for sequences up to the window, attention work overestimated beyond it",

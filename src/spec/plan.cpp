@@ -67,6 +67,8 @@ constexpr std::pair<std::string_view, CrossEntropy> kCrossEntropy[] = {{"fused",
                                                                       {"eager", CrossEntropy::kEager}};
 constexpr std::pair<std::string_view, OffloadDevice> kOffloadDevices[] = {{"none", OffloadDevice::kNone},
                                                                          {"cpu", OffloadDevice::kCpu}};
+constexpr std::pair<std::string_view, MoeDispatcher> kMoeDispatchers[] = {{"alltoall", MoeDispatcher::kAllToAll},
+                                                                          {"deepep", MoeDispatcher::kDeepEp}};
 
 }  // namespace
 
@@ -81,6 +83,7 @@ std::optional<MasterWeights> parse_master_weights(std::string_view s) { return f
 std::optional<MainGrads> parse_main_grads(std::string_view s) { return find_word(kMainGrads, s); }
 std::optional<CrossEntropy> parse_cross_entropy(std::string_view s) { return find_word(kCrossEntropy, s); }
 std::optional<OffloadDevice> parse_offload_device(std::string_view s) { return find_word(kOffloadDevices, s); }
+std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view s) { return find_word(kMoeDispatchers, s); }
 
 std::optional<Recompute> parse_recompute(std::string_view s) {
   if (s == "none") return Recompute{RecomputeKind::kNone, 0};
@@ -131,6 +134,7 @@ std::string to_string(MasterWeights w) { return word_of(kMasterWeights, w); }
 std::string to_string(MainGrads g) { return word_of(kMainGrads, g); }
 std::string to_string(CrossEntropy c) { return word_of(kCrossEntropy, c); }
 std::string to_string(OffloadDevice d) { return word_of(kOffloadDevices, d); }
+std::string to_string(MoeDispatcher d) { return word_of(kMoeDispatchers, d); }
 std::string to_string(const Recompute& r) {
   switch (r.kind) {
     case RecomputeKind::kNone: return "none";
@@ -165,6 +169,7 @@ std::string master_weights_choices() { return choices_of(kMasterWeights); }
 std::string main_grads_choices() { return choices_of(kMainGrads); }
 std::string cross_entropy_choices() { return choices_of(kCrossEntropy); }
 std::string offload_device_choices() { return choices_of(kOffloadDevices); }
+std::string moe_dispatcher_choices() { return choices_of(kMoeDispatchers); }
 
 int stage_layers(int layers, int pp, int first, int last, int stage) {
   pp = std::max(1, pp);

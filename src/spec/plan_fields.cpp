@@ -328,6 +328,21 @@ constinit const PlanField kFields[] = {
      .type = FieldType::kNumber, .lo = 1, .hi = 1024,
      .num_ref = [](PlanSpec& p) -> double& { return p.moe.imbalance; }, .group = SummaryGroup::kTechnique,
      .show = Show::kIfChanged, .summary = "expert imbalance {}"},
+    {.key = "moe.dispatcher", .setting = "moe_dispatcher", .flag = "moe-dispatcher",
+     .help = "MoE: how tokens reach their experts under EP: alltoall = one NCCL all-to-all, every token-expert "
+             "pair sent at the activations' width (Megatron-Core --moe-token-dispatcher-type alltoall); deepep = DeepEP's "
+             "node-aware kernels on 20 SMs: a token crosses the network once per destination node (at most the "
+             "model's topk_groups nodes under node-limited routing) and is forwarded over NVLink, dispatched in "
+             "fp8 under the blockwise fp8 recipe (DeepSeek-V3 report Sec. 3.2.2, 3.3; Megatron-Core "
+             "--moe-token-dispatcher-type flex --moe-enable-deepep)",
+     .type = FieldType::kWord, RIDGELINE_WORD(moe.dispatcher, parse_moe_dispatcher, to_string),
+     .choices = moe_dispatcher_choices, .group = SummaryGroup::kTechnique, .show = Show::kIfChanged,
+     .summary = "{} dispatcher"},
+    {.key = "moe.shared_expert_overlap", .setting = "shared_expert_overlap", .flag = "moe-shared-expert-overlap",
+     .help = "MoE: run the shared expert on its own stream beside the dispatch and combine all-to-alls, forward "
+             "and backward (Megatron-Core --moe-shared-expert-overlap); needs EP > 1 and a shared expert",
+     .type = FieldType::kBool, .bool_ref = [](PlanSpec& p) -> bool& { return p.moe.shared_expert_overlap; },
+     .group = SummaryGroup::kTechnique, .show = Show::kIfChanged, .summary = "+shared-expert-overlap"},
 };
 
 #pragma GCC diagnostic pop

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "ridgeline/graph/kernels.hpp"
 #include "ridgeline/spec/framework.hpp"
@@ -16,6 +17,8 @@ void apply_attention(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
   auto& ks = g.kernels;
   size_t out = 0;
   bool placed = false;
+  Kernel window;  // the sliding-window layers' kernel, placed after the full one
+  size_t window_at = SIZE_MAX;
   for (size_t i = 0; i < ks.size(); ++i) {
     const Kernel& k = ks[i];
     const bool core = k.phase == spec::Phase::kForward && k.has(graph::kAttnCore);
@@ -50,15 +53,34 @@ void apply_attention(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
                                               p.attention_flops == spec::AttentionFlops::kCausal);
     f.flags |= graph::kLayer;
     f.count = k.count;
+    // Sliding-window layers (spec::ModelSpec::sliding_window): their share
+    // of the layers runs the windowed kernel, the rest full attention.
+    if (m.sliding_window > 0 && m.window_layers > 0 && m.sliding_window < shape.kv_len) {
+      const double share = std::min(1.0, static_cast<double>(m.window_layers) / std::max(1, m.layers));
+      graph::AttentionShape ws = shape;
+      ws.window = m.sliding_window;
+      window = graph::flash_attention_forward(ws, spec::attention_on(p, hw.generation), k.dtype, hw,
+                                              p.attention_flops == spec::AttentionFlops::kCausal);
+      window.flags |= graph::kLayer;
+      window.count = k.count * share;
+      f.count = k.count * (1 - share);
+      window_at = out;
+    }
     // Under CP the kernel streams every rank's K/V chunk, but keeps only its
     // own for backward: Q, K, V of the local tokens + the log-sum-exp.
     const double e = spec::bytes_per_element(k.dtype);
     const double lse = shape.batch * shape.heads * sq * 4.0;
     f.saved_bytes = m.is_mla() ? T * shape.heads * (2 * shape.head_dim + shape.v_head_dim) * e + lse
                                : T * (shape.heads + 2 * shape.kv_heads) * shape.head_dim * e + lse;
+    window.saved_bytes = f.saved_bytes;
     ks[out++] = f;
   }
   ks.resize(out);
+  if (window_at != SIZE_MAX) {
+    // Every layer full (window_layers = layers): the full kernel has no count left.
+    if (ks[window_at].count > 0) ks.insert(ks.begin() + static_cast<std::ptrdiff_t>(window_at) + 1, window);
+    else ks[window_at] = window;
+  }
 }
 
 }  // namespace ridgeline::techniques

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 
 #include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/precision.hpp"
@@ -149,25 +150,96 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
                       t * cp, L, ring));
   }
   if (m.is_moe() && ep > 1) {
-    const double S = T * m.moe.top_k * h * e;
     // Dispatch and combine in the MoE layers only (not the dense first ones).
     // Overlapped (ep_comm_overlap), they run beside another micro-batch's
     // compute, taking the SMs their channels hold from it
     // (megatron/core/model_parallel_config.py:343-346: "Overlap EP A2A
     // communications with independent computations of different
-    // micro-batches in 1f1b phase").
+    // micro-batches in 1f1b phase"). With the shared expert on its own
+    // stream (moe.shared_expert_overlap) they hide behind the shared
+    // expert's kernels of the same phase only (Megatron-Core
+    // shared_experts.py: the shared expert's fc1 runs while the dispatch
+    // is in flight, fc2 while the combine is; its backward is scheduled
+    // first, set_tensor_grad_fn_sequence_sr, beside the backward ones).
     const double moe_layers = L - g.dense_layers;
-    const std::uint16_t a2a = p.parallel.ep_comm_overlap ? layer | graph::kOverlapped : layer;
-    ks.push_back(comm("ep_all_to_all", Collective::kAllToAll, spec::Phase::kForward, S, ep, t * cp * ep,
-                      2 * moe_layers, a2a));
-    ks.push_back(comm("ep_all_to_all", Collective::kAllToAll, spec::Phase::kBackward, S, ep, t * cp * ep,
-                      2 * moe_layers, a2a));
-    // Recomputing whole layers re-runs their dispatch and combine.
+    const std::uint16_t a2a = p.parallel.ep_comm_overlap       ? layer | graph::kOverlapped
+                              : p.moe.shared_expert_overlap ? layer | graph::kBesideSharedExpert
+                                                              : layer;
     const auto rk = p.recompute.kind;
-    if (rk == spec::RecomputeKind::kFull || rk == spec::RecomputeKind::kEvery || rk == spec::RecomputeKind::kSqrt)
-      ks.push_back(comm("ep_all_to_all", Collective::kAllToAll, spec::Phase::kRecompute, S, ep, t * cp * ep,
-                        2 * recomputed_layers * (moe_layers / std::max(1.0, L)), layer));
+    const bool recompute_layers =
+        rk == spec::RecomputeKind::kFull || rk == spec::RecomputeKind::kEvery || rk == spec::RecomputeKind::kSqrt;
+    const double recomputed_moe = recomputed_layers * (moe_layers / std::max(1.0, L));
+    if (p.moe.dispatcher == spec::MoeDispatcher::kAllToAll) {
+      // Megatron-Core's alltoall dispatcher: every token-expert pair a row
+      // of its own, at the activations' width, whatever the routing.
+      const double S = T * m.moe.top_k * h * e;
+      ks.push_back(comm("ep_all_to_all", Collective::kAllToAll, spec::Phase::kForward, S, ep, t * cp * ep,
+                        2 * moe_layers, a2a));
+      ks.push_back(comm("ep_all_to_all", Collective::kAllToAll, spec::Phase::kBackward, S, ep, t * cp * ep,
+                        2 * moe_layers, a2a));
+      // Recomputing whole layers re-runs their dispatch and combine.
+      if (recompute_layers)
+        ks.push_back(comm("ep_all_to_all", Collective::kAllToAll, spec::Phase::kRecompute, S, ep, t * cp * ep,
+                          2 * recomputed_moe, layer));
+    } else {
+      // DeepEP: the EP group's nodes and ranks a node, as the collective
+      // cost places a group (consecutive ranks fill a node).
+      const double G = std::max(1, hw.interconnect.gpus_per_node), span = t * cp * ep;
+      double per_node = ep, nodes = 1;
+      if (span > G) {
+        per_node = std::clamp(std::floor(G / std::max(1.0, span / ep)), 1.0, ep);
+        nodes = std::ceil(ep / per_node);
+      }
+      const DispatchCopies c = node_dispatch_copies(m, nodes, per_node);
+      // A token's bytes towards the experts: fp8 with one fp32 scale per
+      // 128 channels under the blockwise recipe (DeepSeek-V3 report Sec.
+      // 3.3: "we quantize the activation before MoE up-projections into
+      // FP8 and then apply dispatch components"; the same for the
+      // activation gradient before the down-projections, backward), else
+      // the activations' width; back from them (combine, and dispatch's
+      // backward) at the activations' width ("both the forward and
+      // backward combine components are retained in BF16").
+      const bool fp8_dispatch = p.precision == spec::Precision::kFp8 && p.fp8_recipe == spec::Fp8Recipe::kBlockwise;
+      const double to_experts = fp8_dispatch ? h * 1 + h / 128 * 4 : h * e;
+      const double from_experts = h * e;
+      auto node_a2a = [&](std::string_view name, spec::Phase phase, double token_bytes, double count,
+                          std::uint16_t flags) {
+        Kernel k = comm(name, Collective::kNodeAllToAll, phase, T * c.network * token_bytes, ep, span, count, flags);
+        k.comm.link_bytes = T * c.link * token_bytes;
+        ks.push_back(k);
+      };
+      node_a2a("ep_dispatch", spec::Phase::kForward, to_experts, moe_layers, a2a);
+      node_a2a("ep_combine", spec::Phase::kForward, from_experts, moe_layers, a2a);
+      node_a2a("ep_dispatch", spec::Phase::kBackward, to_experts, moe_layers, a2a);  // the combine's backward
+      node_a2a("ep_combine", spec::Phase::kBackward, from_experts, moe_layers, a2a);  // the dispatch's backward
+      if (recompute_layers) {
+        node_a2a("ep_dispatch", spec::Phase::kRecompute, to_experts, recomputed_moe, layer);
+        node_a2a("ep_combine", spec::Phase::kRecompute, from_experts, recomputed_moe, layer);
+      }
+    }
   }
+}
+
+DispatchCopies node_dispatch_copies(const spec::ModelSpec& m, double nodes, double per_node) {
+  DispatchCopies out;
+  const double N = std::max(1.0, nodes), g = std::max(1.0, per_node), k = m.moe.top_k;
+  const double n_group = m.moe.groups, M = m.moe.topk_groups;
+  double D = N * (1 - std::pow(1 - 1 / N, k));
+  if (n_group > 0 && M > 0 && M < n_group) {
+    if (n_group >= N) {
+      // C(n_group - q, M) / C(n_group, M) = prod_{i<M} (n_group - q - i) / (n_group - i).
+      const double q = n_group / N;
+      double none = 1;
+      for (int i = 0; i < static_cast<int>(M); ++i) none *= std::max(0.0, n_group - q - i) / (n_group - i);
+      D = N * (1 - none);
+    } else {
+      D = std::min(D, M * N / n_group);
+    }
+  }
+  out.nodes = std::min({D, k, N});
+  out.network = out.nodes * (N - 1) / N;
+  out.link = k * (g - 1) / g;
+  return out;
 }
 
 void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::PlanSpec& p, const LocalParams& lp) {

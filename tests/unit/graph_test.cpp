@@ -323,3 +323,36 @@ TEST_CASE("fusion: Megatron's fused softmax takes at most 4096 keys; past that s
   CHECK(at8192 == doctest::Approx(193 * s8));
   CHECK(l8 == 3);
 }
+
+TEST_CASE("sliding-window attention: GPT-OSS's windowed layers cost their window (FLOPs and key blocks)") {
+  // GPT-OSS-120B, one sequence of 4096, TP 1, FlashAttention-2 (forward
+  // tile 128 x 128 for head dim 64, flash_fwd_launch_template.h): 64 heads
+  // of 64. Full causal layers: model FLOPs 4 x 64 x 4096^2 x 64 / 2 =
+  // 137,438,953,472. Windowed layers (w 128): the pairs inside the window
+  // 4096 x 128 - 128 x 127 / 2 = 516,160, x 4 x 64 x 64 = 8,456,765,440; a
+  // query block of 128 rows needs keys [i - 127, i + 127]: 2 key blocks,
+  // so the kernel runs 4 x 64 x 4096 x 256 x 64 = 17,179,869,184 FLOPs.
+  // 18 layers of each.
+  const auto m = test::model("gpt_oss_120b");
+  spec::PlanSpec p;
+  p.seq_len = 4096;
+  p.attention = spec::AttentionKind::kFlash2;
+  p.attention_given = true;
+  graph::Graph g;
+  techniques::build_step(g, m, p, test::gpu("h100_sxm"));
+  int seen = 0;
+  for (const auto& k : g.kernels) {
+    if (k.phase != spec::Phase::kForward || k.cls != spec::KernelClass::kAttention) continue;
+    ++seen;
+    CHECK(k.count == 18);
+    if (k.name == "flash_attention_window") {
+      CHECK(k.model_flops == doctest::Approx(8456765440.0));
+      CHECK(k.flops == doctest::Approx(17179869184.0));
+      CHECK(k.gemm.n == 256);
+      CHECK(!k.has(graph::kCausal));
+    } else {
+      CHECK(k.model_flops == doctest::Approx(137438953472.0));
+    }
+  }
+  CHECK(seen == 2);
+}

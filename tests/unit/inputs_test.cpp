@@ -389,7 +389,7 @@ TEST_CASE("HF config: what Ridgeline does not model is one clear error") {
   const std::string t5 = hf("t5_small_config.json");
   CHECK(hf_errors(t5, {}) ==
         Lines{t5 + ":15:17: error: model_type: unsupported model type 't5'; supported: llama, mistral, mixtral, qwen2, "
-                   "qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, phi3, gpt2, gpt_neox, deepseek_v2, deepseek_v3"});
+                   "qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, phi3, gpt2, gpt_neox, deepseek_v2, deepseek_v3, gpt_oss"});
 }
 
 TEST_CASE("hub_id: validated as owner/name") {
@@ -545,3 +545,59 @@ TEST_CASE("cli: RIDGELINE_PROFILE_PATH adds private profiles, a same-named one w
 }
 
 }  // TEST_SUITE
+
+// GPT-OSS-120B (openai/gpt-oss-120b config.json; transformers
+// modeling_gpt_oss.py): h 2880, 64 query heads and 8 KV heads of 64,
+// biased q/k/v/o, one attention sink per head, 128 experts of 2880 (SwiGLU,
+// gate/up and down biased), a biased router, 36 layers, vocab 201088.
+//   attention 2880 x (4096 + 2 x 512) + 4096 x 2880 + (4096 + 1024 + 2880) + 64 sinks
+//     = 26,550,144 a layer
+//   expert 3 x 2880^2 + (2 x 2880 + 2880) = 24,891,840; router 2880 x 128 + 128 = 368,768
+//   layer 26,550,144 + 128 x 24,891,840 + 368,768 + 2 x 2880 = 3,213,080,192
+//   active layer 26,550,144 + 4 x 24,891,840 + 368,768 + 5,760 = 126,492,032
+// Total 2 x 201088 x 2880 + 2880 + 36 x 3,213,080,192 = 116,829,156,672
+//   (model card, arXiv:2508.10925, Table 1: 116.83B; MLP 36 x 3,186,524,288 =
+//   114.71B, attention 36 x 26,550,144 = 0.96B, embedding + unembedding 1.16B);
+// active less the embedding lookup: 579,136,320 + 36 x 126,492,032
+//   = 5,132,849,472 (the card's 5.13B, which counts the unembedding).
+TEST_CASE("HF config: GPT-OSS-120B (sliding-window layers, attention sinks, biased experts)") {
+  const auto m = spec::load_hf_config(hf("gpt_oss_120b/config.json"));
+  CHECK(m.head_dim == 64);
+  CHECK(m.kv_heads == 8);
+  CHECK(m.ffn_hidden == 2880);
+  CHECK(m.moe.experts == 128);
+  CHECK(m.moe.top_k == 4);
+  CHECK(m.moe.router_bias);
+  CHECK(m.bias);
+  CHECK(m.attention_sinks);
+  CHECK(m.sliding_window == 128);
+  CHECK(m.window_layers == 18);
+  const auto c = spec::count_params(m);
+  CHECK(c.attention_per_layer == 26550144.0);
+  CHECK(c.per_layer == 3213080192.0);
+  CHECK(c.per_layer_active == 126492032.0);
+  CHECK(c.total == 116829156672.0);
+  CHECK(c.active - c.embedding == 5132849472.0);
+  CHECK(c.total == doctest::Approx(117e9).epsilon(0.01));
+  CHECK(c.active - c.embedding == doctest::Approx(5.1e9).epsilon(0.01));
+  // The shipped YAML is the same model.
+  const auto y = test::model("gpt_oss_120b");
+  const auto cy = spec::count_params(y);
+  CHECK(cy.total == c.total);
+  CHECK(cy.active == c.active);
+  CHECK(y.window_layers == 18);
+  CHECK(y.sliding_window == 128);
+}
+
+TEST_CASE("model YAML: window_layers without sliding_window, and a window without its layers, are refused") {
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto a = dir / "ridgeline_window_a.yaml";
+  std::ofstream(a) << "name: w\nlayers: 2\nhidden: 64\nheads: 4\nffn_hidden: 128\nvocab: 100\nmax_seq_len: 256\n"
+                      "window_layers: 1\n";
+  CHECK_THROWS_WITH(spec::load_model(a.string()),
+                    doctest::Contains("window_layers needs sliding_window (the window's length in tokens)"));
+  const auto b = dir / "ridgeline_window_b.yaml";
+  std::ofstream(b) << "name: w\nlayers: 2\nhidden: 64\nheads: 4\nffn_hidden: 128\nvocab: 100\nmax_seq_len: 256\n"
+                      "sliding_window: 16\n";
+  CHECK_THROWS_WITH(spec::load_model(b.string()), doctest::Contains("window_layers"));
+}

@@ -186,6 +186,22 @@ TEST_SUITE("launch config") {
     CHECK(error_of("--micro-batch-size\n--bf16\n") == ":1:1: error: --micro-batch-size: expected a value after it");
   }
 
+  TEST_CASE("Megatron args: --moe-enable-deepep is the deepep dispatcher, --moe-shared-expert-overlap the overlap") {
+    // megatron/training/arguments.py: both store_true.
+    const std::string text =
+        "torchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py --expert-model-parallel-size 16 "
+        "--moe-token-dispatcher-type flex --moe-enable-deepep --moe-shared-expert-overlap --bf16 "
+        "--micro-batch-size 1 --global-batch-size 16 --seq-length 4096\n";
+    const auto path = temp_file("deepep.sh", text);
+    auto r = rl::spec::import_megatron(path);
+    rl::spec::PlanSpec p;
+    const auto m = rl::test::model("deepseek_v3");
+    rl::spec::apply_launch(r.values, p, m, r);
+    CHECK(p.moe.dispatcher == rl::spec::MoeDispatcher::kDeepEp);
+    CHECK(p.moe.shared_expert_overlap);
+    CHECK(p.parallel.ep == 16);
+  }
+
   TEST_CASE("Megatron args: the script's own assignments resolve its variables") {
     // NVIDIA's style (examples/gpt3/train_gpt3_175b_distributed.sh): sizes
     // assigned at the top, ${VAR:-default}, export, and the arguments kept in

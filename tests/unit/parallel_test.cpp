@@ -1,6 +1,10 @@
 // Parallelism, communication and search against closed forms and papers.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <string_view>
+
+#include "ridgeline/cost/cost.hpp"
 #include "ridgeline/search/compare.hpp"
 #include "ridgeline/search/search.hpp"
 #include "ridgeline/spec/framework.hpp"
@@ -324,4 +328,173 @@ TEST_CASE("EP all-to-all overlap: the dispatch and combine run beside another mi
   // Without expert parallelism there is nothing to overlap: refused, as Megatron-Core refuses it.
   q.parallel.ep = 1;
   CHECK(engine::check_plan(m, q, hw).field == "parallel.ep_comm_overlap");
+}
+
+namespace {
+
+/// DeepSeek-V3's published layout (technical report Sec. 3.2): EP 64 over 8
+/// nodes of 8 H800s, fp8 with the blockwise recipe; PP 1 here so the graph
+/// holds all 58 MoE layers (61 less the 3 dense first ones).
+spec::PlanSpec deepseek_ep64() {
+  spec::PlanSpec p;
+  p.seq_len = 4096;
+  p.micro_batch = 1;
+  p.parallel.dp = 64;
+  p.parallel.ep = 64;
+  p.global_batch = 64;
+  p.precision = spec::Precision::kFp8;
+  p.fp8_recipe = spec::Fp8Recipe::kBlockwise;
+  p.moe.dispatcher = spec::MoeDispatcher::kDeepEp;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("node-limited routing: a token's copies through the NIC and over NVLink (DeepEP)") {
+  auto m = test::model("deepseek_v3");
+  // 8 groups of 32 experts, 4 groups a token, EP 64 on 8 nodes: one group
+  // a node, so the 4 chosen groups are 4 nodes (report Sec. 2.1.2: "each
+  // token will be sent to at most 4 nodes"); 1 - C(7,4)/C(8,4) = 1 - 35/70
+  // of the 8 nodes = 4. Remote: 4 x 7/8 = 3.5 copies through the NIC; the
+  // 8 experts' GPUs but the one each copy lands on: 8 x 7/8 = 7 over NVLink.
+  auto c = techniques::node_dispatch_copies(m, 8, 8);
+  CHECK(c.nodes == doctest::Approx(4));
+  CHECK(c.network == doctest::Approx(3.5));
+  CHECK(c.link == doctest::Approx(7));
+  // Within one node (EP 8): no network, 7 NVLink copies.
+  c = techniques::node_dispatch_copies(m, 1, 8);
+  CHECK(c.network == 0);
+  CHECK(c.link == doctest::Approx(7));
+  // Without the node limit the 8 experts fall on 8 (1 - (7/8)^8) = 5.2511
+  // nodes on average, 4.5947 of them remote.
+  m.moe.groups = m.moe.topk_groups = 0;
+  c = techniques::node_dispatch_copies(m, 8, 8);
+  CHECK(c.nodes == doctest::Approx(8 * (1 - std::pow(7.0 / 8, 8))));
+  CHECK(c.network == doctest::Approx(8 * (1 - std::pow(7.0 / 8, 8)) * 7 / 8));
+}
+
+TEST_CASE("DeepEP all-to-all bytes: fp8 dispatch, bf16 combine, node-limited (DeepSeek-V3 report Sec. 3.2.2, 3.3)") {
+  const auto m = test::model("deepseek_v3");
+  const auto hw = test::gpu("h800_sxm");
+  graph::Graph g;
+  techniques::build_step(g, m, deepseek_ep64(), hw);
+  // T = 4096 tokens; a token towards the experts in fp8 with one fp32
+  // scale per 128 channels: 7168 + 7168 / 128 x 4 = 7392 bytes; back in
+  // bf16: 14336 bytes. Through the NIC 3.5 copies, over NVLink 7.
+  const double T = 4096, to = 7168 + 7168.0 / 128 * 4, from = 7168 * 2;
+  int seen = 0;
+  for (const auto& k : g.kernels) {
+    if (k.name != "ep_dispatch" && k.name != "ep_combine") continue;
+    const double tb = k.name == "ep_dispatch" ? to : from;
+    CHECK(k.comm.kind == graph::Collective::kNodeAllToAll);
+    CHECK(k.comm.bytes == doctest::Approx(T * 3.5 * tb));
+    CHECK(k.comm.link_bytes == doctest::Approx(T * 7 * tb));
+    CHECK(k.count == 58);  // each MoE layer once a phase
+    ++seen;
+  }
+  CHECK(seen == 4);  // dispatch and combine, forward and backward
+  // The forward dispatch's time: IB-bound, 105,971,712 B at 50 GB/s x 0.95
+  // = 2.2310 ms (NVLink: 211,943,424 B at 200 GB/s x 0.8 = 1.3246 ms), plus
+  // Simple's 8.4 us base, 7 NVLink steps of 3 us and 7 network steps of 10
+  // us: 2.3304 ms (DeepEP V1's docs/legacy.md measures 43-58 GB/s of RDMA
+  // bandwidth on H800 at EP 16-64 in this setting, 51 GB/s at EP 64, so the
+  // 47.5 GB/s sustained is in range).
+  const auto c = cost::resolve(hw);
+  REQUIRE(c.net_frac == doctest::Approx(0.95));
+  REQUIRE(c.comm_frac == doctest::Approx(0.80));
+  const auto cc = cost::collective_cost(graph::Collective::kNodeAllToAll, T * 3.5 * to, 64, 64, c, T * 7 * to);
+  CHECK(cc.time_s == doctest::Approx(105971712 / 47.5e9 + 8.4e-6 + 7 * 3e-6 + 7 * 10e-6).epsilon(1e-6));
+  CHECK(cc.algorithm == cost::CommAlgorithm::kDeepEp);
+  CHECK(cc.channels == 20);  // report Sec. 3.2.2: 20 SMs
+  // Without fp8 the dispatch is bf16 as the combine.
+  auto p = deepseek_ep64();
+  p.precision = spec::Precision::kBf16;
+  graph::Graph b;
+  techniques::build_step(b, m, p, hw);
+  for (const auto& k : b.kernels)
+    if (k.name == "ep_dispatch") CHECK(k.comm.bytes == doctest::Approx(T * 3.5 * from));
+  // Megatron's alltoall dispatcher sends every token-expert pair in 16-bit
+  // whatever the routing: T x 8 x 7168 x 2 bytes.
+  p = deepseek_ep64();
+  p.moe.dispatcher = spec::MoeDispatcher::kAllToAll;
+  graph::Graph a;
+  techniques::build_step(a, m, p, hw);
+  for (const auto& k : a.kernels)
+    if (k.name == "ep_all_to_all") CHECK(k.comm.bytes == doctest::Approx(T * 8 * 7168 * 2));
+}
+
+TEST_CASE("shared-expert overlap: the all-to-alls hide behind the shared expert of the same phase") {
+  // DeepSeek-V3 on EP 64 with Megatron's alltoall dispatcher: each MoE
+  // layer's forward all-to-alls move T k h e = 470 MB, 411 MB of it through
+  // a 50 GB/s NIC (~9 ms each), while its shared expert (2 T h 3 x 2048 =
+  // 361 GFLOP forward) takes well under 1 ms: the all-to-alls outlast it,
+  // so the overlap hides exactly the shared expert's forward and backward
+  // time, no more (Megatron-Core shared_experts.py: the shared expert on its
+  // own stream beside the dispatcher's communication).
+  const auto m = test::model("deepseek_v3");
+  const auto hw = test::gpu("h800_sxm");
+  auto p = deepseek_ep64();
+  p.moe.dispatcher = spec::MoeDispatcher::kAllToAll;
+  const auto plain = engine::evaluate(m, p, hw);
+  p.moe.shared_expert_overlap = true;
+  const auto over = engine::evaluate(m, p, hw);
+  // The shared expert's kernels (its GEMMs, their gradients, its fused
+  // activation) and the all-to-alls, each phase's time on its own; one
+  // micro-batch a step (global batch 64 over DP 64).
+  graph::Graph g;
+  techniques::build_step(g, m, p, hw);
+  const auto c = engine::resolve_for(hw, p, {});  // the training run's clock, as evaluate costs it
+  double shared = 0, a2a = 0;
+  for (int phase = 0; phase < 2; ++phase) {
+    const auto ph = phase == 0 ? spec::Phase::kForward : spec::Phase::kBackward;
+    double w = 0, t = 0;
+    for (const auto& k : g.kernels) {
+      if (k.phase != ph) continue;
+      const double time = cost::cost_kernel(k, c, false, nullptr).time_s * k.count;
+      if (k.has(graph::kSharedExpert)) w += time;
+      if (k.name == "ep_all_to_all") t += time;
+    }
+    CHECK(t > 10 * w);
+    shared += w, a2a += t;
+  }
+  REQUIRE(shared > 0);
+  CHECK(plain.step.exposed_comm_s - over.step.exposed_comm_s == doctest::Approx(shared).epsilon(1e-9));
+  CHECK(plain.step.time_s - over.step.time_s ==
+        doctest::Approx(shared * (1 + plain.step.bubble_fraction)).epsilon(1e-9));
+  // Refused without expert parallelism, or without a shared expert.
+  p.parallel.ep = 1;
+  CHECK(engine::check_plan(m, p, hw).field == "moe.shared_expert_overlap");
+  const auto mixtral = test::model("mixtral_8x7b");
+  p.parallel.ep = 8;
+  p.precision = spec::Precision::kBf16;
+  CHECK(engine::check_plan(mixtral, p, hw).field == "moe.shared_expert_overlap");
+}
+
+TEST_CASE("DeepSeek-V3's published layout: 180K H800 GPU-hours per trillion tokens within 15%") {
+  // Technical report (arXiv:2412.19437) Table 1 and Sec. 3.2: 180K H800
+  // GPU-hours per trillion tokens on 2048 H800s; PP 16, EP 64 over 8 nodes,
+  // ZeRO-1 DP 128; fp8 (blockwise), DualPipe overlapping the all-to-alls
+  // with computation, DeepEP's node-limited all-to-all; sequence 4096,
+  // batch 15360 sequences (Sec. 4.2: the batch after its ramp).
+  const auto m = test::model("deepseek_v3");
+  const auto hw = test::gpu("h800_sxm");
+  spec::PlanSpec p;
+  p.seq_len = 4096;
+  p.micro_batch = 1;
+  p.global_batch = 15360;
+  p.parallel.pp = 16;
+  p.parallel.ep = 64;
+  p.parallel.dp = 128;
+  p.parallel.zero = 1;
+  p.parallel.first_stage_layers = 1;
+  p.parallel.ep_comm_overlap = true;
+  p.precision = spec::Precision::kFp8;
+  p.fp8_recipe = spec::Fp8Recipe::kBlockwise;
+  p.moe.dispatcher = spec::MoeDispatcher::kDeepEp;
+  engine::EvalOptions opt;
+  opt.keep_kernels = false;
+  const auto r = engine::evaluate(m, p, hw, opt);
+  const double gpu_hours_per_t = r.step.time_s * 2048 / 3600 / r.step.tokens_per_step * 1e12;
+  CHECK(gpu_hours_per_t > 180e3 * 0.85);
+  CHECK(gpu_hours_per_t < 180e3 * 1.15);
 }

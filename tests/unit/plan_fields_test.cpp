@@ -64,7 +64,7 @@ spec::PlanSpec unusual_plan() {
 
 /// The fields unusual_plan cannot move in a plan that predicts (each applies
 /// only beside another choice): fp16's skipped steps, Adafactor's first
-/// moment, a MoE model's EP and capacity, uneven stages without virtual ones,
+/// moment, a MoE model's EP, capacity, dispatcher and shared-expert overlap, uneven stages without virtual ones,
 /// CP, offload under DeepSpeed.
 spec::PlanSpec conditional_plan(spec::OptimizerKind optimizer) {
   spec::PlanSpec p;
@@ -84,6 +84,8 @@ spec::PlanSpec conditional_plan(spec::OptimizerKind optimizer) {
   p.offload.params = spec::OffloadDevice::kCpu;
   p.moe.capacity_factor = 1.25;
   p.moe.imbalance = 1.3;
+  p.moe.dispatcher = spec::MoeDispatcher::kDeepEp;
+  p.moe.shared_expert_overlap = true;
   return p;
 }
 

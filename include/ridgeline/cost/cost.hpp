@@ -176,7 +176,8 @@ KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_gr
 double collective_bytes_per_gpu(graph::Collective kind, double bytes, double n);
 
 /// NCCL's algorithms and protocols (NCCL docs, "Algorithms"; src/graph/tuning.cc).
-enum class CommAlgorithm : std::uint8_t { kRing, kTree, kNvls, kNvlsTree };
+/// kDeepEp: DeepEP's node-aware all-to-all (graph::Collective::kNodeAllToAll).
+enum class CommAlgorithm : std::uint8_t { kRing, kTree, kNvls, kNvlsTree, kDeepEp };
 enum class CommProtocol : std::uint8_t { kLL, kLL128, kSimple };
 std::string_view name(CommAlgorithm a);
 std::string_view name(CommProtocol p);
@@ -210,7 +211,7 @@ struct KernelCache {
   struct Collective {
     std::uint64_t id = 0;
     graph::Collective kind{};
-    double bytes = 0, n = 0, span = 0;
+    double bytes = 0, n = 0, span = 0, link_bytes = 0;
     CollectiveCost cost{0, {}, {}, 0, 0};
   };
   std::array<Shape, 256> shapes{};
@@ -240,8 +241,14 @@ struct KernelCache {
 ///    base latency 8.4 / 14 / 6.6 us; NVLS is Simple only.
 /// So achieved bus bandwidth rises with S from latency-bound to the
 /// sustained rate. all-to-all: (g-1)/n S over the link, (n-g)/n S through the
-/// NIC, n-1 steps; p2p: S, one step.
-CollectiveCost collective_cost(graph::Collective kind, double bytes, double n, double span, const CostParams& c);
+/// NIC, n-1 steps; p2p: S, one step. Node-aware all-to-all (DeepEP,
+/// kNodeAllToAll): `bytes` through each GPU's NIC and `link_bytes` over its
+/// NVLink as the caller gives them, the two paths pipelined (the slower
+/// sets the time), N-1 network and g-1 link steps, Simple protocol, on the
+/// 20 SMs DeepSeek-V3 gives it (report Sec. 3.2.2: "only 20 SMs are
+/// sufficient to fully utilize the bandwidths of IB and NVLink").
+CollectiveCost collective_cost(graph::Collective kind, double bytes, double n, double span, const CostParams& c,
+                               double link_bytes = 0);
 inline double collective_time(graph::Collective kind, double bytes, double n, double span, const CostParams& c) {
   return collective_cost(kind, bytes, n, span, c).time_s;
 }

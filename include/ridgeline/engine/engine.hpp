@@ -240,6 +240,12 @@ struct KernelSums {
   double overlappable_comm_gemm_s = 0;     // its time x the share of an overlapped GEMM's throughput it costs
   double window_s = 0;                     // GEMM + attention time communication can hide behind
   double gemm_window_s = 0;                // the GEMMs' part of window_s
+  /// Communication beside the shared expert (graph::kBesideSharedExpert)
+  /// and the shared expert's own kernels it hides behind, forward [0] and
+  /// backward [1]: as the overlappable sums, with the shared expert's time
+  /// as the window.
+  std::array<double, 2> beside_shared_comm_s{}, beside_shared_sm_s{}, beside_shared_gemm_s{};
+  std::array<double, 2> shared_window_s{}, shared_gemm_window_s{};
   double host_s = 0;                       // CPU time dispatching the micro-batch's kernels (framework)
   double model_flop = 0, recompute_flop = 0, hardware_flop = 0;  // of this GPU's shard (all its layers)
   std::array<double, spec::kKernelClassCount> class_s{}, class_step_s{};

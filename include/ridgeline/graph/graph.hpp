@@ -58,11 +58,19 @@ enum KernelFlags : std::uint16_t {
   kCommCopyEngine = 2048,     // copy-engine ring exchange (TE userbuffers ring_exchange): no SMs
   kCommUserbuffers = 4096,    // TE userbuffers on comm.sms SMs, the GEMM's grid sized to the rest
   kBesideAttention = 8192,    // NCCL send/recv beside attention kernels, not persistent GEMMs
+  kSharedExpert = 16384,      // an MoE layer's shared expert (its kernels; their backward keeps the flag)
+  // Communication on the main stream while the shared expert runs on its
+  // own (Megatron-Core --moe-shared-expert-overlap): hidden behind the
+  // shared expert's kernels of the same phase only.
+  kBesideSharedExpert = 32768,
 };
 
 /// Collective operations. Eight bytes wide: CollectiveSpec then holds no
 /// padding (Kernel's cost inputs compare bytewise).
-enum class Collective : std::uint64_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kP2p };
+/// kNodeAllToAll: DeepEP's node-aware all-to-all (spec::MoeDispatcher::kDeepEp),
+/// whose bytes through the NIC and over NVLink the caller gives (they
+/// depend on the routing, not only on the group).
+enum class Collective : std::uint64_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kP2p, kNodeAllToAll };
 
 struct GemmShape {
   double m = 0, n = 0, k = 0, batch = 1;
@@ -77,6 +85,8 @@ struct AttentionShape {
   double batch = 0, heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, head_dim = 0;
   bool causal = true;
   double v_head_dim = 0;
+  /// Causal sliding window: a query sees the `window` keys up to itself; 0 = none.
+  double window = 0;
 };
 
 /// What a communication kernel (collective or p2p) moves, and over whom.
@@ -86,6 +96,7 @@ struct CollectiveSpec {
   double group = 0;  // ranks in the group
   double span = 0;   // consecutive ranks the group spans (selects the intra- or inter-node link)
   double sms = 0;    // kCommUserbuffers: the SMs the communication kernel holds
+  double link_bytes = 0;  // kNodeAllToAll: bytes each GPU sends over NVLink (`bytes`: through its NIC)
 };
 
 struct Kernel {

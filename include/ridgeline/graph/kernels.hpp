@@ -51,6 +51,14 @@ double causal_executed_fraction(const AttentionShape& s, const AttentionTile& t)
 /// fp32 log-sum-exp; flops = 4 b h q_len kv_len d x the executed fraction;
 /// model flops = the full product (halved for causal when `causal_model_flops`).
 /// Saves Q, K, V and the log-sum-exp for backward.
+/// A causal sliding window w < kv_len (the kernel "flash_attention_window"):
+/// a query block of Br rows needs keys [i - w + 1, i + Br - 1], so it runs
+/// nb = min(kv_len / Bc, ceil((w - 1) / Bc) + ceil(Br / Bc)) key blocks
+/// whole (the window's edge tiles masked, as a causal kernel runs its
+/// diagonal tiles whole): costed as an unmasked kernel over nb Bc keys,
+/// flops 4 b h q_len nb Bc d; model flops 4 b h d (q_len w - w (w - 1) / 2),
+/// the query-key pairs inside the window (q_len w without the causal
+/// convention); Q, K, V and O read and written once.
 Kernel flash_attention_forward(const AttentionShape& s, spec::AttentionKind impl, Dtype dtype,
                                const spec::HardwareSpec& hw, bool causal_model_flops = true);
 

@@ -40,6 +40,7 @@ struct LaunchValue {
 struct LaunchValues {
   // Plan settings as they are (spec::apply_setting keys).
   LaunchValue tp, pp, cp, ep, dp, zero, sp, tp_comm_overlap, overlap_param_gather, fp8_primary_weights, cross_entropy, ep_comm_overlap, vpp, first_stage_layers, last_stage_layers;
+  LaunchValue shared_expert_overlap, moe_dispatcher;
   LaunchValue micro_batch, global_batch, seq_len, precision, fp8_recipe, attention, fusion, optimizer;
   LaunchValue main_grads, recompute;  // recompute: a whole recompute word (torchtitan)
   /// Megatron --use-flash-attn: FlashAttention, which under Transformer

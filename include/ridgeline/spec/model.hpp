@@ -86,6 +86,17 @@ struct ModelSpec {
   /// Multi-token prediction modules (num_nextn_predict_layers; DeepSeek-V3
   /// Sec. 2.2): each an extra decoder layer, counted apart from the main model.
   int mtp_layers = 0;
+  /// Sliding-window attention (GPT-OSS: sliding_window, and layer_types
+  /// "sliding_attention"): on window_layers of the layers a query sees the
+  /// sliding_window keys up to itself; the others attend in full. The
+  /// windowed layers are spread evenly (GPT-OSS alternates them), so a
+  /// pipeline stage holds its share. 0 = full attention everywhere.
+  int sliding_window = 0;
+  int window_layers = 0;
+  /// Attention sinks (GPT-OSS): one learned logit per head added to the
+  /// softmax's denominator, heads parameters a layer; b x heads x s FLOPs a
+  /// layer, not costed (against 4 b heads s w d of the windowed core).
+  bool attention_sinks = false;
 
   double q_dim() const { return static_cast<double>(heads) * head_dim; }
   double kv_dim() const { return static_cast<double>(kv_heads) * head_dim; }
@@ -126,7 +137,7 @@ ModelSpec load_model(const std::string& path);
 ModelSpec load_model_with_overrides(const std::string& path, std::span<const FieldOverride> overrides);
 /// Reads a Hugging Face config.json: model_type llama, mistral, mixtral,
 /// qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, phi3, gpt2, gpt_neox,
-/// deepseek_v2 and deepseek_v3 (Kimi K2). What is not modelled (an MoE layer
+/// deepseek_v2, deepseek_v3 (Kimi K2) and gpt_oss. What is not modelled (an MoE layer
 /// every other layer, dense layers among the MoE ones) is refused, naming it. A file named config.json
 /// takes its folder's name (id and name), any other file its stem.
 /// `overrides` name the config's own keys (num_hidden_layers, not layers); one

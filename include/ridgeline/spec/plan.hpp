@@ -51,6 +51,16 @@ enum class CrossEntropy : std::uint8_t { kFused, kEager };
 /// Where a part of the model state lives between steps: on the GPU (none)
 /// or in host memory (cpu). NVMe (ZeRO-Infinity) is not modelled.
 enum class OffloadDevice : std::uint8_t { kNone, kCpu };
+/// How an MoE layer's tokens reach their experts across EP ranks:
+///  - alltoall: Megatron-Core's MoEAlltoAllTokenDispatcher
+///    (--moe-token-dispatcher-type alltoall): one NCCL all-to-all, each
+///    token-expert pair a row of its own, at the activations' width;
+///  - deepep: DeepEP's node-aware kernels (DeepSeek-V3 report Sec. 3.2.2;
+///    Megatron-Core --moe-token-dispatcher-type flex --moe-enable-deepep):
+///    a token crosses the network once per destination node, to the GPU
+///    of its own local index there, which forwards it over NVLink to the
+///    GPUs holding its experts; the combine reduces within the node first.
+enum class MoeDispatcher : std::uint8_t { kAllToAll, kDeepEp };
 
 /// CPU offload (techniques/offload.hpp has the costs).
 ///  - optimizer: ZeRO-Offload (Ren et al. 2021; DeepSpeed
@@ -75,6 +85,10 @@ struct OffloadSpec {
 struct MoePlan {
   double capacity_factor = 0;  // tokens an expert takes, x its even share; 0 = dropless (no limit)
   double imbalance = 1;        // the busiest expert's tokens / the even share (>= 1)
+  MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
+  /// The shared expert runs on its own stream beside the dispatch and
+  /// combine all-to-alls (Megatron-Core --moe-shared-expert-overlap).
+  bool shared_expert_overlap = false;
 };
 
 struct Recompute {
@@ -286,6 +300,7 @@ std::optional<MasterWeights> parse_master_weights(std::string_view s);
 std::optional<MainGrads> parse_main_grads(std::string_view s);
 std::optional<CrossEntropy> parse_cross_entropy(std::string_view s);
 std::optional<OffloadDevice> parse_offload_device(std::string_view s);
+std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view s);
 
 std::string to_string(Precision p);
 std::string to_string(const Recompute& r);
@@ -302,6 +317,7 @@ std::string to_string(MasterWeights w);
 std::string to_string(MainGrads g);
 std::string to_string(CrossEntropy c);
 std::string to_string(OffloadDevice d);
+std::string to_string(MoeDispatcher d);
 
 /// The accepted words, for "expected one of ..." messages.
 std::string precision_choices();
@@ -317,6 +333,7 @@ std::string master_weights_choices();
 std::string main_grads_choices();
 std::string cross_entropy_choices();
 std::string offload_device_choices();
+std::string moe_dispatcher_choices();
 
 /// Sets one plan field from "key=value" text (compare --vary, search --fix):
 /// any field of spec/plan_fields.hpp by its setting key (tp, lora_rank, seq,

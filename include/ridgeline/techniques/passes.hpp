@@ -51,6 +51,29 @@ int checkpoint_count(const spec::Recompute& r, int layers);
 /// Segment length K (layers recomputed together) for a recompute policy.
 int segment_layers(const spec::Recompute& r, int layers);
 
+/// The expected copies of one token an MoE layer's dispatch sends from its
+/// GPU under DeepEP's node-aware all-to-all (spec::MoeDispatcher::kDeepEp),
+/// over an EP group of `nodes` nodes with `per_node` of its ranks each:
+///  - destination nodes D: under node-limited routing (n_group groups, a
+///    token's experts from topk_group of them, the groups laid evenly over
+///    the nodes, each chosen group receiving at least one of its experts)
+///    the nodes the chosen groups touch, N (1 - C(n_group - q, M) / C(n_group, M))
+///    with q = n_group / N groups a node, M = topk_group (a group wider than
+///    a node: M N / n_group nodes); else top_k experts drawn uniformly,
+///    N (1 - (1 - 1/N)^k); at most top_k and N;
+///  - network: one copy for each destination node but the GPU's own,
+///    D (N - 1) / N (the token goes once to the GPU of its local index there);
+///  - NVLink: one copy for each destination GPU but the one it arrived at,
+///    at most top_k of them, k (g - 1) / g.
+/// DeepSeek-V3 on EP 64 over 8 nodes (8 groups, 4 chosen, top-8): D = 4,
+/// 3.5 network copies, 7 NVLink copies a token.
+struct DispatchCopies {
+  double nodes = 0;    // D
+  double network = 0;  // copies through the GPU's NIC
+  double link = 0;     // copies over its NVLink
+};
+DispatchCopies node_dispatch_copies(const spec::ModelSpec& m, double nodes, double per_node);
+
 /// Tensor/sequence/context/expert parallel collectives (per micro-batch).
 void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
                     const spec::HardwareSpec& hw);
