@@ -407,8 +407,8 @@ TEST_CASE("intervals: the charts draw error bars at the view's bounds, inside th
   REQUIRE(mb.size() == v.techniques.size());
   for (size_t i = 0; i < mb.size(); ++i) {
     CAPTURE(i);
-    CHECK(mb[i].at("data-lo-bytes") == v.techniques[i].memory_range.lo);
-    CHECK(mb[i].at("data-hi-bytes") == v.techniques[i].memory_range.hi);
+    CHECK(mb[i].at("data-lo-bytes") == std::round(v.techniques[i].memory_range.lo));  // whole bytes, as the JSON
+    CHECK(mb[i].at("data-hi-bytes") == std::round(v.techniques[i].memory_range.hi));
     for (const char* x : {"x1", "x2"}) CHECK((mb[i].at(x) >= 0 && mb[i].at(x) <= w));
     for (const char* y : {"y1", "y2"}) CHECK((mb[i].at(y) >= 0 && mb[i].at(y) <= h));
     CHECK(mb[i].at("x1") <= mb[i].at("x2"));
