@@ -122,7 +122,8 @@ void PlanFlags::warn(const spec::PlanSpec& p, bool layout_fixed) const {
   // ZeRO shards over the data-parallel group, DP x CP ranks
   // (techniques::data_parallel_groups).
   const auto& par = p.parallel;
-  if (layout_fixed && par.zero > 0 && static_cast<long long>(par.dp) * par.cp == 1)
+  // With CPU offload ZeRO is what offloads (DeepSpeed's ZeRO-Offload runs on one GPU): no warning.
+  if (layout_fixed && par.zero > 0 && static_cast<long long>(par.dp) * par.cp == 1 && !p.offload.any())
     std::cerr << fmt::format("warning: --zero: ZeRO-{} shards over the data-parallel ranks (DP x CP), and this plan "
                              "has one (--dp 1): it frees no memory\n",
                              par.zero);
