@@ -353,7 +353,7 @@ std::string memory(const CapacityView& v) {
   const auto& rows = v.techniques;
   // Each row names its layout (a re-searched combination has its own, and
   // the layout moves the weights and activations between rows).
-  const double W = 1100, label_w = 240, layout_w = 220, value_w = 180, T = 58, pitch = 22, bar_h = 15, B = 44;
+  const double W = 1120, label_w = 240, layout_w = 245, value_w = 180, T = 58, pitch = 22, bar_h = 15, B = 44;
   const double x0 = label_w + 10 + layout_w, pw = W - x0 - value_w;
   const double H = T + pitch * static_cast<double>(std::max<size_t>(rows.size(), 1)) + B;
   const double capacity = v.answer.memory.capacity > 0 ? v.answer.memory.capacity : v.gpu.memory_bytes;
