@@ -458,6 +458,27 @@ void gain_interval(Suggestion& s, const Outcome& base, double level) {
 
 }  // namespace
 
+bool changes_numerics(std::string_view family) {
+  return family == "precision" || family == "optimizer" || family == "finetune";
+}
+
+void rank_memory_savers(std::vector<Suggestion>& v) {
+  // The time a change costs, as a fraction of the plan's tokens/s; none
+  // below kNegligibleTimeCost.
+  const auto cost_of = [](const Suggestion& s) {
+    const double c = std::max(0.0, -s.gain);
+    return c < kNegligibleTimeCost ? 0.0 : c;
+  };
+  std::stable_sort(v.begin(), v.end(), [&](const Suggestion& x, const Suggestion& y) {
+    const double cx = cost_of(x), cy = cost_of(y);
+    if ((cx == 0) != (cy == 0)) return cx == 0;
+    const double sx = cx == 0 ? x.freed_bytes : x.freed_bytes / cx;
+    const double sy = cy == 0 ? y.freed_bytes : y.freed_bytes / cy;
+    if (sx != sy) return sx > sy;
+    return !x.changes_numerics && y.changes_numerics;
+  });
+}
+
 Advice advise(const spec::ModelSpec& m, const spec::PlanSpec& plan, const spec::HardwareSpec& hw, const Options& opt) {
   Advice a;
   Evaluator ev{m, hw, opt, engine::resolve_for(hw, plan, opt.eval), {}, opt.eval};
@@ -494,6 +515,7 @@ Advice advise(const spec::ModelSpec& m, const spec::PlanSpec& plan, const spec::
     }
     s.change = std::move(cand.change);
     s.family = cand.family;
+    s.changes_numerics = changes_numerics(s.family);
     s.flags = flags_between(base, cand.plan);
     s.fields = fields_between(base, cand.plan);
     if (s.fields.empty()) continue;  // the change is the plan itself
@@ -512,19 +534,12 @@ Advice advise(const spec::ModelSpec& m, const spec::PlanSpec& plan, const spec::
     if (s.outcome.fits && s.gain > 1e-4) a.speed.push_back(s);
   std::stable_sort(a.speed.begin(), a.speed.end(), [](const Suggestion& x, const Suggestion& y) { return x.gain > y.gain; });
   best_per_family(a.speed);
-  // Memory: what frees the most at the least time. Changes that free at
-  // least 1% of the peak; those that cost no time first (most freed first),
-  // then by GiB freed per % of step time lost.
+  // Memory: what frees the most at the least time (rank_memory_savers).
+  // Changes that free at least 1% of the peak.
   for (const auto& s : all)
     if (s.outcome.status != engine::Status::kInvalid && s.freed_bytes > 0.01 * a.base.peak_bytes)
       a.memory_savers.push_back(s);
-  const auto cost_of = [](const Suggestion& s) { return std::max(0.0, -s.gain); };
-  std::stable_sort(a.memory_savers.begin(), a.memory_savers.end(), [&](const Suggestion& x, const Suggestion& y) {
-    const double cx = cost_of(x), cy = cost_of(y);
-    if ((cx == 0) != (cy == 0)) return cx == 0;
-    if (cx == 0) return x.freed_bytes > y.freed_bytes;
-    return x.freed_bytes / cx > y.freed_bytes / cy;
-  });
+  rank_memory_savers(a.memory_savers);
   best_per_family(a.memory_savers);
   // The top three speed suggestions that change different fields, together.
   spec::PlanSpec together = base;

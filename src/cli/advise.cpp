@@ -74,6 +74,7 @@ void register_advise(Commands& commands, int& rc) {
         std::cerr << problem_line(a.prediction.problem) << "\n";
         return kExitBadInput;
       }
+      args->plan.warn(plan, true);
       std::string text;
       if (args->format == "json")
         text = report::advice_json(a, in).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";

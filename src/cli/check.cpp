@@ -1,4 +1,5 @@
 // ridgeline list and ridgeline check.
+#include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
@@ -10,6 +11,7 @@
 #include "common.hpp"
 #include "overrides.hpp"
 #include "ridgeline/spec/framework.hpp"
+#include "ridgeline/spec/launch_config.hpp"
 #include "ridgeline/spec/measurements.hpp"
 #include "ridgeline/spec/published.hpp"
 #include "ridgeline/spec/runs.hpp"
@@ -69,7 +71,19 @@ void register_list(Commands& commands, int& rc) {
 
 namespace {
 
-enum class SpecKind { kHardware, kModel, kPlan, kHfConfig, kMeasurements, kPublished, kRuns, kStackCalibration };
+enum class SpecKind {
+  kHardware,
+  kModel,
+  kPlan,
+  kHfConfig,
+  kMeasurements,
+  kPublished,
+  kRuns,
+  kStackCalibration,
+  kMegatron,
+  kTorchtitan,
+  kDeepSpeed
+};
 
 std::string_view describe(SpecKind k) {
   switch (k) {
@@ -81,6 +95,9 @@ std::string_view describe(SpecKind k) {
     case SpecKind::kPublished: return "published-measurements file";
     case SpecKind::kRuns: return "measured-runs file";
     case SpecKind::kStackCalibration: return "stack calibration";
+    case SpecKind::kMegatron: return "Megatron-LM launch script";
+    case SpecKind::kTorchtitan: return "torchtitan config";
+    case SpecKind::kDeepSpeed: return "DeepSpeed config";
   }
   return "file";
 }
@@ -90,9 +107,12 @@ std::string_view describe(SpecKind k) {
 /// checked as what its extension suggests, so its syntax error is reported.
 SpecKind spec_kind(const std::string& path) {
   const bool json = path.ends_with(".json");
+  // Launch configs, as --from-megatron, --from-torchtitan and --from-deepspeed read them.
+  if (path.ends_with(".sh")) return SpecKind::kMegatron;
+  if (path.ends_with(".toml")) return SpecKind::kTorchtitan;
   if (path.find("hardware_profiles/") != std::string::npos) return SpecKind::kHardware;
   if (path.find("models/") != std::string::npos && !json) return SpecKind::kModel;
-  if (path.find("plans/") != std::string::npos) return SpecKind::kPlan;
+  if (path.find("plans/") != std::string::npos && !json) return SpecKind::kPlan;
   if (path.ends_with(".csv")) return SpecKind::kRuns;
   spec::YamlNode root;
   try {
@@ -106,6 +126,8 @@ SpecKind spec_kind(const std::string& path) {
   if (has("schema")) return SpecKind::kMeasurements;
   if (has("runs")) return SpecKind::kRuns;
   if (has("rows")) return SpecKind::kPublished;
+  for (const char* key : {"zero_optimization", "train_batch_size", "train_micro_batch_size_per_gpu"})
+    if (json && has(key)) return SpecKind::kDeepSpeed;
   if (json || has("model_type") || has("architectures")) return SpecKind::kHfConfig;
   for (const char* key : {"compute", "memory", "interconnect", "power", "price_per_gpu_hour", "sources", "calibration"})
     if (has(key)) return SpecKind::kHardware;
@@ -188,12 +210,14 @@ void register_check(Commands& commands, int& rc) {
   };
   auto a = std::make_shared<CheckArgs>();
   auto* cmd = commands.add(
-      "check", "Validate hardware profiles, models, plans, Hugging Face configs, measurement, measured-runs and stack "
-               "calibration files");
+      "check", "Validate hardware profiles, models, plans, launch configs, Hugging Face configs, measurement, "
+               "measured-runs and stack calibration files, or every such file in a folder");
   if (!cmd) return;
   cmd->add_option("files", a->files,
                   "Files to check; the kind comes from the folder (hardware_profiles/, models/, plans/) or, "
-                  "elsewhere, from the top-level keys. A Hugging Face model folder is checked as its config.json; "
+                  "elsewhere, from the top-level keys. A Hugging Face model folder is checked as its config.json, "
+                  "any other folder as every .yaml, .yml, .json, .csv, .toml (torchtitan) and .sh (Megatron-LM) file "
+                  "directly in it; "
                   "a name that is no file is looked up as --gpu, then as --model, would")
       ->required();
   cmd->add_flag("--verbose,-v", a->verbose,
@@ -208,8 +232,29 @@ void register_check(Commands& commands, int& rc) {
     rc = guarded([&] {
       const auto gpu_sets = field_overrides(a->sets, SetTarget::kGpu);
       const auto model_sets = field_overrides(a->sets, SetTarget::kModel);
-      int bad = 0;
+      // A folder: a Hugging Face model folder is its config.json; any other
+      // folder is every input file directly in it, in name order.
+      std::vector<std::string> names;
       for (const auto& name : a->files) {
+        namespace fs = std::filesystem;
+        if (!fs::is_directory(name) || fs::exists(fs::path(name) / "config.json")) {
+          names.push_back(name);
+          continue;
+        }
+        std::vector<std::string> inside;
+        for (const auto& e : fs::directory_iterator(name)) {
+          const std::string ext = e.path().extension().string();
+          if (e.is_regular_file() && (ext == ".yaml" || ext == ".yml" || ext == ".json" || ext == ".csv" ||
+                                      ext == ".toml" || ext == ".sh"))
+            inside.push_back(e.path().string());
+        }
+        if (inside.empty())
+          throw UsageError{"check", fmt::format("'{}' is a folder with no .yaml, .yml, .json, .csv, .toml or .sh file in it", name)};
+        std::sort(inside.begin(), inside.end());
+        names.insert(names.end(), inside.begin(), inside.end());
+      }
+      int bad = 0;
+      for (const auto& name : names) {
         std::string f = name;
         if (std::filesystem::is_directory(f) && std::filesystem::exists(std::filesystem::path(f) / "config.json"))
           f = (std::filesystem::path(f) / "config.json").string();
@@ -250,6 +295,9 @@ void register_check(Commands& commands, int& rc) {
             // A runs file's fields and logs; its GPUs, models and plans are calibrate --runs's to check.
             case SpecKind::kRuns: spec::load_runs(f); break;
             case SpecKind::kStackCalibration: spec::load_stack_calibration(f); break;
+            case SpecKind::kMegatron: spec::import_megatron(f); break;
+            case SpecKind::kTorchtitan: spec::import_torchtitan(f); break;
+            case SpecKind::kDeepSpeed: spec::import_deepspeed(f); break;
           }
           std::cout << f << ": ok (" << describe(kind) << ")\n";
           if (a->verbose) std::cout << understood;

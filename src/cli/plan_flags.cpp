@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fmt/format.h>
+#include <iostream>
 
 #include "common.hpp"
 #include "overrides.hpp"
@@ -107,6 +108,25 @@ bool PlanFlags::given(std::string_view key) const {
   for (const auto& s : imported.settings)
     if (const auto* f = spec::find_plan_field(s.key); f && f->key == key) return true;
   return false;
+}
+
+void PlanFlags::warn(const spec::PlanSpec& p, bool layout_fixed) const {
+  if (warned_) return;
+  warned_ = true;
+  const bool adapter = p.finetune.mode == spec::FinetuneMode::kLora || p.finetune.mode == spec::FinetuneMode::kQlora;
+  for (const char* key : {"finetune.rank", "finetune.targets"})
+    if (!adapter && given(key))
+      std::cerr << fmt::format("warning: --{}: no effect without --finetune lora or --finetune qlora (this plan "
+                               "trains every weight: --finetune {})\n",
+                               spec::find_plan_field(key)->flag, spec::to_string(p.finetune.mode));
+  // ZeRO shards over the data-parallel group, DP x CP ranks
+  // (techniques::data_parallel_groups).
+  const auto& par = p.parallel;
+  // With CPU offload ZeRO is what offloads (DeepSpeed's ZeRO-Offload runs on one GPU): no warning.
+  if (layout_fixed && par.zero > 0 && static_cast<long long>(par.dp) * par.cp == 1 && !p.offload.any())
+    std::cerr << fmt::format("warning: --zero: ZeRO-{} shards over the data-parallel ranks (DP x CP), and this plan "
+                             "has one (--dp 1): it frees no memory\n",
+                             par.zero);
 }
 
 std::optional<long long> parse_batch_tokens(std::string_view text, std::string& error) {

@@ -45,6 +45,12 @@ struct PlanFlags {
   bool given(std::string_view key) const;
   /// Plan file (if any), imported launch config and flags applied; throws UsageError or SpecError.
   spec::PlanSpec build(const spec::ModelSpec& model) const;
+  /// Prints a warning line to stderr, once per process, for each flag that
+  /// has no effect on plan `p`: --lora-rank or --lora-targets without a
+  /// LoRA or QLoRA fine-tune, and (when `layout_fixed`: the command runs the
+  /// plan's layout, not a search over layouts) ZeRO with one data-parallel
+  /// rank to shard over. Nothing changes the plan or the exit status.
+  void warn(const spec::PlanSpec& p, bool layout_fixed) const;
   /// The --calibration file, read on first use (nullptr when none was
   /// given); a UsageError with --no-calibration, whose predictions the
   /// runs were not fitted to.
@@ -55,6 +61,7 @@ struct PlanFlags {
 
  private:
   mutable std::shared_ptr<const spec::StackCalibrationSpec> stack_calibration_;
+  mutable bool warned_ = false;
 };
 
 

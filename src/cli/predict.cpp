@@ -40,8 +40,9 @@ PredictFormat parse_predict_format(const std::string& s) {
   throw UsageError{"--format", fmt::format("expected one of table, json, csv, markdown, got \"{}\"", s)};
 }
 
-/// Names what does not fit and the levers that would make it fit.
-std::string does_not_fit_hint(const engine::Prediction& p) {
+/// Names what does not fit and the levers that would make it fit: only the
+/// levers the plan has not pulled already (no --finetune lora to a LoRA run).
+std::string does_not_fit_hint(const engine::Prediction& p, const spec::PlanSpec& plan) {
   const auto& m = p.memory;
   // CPU offload: the host memory may be what is short, with the GPU's fine.
   if (!m.host_fits && m.total <= m.capacity)
@@ -51,12 +52,30 @@ std::string does_not_fit_hint(const engine::Prediction& p) {
         "(--set gpu.host.memory_per_gpu=...)",
         units::format_bytes(m.host_bytes), units::format_bytes(m.host_capacity),
         p.step.offload.param_fetch_bytes > 0 ? ", --offload-params none" : "");
-  return fmt::format(
-      "does not fit: needs {} of {} (model state {}, activations {}); try --zero 3 with --dp N, --tp N, "
-      "--recompute selective|full, --optimizer adafactor|adam8bit, --finetune lora, or a smaller --micro-batch",
-      units::format_bytes(m.total), units::format_bytes(m.capacity),
-      units::format_bytes(m.weights + m.gradients + m.master_weights + m.optimizer),
-      units::format_bytes(m.activations));
+  std::vector<std::string> levers;
+  if (plan.parallel.zero < 3) levers.emplace_back("--zero 3 with --dp N");
+  levers.emplace_back("--tp N");
+  if (plan.recompute.kind != spec::RecomputeKind::kFull)
+    levers.emplace_back(plan.recompute.kind == spec::RecomputeKind::kNone ? "--recompute selective|full"
+                                                                          : "--recompute full");
+  switch (plan.finetune.mode) {
+    case spec::FinetuneMode::kFull:
+      // Adapters' optimizer state is small: a leaner optimizer helps only when every weight trains.
+      if (plan.optimizer.kind == spec::OptimizerKind::kAdamW || plan.optimizer.kind == spec::OptimizerKind::kAdam)
+        levers.emplace_back("--optimizer adafactor|adam8bit");
+      levers.emplace_back("--finetune lora");
+      break;
+    case spec::FinetuneMode::kLora: levers.emplace_back("--finetune qlora"); break;
+    case spec::FinetuneMode::kQlora: break;
+  }
+  levers.emplace_back("a smaller --micro-batch");
+  std::string list;
+  for (size_t i = 0; i < levers.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == levers.size() ? ", or " : ", ") + levers[i];
+  return fmt::format("does not fit: needs {} of {} (model state {}, activations {}); try {}",
+                     units::format_bytes(m.total), units::format_bytes(m.capacity),
+                     units::format_bytes(m.weights + m.gradients + m.master_weights + m.optimizer),
+                     units::format_bytes(m.activations), list);
 }
 
 /// `--micro-batch max`: replaces the flag's text by "1" (so PlanFlags::build
@@ -219,6 +238,7 @@ void register_predict(Commands& commands, int& rc) {
         std::cerr << problem_line(pred.problem) << "\n";
         return kExitBadInput;
       }
+      args->plan.warn(plan, true);
       std::string text;
       switch (fmt_kind) {
         case PredictFormat::kJson:
@@ -230,7 +250,7 @@ void register_predict(Commands& commands, int& rc) {
       }
       write_output(args->output, text);
       if (pred.status == engine::Status::kDoesNotFit) {
-        std::cerr << does_not_fit_hint(pred) << "\n";
+        std::cerr << does_not_fit_hint(pred, plan) << "\n";
         return kExitInfeasible;
       }
       return kExitOk;

@@ -140,9 +140,9 @@ CostParams resolve(const spec::HardwareSpec& hw, const ResolveOptions& opt) {
   // Sustained clock at the power limit; the peaks are quoted at boost.
   const double boost = hw.clock_hz > 0 ? hw.clock_hz : 0;
   const double clock = opt.locked_clock_hz > 0 ? opt.locked_clock_hz : spec::clock_at_power(hw, opt.power_limit_w);
-  c.clock_scale = boost > 0 ? std::clamp(clock / boost, 0.05, 1.0) : 1.0;
-  if (opt.training_run && opt.locked_clock_hz <= 0)
-    c.clock_scale *= training_clock_fraction(opt);
+  c.clock_ratio = boost > 0 ? std::clamp(clock / boost, 0.05, 1.0) : 1.0;
+  c.training_clock_frac = opt.training_run && opt.locked_clock_hz <= 0 ? training_clock_fraction(opt) : 1.0;
+  c.clock_scale = c.clock_ratio * c.training_clock_frac;
   if (opt.without_group == "mamf") {  // leave-one-group-out: the priors of main_loop
     const MainLoop ml = main_loop(hw);
     e.gemm_frac.fill(ml.prior16);

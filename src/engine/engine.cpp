@@ -68,6 +68,17 @@ std::string_view check_framework(const spec::ModelSpec& m, const spec::PlanSpec&
       return fmt::format("{} refuses ZeRO-{} with pipeline parallelism (PP {}): {}; use ZeRO-1", fw.id, q.zero, q.pp,
                          fw.zero2_with_pp_why.empty() ? "it does not run them together" : fw.zero2_with_pp_why);
     });
+  // A framework without tensor or pipeline parallelism (the Hugging Face
+  // Trainer: data parallelism and ZeRO only).
+  if (graph && ((fw.refuses_tp && q.tp > 1) || (fw.refuses_pp && q.pp > 1))) {
+    const bool tp = fw.refuses_tp && q.tp > 1;
+    return refuse(message, tp ? "parallel.tp" : "parallel.pp", [&] {
+      return fmt::format("{} runs no {} parallelism ({} {}): {}; use {} 1 and DP (with ZeRO) for the GPUs, or "
+                         "another --framework",
+                         fw.id, tp ? "tensor" : "pipeline", tp ? "TP" : "PP", tp ? q.tp : q.pp,
+                         fw.model_parallel_why.empty() ? "it has none" : fw.model_parallel_why, tp ? "--tp" : "--pp");
+    });
+  }
   // torchtitan's TP shards the KV heads: TP must divide them.
   if (graph && fw.refuses_tp_beyond_kv_heads && q.tp > 1 && m.kv_heads % q.tp != 0)
     return refuse(message, "parallel.tp", [&] {
@@ -237,7 +248,8 @@ std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec&
     return refuse(message, "parallel.pp", [&] {
       return q.virtual_stages > 1
                  ? fmt::format("PP {} x {} virtual stages does not divide {} layers", q.pp, q.virtual_stages, m.layers)
-                 : fmt::format("PP {} does not divide {} layers", q.pp, m.layers);
+                 : fmt::format("PP {} does not divide {} layers{}", q.pp, m.layers,
+                               spec::stage_split_hint(m.layers, q.pp));
     });
   if (step && q.virtual_stages > 1 && q.pp == 1)
     return refuse(message, "parallel.virtual_stages",

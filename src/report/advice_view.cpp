@@ -69,6 +69,7 @@ json suggestion_json(const advise::Suggestion& s, int rank, double level) {
   j["time_change"] = num(s.time_change);
   j["freed_bytes"] = std::llround(s.freed_bytes);
   j["frees"] = s.frees.empty() ? json(nullptr) : json(std::string(s.frees));
+  j["changes_numerics"] = s.changes_numerics;
   return j;
 }
 
@@ -135,7 +136,11 @@ text::Table advice_memory(const advise::Advice& a) {
   t.numeric = {true, false, false, false, true, true, false, true, true};
   for (size_t i = 0; i < a.memory_savers.size(); ++i) {
     const auto& s = a.memory_savers[i];
-    t.rows.push_back({std::to_string(i + 1), s.change, s.flags, s.frees.empty() ? "" : std::string(s.frees),
+    // The ranking puts a change that alters the numerics after one that
+    // does not (advise::rank_memory_savers); the list says which.
+    const bool say = s.changes_numerics && s.change.find("numerics") == std::string::npos;
+    t.rows.push_back({std::to_string(i + 1), say ? s.change + " (numerics change)" : s.change, s.flags,
+                      s.frees.empty() ? "" : std::string(s.frees),
                       format_bytes(s.freed_bytes), format_bytes(s.outcome.peak_bytes), fits_word(s.outcome),
                       format_seconds(s.outcome.step_s), signed_pct(s.time_change)});
   }

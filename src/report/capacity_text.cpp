@@ -165,13 +165,14 @@ Table residuals(const CapacityView& v) {
 std::vector<Fact> answer(const CapacityView& v) {
   const auto& a = v.answer;
   std::vector<Fact> f;
-  std::string step_note = fmt::format("{} micro-batches; exposed communication {}, pipeline bubble {}",
-                                      a.micro_batches,
-                                      a.exposed_comm_s > 0 ? format_seconds(a.exposed_comm_s) : "none",
-                                      a.bubble_s > 0 ? format_seconds(a.bubble_s) : "none");
+  // The same two parts of the exposed communication as the step chart
+  // (CapacityView::step): the wait for collectives and the SM contention.
+  std::string step_note = fmt::format("{} micro-batches; exposed communication {}", a.micro_batches,
+                                      v.step.comm_exposed_s > 0 ? format_seconds(v.step.comm_exposed_s) : "none");
   if (a.comm_slowdown_s > 0)
-    step_note += fmt::format("; comm SM contention {} (overlapped NCCL kernels take SMs from the GEMMs)",
-                             format_seconds(a.comm_slowdown_s));
+    step_note += fmt::format(" + comm SM contention {} (overlapped NCCL kernels take SMs from the GEMMs) = {}",
+                             format_seconds(a.comm_slowdown_s), format_seconds(a.exposed_comm_s));
+  step_note += fmt::format(", pipeline bubble {}", a.bubble_s > 0 ? format_seconds(a.bubble_s) : "none");
   if (a.host_bound)
     step_note += fmt::format("; host-bound: {} of host dispatch per step, the GPU waits for the framework's "
                              "Python dispatch",
@@ -186,10 +187,18 @@ std::vector<Fact> answer(const CapacityView& v) {
   f.push_back({"Throughput", tokens_per_s(a.tokens_per_s),
                with(interval(iv, a.tokens_per_s_range, tokens_per_s),
                     format_count(a.tokens_per_s_per_gpu) + " tokens/s per GPU")});
+  // Against the spec-sheet bf16 peak (not the roofline's roof); against the
+  // plan's own precision's peak only where that is another peak.
+  const bool other_peak = std::abs(a.mfu_dtype - a.mfu) > 1e-9 * std::max(1.0, a.mfu);
+  std::string bf16_peak;
+  for (const auto& [name, flop_per_s] : v.gpu.peaks)
+    if (name == "bf16") bf16_peak = fmt::format(" ({})", format_flop_rate(flop_per_s));
   f.push_back({"MFU", format_percent(a.mfu),
                with(interval(iv, a.mfu_range, format_percent),
-                    fmt::format("vs the dense bf16 peak; {} vs the {} peak; attention FLOPs {}",
-                                format_percent(a.mfu_dtype), a.precision, a.flops_convention))});
+                    fmt::format("of the spec-sheet dense bf16 peak{}{}; attention FLOPs {}", bf16_peak,
+                                other_peak ? fmt::format(", {} of the {} peak", format_percent(a.mfu_dtype), a.precision)
+                                           : std::string(),
+                                a.flops_convention))});
   f.push_back({"HFU", format_percent(a.hfu), "model + recomputation FLOPs"});
   f.push_back({"Prediction interval", iv.valid() ? level(iv.level) : "none",
                iv.valid() ? fmt::format("from {}, {} validated runs (out-of-sample residuals, docs/accuracy.md){}{}{}",
@@ -427,10 +436,21 @@ Table top_kernels(const CapacityView& v, int n) {
   return t;
 }
 
+std::string roof_derivation(const CapacityView& v) {
+  const auto& R = v.roofline;
+  return fmt::format("roof = spec-sheet dense peak × {:.3f} (the {:.0f} MHz the kernels run at, of the {:.0f} MHz "
+                     "boost) × {:.3f} (training-clock fraction) = × {:.3f}",
+                     R.clock_ratio, R.clock_hz / 1e6, R.boost_clock_hz / 1e6, R.training_clock_frac, R.clock_scale);
+}
+
 Table roofs(const CapacityView& v) {
-  Table t{{"precision", "dense peak", "ridge point (FLOP/B)"}, {}, {false, true, true}};
+  Table t{{"precision", "spec-sheet dense peak", fmt::format("roof (× {:.3f})", v.roofline.clock_scale),
+           "ridge point (FLOP/B)"},
+          {},
+          {false, true, true, true}};
   for (const auto& r : v.roofline.roofs)
-    t.rows.push_back({r.precision, format_flop_rate(r.peak_flop_per_s), fmt::format("{:.0f}", r.ridge_intensity)});
+    t.rows.push_back({r.precision, format_flop_rate(r.spec_peak_flop_per_s), format_flop_rate(r.peak_flop_per_s),
+                      fmt::format("{:.0f}", r.ridge_intensity)});
   return t;
 }
 

@@ -188,11 +188,18 @@ Roofline make_roofline(const CapacityInputs& in) {
   const spec::HardwareSpec& hw = *in.gpu;
   const cost::CostParams c = plan_costs(in);
   r.hbm_bytes_per_s = hw.hbm_bytes_per_s;
-  // Roofs at the sustained clock the kernels are costed at (the spec-sheet
-  // peaks are quoted at boost).
+  r.boost_clock_hz = hw.clock_hz;
+  r.clock_hz = hw.clock_hz * c.clock_ratio;
+  r.power_limit_w = in.plan.power_limit_w;
+  r.clock_ratio = c.clock_ratio;
+  r.training_clock_frac = c.training_clock_frac;
+  r.clock_scale = c.clock_scale;
+  // Roofs at the clock the kernels are costed at (the spec-sheet peaks are
+  // quoted at boost).
   for (spec::Peak p : {spec::Peak::kFp32, spec::Peak::kTf32, spec::Peak::kBf16, spec::Peak::kFp8})
     if (hw.supports(p))
-      r.roofs.push_back({std::string(spec::name(p)), c.peak_flop_per_s[static_cast<int>(p)], cost::ridge_point(c, p)});
+      r.roofs.push_back({std::string(spec::name(p)), c.peak_flop_per_s[static_cast<int>(p)],
+                         hw.peak_flop_per_s[static_cast<int>(p)], cost::ridge_point(c, p)});
   for (const auto& k : in.prediction.kernels) {
     const bool comm = k.cls == spec::KernelClass::kCollective || k.cls == spec::KernelClass::kP2p;
     if (comm || k.flops <= 0 || k.hbm_bytes <= 0 || k.time_s <= 0 || k.intensity <= 0 || k.count <= 0) {
@@ -243,8 +250,36 @@ std::vector<Assumption> make_assumptions(const CapacityInputs& in, const Capacit
                            "caching allocator holds beyond what it hands out, max_memory_reserved / "
                            "max_memory_allocated - 1 at the peak",
                            v.plan.framework_id, v.plan.framework_name)});
+  {
+    const Roofline& R = v.roofline;
+    a.push_back({"Clock the kernels run at",
+                 fmt::format("{:.0f} MHz of the {:.0f} MHz boost the spec-sheet peaks are quoted at: × {:.3f}",
+                             R.clock_hz / 1e6, R.boost_clock_hz / 1e6, R.clock_ratio),
+                 R.power_limit_w > 0
+                     ? fmt::format("{} compute.sustained_clock, scaled to the {:.0f} W power limit by the cube "
+                                   "root of power (spec::clock_at_power)",
+                                   v.gpu.source_file, R.power_limit_w)
+                     : fmt::format("{} compute.sustained_clock (at the profile's TDP)", v.gpu.source_file)});
+    a.push_back({"Training-clock fraction",
+                 fmt::format("× {:.3f}: the clock a training run holds for hours, against the benchmarks' "
+                             "sustained clock",
+                             R.training_clock_frac),
+                 "src/cost/cost.cpp training_clock_fraction(): the median over the published end-to-end "
+                 "training groups of the clock fraction that makes each group's median error zero"});
+    const RoofLine* bf16 = nullptr;
+    for (const auto& r : R.roofs)
+      if (r.precision == "bf16") bf16 = &r;
+    a.push_back({"Roofs (the roofline's compute ceilings)",
+                 fmt::format("spec-sheet dense peak × {:.3f} × {:.3f} = × {:.3f}{}", R.clock_ratio,
+                             R.training_clock_frac, R.clock_scale,
+                             bf16 ? fmt::format(" (bf16: {} → {})", units::format_flop_rate(bf16->spec_peak_flop_per_s),
+                                                units::format_flop_rate(bf16->peak_flop_per_s))
+                                  : std::string()),
+                 "src/cost/cost.cpp resolve(): every tensor and vector peak follows the clock; MFU and HFU are "
+                 "against the spec-sheet peak, the efficiencies below against the roof"});
+  }
   a.push_back({"GEMM efficiency",
-               fmt::format("{} of the dense peak (bf16){}", format_percent(c.gemm_frac[pk(spec::Peak::kBf16)]),
+               fmt::format("{} of the roof (bf16){}", format_percent(c.gemm_frac[pk(spec::Peak::kBf16)]),
                            hw.supports(spec::Peak::kFp8)
                                ? fmt::format(", {} (fp8)", format_percent(c.gemm_frac[pk(spec::Peak::kFp8)]))
                                : std::string()),
@@ -253,7 +288,7 @@ std::vector<Assumption> make_assumptions(const CapacityInputs& in, const Capacit
                                             "80%, B200 78%, A100 87%; plus tile and wave quantization with " +
                                                 fmt::format("{:.0f}x{:.0f}", c.tile_m, c.tile_n) + " tiles")});
   a.push_back({"Fused attention efficiency",
-               fmt::format("{} of the dense peak (FlashAttention-2)",
+               fmt::format("{} of the roof (FlashAttention-2)",
                            format_percent(c.attention_frac[static_cast<int>(spec::AttentionKind::kFlash2)])),
                eff_source + (c.calibrated ? std::string()
                                           : ": FlashAttention-2 trains GPT models at 50-60% of A100 peak (Dao 2023); "
@@ -532,6 +567,7 @@ CapacityView make_capacity_view(const CapacityInputs& in) {
         pl = &ts.plan;
       }
     }
+    row.layout_brief = spec::summary_line(*pl, spec::SummaryGroup::kLayout) + " " + spec::summary_of(*pl, {"micro_batch"});
     row.status = std::string(engine::name(pr->status));
     row.step_time_s = pr->step.time_s;
     row.tokens_per_s = pr->step.tokens_per_s;
@@ -617,7 +653,7 @@ json layout_json(const LayoutRow& r) {
           {"step_time_s", num(r.step_time_s)},
           {"mfu", num(r.mfu)},
           {"hfu", num(r.hfu)},
-          {"memory_bytes", num(r.memory_bytes)},
+          {"memory_bytes", whole_json(r.memory_bytes)},
           {"tokens_per_s", num(r.tokens_per_s)},
           {"bubble_fraction", num(r.bubble_fraction)},
           {"exposed_comm_s", num(r.exposed_comm_s)},
@@ -633,7 +669,7 @@ json layout_json(const LayoutRow& r) {
 
 /// Peak memory's range (as `key`) and whether it fits at its upper end.
 void add_memory_range(json& j, const uncertainty::MemoryInterval& m, const char* key, bool with_basis) {
-  j[key] = json::array({num(m.lo), num(m.hi)});
+  j[key] = json::array({whole_json(m.lo), whole_json(m.hi)});
   j["fits_at_upper_bound"] = m.fits_high;
   if (with_basis) j["interval_basis"] = m.basis;
 }
@@ -652,7 +688,7 @@ json capacity_json(const CapacityView& v) {
   json gpu = {{"id", v.gpu.id},
               {"name", v.gpu.name},
               {"architecture", v.gpu.architecture},
-              {"memory_bytes", num(v.gpu.memory_bytes)},
+              {"memory_bytes", whole_json(v.gpu.memory_bytes)},
               {"hbm_bytes_per_s", num(v.gpu.hbm_bytes_per_s)},
               {"price_per_gpu_hour_usd", num(v.gpu.price_per_gpu_hour_usd)},
               {"tdp_w", num(v.gpu.tdp_w)},
@@ -673,8 +709,8 @@ json capacity_json(const CapacityView& v) {
   }
   const auto& mf = v.model;
   json model = {{"id", mf.id},           {"name", mf.name},
-                {"source_file", mf.source_file}, {"params", num(mf.params)},
-                {"active_params", num(mf.active_params)}, {"trainable_params", num(mf.trainable_params)},
+                {"source_file", mf.source_file}, {"params", whole_json(mf.params)},
+                {"active_params", whole_json(mf.active_params)}, {"trainable_params", whole_json(mf.trainable_params)},
                 {"layers", mf.layers},   {"hidden", mf.hidden},
                 {"heads", mf.heads},     {"kv_heads", mf.kv_heads},
                 {"ffn_hidden", mf.ffn_hidden}, {"vocab", mf.vocab},
@@ -711,11 +747,11 @@ json capacity_json(const CapacityView& v) {
                  {"flops_convention", a.flops_convention},
                  {"memory", [&] {
                     json mj = memory_json(m);
-                    mj.update({{"total_bytes", num(m.total)},
-                               {"capacity_bytes", num(m.capacity)},
+                    mj.update({{"total_bytes", whole_json(m.total)},
+                               {"capacity_bytes", whole_json(m.capacity)},
                                {"fits", m.fits},
-                               {"allocated_bytes", num(m.allocated)},
-                               {"reserved_bytes", num(m.reserved)},
+                               {"allocated_bytes", whole_json(m.allocated)},
+                               {"reserved_bytes", whole_json(m.reserved)},
                                {"allocator_reserve", num(m.allocator_reserve)},
                                {"peak_stage", std::string(m.peak_stage)}});
                     add_memory_range(mj, a.memory_range, "total_bytes_interval", true);
@@ -756,12 +792,13 @@ json capacity_json(const CapacityView& v) {
               {"tokens_per_s", num(r.tokens_per_s)},
               {"mfu", num(r.mfu)},
               {"hfu", num(r.hfu)},
-              {"peak_memory_bytes", num(r.peak_memory_bytes)},
+              {"peak_memory_bytes", whole_json(r.peak_memory_bytes)},
               {"speedup", num(r.speedup)},
-              {"memory_saved_bytes", num(r.memory_saved_bytes)},
+              {"memory_saved_bytes", whole_json(r.memory_saved_bytes)},
               {"fits", r.fits},
               {"best", r.best},
               {"layout", r.layout.empty() ? json(nullptr) : json(r.layout)},
+              {"layout_brief", r.layout_brief},
               {"any_layout_fits", r.any_layout_fits},
               {"layouts_evaluated", r.layouts_evaluated},
               {"layouts_pruned", r.layouts_pruned},
@@ -802,9 +839,9 @@ json capacity_json(const CapacityView& v) {
                    {"gpu_hours", num(s.gpu_hours)},
                    {"achieved_flop_per_s_per_gpu", num(s.achieved_flop_per_s_per_gpu)},
                    {"compute_flop", num(s.compute_flop)},
-                   {"optimal_params", num(s.optimal_params)},
+                   {"optimal_params", whole_json(s.optimal_params)},
                    {"optimal_tokens", num(s.optimal_tokens)},
-                   {"model_params", num(s.model_params)},
+                   {"model_params", whole_json(s.model_params)},
                    {"model_tokens", num(s.model_tokens)},
                    {"model_tokens_per_param", num(s.model_tokens_per_param)},
                    {"params_ratio", num(s.params_ratio)},
@@ -813,10 +850,19 @@ json capacity_json(const CapacityView& v) {
     j["sizing"] = nullptr;
   }
 
-  json roof = {{"hbm_bytes_per_s", num(v.roofline.hbm_bytes_per_s)}, {"omitted", v.roofline.omitted},
-               {"roofs", json::array()}, {"points", json::array()}};
-  for (const auto& r : v.roofline.roofs)
+  const auto& R = v.roofline;
+  json roof = {{"hbm_bytes_per_s", num(R.hbm_bytes_per_s)},
+               {"omitted", R.omitted},
+               {"boost_clock_hz", num(R.boost_clock_hz)},
+               {"clock_hz", num(R.clock_hz)},
+               {"clock_ratio", num(R.clock_ratio)},
+               {"training_clock_frac", num(R.training_clock_frac)},
+               {"clock_scale", num(R.clock_scale)},
+               {"roofs", json::array()},
+               {"points", json::array()}};
+  for (const auto& r : R.roofs)
     roof["roofs"].push_back({{"precision", r.precision}, {"peak_flop_per_s", num(r.peak_flop_per_s)},
+                             {"spec_peak_flop_per_s", num(r.spec_peak_flop_per_s)},
                              {"ridge_intensity", num(r.ridge_intensity)}});
   for (const auto& p : v.roofline.points)
     roof["points"].push_back({{"name", p.name},
@@ -828,7 +874,7 @@ json capacity_json(const CapacityView& v) {
                               {"flop_per_s", num(p.flop_per_s)},
                               {"time_s", num(p.time_s)},
                               {"share", num(p.share)},
-                              {"hbm_bytes", num(p.hbm_bytes)},
+                              {"hbm_bytes", whole_json(p.hbm_bytes)},
                               {"flops", num(p.flops)},
                               {"count", num(p.count)}});
   j["roofline"] = std::move(roof);

@@ -350,11 +350,11 @@ json compare_json(const std::vector<search::Variation>& vars, const std::vector<
     e["tokens_per_s"] = num_or_null(ok, s.tokens_per_s);
     e["mfu"] = num_or_null(ok, s.mfu);
     e["hfu"] = num_or_null(ok, s.hfu);
-    e["peak_memory_bytes"] = num_or_null(ok, r.pred.memory.total);
-    e["capacity_bytes"] = r.gpu->memory_bytes;
+    e["peak_memory_bytes"] = ok ? whole_json(r.pred.memory.total) : json(nullptr);
+    e["capacity_bytes"] = whole_json(r.gpu->memory_bytes);
     e["fits"] = ok ? json(r.pred.memory.fits) : json(nullptr);
     e["speedup"] = num_or_null(r.compared, r.speedup);
-    e["memory_saved_bytes"] = num_or_null(r.compared, r.memory_saved);
+    e["memory_saved_bytes"] = r.compared ? whole_json(r.memory_saved) : json(nullptr);
     e["wall_clock_days"] = num_or_null(ok, t.wall_s / 86400.0);
     e["gpu_hours"] = num_or_null(ok, t.gpu_hours);
     e["cost_usd"] = num_or_null(ok && cost_known(r), t.cost_usd);

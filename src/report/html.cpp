@@ -152,6 +152,7 @@ std::string capacity_html(const CapacityView& v, const std::string& stem) {
                           "a kernel is limited by HBM bandwidth, above it by the tensor cores. {} kernels without "
                           "FLOPs or HBM traffic (communication) are not drawn.",
                           v.roofline.omitted));
+  o += "<p>Roofs of the GPU: " + xml_escape(text::roof_derivation(v)) + "; ridge point = roof / HBM bandwidth.</p>\n";
   o += table(text::roofs(v));
   o += "<details><summary>The kernels that take most of the step</summary>\n" + table(text::top_kernels(v)) +
        "</details>\n</section>\n";

@@ -80,7 +80,7 @@ std::string capacity_markdown(const CapacityView& v, const std::string& stem) {
        "add up to the step time; communication hidden behind compute is listed apart and is not part of the step.\n\n";
   o += table(text::time_by_class(v));
   o += table(text::time_by_phase(v));
-  o += "Roofs of the GPU (dense peaks; ridge point = peak / HBM bandwidth):\n\n";
+  o += "Roofs of the GPU (" + text::roof_derivation(v) + "; ridge point = roof / HBM bandwidth):\n\n";
   o += table(text::roofs(v));
   o += fmt::format("The kernels that take most of the step ({} kernels without FLOPs or HBM traffic, such as "
                    "communication, are left out of the roofline):\n\n",
@@ -154,8 +154,9 @@ std::string prediction_markdown(const engine::Prediction& pred, const Inputs& in
     else lines.push_back(l);
   }
   for (const auto& l : lines) o += fmt::format("| {} | {} |\n", cell(l.label), cell(l.text));
-  o += "\n## Top kernels by time (per step)\n\n";
-  o += table(prediction_kernels(pred, top_kernels));
+  o += "\n";
+  if (const auto k = prediction_kernels(pred, top_kernels); !k.rows.empty())
+    o += "## Top kernels by time (per step)\n\n" + table(k);  // none under --top 0
   o += "## Memory per GPU\n\n";
   o += table(prediction_memory(pred));
   o += "## Training run\n\n";

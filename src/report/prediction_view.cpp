@@ -86,11 +86,11 @@ uncertainty::Interval kernel_interval(const engine::KernelResult& k, const engin
   return model_of(in).kernel_interval(t, in.interval_level);
 }
 
+json whole_json(double v) { return std::isfinite(v) ? json(static_cast<long long>(std::llround(v))) : json(nullptr); }
+
 namespace {
 
-/// A whole count (bytes, kernel instances, micro-batches) as a JSON integer;
-/// null when not finite.
-json whole(double v) { return std::isfinite(v) ? json(static_cast<long long>(std::llround(v))) : json(nullptr); }
+json whole(double v) { return whole_json(v); }
 
 /// [lo, hi] of whole bytes; null when there is none.
 json whole_pair(double lo, double hi) {
@@ -219,8 +219,8 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
                 {"peak_bf16_flop_per_s", num(in.gpu->peak(spec::Peak::kBf16))},
                 {"hbm_bytes_per_s", num(in.gpu->hbm_bytes_per_s)}};
   if (in.model)
-    j["model"] = {{"id", in.model->id}, {"name", in.model->name}, {"params", num(pred.params.total)},
-                  {"active_params", num(pred.params.active)}, {"trainable_params", num(pred.trainable_params)},
+    j["model"] = {{"id", in.model->id}, {"name", in.model->name}, {"params", whole(pred.params.total)},
+                  {"active_params", whole(pred.params.active)}, {"trainable_params", whole(pred.trainable_params)},
                   {"layers", in.model->layers}, {"hidden", in.model->hidden}};
   if (in.plan && in.model) j["plan"] = plan_json(*in.plan, *in.model);
   if (in.calibration && in.gpu && in.plan)
@@ -254,7 +254,7 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
                {"gpus", s.gpus}};
   // CPU offload (techniques::offload_cost), present when the plan offloads.
   if (const auto& o = s.offload; o.cpu_params > 0 || o.param_fetch_bytes > 0)
-    j["step"]["offload"] = {{"cpu_params", num(o.cpu_params)},
+    j["step"]["offload"] = {{"cpu_params", whole(o.cpu_params)},
                             {"grad_d2h_bytes", whole(o.grad_d2h_bytes)},
                             {"param_h2d_bytes", whole(o.param_h2d_bytes)},
                             {"param_fetch_bytes", whole(o.param_fetch_bytes)},
@@ -602,16 +602,19 @@ std::string prediction_table(const engine::Prediction& pred, const Inputs& in, i
   // The label in a column wide enough for the longest ("comm SM contention").
   for (const auto& l : prediction_summary(pred, in)) o += "  " + pad(l.label, 19) + l.text + "\n";
 
-  o += "\ntop kernels by time (per step)\n";
+  // --top 0: no kernel section at all, not an empty one.
   const text::Table k = prediction_kernels(pred, top_kernels);
-  const size_t kw[] = {26, 13, 11, 7, 12, 11, 8, 8, 10, 6};
-  const auto krow = [&](const std::vector<std::string>& r) {
-    std::string line = " ";
-    for (size_t i = 0; i < r.size(); ++i) line += " " + pad(r[i], kw[i], k.numeric[i]);
-    return line + "\n";
-  };
-  o += krow(k.head);
-  for (const auto& r : k.rows) o += krow(r);
+  if (!k.rows.empty()) {
+    o += "\ntop kernels by time (per step)\n";
+    const size_t kw[] = {26, 13, 11, 7, 12, 11, 8, 8, 10, 6};
+    const auto krow = [&](const std::vector<std::string>& r) {
+      std::string line = " ";
+      for (size_t i = 0; i < r.size(); ++i) line += " " + pad(r[i], kw[i], k.numeric[i]);
+      return line + "\n";
+    };
+    o += krow(k.head);
+    for (const auto& r : k.rows) o += krow(r);
+  }
 
   o += "\nmemory per GPU\n";
   const text::Table mem = prediction_memory(pred);

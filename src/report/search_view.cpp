@@ -6,6 +6,7 @@
 
 #include "ridgeline/report/capacity_text.hpp"
 #include "ridgeline/report/compare_view.hpp"
+#include "ridgeline/report/prediction_view.hpp"
 #include "ridgeline/spec/framework.hpp"
 #include "ridgeline/units/units.hpp"
 
@@ -21,7 +22,7 @@ constexpr const char* kSchema = "ridgeline.search/2";
 /// the same interval again.
 json traits_json(const uncertainty::RunTraits& t) {
   return {{"framework", spec::framework(t.framework).id}, {"generation", std::string(spec::name(t.generation))},
-          {"gpus", t.gpus}, {"params", t.params}, {"dominant", std::string(uncertainty::name(t.dominant))}};
+          {"gpus", t.gpus}, {"params", whole_json(t.params)}, {"dominant", std::string(uncertainty::name(t.dominant))}};
 }
 
 /// The traits of a top entry; "" or what is wrong.
@@ -37,7 +38,7 @@ std::string traits_from_json(const json& j, uncertainty::RunTraits& t) {
   return "";
 }
 
-/// A layout's fields; first_stage_layers and last_stage_layers only when
+/// A layout's fields; fp8_recipe only under fp8; first_stage_layers and last_stage_layers only when
 /// set (0, an even share, is the default a reader assumes).
 json layout_json(const search::Layout& l) {
   json j = {{"tp", l.tp},
@@ -53,9 +54,10 @@ json layout_json(const search::Layout& l) {
           {"precision", spec::to_string(l.precision)},
           {"framework", spec::framework(l.framework).id},
           {"tp_comm_overlap", l.tp_overlap},
-          {"fp8_recipe", spec::to_string(l.fp8_recipe)},
           {"offload_optimizer", spec::to_string(l.offload.optimizer)},
           {"offload_params", spec::to_string(l.offload.params)}};
+  // A recipe only where the layout runs fp8: a bf16 row has none.
+  if (l.precision == spec::Precision::kFp8) j["fp8_recipe"] = spec::to_string(l.fp8_recipe);
   if (l.first_stage_layers > 0) j["first_stage_layers"] = l.first_stage_layers;
   if (l.last_stage_layers > 0) j["last_stage_layers"] = l.last_stage_layers;
   return j;
@@ -310,7 +312,7 @@ json search_query_json(const search::SearchSpec& s, const spec::ModelSpec& m, co
           {"set", x.sets},
           {"set_summary", x.sets_summary},
           {"headroom", s.headroom},
-          {"capacity_bytes", hw.memory_bytes},
+          {"capacity_bytes", whole_json(hw.memory_bytes)},
           {"price_per_gpu_hour_usd", hw.price_per_gpu_hour_usd > 0 ? json(hw.price_per_gpu_hour_usd) : json(nullptr)},
           {"moe", m.is_moe()},
           {"heads", m.heads},
@@ -425,8 +427,8 @@ json search_json(const search::SearchResult& r, const json& query, const search:
     e["step_time_s"] = c.step_time_s;
     e["mfu"] = c.mfu;
     e["hfu"] = c.hfu;
-    e["peak_memory_bytes"] = c.memory_bytes;
-    e["peak_memory_hi_bytes"] = c.memory_hi_bytes;
+    e["peak_memory_bytes"] = whole_json(c.memory_bytes);
+    e["peak_memory_hi_bytes"] = whole_json(c.memory_hi_bytes);
     e["tokens_per_s"] = c.tokens_per_s;
     e["bubble_fraction"] = c.bubble_fraction;
     e["exposed_comm_s"] = c.exposed_comm_s;

@@ -49,6 +49,8 @@ static_assert(std::size(kSegmentColours) == memory::kMemoryCategoryCount);
 std::string c(double v) { return fmt::format("{:.1f}", v); }
 /// Plotted values: shortest text that reads back to the same double.
 std::string d(double v) { return std::isfinite(v) ? fmt::format("{}", v) : std::string("null"); }
+/// Bytes as the JSON writes them: a whole number.
+std::string whole(double v) { return std::isfinite(v) ? fmt::format("{}", std::llround(v)) : std::string("null"); }
 std::string e(std::string_view s) { return xml_escape(s); }
 
 /// Rough text width for layout decisions (sans-serif, average glyph ~0.56 em).
@@ -177,7 +179,8 @@ std::string roofline(const CapacityView& v) {
   auto clampy = [&](double y) { return std::clamp(y, std::pow(10.0, ly0), std::pow(10.0, ly1)); };
 
   std::string o = open_svg("roofline", W, H, "Roofline of " + v.gpu.name + " with the kernels of one training step",
-                           "Log-log roofline: dense peak per precision, HBM bandwidth slope, ridge points; each "
+                           "Log-log roofline: one roof per precision (the spec-sheet dense peak at the clock a "
+                           "training run holds), HBM bandwidth slope, ridge points; each "
                            "circle is one kernel of the step at its arithmetic intensity and achieved FLOP/s, its "
                            "area proportional to its share of the step time.");
   o += fmt::format("<defs><clipPath id=\"roof-plot\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></clipPath></defs>\n",
@@ -256,6 +259,16 @@ std::string roofline(const CapacityView& v) {
     o += text(L + pw + 8, label_y[i],
               fmt::format("{} {} · ridge {:.0f}", r.precision, format_flop_rate(r.peak_flop_per_s), r.ridge_intensity),
               r.precision == "bf16" ? "font-size=\"12.5\" font-weight=\"700\"" : "font-size=\"12.5\"");
+  }
+  // How the roofs follow from the spec sheet, under the roof labels.
+  if (!R.roofs.empty()) {
+    o += fmt::format("<g class=\"roof-derivation\" data-clock-ratio=\"{}\" data-training-clock-frac=\"{}\" "
+                     "font-size=\"11\" fill=\"{}\">\n",
+                     d(R.clock_ratio), d(R.training_clock_frac), kMuted);
+    o += text(L + pw + 8, T + ph + 36, fmt::format("roofs = spec-sheet peak × {:.3f}", R.clock_scale));
+    o += text(L + pw + 8, T + ph + 50,
+              fmt::format("= × {:.3f} clock × {:.3f} training", R.clock_ratio, R.training_clock_frac));
+    o += "</g>\n";
   }
   // Kernels, longest first so that short ones stay visible on top.
   o += "<g class=\"kernels\" stroke=\"#ffffff\" stroke-width=\"0.8\">\n";
@@ -338,8 +351,10 @@ std::string roofline(const CapacityView& v) {
 
 std::string memory(const CapacityView& v) {
   const auto& rows = v.techniques;
-  const double W = 1000, label_w = 272, value_w = 180, T = 58, pitch = 22, bar_h = 15, B = 44;
-  const double x0 = label_w + 10, pw = W - x0 - value_w;
+  // Each row names its layout (a re-searched combination has its own, and
+  // the layout moves the weights and activations between rows).
+  const double W = 1120, label_w = 240, layout_w = 245, value_w = 180, T = 58, pitch = 22, bar_h = 15, B = 44;
+  const double x0 = label_w + 10 + layout_w, pw = W - x0 - value_w;
   const double H = T + pitch * static_cast<double>(std::max<size_t>(rows.size(), 1)) + B;
   const double capacity = v.answer.memory.capacity > 0 ? v.answer.memory.capacity : v.gpu.memory_bytes;
   double max_total = 0;
@@ -350,7 +365,8 @@ std::string memory(const CapacityView& v) {
   std::string o = open_svg("memory", W, H, "Peak memory per GPU for each technique combination",
                            "Stacked horizontal bars: weights, gradients, master weights, optimizer state, "
                            "activations, buffers, workspace and fragmentation per GPU for each combination of "
-                           "recomputation, precision, attention kernel and fusion; the whisker on each bar is its "
+                           "recomputation, precision, attention kernel and fusion, with the layout it is at; the "
+                           "whisker on each bar is its "
                            "range, from the tensors alone to twice the allocator's reserve; the dashed line is the "
                            "GPU's memory capacity.",
                            "memory");
@@ -364,6 +380,8 @@ std::string memory(const CapacityView& v) {
   }
   o += text(label_w, 46, fmt::format("{}", fmt::join(v.vary_keys, " · ")),
             fmt::format("text-anchor=\"end\" font-size=\"11.5\" font-style=\"italic\" fill=\"{}\"", kMuted));
+  o += text(label_w + 10, 46, v.techniques_searched ? "its best layout" : "layout",
+            fmt::format("font-size=\"11.5\" font-style=\"italic\" fill=\"{}\"", kMuted));
   // Axis ticks (GiB).
   const double step = nice_step(xmax / kGiB, 8) * kGiB;
   o += "<g class=\"grid\" font-size=\"12\">\n";
@@ -380,11 +398,14 @@ std::string memory(const CapacityView& v) {
     if (r.best)
       o += fmt::format("<rect x=\"4\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#fff1c2\"/>\n", c(y - 3), c(W - 8),
                        c(pitch));
-    o += fmt::format("<g class=\"bar\" data-row=\"{}\" data-label=\"{}\" data-total-bytes=\"{}\" data-fits=\"{}\" "
-                     "data-step-time-s=\"{}\">\n",
-                     i, e(r.label), d(r.peak_memory_bytes), r.fits ? "true" : "false", d(r.step_time_s));
+    o += fmt::format("<g class=\"bar\" data-row=\"{}\" data-label=\"{}\" data-layout=\"{}\" data-total-bytes=\"{}\" "
+                     "data-fits=\"{}\" data-step-time-s=\"{}\">\n",
+                     i, e(r.label), e(r.layout_brief), whole(r.peak_memory_bytes), r.fits ? "true" : "false",
+                     d(r.step_time_s));
     o += text(label_w, y + bar_h - 3, (r.best ? "★ " : "") + r.label,
               std::string("text-anchor=\"end\" font-size=\"12.5\"") + (r.best ? " font-weight=\"700\"" : ""));
+    o += text(label_w + 10, y + bar_h - 3, r.layout_brief,
+              fmt::format("class=\"layout\" font-size=\"11.5\" fill=\"{}\"{}", kMuted, r.best ? " font-weight=\"700\"" : ""));
     double acc = 0;
     for (int i = 0; i < memory::kMemoryCategoryCount; ++i) {
       const std::string name(memory::kMemoryCategories[i].label);
@@ -395,13 +416,13 @@ std::string memory(const CapacityView& v) {
       acc += b;
       o += fmt::format("<rect class=\"segment\" data-segment=\"{}\" data-bytes=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" "
                        "height=\"{}\" fill=\"{}\"><title>{}: {}</title></rect>\n",
-                       name, d(b), c(xa), c(y), c(xb - xa), c(bar_h), colour, e(name), format_bytes(b));
+                       name, whole(b), c(xa), c(y), c(xb - xa), c(bar_h), colour, e(name), format_bytes(b));
     }
     {
       const auto& m = r.memory_range;
       const double ym = y + bar_h / 2;
       o += error_bar(true, px(m.lo), ym, px(m.hi), ym, bar_h / 2 - 1,
-                     fmt::format("data-lo-bytes=\"{}\" data-hi-bytes=\"{}\" data-fits-high=\"{}\"", d(m.lo), d(m.hi),
+                     fmt::format("data-lo-bytes=\"{}\" data-hi-bytes=\"{}\" data-fits-high=\"{}\"", whole(m.lo), whole(m.hi),
                                  m.fits_high ? "true" : "false"),
                      fmt::format("{}: peak memory {}, range {}; fits at the upper bound: {}", r.label,
                                  format_bytes(r.peak_memory_bytes), text::range(m.lo, m.hi, format_bytes),
@@ -419,7 +440,7 @@ std::string memory(const CapacityView& v) {
   // Capacity line on top of the bars.
   o += fmt::format("<line class=\"capacity\" data-bytes=\"{}\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" "
                    "stroke-width=\"2\" stroke-dasharray=\"6 4\"/>\n",
-                   d(capacity), c(px(capacity)), c(T - 10), c(px(capacity)), c(H - B + 4), kAlert);
+                   whole(capacity), c(px(capacity)), c(T - 10), c(px(capacity)), c(H - B + 4), kAlert);
   o += text(px(capacity) + 4, T - 12, "capacity " + format_bytes(capacity),
             fmt::format("font-size=\"12\" font-weight=\"600\" fill=\"{}\"", kAlert));
   o += "</svg>\n";
@@ -617,7 +638,7 @@ std::string footprint(const CapacityView& v) {
     const auto& r = rows[k];
     const double y = T + pitch * static_cast<double>(k);
     o += fmt::format("<g class=\"bar\" data-row=\"{}\" data-label=\"{}\" data-total-bytes=\"{}\" data-peak=\"{}\">\n", k,
-                     e(r.label), d(r.mem->total), r.peak ? "true" : "false");
+                     e(r.label), whole(r.mem->total), r.peak ? "true" : "false");
     o += text(label_w, y + bar_h - 6, r.label,
               std::string("text-anchor=\"end\" font-size=\"12.5\"") + (r.peak ? " font-weight=\"700\"" : ""));
     double acc = 0;
@@ -629,13 +650,13 @@ std::string footprint(const CapacityView& v) {
       acc += b;
       o += fmt::format("<rect class=\"segment\" data-segment=\"{}\" data-bytes=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" "
                        "height=\"{}\" fill=\"{}\"><title>{}: {}</title></rect>\n",
-                       name, d(b), c(xa), c(y), c(xb - xa), c(bar_h), kSegmentColours[i], e(name), format_bytes(b));
+                       name, whole(b), c(xa), c(y), c(xb - xa), c(bar_h), kSegmentColours[i], e(name), format_bytes(b));
     }
     double right = px(r.mem->total);
     if (r.peak) {
       const auto& mr = a.memory_range;
       o += error_bar(true, px(mr.lo), y + bar_h / 2, px(mr.hi), y + bar_h / 2, bar_h / 2 - 2,
-                     fmt::format("data-lo-bytes=\"{}\" data-hi-bytes=\"{}\" data-fits-high=\"{}\"", d(mr.lo), d(mr.hi),
+                     fmt::format("data-lo-bytes=\"{}\" data-hi-bytes=\"{}\" data-fits-high=\"{}\"", whole(mr.lo), whole(mr.hi),
                                  mr.fits_high ? "true" : "false"),
                      fmt::format("peak memory {}, range {}; fits at the upper bound: {}", format_bytes(r.mem->total),
                                  text::range(mr.lo, mr.hi, format_bytes), text::fits_at_upper_bound(mr)));
@@ -649,7 +670,7 @@ std::string footprint(const CapacityView& v) {
   }
   o += fmt::format("<line class=\"capacity\" data-bytes=\"{}\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" "
                    "stroke-width=\"2\" stroke-dasharray=\"6 4\"/>\n",
-                   d(capacity), c(px(capacity)), c(T - 12), c(px(capacity)), c(axis_y), kAlert);
+                   whole(capacity), c(px(capacity)), c(T - 12), c(px(capacity)), c(axis_y), kAlert);
   // Capacity (and headroom) labels above the bars, right-aligned to their
   // lines when the headroom line would collide with the capacity's.
   const std::string cap_label = "capacity " + format_bytes(capacity);
@@ -657,7 +678,7 @@ std::string footprint(const CapacityView& v) {
     const double usable = capacity * (1 - v.headroom_frac);
     o += fmt::format("<line class=\"headroom\" data-bytes=\"{}\" data-headroom-fraction=\"{}\" x1=\"{}\" y1=\"{}\" "
                      "x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2\" stroke-dasharray=\"2 3\"/>\n",
-                     d(usable), d(v.headroom_frac), c(px(usable)), c(T - 12), c(px(usable)), c(axis_y), kMuted);
+                     whole(usable), d(v.headroom_frac), c(px(usable)), c(T - 12), c(px(usable)), c(axis_y), kMuted);
     o += text(px(usable) - 4, T - 16, fmt::format("headroom {} · usable {}", format_percent(v.headroom_frac), format_bytes(usable)),
               fmt::format("text-anchor=\"end\" font-size=\"12\" fill=\"{}\"", kMuted));
   }

@@ -235,6 +235,9 @@ FrameworkSpec load_framework(const std::string& path) {
     if (auto v = m.boolean("zero2_with_pp", true)) f.refuses_zero2_with_pp = *v;
     if (auto v = m.string("zero2_with_pp_why")) f.zero2_with_pp_why = *v;
     if (auto v = m.boolean("tp_beyond_kv_heads")) f.refuses_tp_beyond_kv_heads = *v;
+    if (auto v = m.boolean("tensor_parallel")) f.refuses_tp = *v;
+    if (auto v = m.boolean("pipeline_parallel")) f.refuses_pp = *v;
+    if (auto v = m.string("model_parallel_why")) f.model_parallel_why = *v;
     if (auto v = m.boolean("interleave_indivisible_microbatches", true))
       f.interleave_needs_divisible_microbatches = *v;
   });

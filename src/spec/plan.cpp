@@ -1,6 +1,7 @@
 #include "ridgeline/spec/plan.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <charconv>
 #include <fmt/format.h>
 
@@ -189,6 +190,20 @@ int max_stage_layers(int layers, int pp, int first, int last) {
   for (int i : {0, std::min(1, std::max(0, pp - 1)), std::max(0, pp - 1)})
     most = std::max(most, stage_layers(layers, pp, first, last, i));
   return most;
+}
+
+std::string stage_split_hint(int layers, int pp) {
+  if (pp < 2 || layers < pp) return "";
+  const int others = pp - 1;
+  int best = 0;
+  for (int first = 1; first <= layers - others; ++first) {
+    if ((layers - first) % others != 0) continue;
+    // |first - layers/pp| compared in whole numbers: |first * pp - layers|.
+    if (best == 0 || std::abs(first * pp - layers) < std::abs(best * pp - layers)) best = first;
+  }
+  if (best == 0) return "";
+  return fmt::format("; uneven stages do: --first-stage-layers {} (then {} on each of the other {})", best,
+                     (layers - best) / others, others);
 }
 
 std::string check_stage_layers(int layers, int pp, int first, int last) {

@@ -14,6 +14,7 @@
 #include "ridgeline/advise/advise.hpp"
 #include "ridgeline/engine/engine.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
+#include "ridgeline/units/units.hpp"
 #include "test_support.hpp"
 
 using namespace ridgeline;
@@ -290,4 +291,37 @@ TEST_CASE("advise: Megatron's unfused loss gets the fused one as a change, and i
     CHECK(json::parse(p.out)["step"]["step_time_s"].get<double>() == s["step_time_s"].get<double>());
   }
   CHECK(found);
+}
+
+TEST_CASE("advise: memory savers: a time cost under 0.5% counts as none, and numerics changes yield at equal savings") {
+  // Four changes, as a plan at 10 GiB peak might see them (gains are
+  // tokens/s ratios less 1; a negative gain is a time cost).
+  const auto s = [](std::string change, std::string_view family, double freed_gib, double gain) {
+    advise::Suggestion x;
+    x.change = std::move(change);
+    x.family = family;
+    x.changes_numerics = advise::changes_numerics(family);
+    x.freed_bytes = freed_gib * units::kGiB;
+    x.gain = gain;
+    return x;
+  };
+  std::vector<advise::Suggestion> v = {
+      s("optimizer adamw -> adafactor", "optimizer", 8, 0.0),  // free, alters the numerics
+      s("ZeRO 1 -> 2", "zero", 14, -0.001),                    // 0.1% slower: as good as free
+      s("recompute none -> full", "recompute", 20, -0.30),     // 30% slower: 20 / 30 GiB per %
+      s("ZeRO 1 -> 3", "zero", 8, 0.0),                        // free, as much as adafactor, numerics kept
+      s("TP 1 -> 2", "tp", 10, -0.05),                         // 5% slower: 10 / 5 GiB per %
+  };
+  CHECK(advise::changes_numerics("optimizer"));
+  CHECK(advise::changes_numerics("precision"));
+  CHECK(advise::changes_numerics("finetune"));
+  CHECK_FALSE(advise::changes_numerics("zero"));
+  CHECK_FALSE(advise::changes_numerics("recompute"));
+  advise::rank_memory_savers(v);
+  std::vector<std::string> order;
+  for (const auto& x : v) order.push_back(x.change);
+  // Free first by GiB (14, then the two 8s with the numerics-keeping one
+  // first), then GiB per % of time: 10/5 = 2 before 20/30 = 0.67.
+  CHECK(order == std::vector<std::string>{"ZeRO 1 -> 2", "ZeRO 1 -> 3", "optimizer adamw -> adafactor", "TP 1 -> 2",
+                                          "recompute none -> full"});
 }

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <unistd.h>
 
 #include "test_support.hpp"
 
@@ -225,4 +226,109 @@ TEST_CASE("cli: predict says what the step graph leaves out of a model (DeepSeek
                    "time and memory are left out\n") != std::string::npos);
   const auto dense = test::run_cli("predict --model llama3_8b --dp 8 --zero 3");
   CHECK(dense.out.find("multi-token-prediction") == std::string::npos);
+}
+
+TEST_CASE("cli: check FOLDER checks every input file in it, launch configs as --from-* reads them") {
+  const auto r = test::run_cli("check plans");
+  CHECK(r.status == 0);
+  CHECK(r.err.empty());
+  // plans/ as shipped, in name order.
+  CHECK(r.out ==
+        "plans/deepspeed_zero3.json: ok (DeepSpeed config)\n"
+        "plans/lora_finetune.yaml: ok (training plan)\n"
+        "plans/megatron_llama3_8b.sh: ok (Megatron-LM launch script)\n"
+        "plans/pretrain_8k.yaml: ok (training plan)\n"
+        "plans/torchtitan_llama3_8b.toml: ok (torchtitan config)\n");
+  const fs::path empty = fs::temp_directory_path() / ("ridgeline_check_empty_" + std::to_string(::getpid()));
+  fs::create_directories(empty);
+  const auto none = test::run_cli("check " + empty.string());
+  fs::remove_all(empty);
+  CHECK(none.status == 2);
+  CHECK(none.out.empty());
+  CHECK(none.err == "error: check: '" + empty.string() +
+                        "' is a folder with no .yaml, .yml, .json, .csv, .toml or .sh file in it\n");
+}
+
+TEST_CASE("cli: flags without effect are warned about, once, and change nothing") {
+  const auto lora = test::run_cli("predict --lora-rank 8 --dp 8 --global-batch 8 --zero 1");
+  CHECK(lora.err.find("warning: --lora-rank: no effect without --finetune lora or --finetune qlora (this plan trains "
+                      "every weight: --finetune full)\n") != std::string::npos);
+  CHECK(lora.err.find("warning: --zero") == std::string::npos);  // DP 8: ZeRO shards
+  const auto plain = test::run_cli("predict --dp 8 --global-batch 8 --zero 1");
+  CHECK(lora.out == plain.out);
+  CHECK(lora.status == plain.status);
+  const auto adapters = test::run_cli("predict --finetune lora --lora-rank 8");
+  CHECK(adapters.err.find("warning") == std::string::npos);
+  // ZeRO shards over DP x CP ranks (Rajbhandari et al. 2020; techniques::data_parallel_groups): one rank, nothing shards.
+  const auto zero = test::run_cli("advise --zero 1 --top 1");
+  CHECK(zero.status == 0);
+  CHECK(zero.err == "warning: --zero: ZeRO-1 shards over the data-parallel ranks (DP x CP), and this plan has one "
+                    "(--dp 1): it frees no memory\n");
+}
+
+TEST_CASE("cli: the does-not-fit hint offers only the levers the plan has not pulled") {
+  const auto full = test::run_cli("predict --gpu rtx_4090");
+  CHECK(full.status == 1);
+  CHECK(full.err.find("--optimizer adafactor|adam8bit, --finetune lora, or a smaller --micro-batch") != std::string::npos);
+  const auto lora = test::run_cli("predict --gpu rtx_4090 --finetune lora");
+  REQUIRE(lora.status == 1);
+  CHECK(lora.err.find("--finetune lora") == std::string::npos);
+  CHECK(lora.err.find("--optimizer") == std::string::npos);  // adapters' optimizer state is small
+  CHECK(lora.err.find("--finetune qlora, or a smaller --micro-batch") != std::string::npos);
+  const auto q = test::run_cli("predict --gpu rtx_4090 --finetune qlora --seq 65536 --micro-batch 4");
+  REQUIRE(q.status == 1);
+  CHECK(q.err.find("--finetune") == std::string::npos);
+}
+
+TEST_CASE("cli: the hf framework runs data parallelism only: TP or PP above 1 is refused") {
+  const auto tp = test::run_cli("predict --framework hf --tp 2 --dp 4");
+  CHECK(tp.status == 2);
+  CHECK(tp.out.empty());
+  CHECK(tp.err.starts_with("error: parallel.tp (--tp): hf runs no tensor parallelism (TP 2): the Trainer replicates"));
+  const auto pp = test::run_cli("predict --framework hf --pp 2");
+  CHECK(pp.status == 2);
+  CHECK(pp.err.starts_with("error: parallel.pp (--pp): hf runs no pipeline parallelism (PP 2): "));
+  // A search over frameworks ranks hf only at TP 1 and PP 1.
+  const auto s = test::run_cli("search --gpu h100_sxm --model llama3_8b --gpus 8 --global-batch 64 --framework hf "
+                               "--top 20 --format json");
+  REQUIRE(s.status == 0);
+  const auto j = nlohmann::json::parse(s.out);
+  REQUIRE(!j["top"].empty());
+  for (const auto& r : j["top"]) {
+    CHECK(r["framework"] == "hf");
+    CHECK(r["tp"] == 1);
+    CHECK(r["pp"] == 1);
+  }
+}
+
+TEST_CASE("cli: --top 0 prints no kernel section; JSON bytes and parameter counts are integers") {
+  for (const char* f : {"table", "markdown"}) {
+    const auto r = test::run_cli(std::string("predict --dp 8 --zero 3 --global-batch 8 --top 0 --format ") + f);
+    CHECK(r.status == 0);
+    CHECK(r.out.find("op kernels") == std::string::npos);
+    CHECK(r.out.find("emory per GPU") != std::string::npos);
+  }
+  const auto p = nlohmann::json::parse(test::run_cli("predict --dp 8 --zero 3 --global-batch 8 --format json").out);
+  // Llama-3-8B: 8,030,261,248 parameters (meta-llama/Meta-Llama-3-8B's safetensors index, total_size / 2 bytes).
+  CHECK(p["model"]["params"].is_number_integer());
+  CHECK(p["model"]["params"] == 8030261248LL);
+  CHECK(p["model"]["trainable_params"].is_number_integer());
+  for (const char* precision : {"bf16", "fp8"}) {
+    CAPTURE(precision);
+    const auto s = nlohmann::json::parse(
+        test::run_cli(std::string("search --gpu h100_sxm --model llama3_8b --gpus 8 --global-batch 64 --top 5 "
+                                  "--format json --precision ") + precision)
+            .out);
+    CHECK(s["query"]["capacity_bytes"].is_number_integer());
+    REQUIRE(!s["top"].empty());
+    for (const auto& r : s["top"]) {
+      CHECK(r["precision"] == precision);
+      CHECK(r["peak_memory_bytes"].is_number_integer());
+      CHECK(r["traits"]["params"].is_number_integer());
+      // A recipe only on the rows that run fp8.
+      CHECK(r.contains("fp8_recipe") == (std::string(precision) == "fp8"));
+    }
+  }
+  const auto c = nlohmann::json::parse(test::run_cli("compare --vary tp=1,2 --dp 2 --global-batch 2 --format json").out);
+  for (const auto& r : c["rows"]) CHECK(r["peak_memory_bytes"].is_number_integer());
 }

@@ -321,9 +321,9 @@ TEST_CASE("intervals: the capacity view bounds its answer, techniques and totals
   CHECK(j["interval_level"].get<double>() == 0.9);
   CHECK(pair_of(j["answer"]["step_time_s_interval"]).first == doctest::Approx(a.step_time_s * iv.lo));
   CHECK(pair_of(j["answer"]["days_interval"]).second == doctest::Approx(a.days * iv.hi));
-  CHECK(pair_of(j["answer"]["memory"]["total_bytes_interval"]).second == a.memory_range.hi);
+  CHECK(pair_of(j["answer"]["memory"]["total_bytes_interval"]).second == std::round(a.memory_range.hi));  // whole bytes
   CHECK(j["answer"]["memory"]["fits_at_upper_bound"] == a.memory_range.fits_high);
-  CHECK(pair_of(j["techniques"]["rows"][1]["peak_memory_bytes_interval"]).first == v.techniques[1].memory_range.lo);
+  CHECK(pair_of(j["techniques"]["rows"][1]["peak_memory_bytes_interval"]).first == std::round(v.techniques[1].memory_range.lo));
   check_finite(j);
   // The printers: the answer's notes open with the interval, the headline has the run's range.
   const auto facts = report::text::answer(v);
@@ -407,8 +407,8 @@ TEST_CASE("intervals: the charts draw error bars at the view's bounds, inside th
   REQUIRE(mb.size() == v.techniques.size());
   for (size_t i = 0; i < mb.size(); ++i) {
     CAPTURE(i);
-    CHECK(mb[i].at("data-lo-bytes") == v.techniques[i].memory_range.lo);
-    CHECK(mb[i].at("data-hi-bytes") == v.techniques[i].memory_range.hi);
+    CHECK(mb[i].at("data-lo-bytes") == std::round(v.techniques[i].memory_range.lo));  // whole bytes, as the JSON
+    CHECK(mb[i].at("data-hi-bytes") == std::round(v.techniques[i].memory_range.hi));
     for (const char* x : {"x1", "x2"}) CHECK((mb[i].at(x) >= 0 && mb[i].at(x) <= w));
     for (const char* y : {"y1", "y2"}) CHECK((mb[i].at(y) >= 0 && mb[i].at(y) <= h));
     CHECK(mb[i].at("x1") <= mb[i].at("x2"));

@@ -441,6 +441,61 @@ TEST_CASE("report: three files; every chart is well-formed SVG plotting the JSON
     }
   }
 
+  SUBCASE("roofline: each roof is labelled with its derivation, and the factors are in the assumptions") {
+    // H100 SXM: dense bf16 989.4 TFLOP/s at the 1830 MHz boost (whitepaper
+    // v1.04 Table 1); the profile's sustained clock 1830 x 794.5 / 828.6 =
+    // 1754.7 MHz (its source: MAMF on H100 SXM against GH200); the training
+    // clock fraction 0.873, the median of the six end-to-end groups'
+    // fractions (0.837, 0.862, 0.873, 0.873, 0.885, 0.924).
+    const auto& R = j["roofline"];
+    CHECK(R["boost_clock_hz"].get<double>() == doctest::Approx(1830e6));
+    CHECK(R["clock_ratio"].get<double>() == doctest::Approx(1754.7 / 1830).epsilon(1e-4));
+    CHECK(R["training_clock_frac"].get<double>() == doctest::Approx(0.873));
+    CHECK(R["clock_scale"].get<double>() == doctest::Approx(1754.7 / 1830 * 0.873).epsilon(1e-4));
+    bool bf16 = false;
+    for (const auto& r : R["roofs"]) {
+      CHECK(r["peak_flop_per_s"].get<double>() ==
+            doctest::Approx(r["spec_peak_flop_per_s"].get<double>() * R["clock_scale"].get<double>()));
+      if (r["precision"] != "bf16") continue;
+      bf16 = true;
+      CHECK(r["spec_peak_flop_per_s"].get<double>() == doctest::Approx(989.4e12));
+    }
+    CHECK(bf16);
+    // 989.4 x 0.9589 x 0.873 = 828.2 TFLOP/s: the table shows both, the roof's column its factor.
+    for (const std::string* doc : {&g.md, &g.html}) {
+      CHECK(doc->find("roof = spec-sheet dense peak × 0.959 (the 1755 MHz the kernels run at, of the 1830 MHz "
+                      "boost) × 0.873 (training-clock fraction) = × 0.837") != std::string::npos);
+      CHECK(doc->find("Training-clock fraction") != std::string::npos);
+      CHECK(doc->find("Clock the kernels run at") != std::string::npos);
+    }
+    CHECK(g.md.find("| bf16 | 989 TFLOP/s | 828 TFLOP/s | 247 |") != std::string::npos);
+    CHECK(g.md.find("| precision | spec-sheet dense peak | roof (× 0.837) | ridge point (FLOP/B) |") != std::string::npos);
+    CHECK(g.md.find("dense peaks;") == std::string::npos);  // no roof called a dense peak
+    const auto d = find_tag(chart["roofline"], "g", {{"class", "roof-derivation"}});
+    CHECK(number(d, "data-clock-ratio") == R["clock_ratio"].get<double>());
+    CHECK(number(d, "data-training-clock-frac") == R["training_clock_frac"].get<double>());
+  }
+
+  SUBCASE("the step card shows the exposed communication in the chart's two parts; the MFU card says it once") {
+    double exposed = -1, contention = -1;
+    for (const auto& p : j["time_breakdown"]["step"]["parts"]) {
+      if (p["kind"] == "exposed_comm") exposed = p["time_s"].get<double>();
+      if (p["kind"] == "comm_contention") contention = p["time_s"].get<double>();
+    }
+    REQUIRE(exposed > 0);
+    REQUIRE(contention > 0);
+    // The card's total is the engine's exposed communication: the chart's two bars together.
+    CHECK(exposed + contention == doctest::Approx(j["answer"]["exposed_comm_s"].get<double>()));
+    const std::string card = "exposed communication " + units::format_seconds(exposed) + " + comm SM contention " +
+                             units::format_seconds(contention) + " (overlapped NCCL kernels take SMs from the GEMMs) = " +
+                             units::format_seconds(j["answer"]["exposed_comm_s"].get<double>());
+    CHECK(g.md.find(card) != std::string::npos);
+    CHECK(g.html.find(card) != std::string::npos);
+    // A bf16 plan: MFU against the bf16 peak, said once.
+    CHECK(g.md.find("of the spec-sheet dense bf16 peak (989 TFLOP/s); attention FLOPs causal") != std::string::npos);
+    CHECK(g.md.find("vs the bf16 peak") == std::string::npos);
+  }
+
   SUBCASE("memory: one stacked bar per technique combination, and the capacity line") {
     const std::string& s = chart["memory"];
     const auto& rows = j["techniques"]["rows"];
@@ -450,6 +505,13 @@ TEST_CASE("report: three files; every chart is well-formed SVG plotting the JSON
       CAPTURE(i);
       const auto bar = find_tag(s, "g", {{"class", "bar"}, {"data-row", std::to_string(i)}});
       CHECK(bar.at("data-label") == rows[i]["label"].get<std::string>());
+      // Each bar names the layout its figures are of: the re-searched one, without the label's words.
+      const std::string brief = rows[i]["layout_brief"].get<std::string>();
+      CHECK(bar.at("data-layout") == brief);
+      CHECK(brief.starts_with("TP"));
+      CHECK(brief.find(" mb") != std::string::npos);
+      if (rows[i]["layout"].is_string()) CHECK(rows[i]["layout"].get<std::string>().starts_with(brief.substr(0, brief.find(" mb"))));
+      CHECK(s.find(">" + brief + "</text>") != std::string::npos);
       CHECK(number(bar, "data-total-bytes") == rows[i]["peak_memory_bytes"].get<double>());
       CHECK(number(bar, "data-step-time-s") == rows[i]["step_time_s"].get<double>());
     }
@@ -630,7 +692,7 @@ TEST_CASE("report: a calibrated profile shows its calibration and validation res
   // The fitted GEMM efficiency is the one the assumptions quote.
   bool quoted = false;
   for (const auto& a : j["assumptions"])
-    if (a["name"] == "GEMM efficiency") quoted = a["value"].get<std::string>().rfind("75.0% of the dense peak", 0) == 0;
+    if (a["name"] == "GEMM efficiency") quoted = a["value"].get<std::string>().rfind("75.0% of the roof", 0) == 0;
   CHECK(quoted);
   // --no-calibration: the block is there but not used.
   const auto off = test::run_cli(args + "--no-calibration --output " + (dir / "off").string());

@@ -115,32 +115,34 @@ TEST_CASE("predict json: reserved = allocated x (1 + the framework's allocator r
 }
 
 TEST_CASE("capacity report: the framework, its allocator reserve and both pipeline stages") {
+  // DeepSpeed (its PipelineEngine) with its 10% reserve; the Hugging Face
+  // Trainer, with the same reserve, runs no pipeline parallelism.
   const auto hw = test::gpu("h100_sxm");
   const auto m = test::model("llama3_8b");
   report::CapacityInputs in;
   in.gpu = &hw;
   in.model = &m;
-  REQUIRE(spec::apply_setting(in.plan, "framework", "hf") == "");
+  REQUIRE(spec::apply_setting(in.plan, "framework", "deepspeed") == "");
   in.plan.parallel.pp = 4;
   in.plan.global_batch = 16;
   in.prediction = engine::evaluate(m, in.plan, hw);
   REQUIRE(in.prediction.status != engine::Status::kInvalid);
   const report::CapacityView v = report::make_capacity_view(in);
 
-  CHECK(v.plan.framework_id == "hf");
+  CHECK(v.plan.framework_id == "deepspeed");
   bool cited = false;
   for (const auto& a : v.assumptions)
     if (a.name == "Fragmentation allowance") {
       cited = true;
       CHECK(a.value == "10.0% of allocated memory: reserved = allocated x 1.1");
-      CHECK(a.source.find("frameworks/hf.yaml allocator_reserve") != std::string::npos);
+      CHECK(a.source.find("frameworks/deepspeed.yaml allocator_reserve") != std::string::npos);
     }
   CHECK(cited);
   bool plan_fact = false;
   for (const auto& f : report::text::question(v))
     if (f.label == "Plan") {
       plan_fact = true;
-      CHECK(f.note.find("frameworks/hf.yaml") != std::string::npos);
+      CHECK(f.note.find("frameworks/deepspeed.yaml") != std::string::npos);
     }
   CHECK(plan_fact);
 
@@ -154,6 +156,6 @@ TEST_CASE("capacity report: the framework, its allocator reserve and both pipeli
   CHECK(mj["peak_stage"] == v.answer.memory.peak_stage);
   CHECK(mj["first_stage"]["total_bytes"].get<double>() == doctest::Approx(v.answer.memory.first_stage.total));
   CHECK(mj["last_stage"]["total_bytes"].get<double>() == doctest::Approx(v.answer.memory.last_stage.total));
-  CHECK(j["question"]["plan"]["framework"]["id"] == "hf");
+  CHECK(j["question"]["plan"]["framework"]["id"] == "deepspeed");
   CHECK(j["answer"].contains("host_s"));
 }

@@ -34,8 +34,9 @@
 // optimizers, LoRA <-> QLoRA for a fine-tune. A change addresses the loss
 // category that fell the most between the two plans' decompositions.
 // Suggestions that fit rank by tokens/s gained; memory suggestions rank by
-// GiB freed, the ones that cost no time first, then by GiB per % of step
-// time lost. Each list keeps the best change of each family (the best fp8
+// GiB freed, the ones that cost no time (under 0.5% of the step) first,
+// then by GiB per % of step time lost, a change that alters the numerics
+// (precision, optimizer, QLoRA) after one that does not at equal savings. Each list keeps the best change of each family (the best fp8
 // recipe, the best ZeRO stage, ...). The top three compatible speed suggestions are applied together
 // and evaluated, to show how they interact.
 #pragma once
@@ -136,6 +137,9 @@ struct Suggestion {
   double saved_s = 0;       // step time saved (every change keeps the global batch: the same tokens per step)
   double freed_bytes = 0;   // peak memory freed (negative: it needs more)
   std::string_view frees;   // the memory category that fell the most ("" when none fell)
+  /// The change alters what the step computes, not only where and when
+  /// (precision, optimizer, LoRA <-> QLoRA): changes_numerics(family).
+  bool changes_numerics = false;
   /// The gain's interval at the level: where the ratio of the two plans'
   /// measured tokens/s is expected. Two plans on one stack share a source's
   /// offset, so when their intervals come from one pool only the within-
@@ -183,6 +187,23 @@ Decomposition decompose(const engine::Prediction& p, const cost::CostParams& c, 
 /// Evaluates the plan and every change (see the top of this file).
 Advice advise(const spec::ModelSpec& m, const spec::PlanSpec& plan, const spec::HardwareSpec& hw,
               const Options& opt = {});
+
+/// Whether a family of changes alters the numerics of training (another
+/// precision, optimizer or quantized base), not only the layout, schedule or
+/// kernels: "precision", "optimizer", "finetune".
+bool changes_numerics(std::string_view family);
+
+/// A time cost below this fraction of the step counts as none when memory
+/// savers are ranked: 0.5%, well inside every prediction interval (the
+/// narrowest pool's 80% interval is several percent wide), so the model
+/// cannot tell such a change from one that costs nothing.
+inline constexpr double kNegligibleTimeCost = 0.005;
+
+/// Ranks memory savers, best first: the changes that cost no time
+/// (kNegligibleTimeCost) by GiB freed, then the rest by GiB freed per % of
+/// step time lost; at equal or better savings a change that keeps the
+/// numerics ranks before one that alters them.
+void rank_memory_savers(std::vector<Suggestion>& v);
 
 /// The flags that turn plan `from` into plan `to`: one per plan field whose
 /// value differs, in plan_fields() order ("--tp 4 --dp 4", "--no-sp").

@@ -43,7 +43,12 @@ struct CostParams {
   /// Dense peaks at the sustained clock (spec::clock_at_power at the power
   /// limit) — the spec-sheet peaks are quoted at the boost clock.
   std::array<double, spec::kPeakCount> peak_flop_per_s{};
-  double clock_scale = 1;  // sustained clock / boost clock
+  /// peak_flop_per_s = the spec sheet's peak x clock_scale, and
+  /// clock_scale = clock_ratio x training_clock_frac (what a report shows as
+  /// the roof's derivation).
+  double clock_scale = 1;
+  double clock_ratio = 1;          // sustained (or locked) clock at the power limit / boost clock
+  double training_clock_frac = 1;  // training_clock_fraction() for a training run, else 1
   // GEMM (see gemm_cost in cost.cpp).
   /// Main-loop efficiency per Peak: the fraction of the sustained peak a
   /// tile's K loop issues MMAs at, before tile, wave and K-tail effects.

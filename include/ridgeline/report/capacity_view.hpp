@@ -208,6 +208,10 @@ struct TechniqueRow {
   /// below are that layout's. When no layout fits, they are the report's
   /// layout's (what the combination needs there).
   std::string layout;
+  /// The layout its figures are of, without what the label already says:
+  /// "TP4 PP1 DP32 CP4 +SP ZeRO-2 mb2" (the combination's best layout, or
+  /// the report's layout where none fits or none was searched).
+  std::string layout_brief;
   bool any_layout_fits = false;
   std::uint64_t layouts_evaluated = 0, layouts_pruned = 0;
   std::string status;
@@ -266,7 +270,10 @@ struct Sizing {
 
 struct RoofLine {
   std::string precision;
+  /// The roof the kernels are costed against: spec_peak_flop_per_s x
+  /// Roofline::clock_scale.
   double peak_flop_per_s = 0;
+  double spec_peak_flop_per_s = 0;  // the spec sheet's dense peak, at the boost clock
   double ridge_intensity = 0;  // FLOP/byte: peak / HBM bandwidth
 };
 
@@ -279,6 +286,11 @@ struct RooflinePoint {
 
 struct Roofline {
   double hbm_bytes_per_s = 0;
+  /// The roofs' derivation (cost::resolve): spec peak x clock_ratio x
+  /// training_clock_frac = spec peak x clock_scale.
+  double boost_clock_hz = 0, clock_hz = 0;  // the spec sheet's boost; the clock the kernels run at
+  double power_limit_w = 0;                 // the plan's (0: the profile's TDP)
+  double clock_ratio = 1, training_clock_frac = 1, clock_scale = 1;
   std::vector<RoofLine> roofs;
   std::vector<RooflinePoint> points;  // by time, longest first
   int omitted = 0;                    // kernels without FLOPs or HBM traffic (communication, ...)

@@ -75,6 +75,9 @@ uncertainty::Interval kernel_interval(const engine::KernelResult& k, const engin
 
 /// Plan summary as JSON (every technique and parallel degree; the YAML's
 /// parallel.virtual_stages is `parallel.vpp`, the name every schema uses).
+/// A whole count (bytes, parameters, kernel instances, micro-batches) as a
+/// JSON integer, rounded; null when not finite.
+nlohmann::json whole_json(double v);
 nlohmann::json plan_json(const spec::PlanSpec& p, const spec::ModelSpec& m);
 /// A training-step interval's provenance as JSON (predict, report, search,
 /// compare): its level, pool, fallback, calibration, widening and held-out coverage.

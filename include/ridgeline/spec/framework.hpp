@@ -160,6 +160,13 @@ struct FrameworkSpec {
   /// shards the KV heads (refuses.tp_beyond_kv_heads; absent: false, the
   /// KV heads replicated over the TP ranks beyond them).
   bool refuses_tp_beyond_kv_heads = false;
+  /// No tensor parallelism (TP > 1) or no pipeline parallelism (PP > 1) at
+  /// all: the Hugging Face Trainer (refuses.tensor_parallel,
+  /// refuses.pipeline_parallel; absent: false), and why
+  /// (refuses.model_parallel_why).
+  bool refuses_tp = false;
+  bool refuses_pp = false;
+  std::string model_parallel_why;
   bool interleave_needs_divisible_microbatches = false;  // Megatron: micro-batches % PP == 0
   /// CPU offload the framework offers (frameworks/NAME.yaml `offload:`;
   /// absent: none): the optimizer (DeepSpeed ZeRO-Offload, Megatron-Core

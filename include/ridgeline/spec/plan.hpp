@@ -278,6 +278,10 @@ int max_stage_layers(int layers, int pp, int first, int last);
 /// problem ("126 layers less the first stage's 7 and the last stage's 7
 /// leave 112, which 14 middle stages do not divide").
 std::string check_stage_layers(int layers, int pp, int first, int last);
+/// Where PP does not divide the layers: "; uneven stages do: --first-stage-layers 10 (then 11 on each of
+/// the other 2)", the first stage's count closest to layers / PP (fewer on a tie: the first stage also
+/// holds the embedding) that leaves the other stages an equal whole share; "" when none does.
+std::string stage_split_hint(int layers, int pp);
 
 /// The training framework's defaults for what the plan did not give:
 /// sequence parallelism with TP > 1 where the framework turns it on with TP
