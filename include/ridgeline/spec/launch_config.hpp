@@ -59,6 +59,17 @@ struct LaunchValues {
   LaunchValue train_iters, train_samples;  // tokens = iterations x global batch x seq, samples x seq
   // The model the file describes, checked against the plan's model.
   LaunchValue num_layers, hidden_size, num_heads, ffn_hidden_size;
+  /// Megatron --num-query-groups and --kv-channels, and the switch without
+  /// which Megatron-LM ignores the query groups (--group-query-attention).
+  LaunchValue num_query_groups, kv_channels, group_query_attention;
+  /// "overlapped" / "exposed": Megatron --overlap-grad-reduce, DeepSpeed zero_optimization.overlap_comm.
+  LaunchValue grad_reduce;
+  /// "none": torchtitan training.dtype = "bfloat16" (no fp32 master weights).
+  LaunchValue master_weights;
+  /// DeepSpeed data_types.grad_accum_dtype ("fp32", "bf16", "fp16").
+  LaunchValue grad_accum_dtype;
+  /// Megatron-DeepSpeed --ds-sequence-parallel-size (Ulysses): only 1 is modelled.
+  LaunchValue ulysses;
 };
 
 /// One plan setting an import made, for --print-plan.
@@ -77,7 +88,11 @@ struct ImportReport {
   std::string model;      // a shipped model id the file names (torchtitan model.name/flavor), or ""
   LaunchValues values;
   std::vector<ImportedSetting> settings;  // filled by apply_launch, in plan-field order
-  std::vector<std::string> ignored;       // "--lr 0.00015 (line 12)": no effect on step time or memory
+  /// "--lr 0.00015 (line 12): learning rate": no effect on step time or memory, and why.
+  std::vector<std::string> ignored;
+  /// Keys Ridgeline does not know ("--foo 3 (line 9)"): not read, listed so
+  /// that the user can check that they change neither step time nor memory.
+  std::vector<std::string> unknown;
   std::vector<std::string> notes;         // derived values and framework conventions
 };
 
