@@ -130,9 +130,6 @@ constinit const MegatronArg kMegatronArgs[] = {
     // profile's pp_p2p_overlap (interleaved schedules) is what is modelled.
     {"no-overlap-p2p-communication", false, nullptr, {}, {}, {},
      "pipeline p2p without overlap is not modelled (Megatron-LM overlaps it under the interleaved schedule)"},
-    {"deepspeed_config", true, nullptr, {}, {}, {},
-     "the DeepSpeed settings are not read from here; import the JSON with --from-deepspeed and give the "
-     "script's layout as flags"},
 };
 
 /// Megatron-LM arguments that change neither step time nor memory, by name
@@ -182,7 +179,14 @@ constinit const NoEffect kMegatronNoEffect[] = {
     {"fp8-margin", "fp8 scaling margin"}, {"manual-gc", "Python garbage collection timing"},
     {"manual-gc-interval", "Python garbage collection timing"},
     {"ddp-bucket-size", "gradient bucket size (the last bucket is modelled as 5% of the gradients)"},
-    {"check-for-nan-in-loss-and-grad", "a check once per step"}, {"deepspeed", "the framework (DeepSpeed)"},
+    {"check-for-nan-in-loss-and-grad", "a check once per step"}, {"master_addr", "rendezvous address"},
+    {"master_port", "rendezvous port"}, {"decoupled-lr", "learning rate"}, {"decoupled-min-lr", "learning rate"},
+    {"apply-layernorm-1p", "the norm's weight parameterisation (1 + w)"},
+    {"calculate-per-token-loss", "the loss's normalisation"}, {"tiktoken-pattern", "tokenizer"},
+    {"no-create-attention-mask-in-dataloader", "data loader"}, {"no-mmap-bin-files", "data loader"},
+    {"profile", "profiling of a few steps"}, {"profile-step-*", "profiling of a few steps"},
+    {"log-throughput", "logging"}, {"node_rank", "this node's rank"}, {"rdzv_*", "rendezvous"},
+    {"rdzv-*", "rendezvous"},
 };
 
 /// Why a Megatron argument has no effect on step time or memory; "" when it is not known to have none.
@@ -457,17 +461,84 @@ ImportReport import_megatron(const std::string& path) {
   }
   // The flags: on the launch line, in arrays, and in argument strings kept
   // in a variable (GPT_ARGS="--num-layers 32 ..." expanded as $GPT_ARGS).
+  // Conditionals: `if [[ "$VAR" == value ]]` (or [ A = B ], !=) over the
+  // script's own assignments is evaluated and only the branch taken is
+  // read; a branch under any other condition is read with `uncertain` set
+  // to its `if` line, and an argument there that Ridgeline reads is an error.
+  struct Branch {
+    int cond;  // 1 true, 0 false, -1 not evaluated
+    bool in_else;
+    int line;
+  };
+  std::vector<Branch> branches;
+  auto evaluate = [&](size_t from) {  // the tokens after `if` / `elif` on its logical line
+    std::vector<std::string> w;
+    for (size_t j = from; j < all.size() && all[j].logical == all[from - 1].logical; ++j) {
+      std::string x = all[j].text;
+      while (!x.empty() && x.back() == ';') x.pop_back();
+      if (x == "then" || x.empty()) continue;
+      w.push_back(x);
+    }
+    const bool dbl = w.size() == 5 && w[0] == "[[" && w[4] == "]]";
+    const bool sgl = w.size() == 5 && w[0] == "[" && w[4] == "]";
+    if (!(dbl || sgl) || (w[2] != "==" && w[2] != "=" && w[2] != "!=")) return -1;
+    const auto lhs = expand_shell(w[1], vars), rhs = expand_shell(w[3], vars);
+    if (!lhs || !rhs) return -1;
+    return ((*lhs == *rhs) == (w[2] != "!=")) ? 1 : 0;
+  };
   std::vector<Token> tokens;
-  for (const Token& t : all) {
-    if (auto a = shell_assignment(t.text); a && a->second.find("--") != std::string::npos) {
-      for (Token inner : tokenize_shell(a->second)) {
+  std::vector<int> uncertain;  // per token: the `if` line of an unevaluated branch, or 0
+  for (size_t i = 0; i < all.size(); ++i) {
+    const Token& t = all[i];
+    const bool first = i == 0 || all[i - 1].logical != t.logical;
+    if (first && (t.text == "if" || t.text == "elif")) {
+      const int c = evaluate(i + 1);
+      if (t.text == "if") branches.push_back({c, false, t.line});
+      else if (!branches.empty()) {
+        // elif: taken only if no earlier branch was (an unevaluated one leaves it unevaluated).
+        Branch& b = branches.back();
+        b.cond = b.cond == 1 ? 0 : (b.cond == -1 || c == -1) ? -1 : c;
+        b.line = t.line;
+      }
+      while (i + 1 < all.size() && all[i + 1].logical == t.logical) ++i;
+      continue;
+    }
+    if (first && t.text == "else" && !branches.empty()) {
+      Branch& b = branches.back();
+      b.cond = b.cond == -1 ? -1 : 1 - b.cond;
+      continue;
+    }
+    if (first && t.text == "fi" && !branches.empty()) {
+      branches.pop_back();
+      continue;
+    }
+    int unsure = 0;
+    bool skip = false;
+    for (const Branch& b : branches) {
+      if (b.cond == 0) skip = true;
+      if (b.cond == -1) unsure = b.line;
+    }
+    if (skip) continue;
+    // A quoted array element of several words ("--fp8-format hybrid")
+    // splits when the array is expanded unquoted (${ARGS[@]}), as is an
+    // argument string kept in a variable (GPT_ARGS="--num-layers 32 ...").
+    const auto a = shell_assignment(t.text);
+    const std::string_view inner_text = a && a->second.find("--") != std::string::npos ? std::string_view(a->second)
+                                        : t.text.starts_with("--") && t.text.find_first_of(" \t") != std::string::npos
+                                            ? std::string_view(t.text)
+                                            : std::string_view();
+    if (!inner_text.empty()) {
+      for (Token inner : tokenize_shell(std::string(inner_text))) {
         inner.line = t.line, inner.col = t.col, inner.logical = t.logical;
         tokens.push_back(std::move(inner));
+        uncertain.push_back(unsure);
       }
       continue;
     }
     tokens.push_back(t);
+    uncertain.push_back(unsure);
   }
+  LaunchValue ds_config;
   for (size_t i = 0; i < tokens.size(); ++i) {
     const Token& t = tokens[i];
     if (!t.text.starts_with("--") || t.text.size() == 2) continue;  // torchrun, pretrain_gpt.py, ARGS=(, )
@@ -479,6 +550,14 @@ ImportReport import_megatron(const std::string& path) {
     }
     const support::SourceLoc loc{path, t.line, t.col};
     const auto known = megatron_arg_takes_value(name);
+    if (known && uncertain[i] > 0) {
+      d.error(loc, "--" + name,
+              fmt::format("is inside the `if` of line {}, whose condition Ridgeline does not evaluate (it reads "
+                          "[[ \"$VAR\" == value ]] over the script's assignments): write the branch the run takes",
+                          uncertain[i]));
+      if (*known && i + 1 < tokens.size() && tokens[i + 1].logical == t.logical) ++i;
+      continue;
+    }
     // A value follows on the same logical line unless it is the next flag;
     // an unknown argument takes one when the next word is not a flag.
     auto next_is_value = [&] {
@@ -501,12 +580,52 @@ ImportReport import_megatron(const std::string& path) {
         value = *x;
       }
     }
+    // Megatron-DeepSpeed: --deepspeed runs the model on the DeepSpeed
+    // engine, whose settings are its --deepspeed_config JSON.
+    if (name == "deepspeed" && !value) {
+      r.framework = "deepspeed";
+      r.notes.push_back(fmt::format("--deepspeed (line {}): Megatron-DeepSpeed on the DeepSpeed engine", t.line));
+      continue;
+    }
+    if (name == "deepspeed_config" || name == "deepspeed-config") {
+      if (!value || has_shell_variable(*value)) {
+        d.error(loc, "--" + name, "expected the path of the ds_config JSON");
+        continue;
+      }
+      ds_config = {*value, "--" + name + " " + *value, loc};
+      continue;
+    }
     if (take_megatron_arg(r.values, name, value.value_or(""), loc, d)) continue;
     const std::string said = fmt::format("--{}{} (line {})", name, value ? " " + *value : "", t.line);
     if (const auto why = megatron_no_effect(name); !why.empty()) r.ignored.push_back(fmt::format("{}: {}", said, why));
     else r.unknown.push_back(said);
   }
   d.throw_if_errors();
+  // The ds_config, beside the script or from the working directory: what
+  // the arguments do not say (the ZeRO stage, overlap_comm, offload, the
+  // accumulation dtype) comes from it; Megatron-DeepSpeed's own arguments
+  // (--zero-stage, the batch sizes, --bf16) come first.
+  if (ds_config.given()) {
+    namespace fs = std::filesystem;
+    fs::path json = fs::path(path).parent_path() / ds_config.text;
+    if (!fs::exists(json)) json = ds_config.text;
+    if (!fs::exists(json))
+      throw support::SpecError(ds_config.loc, field_of(ds_config),
+                               fmt::format("cannot read \"{}\" beside the script or from here; import it with "
+                                           "--from-deepspeed and give the script's layout as flags",
+                                           ds_config.text));
+    ImportReport ds = import_deepspeed(json.string());
+    LaunchValue LaunchValues::*const kFromJson[] = {
+        &LaunchValues::zero, &LaunchValues::grad_reduce, &LaunchValues::offload_optimizer,
+        &LaunchValues::offload_params, &LaunchValues::grad_accum_dtype, &LaunchValues::precision,
+        &LaunchValues::micro_batch, &LaunchValues::global_batch, &LaunchValues::grad_accum, &LaunchValues::optimizer};
+    for (auto m : kFromJson)
+      if (!(r.values.*m).given() && (ds.values.*m).given()) r.values.*m = ds.values.*m;
+    for (auto& x : ds.ignored) r.ignored.push_back(json.filename().string() + ": " + x);
+    for (auto& x : ds.unknown) r.unknown.push_back(json.filename().string() + ": " + x);
+    r.notes.push_back(fmt::format("{} (line {}): the DeepSpeed settings the arguments do not give", ds_config.said,
+                                  ds_config.loc.line));
+  }
   return r;
 }
 
@@ -894,6 +1013,7 @@ std::string_view deepspeed_no_effect(std::string_view key) {
       {"zero_optimization.stage3_gather_fp16_weights_on_model_save", "checkpoint saving"},
       {"zero_optimization.stage3_prefetch_bucket_size", "prefetch bucket (the framework profile's 5e7 elements)"},
       {"zero_optimization.load_from_fp32_weights", "checkpoint loading"},
+      {"zero_optimization.gather_16bit_weights_on_model_save", "checkpoint saving"},
       {"zero_optimization.elastic_checkpoint", "checkpointing"},
       {"zero_optimization.ignore_unused_parameters", "a check"},
   };
@@ -947,8 +1067,40 @@ ImportReport import_deepspeed(const std::string& path) {
       const JsonValue* en = x.find("enabled");
       if (en && en->kind == JsonValue::Kind::kBool && en->text == "true")
         v.precision = {m.key, fmt::format("\"{}\": {{\"enabled\": true}}", m.key), en->loc};
-      for (const auto& sub : x.members)
-        if (sub.key != "enabled") deepspeed_unread(r, m.key + "." + sub.key, sub.value.loc.line);
+      // "auto": the Hugging Face Trainer's --bf16 / --fp16 decide
+      // (transformers/integrations/deepspeed.py trainer_config_process).
+      if (en && en->text == "auto" && !v.precision.given())
+        v.precision = {"auto", fmt::format("\"{}\": {{\"enabled\": \"auto\"}}", m.key), en->loc};
+      for (const auto& sub : x.members) {
+        if (sub.key == "enabled") continue;
+        // DeepSpeed's bf16 master weights, gradients and optimizer states
+        // (runtime/config.py bf16_master_weights_and_grads,
+        // bf16_optimizer_states): no fp32 copy, bf16 states.
+        if (m.key == "bf16" && (sub.key == "bf16_master_weights_and_grads" || sub.key == "bf16_optimizer_states") &&
+            sub.value.kind == JsonValue::Kind::kBool) {
+          if (sub.value.text == "true") {
+            const JsonValue* other = x.find(sub.key == "bf16_optimizer_states" ? "bf16_master_weights_and_grads"
+                                                                               : "bf16_optimizer_states");
+            if (!other || other->text != "true")
+              d.error(sub.value.loc, "bf16." + sub.key,
+                      "only bf16 master weights and gradients together with bf16 optimizer states are modelled");
+            else if (sub.key == "bf16_master_weights_and_grads") {
+              v.master_weights = {"none", said("bf16." + sub.key, sub.value), sub.value.loc};
+              v.main_grads = {"working", said("bf16." + sub.key, sub.value), sub.value.loc};
+            }
+          } else {
+            r.ignored.push_back(fmt::format("bf16.{} (line {}): off", sub.key, sub.value.loc.line));
+          }
+          continue;
+        }
+        deepspeed_unread(r, m.key + "." + sub.key, sub.value.loc.line);
+      }
+    } else if (m.key == "torch_autocast" && x.kind == JsonValue::Kind::kObject) {
+      const JsonValue* en = x.find("enabled");
+      if (en && en->text == "true")
+        d.error(en->loc, "torch_autocast.enabled", "torch.autocast inside the DeepSpeed engine is not modelled");
+      else
+        r.ignored.push_back(fmt::format("torch_autocast (line {}): off", x.loc.line));
     } else if (m.key == "zero_optimization" && x.kind == JsonValue::Kind::kObject) {
       for (const auto& sub : x.members) {
         const std::string key = "zero_optimization." + sub.key;
@@ -1056,6 +1208,9 @@ void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, Import
   // arguments (transformers/integrations/deepspeed.py trainer_config_process
   // fills them): the flags must say them, or, for the global batch, the
   // micro-batch and accumulation steps that make it. Never a silent 1.
+  if (v.precision.text == "auto" && !a.flagged("precision"))
+    d.error(v.precision.loc, field_of(v.precision),
+            "\"auto\" is the Hugging Face Trainer's --bf16 / --fp16: give --precision");
   if (v.micro_batch.text == "auto" && !a.flagged("micro_batch"))
     d.error(v.micro_batch.loc, field_of(v.micro_batch),
             "\"auto\" is the Hugging Face Trainer's per_device_train_batch_size: give --micro-batch");
@@ -1153,10 +1308,10 @@ void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, Import
   // all-reduces after the backward (runtime/engine.py allreduce_gradients).
   if (v.grad_reduce.given()) {
     a.direct("grad_reduce", v.grad_reduce);
-  } else if (r.kind == "Megatron-LM args") {
+  } else if (r.kind == "Megatron-LM args" && r.framework == "megatron") {
     LaunchValue x{"exposed", "", {r.file, 0, 0}};
     a.set("grad_reduce", "exposed", x, "(no --overlap-grad-reduce: Megatron-LM reduces after the backward)");
-  } else if (r.kind == "DeepSpeed JSON" && p.parallel.zero < 3) {
+  } else if (r.framework == "deepspeed" && p.parallel.zero < 3) {
     LaunchValue x{"exposed", "", {r.file, 0, 0}};
     a.set("grad_reduce", "exposed", x,
           fmt::format("(no zero_optimization.overlap_comm: DeepSpeed's default is off below stage 3)"));
@@ -1204,7 +1359,7 @@ void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, Import
   // parallelism is BF16_Optimizer too, which partitions the fp32 master
   // weights and optimizer state over the DP ranks (bf16_optimizer.py lines
   // 141-170): ZeRO-1 in effect.
-  if (r.kind == "DeepSpeed JSON") {
+  if (r.framework == "deepspeed") {
     const bool low = v.precision.text == "bf16" || v.precision.text == "fp16";
     if (v.grad_accum_dtype.given()) {
       const std::string& g = v.grad_accum_dtype.text;
@@ -1290,7 +1445,11 @@ void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, Import
   // initialize_model_parallel), or torchtitan's shard x replicate degrees.
   const auto nproc = a.whole(v.nproc_per_node);
   const auto nnodes = a.whole(v.nnodes);
-  if (nproc) {
+  if (nproc && a.flagged("parallel.dp")) {
+    r.notes.push_back(fmt::format("dp: --dp's {}, not the script's {} GPUs ({}{})", p.parallel.dp,
+                                  *nproc * nnodes.value_or(1), v.nproc_per_node.said,
+                                  nnodes ? ", " + v.nnodes.said : ""));
+  } else if (nproc) {
     const long long gpus = *nproc * nnodes.value_or(1);
     const long long model_par = static_cast<long long>(p.parallel.tp) * p.parallel.pp * p.parallel.cp;
     if (gpus % model_par != 0) {
