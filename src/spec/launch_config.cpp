@@ -522,7 +522,8 @@ ImportReport import_megatron(const std::string& path) {
     // A quoted array element of several words ("--fp8-format hybrid")
     // splits when the array is expanded unquoted (${ARGS[@]}), as is an
     // argument string kept in a variable (GPT_ARGS="--num-layers 32 ...").
-    const auto a = shell_assignment(t.text);
+    auto a = shell_assignment(t.text);
+    if (a && a->second.starts_with('(')) a->second.erase(0, 1);  // ARGS=(--bf16 ...): a one-line array
     const std::string_view inner_text = a && a->second.find("--") != std::string::npos ? std::string_view(a->second)
                                         : t.text.starts_with("--") && t.text.find_first_of(" \t") != std::string::npos
                                             ? std::string_view(t.text)
@@ -530,12 +531,17 @@ ImportReport import_megatron(const std::string& path) {
     if (!inner_text.empty()) {
       for (Token inner : tokenize_shell(std::string(inner_text))) {
         inner.line = t.line, inner.col = t.col, inner.logical = t.logical;
+        if (inner.text.ends_with(')') && inner.text.find('(') == std::string::npos) inner.text.pop_back();
+        if (inner.text.empty()) continue;
         tokens.push_back(std::move(inner));
         uncertain.push_back(unsure);
       }
       continue;
     }
-    tokens.push_back(t);
+    // The closing parenthesis of a one-line array (ARGS=(--tp 2 --bf16)).
+    Token u = t;
+    if (u.text.size() > 1 && u.text.ends_with(')') && u.text.find('(') == std::string::npos) u.text.pop_back();
+    tokens.push_back(std::move(u));
     uncertain.push_back(unsure);
   }
   LaunchValue ds_config;

@@ -375,6 +375,41 @@ TEST_SUITE("launch config") {
           "modelled; the plan's context parallelism (--cp) is ring attention");
   }
 
+  TEST_CASE("Megatron args: an `if` over the script's assignments takes its branch; another is refused") {
+    // DTYPE="fp8" makes the first branch the one bash runs; the else
+    // branch's --bf16 alone is never passed.
+    const auto taken = temp_file("if.sh", "DTYPE=\"fp8\"\nif [[ \"$DTYPE\" == \"fp8\" ]]; then\n"
+                                          "  ARGS=(\"--fp8-format hybrid\" --bf16)\nelse\n  ARGS=(--fp16)\nfi\n"
+                                          "torchrun pretrain_gpt.py ${ARGS[@]} --seq-length 4096\n");
+    CHECK(step_and_memory("--model llama3_8b --dp 8 --from-megatron " + taken) ==
+          step_and_memory("--model llama3_8b --framework megatron --dp 8 --precision fp8 --seq 4096 "
+                          "--grad-reduce exposed"));
+    // An argument of an assignment is located at the assignment (column 3).
+    const auto unsure = temp_file("if2.sh", "if [ -n \"$FP8\" ]; then\n  ARGS=(--fp8-format hybrid)\nfi\n");
+    const auto r = rl::test::run_cli("predict --model llama3_8b --from-megatron " + unsure);
+    CHECK(r.status == 2);
+    CHECK(r.err.substr(r.err.find(':'), r.err.find('\n') - r.err.find(':')) ==
+          ":2:3: error: --fp8-format: is inside the `if` of line 1, whose condition Ridgeline does not evaluate (it "
+          "reads [[ \"$VAR\" == value ]] over the script's assignments): write the branch the run takes");
+  }
+
+  TEST_CASE("Megatron-DeepSpeed: --deepspeed with its --deepspeed_config beside the script") {
+    const auto dir = std::filesystem::temp_directory_path() / ("ridgeline_mds_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "ds.json") << "{\"zero_optimization\": {\"stage\": 1, \"overlap_comm\": true}}\n";
+    std::ofstream(dir / "run.sh") << "deepspeed pretrain_gpt.py --bf16 --seq-length 4096 \\\n"
+                                     "  --deepspeed --deepspeed_config ds.json\n";
+    // The arguments give bf16 and the sequence; the JSON the ZeRO stage and overlap_comm.
+    CHECK(step_and_memory("--model llama3_8b --dp 8 --from-megatron " + (dir / "run.sh").string()) ==
+          step_and_memory("--model llama3_8b --framework deepspeed --dp 8 --zero 1 --precision bf16 --seq 4096 "
+                          "--grad-reduce overlapped"));
+    std::ofstream(dir / "missing.sh") << "--bf16 --deepspeed --deepspeed_config nowhere.json\n";
+    const auto r = rl::test::run_cli("predict --model llama3_8b --from-megatron " + (dir / "missing.sh").string());
+    CHECK(r.status == 2);
+    CHECK(r.err.find(":1:20: error: --deepspeed_config: cannot read \"nowhere.json\" beside the script or from here") !=
+          std::string::npos);
+  }
+
   TEST_CASE("Megatron args: the script's own assignments resolve its variables") {
     // NVIDIA's style (examples/gpt3/train_gpt3_175b_distributed.sh): sizes
     // assigned at the top, ${VAR:-default}, export, and the arguments kept in
