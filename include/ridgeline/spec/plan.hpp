@@ -119,11 +119,6 @@ struct ParallelSpec {
   /// (Megatron --overlap-param-gather); also on where the framework does it
   /// by default (spec::overlap_param_gather_of).
   bool overlap_param_gather = false;
-  /// The data-parallel gradient reduction runs after the backward, on the
-  /// compute stream, instead of bucket by bucket beside it (Megatron-LM
-  /// without --overlap-grad-reduce; DeepSpeed ZeRO-1/2 without overlap_comm).
-  /// false (the default): overlapped with the last micro-batch's backward.
-  bool grad_reduce_exposed = false;
   /// MoE dispatch and combine all-to-alls run beside another micro-batch's
   /// compute (Megatron-Core overlap_moe_expert_parallel_comm, 1F1B A2A
   /// overlap; DeepSeek-V3's DualPipe), instead of in line with their layer.
@@ -134,6 +129,11 @@ struct ParallelSpec {
   /// between split the remaining layers evenly (stage_layers below).
   int first_stage_layers = 0;
   int last_stage_layers = 0;
+  /// The data-parallel gradient reduction runs after the backward, on the
+  /// compute stream, instead of bucket by bucket beside it (Megatron-LM
+  /// without --overlap-grad-reduce; DeepSpeed ZeRO-1/2 without overlap_comm).
+  /// false (the default): overlapped with the last micro-batch's backward.
+  bool grad_reduce_exposed = false;
   /// dp x tp x pp x cp in 64 bits (flags can ask for more GPUs than an int holds).
   long long gpus() const {
     return static_cast<long long>(dp) * tp * pp * cp;
