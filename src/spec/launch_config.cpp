@@ -81,6 +81,24 @@ constinit const MegatronArg kMegatronArgs[] = {
     // megatron/core/model_parallel_config.py:320 cross_entropy_loss_fusion (off by default).
     {"cross-entropy-loss-fusion", false, &LaunchValues::cross_entropy, "fused", {},
      "Megatron-LM spelling of --cross-entropy fused"},
+    // megatron/training/arguments.py (Megatron-LM d98e8a6) line 3121:
+    // '--overlap-grad-reduce', action='store_true', default=False.
+    {"overlap-grad-reduce", false, &LaunchValues::grad_reduce, "overlapped", {},
+     "Megatron-LM spelling of --grad-reduce overlapped"},
+    // megatron/training/argument_utils.py (d98e8a6) lines 330-333: the query
+    // groups reach the TransformerConfig only with --group-query-attention;
+    // without it num_query_groups is None, i.e. the attention heads
+    // (transformer_config.py lines 1458-1459).
+    {"group-query-attention", false, &LaunchValues::group_query_attention, "true"},
+    {"num-query-groups", true, &LaunchValues::num_query_groups},
+    // transformer_config.py lines 1455-1456: kv_channels = hidden / heads unless given.
+    {"kv-channels", true, &LaunchValues::kv_channels},
+    // Megatron-DeepSpeed's spelling: --num-key-value-heads (the KV heads, no switch).
+    {"num-key-value-heads", true, &LaunchValues::num_query_groups},
+    // Megatron-DeepSpeed: --zero-stage is the ZeRO stage of its ds_config,
+    // --ds-sequence-parallel-size DeepSpeed-Ulysses (all-to-all sequence parallelism).
+    {"zero-stage", true, &LaunchValues::zero},
+    {"ds-sequence-parallel-size", true, &LaunchValues::ulysses},
     {"accumulate-allreduce-grads-in-fp32", false, &LaunchValues::main_grads, "fp32"},
     {"grad-reduce-in-bf16", false, &LaunchValues::grad_reduce_in_bf16, "working"},
     {"attention-backend", true, &LaunchValues::attention, {}, "flash, fused, unfused, local, auto"},
@@ -112,7 +130,80 @@ constinit const MegatronArg kMegatronArgs[] = {
      "counting the embedding as a layer in the pipeline split is not modelled"},
     {"account-for-loss-in-pipeline-split", false, nullptr, {}, {}, {},
      "counting the loss as a layer in the pipeline split is not modelled"},
+    // arguments.py lines 3118-3120: on unless turned off; the framework
+    // profile's pp_p2p_overlap (interleaved schedules) is what is modelled.
+    {"no-overlap-p2p-communication", false, nullptr, {}, {}, {},
+     "pipeline p2p without overlap is not modelled (Megatron-LM overlaps it under the interleaved schedule)"},
 };
+
+/// Megatron-LM arguments that change neither step time nor memory, by name
+/// or by prefix (a name ending in '-' or '*'), with the reason.
+struct NoEffect {
+  std::string_view name;
+  std::string_view reason;
+};
+constinit const NoEffect kMegatronNoEffect[] = {
+    {"lr", "learning rate"}, {"lr-*", "learning-rate schedule"}, {"min-lr", "learning rate"},
+    {"weight-decay", "optimizer hyper-parameter"}, {"weight-decay-incr-style", "optimizer hyper-parameter"},
+    {"start-weight-decay", "optimizer hyper-parameter"}, {"end-weight-decay", "optimizer hyper-parameter"},
+    {"adam-*", "optimizer hyper-parameter"}, {"sgd-momentum", "optimizer hyper-parameter"},
+    {"clip-grad", "gradient clipping threshold"}, {"loss-scale", "loss scale"},
+    {"initial-loss-scale", "loss scale"}, {"min-loss-scale", "loss scale"}, {"loss-scale-window", "loss scale"},
+    {"hysteresis", "loss scale"}, {"init-method-std", "initialisation"}, {"seed", "random seed"},
+    {"data-path", "data"}, {"train-data-path", "data"}, {"valid-data-path", "data"}, {"test-data-path", "data"},
+    {"data-cache-path", "data"}, {"split", "data split"}, {"mock-data", "data"}, {"num-workers", "data loader"},
+    {"dataloader-type", "data loader"}, {"tokenizer-*", "tokenizer"}, {"vocab-file", "tokenizer"},
+    {"merge-file", "tokenizer"}, {"eod-mask-loss", "loss mask"}, {"reset-position-ids", "data"},
+    {"reset-attention-mask", "data"}, {"save", "checkpoint path"}, {"load", "checkpoint path"},
+    {"save-interval", "checkpoint interval (the run's checkpoint cost is --checkpoint-interval)"},
+    {"ckpt-*", "checkpoint format"}, {"no-save-optim", "checkpoint contents"}, {"no-save-rng", "checkpoint contents"},
+    {"no-load-optim", "checkpoint loading"}, {"no-load-rng", "checkpoint loading"}, {"async-save", "checkpointing"},
+    {"use-dist-ckpt", "checkpoint format"}, {"dist-ckpt-*", "checkpoint format"}, {"log-*", "logging"},
+    {"tensorboard-*", "logging"}, {"wandb-*", "logging"}, {"timing-log-*", "logging"},
+    {"eval-iters", "evaluation, between steps"}, {"eval-interval", "evaluation, between steps"},
+    {"exit-*", "job length"}, {"distributed-backend", "process-group backend"},
+    {"distributed-timeout-minutes", "timeout"}, {"use-mcore-models", "Megatron-Core models, what is modelled"},
+    {"max-position-embeddings", "the model's architecture: the model file gives it"},
+    {"position-embedding-type", "the model's architecture: the model file gives it"},
+    {"rotary-base", "the model's architecture: the model file gives it"},
+    {"rotary-percent", "the model's architecture: the model file gives it"},
+    {"use-rope-scaling", "the model's architecture: the model file gives it"},
+    {"rope-scaling-factor", "the model's architecture: the model file gives it"},
+    {"swiglu", "the model's architecture: the model file gives it"},
+    {"normalization", "the model's architecture: the model file gives it"},
+    {"norm-epsilon", "numerical constant"},
+    {"untie-embeddings-and-output-weights", "the model's architecture: the model file gives it"},
+    {"disable-bias-linear", "the model's architecture: the model file gives it"},
+    {"vocab-size", "the model's architecture: the model file gives it"},
+    {"make-vocab-size-divisible-by", "vocabulary padding (the model file's vocabulary is used)"},
+    {"attention-dropout", "the model's architecture: the model file gives it"},
+    {"hidden-dropout", "the model's architecture: the model file gives it"},
+    {"fp8-amax-history-len", "fp8 delayed scaling's history length (the recipe is --fp8-recipe)"},
+    {"fp8-amax-compute-algo", "fp8 delayed scaling's amax rule (the recipe is --fp8-recipe)"},
+    {"fp8-margin", "fp8 scaling margin"}, {"manual-gc", "Python garbage collection timing"},
+    {"manual-gc-interval", "Python garbage collection timing"},
+    {"ddp-bucket-size", "gradient bucket size (the last bucket is modelled as 5% of the gradients)"},
+    {"check-for-nan-in-loss-and-grad", "a check once per step"}, {"master_addr", "rendezvous address"},
+    {"master_port", "rendezvous port"}, {"decoupled-lr", "learning rate"}, {"decoupled-min-lr", "learning rate"},
+    {"apply-layernorm-1p", "the norm's weight parameterisation (1 + w)"},
+    {"calculate-per-token-loss", "the loss's normalisation"}, {"tiktoken-pattern", "tokenizer"},
+    {"no-create-attention-mask-in-dataloader", "data loader"}, {"no-mmap-bin-files", "data loader"},
+    {"profile", "profiling of a few steps"}, {"profile-step-*", "profiling of a few steps"},
+    {"log-throughput", "logging"}, {"node_rank", "this node's rank"}, {"rdzv_*", "rendezvous"},
+    {"rdzv-*", "rendezvous"},
+};
+
+/// Why a Megatron argument has no effect on step time or memory; "" when it is not known to have none.
+std::string_view megatron_no_effect(std::string_view name) {
+  for (const auto& n : kMegatronNoEffect) {
+    if (n.name.ends_with('*')) {
+      if (name.starts_with(n.name.substr(0, n.name.size() - 1))) return n.reason;
+    } else if (n.name == name) {
+      return n.reason;
+    }
+  }
+  return {};
+}
 
 const MegatronArg* find_megatron(std::string_view name) {
   for (const auto& a : kMegatronArgs)
@@ -134,6 +225,15 @@ std::vector<std::string> split_words(std::string_view words) {
 }
 
 bool has_shell_variable(std::string_view s) { return s.find('$') != std::string_view::npos; }
+
+/// The argument or key a value came from, for its diagnostic: "--tp" of
+/// "--tp 8", "training.seq_len" of "training.seq_len = 8192",
+/// "train_batch_size" of "\"train_batch_size\": 8".
+std::string field_of(const LaunchValue& v) {
+  const std::string& s = v.said;
+  if (s.starts_with('"')) return s.substr(1, s.find('"', 1) - 1);
+  return s.substr(0, s.find(' '));
+}
 
 }  // namespace
 
@@ -163,7 +263,7 @@ std::span<const MegatronAlias> megatron_aliases() {
           {&LaunchValues::recompute_granularity, "recompute"}, {&LaunchValues::recompute_method, "recompute"},
           {&LaunchValues::recompute_num_layers, "recompute"}, {&LaunchValues::precision, "precision"},
           {&LaunchValues::micro_batch, "micro_batch"}, {&LaunchValues::global_batch, "global_batch"},
-          {&LaunchValues::seq_len, "seq_len"}};
+          {&LaunchValues::seq_len, "seq_len"}, {&LaunchValues::grad_reduce, "parallel.grad_reduce"}};
       for (const auto& [m, k] : kKeys)
         if (m == t) key = k;
       v.push_back({a.name, a.takes_value, a.help, parallel, key});
@@ -365,17 +465,90 @@ ImportReport import_megatron(const std::string& path) {
   }
   // The flags: on the launch line, in arrays, and in argument strings kept
   // in a variable (GPT_ARGS="--num-layers 32 ..." expanded as $GPT_ARGS).
+  // Conditionals: `if [[ "$VAR" == value ]]` (or [ A = B ], !=) over the
+  // script's own assignments is evaluated and only the branch taken is
+  // read; a branch under any other condition is read with `uncertain` set
+  // to its `if` line, and an argument there that Ridgeline reads is an error.
+  struct Branch {
+    int cond;  // 1 true, 0 false, -1 not evaluated
+    bool in_else;
+    int line;
+  };
+  std::vector<Branch> branches;
+  auto evaluate = [&](size_t from) {  // the tokens after `if` / `elif` on its logical line
+    std::vector<std::string> w;
+    for (size_t j = from; j < all.size() && all[j].logical == all[from - 1].logical; ++j) {
+      std::string x = all[j].text;
+      while (!x.empty() && x.back() == ';') x.pop_back();
+      if (x == "then" || x.empty()) continue;
+      w.push_back(x);
+    }
+    const bool dbl = w.size() == 5 && w[0] == "[[" && w[4] == "]]";
+    const bool sgl = w.size() == 5 && w[0] == "[" && w[4] == "]";
+    if (!(dbl || sgl) || (w[2] != "==" && w[2] != "=" && w[2] != "!=")) return -1;
+    const auto lhs = expand_shell(w[1], vars), rhs = expand_shell(w[3], vars);
+    if (!lhs || !rhs) return -1;
+    return ((*lhs == *rhs) == (w[2] != "!=")) ? 1 : 0;
+  };
   std::vector<Token> tokens;
-  for (const Token& t : all) {
-    if (auto a = shell_assignment(t.text); a && a->second.find("--") != std::string::npos) {
-      for (Token inner : tokenize_shell(a->second)) {
+  std::vector<int> uncertain;  // per token: the `if` line of an unevaluated branch, or 0
+  for (size_t i = 0; i < all.size(); ++i) {
+    const Token& t = all[i];
+    const bool first = i == 0 || all[i - 1].logical != t.logical;
+    if (first && (t.text == "if" || t.text == "elif")) {
+      const int c = evaluate(i + 1);
+      if (t.text == "if") branches.push_back({c, false, t.line});
+      else if (!branches.empty()) {
+        // elif: taken only if no earlier branch was (an unevaluated one leaves it unevaluated).
+        Branch& b = branches.back();
+        b.cond = b.cond == 1 ? 0 : (b.cond == -1 || c == -1) ? -1 : c;
+        b.line = t.line;
+      }
+      while (i + 1 < all.size() && all[i + 1].logical == t.logical) ++i;
+      continue;
+    }
+    if (first && t.text == "else" && !branches.empty()) {
+      Branch& b = branches.back();
+      b.cond = b.cond == -1 ? -1 : 1 - b.cond;
+      continue;
+    }
+    if (first && t.text == "fi" && !branches.empty()) {
+      branches.pop_back();
+      continue;
+    }
+    int unsure = 0;
+    bool skip = false;
+    for (const Branch& b : branches) {
+      if (b.cond == 0) skip = true;
+      if (b.cond == -1) unsure = b.line;
+    }
+    if (skip) continue;
+    // A quoted array element of several words ("--fp8-format hybrid")
+    // splits when the array is expanded unquoted (${ARGS[@]}), as is an
+    // argument string kept in a variable (GPT_ARGS="--num-layers 32 ...").
+    auto a = shell_assignment(t.text);
+    if (a && a->second.starts_with('(')) a->second.erase(0, 1);  // ARGS=(--bf16 ...): a one-line array
+    const std::string_view inner_text = a && a->second.find("--") != std::string::npos ? std::string_view(a->second)
+                                        : t.text.starts_with("--") && t.text.find_first_of(" \t") != std::string::npos
+                                            ? std::string_view(t.text)
+                                            : std::string_view();
+    if (!inner_text.empty()) {
+      for (Token inner : tokenize_shell(std::string(inner_text))) {
         inner.line = t.line, inner.col = t.col, inner.logical = t.logical;
+        if (inner.text.ends_with(')') && inner.text.find('(') == std::string::npos) inner.text.pop_back();
+        if (inner.text.empty()) continue;
         tokens.push_back(std::move(inner));
+        uncertain.push_back(unsure);
       }
       continue;
     }
-    tokens.push_back(t);
+    // The closing parenthesis of a one-line array (ARGS=(--tp 2 --bf16)).
+    Token u = t;
+    if (u.text.size() > 1 && u.text.ends_with(')') && u.text.find('(') == std::string::npos) u.text.pop_back();
+    tokens.push_back(std::move(u));
+    uncertain.push_back(unsure);
   }
+  LaunchValue ds_config;
   for (size_t i = 0; i < tokens.size(); ++i) {
     const Token& t = tokens[i];
     if (!t.text.starts_with("--") || t.text.size() == 2) continue;  // torchrun, pretrain_gpt.py, ARGS=(, )
@@ -387,6 +560,14 @@ ImportReport import_megatron(const std::string& path) {
     }
     const support::SourceLoc loc{path, t.line, t.col};
     const auto known = megatron_arg_takes_value(name);
+    if (known && uncertain[i] > 0) {
+      d.error(loc, "--" + name,
+              fmt::format("is inside the `if` of line {}, whose condition Ridgeline does not evaluate (it reads "
+                          "[[ \"$VAR\" == value ]] over the script's assignments): write the branch the run takes",
+                          uncertain[i]));
+      if (*known && i + 1 < tokens.size() && tokens[i + 1].logical == t.logical) ++i;
+      continue;
+    }
     // A value follows on the same logical line unless it is the next flag;
     // an unknown argument takes one when the next word is not a flag.
     auto next_is_value = [&] {
@@ -409,10 +590,52 @@ ImportReport import_megatron(const std::string& path) {
         value = *x;
       }
     }
-    if (!take_megatron_arg(r.values, name, value.value_or(""), loc, d))
-      r.ignored.push_back(fmt::format("--{}{} (line {})", name, value ? " " + *value : "", t.line));
+    // Megatron-DeepSpeed: --deepspeed runs the model on the DeepSpeed
+    // engine, whose settings are its --deepspeed_config JSON.
+    if (name == "deepspeed" && !value) {
+      r.framework = "deepspeed";
+      r.notes.push_back(fmt::format("--deepspeed (line {}): Megatron-DeepSpeed on the DeepSpeed engine", t.line));
+      continue;
+    }
+    if (name == "deepspeed_config" || name == "deepspeed-config") {
+      if (!value || has_shell_variable(*value)) {
+        d.error(loc, "--" + name, "expected the path of the ds_config JSON");
+        continue;
+      }
+      ds_config = {*value, "--" + name + " " + *value, loc};
+      continue;
+    }
+    if (take_megatron_arg(r.values, name, value.value_or(""), loc, d)) continue;
+    const std::string said = fmt::format("--{}{} (line {})", name, value ? " " + *value : "", t.line);
+    if (const auto why = megatron_no_effect(name); !why.empty()) r.ignored.push_back(fmt::format("{}: {}", said, why));
+    else r.unknown.push_back(said);
   }
   d.throw_if_errors();
+  // The ds_config, beside the script or from the working directory: what
+  // the arguments do not say (the ZeRO stage, overlap_comm, offload, the
+  // accumulation dtype) comes from it; Megatron-DeepSpeed's own arguments
+  // (--zero-stage, the batch sizes, --bf16) come first.
+  if (ds_config.given()) {
+    namespace fs = std::filesystem;
+    fs::path json = fs::path(path).parent_path() / ds_config.text;
+    if (!fs::exists(json)) json = ds_config.text;
+    if (!fs::exists(json))
+      throw support::SpecError(ds_config.loc, field_of(ds_config),
+                               fmt::format("cannot read \"{}\" beside the script or from here; import it with "
+                                           "--from-deepspeed and give the script's layout as flags",
+                                           ds_config.text));
+    ImportReport ds = import_deepspeed(json.string());
+    LaunchValue LaunchValues::*const kFromJson[] = {
+        &LaunchValues::zero, &LaunchValues::grad_reduce, &LaunchValues::offload_optimizer,
+        &LaunchValues::offload_params, &LaunchValues::grad_accum_dtype, &LaunchValues::precision,
+        &LaunchValues::micro_batch, &LaunchValues::global_batch, &LaunchValues::grad_accum, &LaunchValues::optimizer};
+    for (auto m : kFromJson)
+      if (!(r.values.*m).given() && (ds.values.*m).given()) r.values.*m = ds.values.*m;
+    for (auto& x : ds.ignored) r.ignored.push_back(json.filename().string() + ": " + x);
+    for (auto& x : ds.unknown) r.unknown.push_back(json.filename().string() + ": " + x);
+    r.notes.push_back(fmt::format("{} (line {}): the DeepSpeed settings the arguments do not give", ds_config.said,
+                                  ds_config.loc.line));
+  }
   return r;
 }
 
@@ -436,6 +659,65 @@ std::optional<std::string> toml_text(const toml::node& n) {
 
 }  // namespace
 
+namespace {
+
+/// torchtitan keys that change neither step time nor memory, with the
+/// reason (torchtitan/config/job_config.py; the 2024 config_manager.py); a
+/// name ending in '*' is a prefix (a whole section).
+std::string_view torchtitan_no_effect(std::string_view key) {
+  static constexpr NoEffect kKeys[] = {
+      {"job.*", "job naming and output folder"}, {"profiling.*", "profiling"}, {"metrics.*", "logging"},
+      {"checkpoint.*", "checkpointing (the run's checkpoint cost is --checkpoint-interval)"},
+      {"lr_scheduler.*", "learning-rate schedule"}, {"validation.*", "evaluation, between steps"},
+      {"comm.init_timeout_seconds", "timeout"}, {"comm.train_timeout_seconds", "timeout"},
+      {"comm.trace_buf_size", "flight-recorder buffer"}, {"comm.save_traces_folder", "logging"},
+      {"fault_tolerance.*", "fault tolerance"}, {"memory_estimation.*", "a dry run"},
+      {"optimizer.lr", "learning rate"}, {"optimizer.eps", "optimizer hyper-parameter"},
+      {"optimizer.weight_decay", "optimizer hyper-parameter"}, {"optimizer.beta1", "optimizer hyper-parameter"},
+      {"optimizer.beta2", "optimizer hyper-parameter"}, {"optimizer.early_step_in_backward", "update order"},
+      {"optimizer.implementation", "the optimizer's kernels (fused or foreach: one pass over the state)"},
+      {"training.dataset", "data"}, {"training.dataset_path", "data"}, {"training.max_norm", "gradient clipping threshold"},
+      {"training.seed", "random seed"}, {"training.deterministic", "determinism flags"},
+      {"training.warmup_steps", "learning-rate schedule"}, {"training.gc_freq", "Python garbage collection timing"},
+      {"training.gc_debug", "Python garbage collection timing"},
+      {"training.mixed_precision_reduce", "float32, torchtitan's only reduction dtype"},
+      {"model.tokenizer_path", "tokenizer"}, {"model.hf_assets_path", "tokenizer and weights path"},
+      {"model.print_after_conversion", "logging"},
+      {"model.norm_type", "the model's normalisation: the model file gives it, the fusion level its kernels"}, {"compile.components", "the compiled parts (compile.enable decides)"},
+      {"activation_checkpoint.selective_ac_option", "read with activation_checkpoint.mode"},
+      {"parallelism.pipeline_parallel_schedule", "read with the pipeline degree"},
+      {"experimental.pipeline_parallel_schedule", "read with the pipeline degree"},
+      {"parallelism.fsdp_reshard_after_forward", "\"default\": the framework profile's pp_params"},
+      {"float8.precompute_float8_dynamic_scale_for_fsdp", "one scale computation per step"},
+      {"quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp", "one scale computation per step"},
+      {"float8.filter_fqns", "layers kept in bf16 (the output layer)"},
+      {"quantize.linear.float8.filter_fqns", "layers kept in bf16 (the output layer)"},
+  };
+  for (const auto& n : kKeys) {
+    if (n.name.ends_with('*')) {
+      if (key.starts_with(n.name.substr(0, n.name.size() - 1))) return n.reason;
+    } else if (n.name == key) {
+      return n.reason;
+    }
+  }
+  return {};
+}
+
+/// Every leaf of a TOML table with its dotted key, in file order.
+void flatten_toml(const toml::table& t, const std::string& prefix,
+                  std::vector<std::pair<std::string, const toml::node*>>& out) {
+  for (const auto& [k, node] : t) {
+    const std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+    if (const toml::table* sub = node.as_table()) flatten_toml(*sub, key, out);
+    else out.emplace_back(key, &node);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.second->source().begin.line < b.second->source().begin.line;
+  });
+}
+
+}  // namespace
+
 ImportReport import_torchtitan(const std::string& path) {
   const std::string text = read_text_file(path);
   ImportReport r;
@@ -452,110 +734,207 @@ ImportReport import_torchtitan(const std::string& path) {
   }
   support::DiagnosticList d;
   LaunchValues& v = r.values;
-  // [section] key -> the value it sets.
+  // Dotted key -> the value it sets. torchtitan moved its keys between
+  // releases: the 2024 config_manager.py (torchtitan 1a303b3) kept the
+  // degrees under [training] (data_parallel_degree -1: FSDP over the ranks
+  // left, or DDP with training.data_parallel_type = "ddp") and the pipeline
+  // under [experimental]; later ones under [training], then [parallelism].
   struct Key {
-    std::string_view section, key;
+    std::string_view key;
     LaunchValue LaunchValues::*target;
   };
   static const Key kKeys[] = {
-      {"parallelism", "tensor_parallel_degree", &LaunchValues::tp},
-      {"parallelism", "pipeline_parallel_degree", &LaunchValues::pp},
-      {"parallelism", "context_parallel_degree", &LaunchValues::cp},
-      {"parallelism", "expert_parallel_degree", &LaunchValues::ep},
-      {"parallelism", "data_parallel_shard_degree", &LaunchValues::dp_shard},
-      {"parallelism", "data_parallel_replicate_degree", &LaunchValues::dp_replicate},
-      {"parallelism", "enable_async_tensor_parallel", &LaunchValues::tp_comm_overlap},
-      {"training", "local_batch_size", &LaunchValues::micro_batch},
-      {"training", "batch_size", &LaunchValues::micro_batch},  // before torchtitan's local_batch_size
-      {"training", "global_batch_size", &LaunchValues::global_batch},
-      {"training", "seq_len", &LaunchValues::seq_len},
-      {"training", "steps", &LaunchValues::train_iters},
-      {"training", "mixed_precision_param", &LaunchValues::precision},
-      {"activation_checkpoint", "mode", &LaunchValues::recompute},
-      {"optimizer", "name", &LaunchValues::optimizer},
-      {"compile", "enable", &LaunchValues::fusion},
-      {"training", "compile", &LaunchValues::fusion},  // before [compile]
+      {"parallelism.tensor_parallel_degree", &LaunchValues::tp},
+      {"training.tensor_parallel_degree", &LaunchValues::tp},
+      {"parallelism.pipeline_parallel_degree", &LaunchValues::pp},
+      {"experimental.pipeline_parallel_degree", &LaunchValues::pp},
+      {"training.pipeline_parallel_degree", &LaunchValues::pp},
+      {"parallelism.context_parallel_degree", &LaunchValues::cp},
+      {"experimental.context_parallel_degree", &LaunchValues::cp},
+      {"training.context_parallel_degree", &LaunchValues::cp},
+      {"parallelism.expert_parallel_degree", &LaunchValues::ep},
+      {"parallelism.data_parallel_shard_degree", &LaunchValues::dp_shard},
+      {"training.data_parallel_shard_degree", &LaunchValues::dp_shard},
+      {"training.data_parallel_degree", &LaunchValues::dp_shard},  // ddp: replicate, below
+      {"parallelism.data_parallel_replicate_degree", &LaunchValues::dp_replicate},
+      {"training.data_parallel_replicate_degree", &LaunchValues::dp_replicate},
+      {"parallelism.enable_async_tensor_parallel", &LaunchValues::tp_comm_overlap},
+      {"experimental.enable_async_tensor_parallel", &LaunchValues::tp_comm_overlap},
+      {"training.local_batch_size", &LaunchValues::micro_batch},
+      {"training.batch_size", &LaunchValues::micro_batch},  // before torchtitan's local_batch_size
+      {"training.global_batch_size", &LaunchValues::global_batch},
+      {"training.seq_len", &LaunchValues::seq_len},
+      {"training.steps", &LaunchValues::train_iters},
+      {"training.mixed_precision_param", &LaunchValues::precision},
+      {"activation_checkpoint.mode", &LaunchValues::recompute},
+      {"optimizer.name", &LaunchValues::optimizer},
+      {"compile.enable", &LaunchValues::fusion},
+      {"training.compile", &LaunchValues::fusion},  // before [compile]
+  };
+  std::vector<std::pair<std::string, const toml::node*>> leaves;
+  flatten_toml(root, "", leaves);
+  auto find = [&](std::string_view key) -> const toml::node* {
+    for (const auto& [k, n] : leaves)
+      if (k == key) return n;
+    return nullptr;
   };
   std::string model_name, model_flavor;
   int model_line = 0;
-  for (const auto& [sec_key, sec_node] : root) {
-    const std::string sec(sec_key.str());
-    const toml::table* tbl = sec_node.as_table();
-    if (!tbl) {
-      r.ignored.push_back(fmt::format("{} (line {})", sec, sec_node.source().begin.line));
+  bool ddp = false;
+  std::vector<LaunchValue> scaling;  // the 2024 [float8] scaling types
+  for (const auto& [dotted, np] : leaves) {
+    const toml::node& node = *np;
+    const support::SourceLoc loc = toml_loc(path, node);
+    const auto val = toml_text(node);
+    std::string shown = val ? (node.is_string() ? "\"" + *val + "\"" : *val) : "[...]";
+    if (const toml::array* arr = node.as_array()) {
+      shown = "[";
+      for (size_t i = 0; i < arr->size(); ++i) {
+        const auto w = toml_text((*arr)[i]);
+        shown += (i ? ", " : "") + ((*arr)[i].is_string() ? "\"" + w.value_or("") + "\"" : w.value_or("?"));
+      }
+      shown += "]";
+    }
+    const std::string said = fmt::format("{} = {}", dotted, shown);
+    const std::string at = fmt::format("{} (line {})", said, loc.line);
+    if ((dotted == "model.name" || dotted == "model.flavor") && val) {
+      (dotted == "model.name" ? model_name : model_flavor) = *val;
+      model_line = loc.line;
       continue;
     }
-    for (const auto& [k_key, node] : *tbl) {
-      const std::string k(k_key.str());
-      const support::SourceLoc loc = toml_loc(path, node);
-      const std::string dotted = sec + "." + k;
-      const auto val = toml_text(node);
-      const std::string shown = val ? (node.is_string() ? "\"" + *val + "\"" : *val) : "[...]";
-      const std::string said = fmt::format("{} = {}", dotted, shown);
-      if (sec == "model" && (k == "name" || k == "flavor") && val) {
-        (k == "name" ? model_name : model_flavor) = *val;
-        model_line = loc.line;
-        continue;
-      }
-      if (sec == "model" && k == "converters") {
-        // ["float8"] or ["mx"]: fp8 linear layers (torchtitan/components/quantization).
-        if (const toml::array* a = node.as_array()) {
-          for (const auto& c : *a) {
-            const auto w = c.value<std::string>();
-            if (w == "float8" || w == "mx") {
-              v.precision = {"fp8", said, loc};
-              if (*w == "mx") v.fp8_recipe = {"mxfp8", said, loc};
-            } else if (w) {
-              d.error(toml_loc(path, c), dotted, fmt::format("converter \"{}\" is not modelled", *w));
-            }
+    if (dotted == "model.converters") {
+      // torchtitan/protocols/model_converter.py registry: "float8" (2025),
+      // "quantize.linear.float8" and "quantize.linear.mx" (2026,
+      // components/quantization/float8.py line 238, mx.py line 171).
+      if (const toml::array* a = node.as_array()) {
+        for (const auto& c : *a) {
+          const auto w = c.value<std::string>();
+          if (w == "float8" || w == "quantize.linear.float8") {
+            v.precision = {"fp8", said, loc};
+          } else if (w == "mx" || w == "quantize.linear.mx") {
+            v.precision = {"fp8", said, loc};
+            v.fp8_recipe = {"mxfp8", said, loc};
+          } else if (w) {
+            d.error(toml_loc(path, c), dotted, fmt::format("converter \"{}\" is not modelled", *w));
           }
         }
-        continue;
       }
-      if (sec == "float8" && k == "recipe_name" && val) {
-        if (*val == "tensorwise") v.fp8_recipe = {"tensorwise", said, loc};
-        else d.error(loc, dotted, fmt::format("fp8 recipe \"{}\" is not modelled; tensorwise is", *val));
-        continue;
-      }
-      if (sec == "activation_checkpoint" && k == "selective_ac_option" && val) {
-        // "op" (the op policy) or a number K (every K-th layer): the framework's names.
-        continue;  // read below, with mode
-      }
-      const Key* hit = nullptr;
-      for (const auto& key : kKeys)
-        if (key.section == sec && key.key == k) hit = &key;
-      if (!hit || !val) {
-        r.ignored.push_back(fmt::format("{} (line {})", dotted, loc.line));
-        continue;
-      }
-      LaunchValue& t = v.*(hit->target);
-      std::string text = *val;
-      if (hit->target == &LaunchValues::precision) {
-        if (text == "bfloat16") text = "bf16";
-        else if (text == "float16") text = "fp16";
-        else if (text == "float32") text = "fp32";
-        else {
-          d.error(loc, dotted, fmt::format("expected \"bfloat16\", \"float16\" or \"float32\", got \"{}\"", text));
-          continue;
-        }
-        if (v.precision.text == "fp8") continue;  // float8 converters: fp8 GEMMs, bf16 elsewhere
-      }
-      if (hit->target == &LaunchValues::fusion) text = text == "true" ? "compiled" : "eager";
-      if (hit->target == &LaunchValues::optimizer) {
-        std::string lower;
-        for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        text = lower;
-      }
-      if (hit->target == &LaunchValues::recompute) {
-        if (text == "selective") {
-          const toml::node* opt = tbl->get("selective_ac_option");
-          const std::string o = opt ? toml_text(*opt).value_or("op") : "op";
-          text = o == "op" ? "selective_op" : "selective_layer:" + o;
-        }
-      }
-      t = {text, said, loc};
+      continue;
     }
+    if ((dotted == "float8.recipe_name" || dotted == "quantize.linear.float8.recipe_name") && val) {
+      if (*val == "tensorwise") v.fp8_recipe = {"tensorwise", said, loc};
+      else d.error(loc, dotted, fmt::format("fp8 recipe \"{}\" is not modelled; tensorwise is", *val));
+      continue;
+    }
+    // The 2024 [float8] section (config_manager.py lines 466-510):
+    // enable_float8_linear swaps in Float8Linear; each scaling type dynamic
+    // (tensorwise) or delayed.
+    if (dotted == "float8.enable_float8_linear" && val) {
+      if (*val == "true") v.precision = {"fp8", said, loc};
+      else r.ignored.push_back(at + ": float8 off");
+      continue;
+    }
+    if (dotted.starts_with("float8.scaling_type_") && val) {
+      if (*val != "dynamic" && *val != "delayed") d.error(loc, dotted, fmt::format("expected \"dynamic\" or \"delayed\", got \"{}\"", *val));
+      scaling.push_back({*val, said, loc});
+      continue;
+    }
+    if (dotted == "float8.enable_fsdp_float8_all_gather" || dotted == "quantize.linear.float8.enable_fsdp_float8_all_gather") {
+      // FSDP2 all-gathers the fp8-cast weights: the gather's bytes halve,
+      // the stored weights stay 16/32-bit; the plan cannot say so.
+      if (val == "true") {
+        const toml::node* on = find("model.converters");
+        const toml::node* old = find("float8.enable_float8_linear");
+        const bool float8 = (on && on->as_array() && !on->as_array()->empty()) || (old && toml_text(*old) == "true");
+        if (float8) d.error(loc, dotted, "fp8 FSDP all-gathers of 16-bit weights are not modelled; set it false");
+        else r.ignored.push_back(at + ": no float8 converter");
+      } else {
+        r.ignored.push_back(at + ": off");
+      }
+      continue;
+    }
+    if (dotted == "training.data_parallel_type" && val) {
+      if (*val == "ddp") ddp = true;
+      else if (*val != "fsdp") d.error(loc, dotted, fmt::format("expected \"fsdp\" or \"ddp\", got \"{}\"", *val));
+      r.ignored.push_back(at + ": read with training.data_parallel_degree");
+      continue;
+    }
+    if (dotted == "training.dtype" && val) {
+      // job_config.py lines 275-280: dtype = "bfloat16" puts parameters,
+      // gradients and optimizer state in bf16 "without an extra copy of fp32 weights".
+      if (*val == "bfloat16") {
+        v.precision = v.precision.text == "fp8" ? v.precision : LaunchValue{"bf16", said, loc};
+        v.master_weights = {"none", said, loc};
+        v.main_grads = {"working", said, loc};
+      } else if (*val != "float32") {
+        d.error(loc, dotted, fmt::format("expected \"bfloat16\" or \"float32\", got \"{}\"", *val));
+      } else {
+        r.ignored.push_back(at + ": torchtitan's default, fp32 parameters under mixed precision");
+      }
+      continue;
+    }
+    if (dotted == "parallelism.pipeline_parallel_schedule" || dotted == "experimental.pipeline_parallel_schedule") {
+      if (val && *val != "1F1B" && *val != "GPipe") {
+        d.error(loc, dotted, fmt::format("schedule \"{}\" is not modelled; 1F1B is (and GPipe, the same bubble)", *val));
+        continue;
+      }
+    }
+    const Key* hit = nullptr;
+    for (const auto& key : kKeys)
+      if (key.key == dotted) hit = &key;
+    if (!hit || !val) {
+      if (const auto why = torchtitan_no_effect(dotted); !why.empty()) r.ignored.push_back(fmt::format("{}: {}", at, why));
+      else r.unknown.push_back(at);
+      continue;
+    }
+    LaunchValue& t = v.*(hit->target);
+    std::string text = *val;
+    if (hit->target == &LaunchValues::precision) {
+      if (text == "bfloat16") text = "bf16";
+      else if (text == "float16") text = "fp16";
+      else if (text == "float32") text = "fp32";
+      else {
+        d.error(loc, dotted, fmt::format("expected \"bfloat16\", \"float16\" or \"float32\", got \"{}\"", text));
+        continue;
+      }
+      if (v.precision.text == "fp8" || v.master_weights.given()) continue;  // fp8 GEMMs, bf16 elsewhere; training.dtype
+    }
+    if (hit->target == &LaunchValues::fusion) text = text == "true" ? "compiled" : "eager";
+    if (hit->target == &LaunchValues::optimizer) {
+      std::string lower;
+      for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      text = lower;
+    }
+    if (hit->target == &LaunchValues::recompute && text == "selective") {
+      // selective_ac_option: "op" (the op policy) or K (every K-th layer),
+      // "2" when not given (job_config.py line 656; config_manager.py line 457).
+      const toml::node* opt = find("activation_checkpoint.selective_ac_option");
+      const std::string o = opt ? toml_text(*opt).value_or("2") : "2";
+      text = o == "op" ? "selective_op" : "selective_layer:" + o;
+    }
+    t = {text, said, loc};
   }
+  if (ddp && v.dp_shard.given()) {
+    v.dp_replicate = v.dp_shard;
+    v.dp_shard = {};
+  }
+  // 2024 float8 scaling: all dynamic is tensorwise, all delayed Transformer
+  // Engine-style delayed scaling; a mix is not modelled.
+  if (v.precision.text == "fp8" && !scaling.empty()) {
+    bool delayed = false, dynamic = false;
+    for (const auto& s : scaling) (s.text == "delayed" ? delayed : dynamic) = true;
+    const LaunchValue& first = scaling.front();
+    if (delayed && dynamic) d.error(first.loc, field_of(first), "a mix of delayed and dynamic scaling is not modelled");
+    else v.fp8_recipe = {delayed ? "delayed" : "tensorwise", first.said, first.loc};
+  }
+  // torchao's Float8LinearConfig without a recipe: dynamic tensorwise scaling.
+  if (v.precision.text == "fp8" && !v.fp8_recipe.given())
+    v.fp8_recipe = {"tensorwise", v.precision.said + " (no recipe_name: torchao's tensorwise)", v.precision.loc};
+  // No activation_checkpoint.mode: torchtitan's default, "selective" every
+  // 2nd layer (job_config.py lines 651-656, config_manager.py lines 449-457).
+  if (!v.recompute.given())
+    v.recompute = {"selective_layer:2", "(no activation_checkpoint.mode: torchtitan's default, selective every 2nd layer)",
+                   {path, 0, 0}};
   if (!model_name.empty()) {
     // torchtitan's model names: "llama3" flavor "8B" -> models/llama3_8b.yaml.
     std::string flavor;
@@ -608,8 +987,56 @@ void deepspeed_offload(const std::string& which, const JsonValue& block, LaunchV
                             o.value.text));
       continue;
     }
-    r.ignored.push_back(fmt::format("{}.{} (line {})", key, o.key, o.value.loc.line));
+    if (o.key == "pin_memory" || o.key == "buffer_count" || o.key == "buffer_size" || o.key == "max_in_cpu" ||
+        o.key == "nvme_path" || o.key == "pipeline_read" || o.key == "pipeline_write" || o.key == "fast_init")
+      r.ignored.push_back(fmt::format("{}.{} (line {}): host buffer setting", key, o.key, o.value.loc.line));
+    else
+      r.unknown.push_back(fmt::format("{}.{} (line {})", key, o.key, o.value.loc.line));
   }
+}
+
+/// DeepSpeed keys (deepspeed/runtime/constants.py, zero/config.py) that
+/// change neither step time nor memory, with the reason; "" when not known.
+std::string_view deepspeed_no_effect(std::string_view key) {
+  static constexpr NoEffect kKeys[] = {
+      {"steps_per_print", "logging"}, {"wall_clock_breakdown", "logging"}, {"dump_state", "logging"},
+      {"tensorboard", "logging"}, {"wandb", "logging"}, {"csv_monitor", "logging"}, {"comet", "logging"},
+      {"comms_logger", "logging"}, {"flops_profiler", "profiling"}, {"gradient_clipping", "gradient clipping threshold"},
+      {"scheduler", "learning-rate schedule"}, {"optimizer.params", "optimizer hyper-parameters"},
+      {"zero_allow_untested_optimizer", "a permission"}, {"prescale_gradients", "gradient scaling order"},
+      {"gradient_predivide_factor", "gradient scaling"}, {"checkpoint", "checkpointing"},
+      {"fp16.loss_scale", "loss scale"}, {"fp16.initial_scale_power", "loss scale"},
+      {"fp16.loss_scale_window", "loss scale"}, {"fp16.hysteresis", "loss scale"},
+      {"fp16.consecutive_hysteresis", "loss scale"}, {"fp16.min_loss_scale", "loss scale"},
+      {"fp16.auto_cast", "autocast of the inputs"}, {"bf16.immediate_grad_update", "update order"},
+      {"zero_optimization.reduce_bucket_size", "bucket size (the last bucket is modelled as 5% of the gradients)"},
+      {"zero_optimization.allgather_bucket_size", "bucket size"},
+      {"zero_optimization.allgather_partitions", "all-gather form (the same bytes)"},
+      {"zero_optimization.reduce_scatter", "reduction form (the same bytes)"},
+      {"zero_optimization.contiguous_gradients", "gradient buffer layout"},
+      {"zero_optimization.round_robin_gradients", "gradient partition order"},
+      {"zero_optimization.sub_group_size", "optimizer step grouping"},
+      {"zero_optimization.stage3_max_live_parameters", "ZeRO-3 gathering limit"},
+      {"zero_optimization.stage3_max_reuse_distance", "ZeRO-3 gathering limit"},
+      {"zero_optimization.stage3_param_persistence_threshold", "small parameters kept whole (under 1e5 elements)"},
+      {"zero_optimization.stage3_gather_16bit_weights_on_model_save", "checkpoint saving"},
+      {"zero_optimization.stage3_gather_fp16_weights_on_model_save", "checkpoint saving"},
+      {"zero_optimization.stage3_prefetch_bucket_size", "prefetch bucket (the framework profile's 5e7 elements)"},
+      {"zero_optimization.load_from_fp32_weights", "checkpoint loading"},
+      {"zero_optimization.gather_16bit_weights_on_model_save", "checkpoint saving"},
+      {"zero_optimization.elastic_checkpoint", "checkpointing"},
+      {"zero_optimization.ignore_unused_parameters", "a check"},
+  };
+  for (const auto& k : kKeys)
+    if (k.name == key) return k.reason;
+  return {};
+}
+
+/// The key in the ignored list with its reason, or in the unknown list.
+void deepspeed_unread(ImportReport& r, const std::string& key, int line) {
+  const auto why = deepspeed_no_effect(key);
+  if (!why.empty()) r.ignored.push_back(fmt::format("{} (line {}): {}", key, line, why));
+  else r.unknown.push_back(fmt::format("{} (line {})", key, line));
 }
 
 }  // namespace
@@ -650,19 +1077,80 @@ ImportReport import_deepspeed(const std::string& path) {
       const JsonValue* en = x.find("enabled");
       if (en && en->kind == JsonValue::Kind::kBool && en->text == "true")
         v.precision = {m.key, fmt::format("\"{}\": {{\"enabled\": true}}", m.key), en->loc};
-      for (const auto& sub : x.members)
-        if (sub.key != "enabled") r.ignored.push_back(fmt::format("{}.{} (line {})", m.key, sub.key, sub.value.loc.line));
+      // "auto": the Hugging Face Trainer's --bf16 / --fp16 decide
+      // (transformers/integrations/deepspeed.py trainer_config_process).
+      if (en && en->text == "auto" && !v.precision.given())
+        v.precision = {"auto", fmt::format("\"{}\": {{\"enabled\": \"auto\"}}", m.key), en->loc};
+      for (const auto& sub : x.members) {
+        if (sub.key == "enabled") continue;
+        // DeepSpeed's bf16 master weights, gradients and optimizer states
+        // (runtime/config.py bf16_master_weights_and_grads,
+        // bf16_optimizer_states): no fp32 copy, bf16 states.
+        if (m.key == "bf16" && (sub.key == "bf16_master_weights_and_grads" || sub.key == "bf16_optimizer_states") &&
+            sub.value.kind == JsonValue::Kind::kBool) {
+          if (sub.value.text == "true") {
+            const JsonValue* other = x.find(sub.key == "bf16_optimizer_states" ? "bf16_master_weights_and_grads"
+                                                                               : "bf16_optimizer_states");
+            if (!other || other->text != "true")
+              d.error(sub.value.loc, "bf16." + sub.key,
+                      "only bf16 master weights and gradients together with bf16 optimizer states are modelled");
+            else if (sub.key == "bf16_master_weights_and_grads") {
+              v.master_weights = {"none", said("bf16." + sub.key, sub.value), sub.value.loc};
+              v.main_grads = {"working", said("bf16." + sub.key, sub.value), sub.value.loc};
+            }
+          } else {
+            r.ignored.push_back(fmt::format("bf16.{} (line {}): off", sub.key, sub.value.loc.line));
+          }
+          continue;
+        }
+        deepspeed_unread(r, m.key + "." + sub.key, sub.value.loc.line);
+      }
+    } else if (m.key == "torch_autocast" && x.kind == JsonValue::Kind::kObject) {
+      const JsonValue* en = x.find("enabled");
+      if (en && en->text == "true")
+        d.error(en->loc, "torch_autocast.enabled", "torch.autocast inside the DeepSpeed engine is not modelled");
+      else
+        r.ignored.push_back(fmt::format("torch_autocast (line {}): off", x.loc.line));
     } else if (m.key == "zero_optimization" && x.kind == JsonValue::Kind::kObject) {
       for (const auto& sub : x.members) {
         const std::string key = "zero_optimization." + sub.key;
         if (sub.key == "stage") take(&LaunchValues::zero, key, sub.value);
         else if (sub.key == "offload_optimizer" || sub.key == "offload_param") {
           deepspeed_offload(sub.key, sub.value, v, r, d);
+        } else if (sub.key == "overlap_comm" && sub.value.kind == JsonValue::Kind::kBool) {
+          // zero/config.py line 138: overlap_comm, the gradient reduction on
+          // its own stream beside the backward.
+          v.grad_reduce = {sub.value.text == "true" ? "overlapped" : "exposed", said(key, sub.value), sub.value.loc};
         } else {
-          r.ignored.push_back(fmt::format("{} (line {})", key, sub.value.loc.line));
+          deepspeed_unread(r, key, sub.value.loc.line);
+        }
+      }
+    } else if (m.key == "data_types" && x.kind == JsonValue::Kind::kObject) {
+      for (const auto& sub : x.members) {
+        const std::string key = "data_types." + sub.key;
+        // runtime/constants.py line 485: grad_accum_dtype = ["bf16"|"fp16"|"fp32"].
+        if (sub.key == "grad_accum_dtype" && sub.value.kind == JsonValue::Kind::kString &&
+            (sub.value.text == "fp32" || sub.value.text == "bf16" || sub.value.text == "fp16"))
+          v.grad_accum_dtype = {sub.value.text, said(key, sub.value), sub.value.loc};
+        else if (sub.key == "grad_accum_dtype")
+          d.error(sub.value.loc, key, fmt::format("expected \"fp32\", \"bf16\" or \"fp16\", got {}", sub.value.text));
+        else
+          deepspeed_unread(r, key, sub.value.loc.line);
+      }
+    } else if (m.key == "tensor_parallel" && x.kind == JsonValue::Kind::kObject) {
+      for (const auto& sub : x.members) {
+        const std::string key = "tensor_parallel." + sub.key;
+        // deepspeed/runtime/tensor_parallel/config.py line 45 autotp_size
+        // (0: off), the AutoTP training degree (line 137: tp_size).
+        if (sub.key == "autotp_size") {
+          if (sub.value.text != "0") take(&LaunchValues::tp, key, sub.value);
+        } else {
+          deepspeed_unread(r, key, sub.value.loc.line);
         }
       }
     } else if (m.key == "optimizer" && x.kind == JsonValue::Kind::kObject) {
+      for (const auto& sub : x.members)
+        if (sub.key != "type") deepspeed_unread(r, "optimizer." + sub.key, sub.value.loc.line);
       const JsonValue* type = x.find("type");
       if (type) {
         std::string t;
@@ -672,7 +1160,7 @@ ImportReport import_deepspeed(const std::string& path) {
                                                               type->text));
       }
     } else {
-      r.ignored.push_back(fmt::format("{} (line {})", m.key, x.loc.line));
+      deepspeed_unread(r, m.key, x.loc.line);
     }
   }
   d.throw_if_errors();
@@ -682,15 +1170,6 @@ ImportReport import_deepspeed(const std::string& path) {
 // ---- Applying ----
 
 namespace {
-
-/// The argument or key a value came from, for its diagnostic: "--tp" of
-/// "--tp 8", "training.seq_len" of "training.seq_len = 8192",
-/// "train_batch_size" of "\"train_batch_size\": 8".
-std::string field_of(const LaunchValue& v) {
-  const std::string& s = v.said;
-  if (s.starts_with('"')) return s.substr(1, s.find('"', 1) - 1);
-  return s.substr(0, s.find(' '));
-}
 
 struct Applier {
   PlanSpec& p;
@@ -739,6 +1218,9 @@ void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, Import
   // arguments (transformers/integrations/deepspeed.py trainer_config_process
   // fills them): the flags must say them, or, for the global batch, the
   // micro-batch and accumulation steps that make it. Never a silent 1.
+  if (v.precision.text == "auto" && !a.flagged("precision"))
+    d.error(v.precision.loc, field_of(v.precision),
+            "\"auto\" is the Hugging Face Trainer's --bf16 / --fp16: give --precision");
   if (v.micro_batch.text == "auto" && !a.flagged("micro_batch"))
     d.error(v.micro_batch.loc, field_of(v.micro_batch),
             "\"auto\" is the Hugging Face Trainer's per_device_train_batch_size: give --micro-batch");
@@ -748,16 +1230,61 @@ void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, Import
             "\"auto\" is the Hugging Face Trainer's batch (per device x accumulation x GPUs): give --global-batch, "
             "or gradient_accumulation_steps");
   // The model the file describes must be the plan's.
+  std::string matched;  // the model arguments that agree, for a note
   auto check_model = [&](const LaunchValue& x, int have, std::string_view what) {
-    if (auto n = a.whole(x); n && *n != have)
+    auto n = a.whole(x);
+    if (n && *n != have)
       d.error(x.loc, field_of(x),
               fmt::format("{} {}, but the model ({}) has {}; pass the run's model with --model", *n, what, m.name,
                           have));
+    else if (n)
+      matched += fmt::format("{}{} (line {})", matched.empty() ? "" : ", ", x.said, x.loc.line);
   };
   check_model(v.num_layers, m.layers, "layers");
   check_model(v.hidden_size, m.hidden, "hidden size");
   check_model(v.num_heads, m.heads, "attention heads");
   check_model(v.ffn_hidden_size, m.ffn_hidden, "FFN size");
+  check_model(v.kv_channels, m.head_dim, "channels per attention head");
+  // The KV heads Megatron builds: --num-query-groups (argparse default 1)
+  // under --group-query-attention, else one per attention head
+  // (argument_utils.py lines 330-333, transformer_config.py lines 1458-1459).
+  const bool kv_heads_given = v.num_query_groups.said.starts_with("--num-key-value-heads");
+  if (!m.is_mla() && (v.num_query_groups.given() || v.group_query_attention.given())) {
+    if (v.group_query_attention.given() || kv_heads_given) {
+      const LaunchValue& x = v.num_query_groups.given() ? v.num_query_groups : v.group_query_attention;
+      const auto groups = v.num_query_groups.given() ? a.whole(x) : std::optional<long long>(1);
+      if (groups && *groups != m.kv_heads)
+        d.error(x.loc, field_of(x),
+                fmt::format("{} query groups (KV heads){}, but the model ({}) has {}; pass the run's model with "
+                            "--model",
+                            *groups, v.num_query_groups.given() ? "" : " (Megatron-LM's default without "
+                            "--num-query-groups)", m.name, m.kv_heads));
+    } else if (m.kv_heads != m.heads) {
+      d.error(v.num_query_groups.loc, field_of(v.num_query_groups),
+              fmt::format("has no effect without --group-query-attention: Megatron-LM then builds one KV head per "
+                          "attention head ({}), but the model ({}) has {} KV heads; add --group-query-attention",
+                          m.heads, m.name, m.kv_heads));
+    }
+  } else if (!m.is_mla() && v.num_heads.given() && m.kv_heads != m.heads) {
+    d.error(v.num_heads.loc, field_of(v.num_heads),
+            fmt::format("without --group-query-attention Megatron-LM builds one KV head per attention head, but the "
+                        "model ({}) has {} KV heads for {} heads; add --group-query-attention --num-query-groups {}",
+                        m.name, m.kv_heads, m.heads, m.kv_heads));
+  }
+  if ((v.group_query_attention.given() || kv_heads_given) && !d.has_errors()) {
+    const LaunchValue& x = v.num_query_groups.given() ? v.num_query_groups : v.group_query_attention;
+    std::string what = v.group_query_attention.said;
+    if (v.num_query_groups.given()) what += (what.empty() ? "" : " ") + v.num_query_groups.said;
+    matched += fmt::format("{}{} (line {})", matched.empty() ? "" : ", ", what, x.loc.line);
+  }
+  if (!matched.empty() && !d.has_errors()) r.notes.push_back(fmt::format("the model ({}) matches {}", m.name, matched));
+  // DeepSpeed-Ulysses splits the sequence by all-to-alls around attention,
+  // a communication pattern the plan does not have (its CP is ring attention).
+  if (auto u = a.whole(v.ulysses); u && *u > 1)
+    d.error(v.ulysses.loc, field_of(v.ulysses),
+            fmt::format("DeepSpeed-Ulysses sequence parallelism ({} ranks) is not modelled; the plan's context "
+                        "parallelism (--cp) is ring attention",
+                        *u));
   if (!r.framework.empty() && find_framework(r.framework)) {
     LaunchValue fw{r.framework, "", {r.file, 0, 0}};
     a.set("framework", r.framework, fw, "(" + r.kind + ")");
@@ -784,6 +1311,22 @@ void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, Import
   a.direct("overlap_param_gather", v.overlap_param_gather);
   a.direct("fp8_primary_weights", v.fp8_primary_weights);
   a.direct("cross_entropy", v.cross_entropy);
+  // The DP gradient reduction: Megatron-LM overlaps it only with
+  // --overlap-grad-reduce (arguments.py line 3121, default False); DeepSpeed
+  // with zero_optimization.overlap_comm, whose default is on for stage 3
+  // only (deepspeed/runtime/zero/config.py lines 383-385), and ZeRO stage 0
+  // all-reduces after the backward (runtime/engine.py allreduce_gradients).
+  if (v.grad_reduce.given()) {
+    a.direct("grad_reduce", v.grad_reduce);
+  } else if (r.kind == "Megatron-LM args" && r.framework == "megatron") {
+    LaunchValue x{"exposed", "", {r.file, 0, 0}};
+    a.set("grad_reduce", "exposed", x, "(no --overlap-grad-reduce: Megatron-LM reduces after the backward)");
+  } else if (r.framework == "deepspeed" && p.parallel.zero < 3) {
+    LaunchValue x{"exposed", "", {r.file, 0, 0}};
+    a.set("grad_reduce", "exposed", x,
+          fmt::format("(no zero_optimization.overlap_comm: DeepSpeed's default is off below stage 3)"));
+  }
+  a.direct("master_weights", v.master_weights);
   a.direct("ep_comm_overlap", v.ep_comm_overlap);
   a.direct("shared_expert_overlap", v.shared_expert_overlap);
   a.direct("moe_dispatcher", v.moe_dispatcher);
@@ -819,8 +1362,41 @@ void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, Import
   // off, whatever else was given); unstated, the framework's default.
   if (v.grad_reduce_in_bf16.given()) a.direct("main_grads", v.grad_reduce_in_bf16);
   else a.direct("main_grads", v.main_grads);
+  // DeepSpeed's optimizer wrapper by dtypes and stage
+  // (deepspeed/runtime/engine.py _do_optimizer_sanity_check, DeepSpeed
+  // edaa722, lines 1978-2021): grad_accum_dtype defaults to the model's
+  // dtype (get_data_types, lines 1485-1496); bf16 with fp32 accumulation at
+  // ZeRO stage 1 is BF16_Optimizer (fp32 gradients); at stage 0 a mix of
+  // dtypes raises NotImplementedError; bf16 at stage 0 under pipeline
+  // parallelism is BF16_Optimizer too, which partitions the fp32 master
+  // weights and optimizer state over the DP ranks (bf16_optimizer.py lines
+  // 141-170): ZeRO-1 in effect.
+  if (r.framework == "deepspeed") {
+    const bool low = v.precision.text == "bf16" || v.precision.text == "fp16";
+    if (v.grad_accum_dtype.given()) {
+      const std::string& g = v.grad_accum_dtype.text;
+      const bool fp32 = g == "fp32";
+      if (low && fp32 && p.parallel.zero == 0)
+        d.error(v.grad_accum_dtype.loc, field_of(v.grad_accum_dtype),
+                fmt::format("fp32 accumulation of {} gradients at ZeRO stage 0: DeepSpeed raises "
+                            "NotImplementedError (unsupported mix of model and gradient accumulation dtypes)",
+                            v.precision.text));
+      else if (low && !fp32 && g != v.precision.text)
+        d.error(v.grad_accum_dtype.loc, field_of(v.grad_accum_dtype),
+                fmt::format("\"{}\" accumulation of {} gradients is not modelled", g, v.precision.text));
+      else if (low)
+        a.set("main_grads", fp32 ? "fp32" : "working", v.grad_accum_dtype);
+    }
+    if (v.precision.text == "bf16" && p.parallel.zero == 0 && p.parallel.pp > 1 && !a.flagged("parallel.zero")) {
+      LaunchValue x{"1", v.precision.said, v.precision.loc};
+      a.set("zero", "1", x, v.precision.said + " at stage 0 with PP > 1 (BF16_Optimizer partitions: ZeRO-1)");
+    }
+  }
   a.direct("recompute", v.recompute);
   a.direct("first_stage_layers", v.first_stage_layers);
+  if (v.offload_params.given() && !v.offload_optimizer.given() && !a.flagged("offload.optimizer"))
+    d.error(v.offload_params.loc, field_of(v.offload_params),
+            "parameter offload without optimizer offload (zero_optimization.offload_optimizer) is not modelled");
   a.direct("offload_optimizer", v.offload_optimizer);
   a.direct("offload_params", v.offload_params);
   // Megatron-Core's --optimizer-offload-fraction: the share of the
@@ -881,7 +1457,11 @@ void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, Import
   // initialize_model_parallel), or torchtitan's shard x replicate degrees.
   const auto nproc = a.whole(v.nproc_per_node);
   const auto nnodes = a.whole(v.nnodes);
-  if (nproc) {
+  if (nproc && a.flagged("parallel.dp")) {
+    r.notes.push_back(fmt::format("dp: --dp's {}, not the script's {} GPUs ({}{})", p.parallel.dp,
+                                  *nproc * nnodes.value_or(1), v.nproc_per_node.said,
+                                  nnodes ? ", " + v.nnodes.said : ""));
+  } else if (nproc) {
     const long long gpus = *nproc * nnodes.value_or(1);
     const long long model_par = static_cast<long long>(p.parallel.tp) * p.parallel.pp * p.parallel.cp;
     if (gpus % model_par != 0) {
@@ -969,6 +1549,10 @@ std::string describe_plan(const PlanSpec& p, const ImportReport& r) {
     if (!r.ignored.empty()) {
       out += "Ignored (no effect on step time or memory):\n";
       for (const auto& i : r.ignored) out += fmt::format("  {}\n", i);
+    }
+    if (!r.unknown.empty()) {
+      out += "Not read (unknown to Ridgeline; check that they change neither step time nor memory):\n";
+      for (const auto& i : r.unknown) out += fmt::format("  {}\n", i);
     }
   }
   out += fmt::format("Plan: {}\n", plan_summary(p));

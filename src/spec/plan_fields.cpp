@@ -208,6 +208,18 @@ constinit const PlanField kFields[] = {
      .type = FieldType::kBool,
      .bool_ref = [](PlanSpec& p) -> bool& { return p.parallel.overlap_param_gather; },
      .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "+param-gather-overlap"},
+    {.key = "parallel.grad_reduce", .setting = "grad_reduce", .flag = "grad-reduce",
+     .help = "Data-parallel gradient reduction: overlapped (bucket by bucket beside the last micro-batch's "
+             "backward; Megatron-LM --overlap-grad-reduce, DeepSpeed overlap_comm) or exposed (after the backward)",
+     .type = FieldType::kWord,
+     .parse_word = [](PlanSpec& p, std::string_view s) {
+       if (s != "overlapped" && s != "exposed") return false;
+       p.parallel.grad_reduce_exposed = s == "exposed";
+       return true;
+     },
+     .word = [](const PlanSpec& p) { return std::string(p.parallel.grad_reduce_exposed ? "exposed" : "overlapped"); },
+     .choices = [] { return std::string("overlapped, exposed"); }, .group = SummaryGroup::kLayout,
+     .show = Show::kIfChanged, .summary = "grad-reduce-{}"},
     {.key = "tokens", .flag = "tokens", .help = "Tokens to train on, e.g. 15T (default: 20 per parameter)",
      .type = FieldType::kQuantity, .dim = units::Dimension::kCount,
      .num_ref = [](PlanSpec& p) -> double& { return p.tokens; }},

@@ -276,7 +276,10 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
                                                    (pol.weight_bytes - pol.quant.weight_bytes_per_elem)
                           : pol.weight_bytes;
     const double span = t * dgroup;
-    const std::uint16_t step = graph::kPerStep | graph::kOverlapped;
+    // The gradient reduction beside the backward, or after it when the
+    // plan says so (Megatron-LM without --overlap-grad-reduce).
+    const std::uint16_t reduce_overlap = par.grad_reduce_exposed ? 0 : static_cast<std::uint16_t>(graph::kOverlapped);
+    const std::uint16_t step = graph::kPerStep | reduce_overlap;
     // Under EP, expert gradients are reduced (and ZeRO-sharded) only among
     // the DP x CP / EP ranks that hold the same experts.
     const bool split = par.ep > 1 && lp.expert_weights > 0;
@@ -319,7 +322,7 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
       if (per_microbatch) {
         if (units > 1)
           ks.push_back(comm(name, kind, spec::Phase::kBackward, trainable * gb / units, group, span, units - 1,
-                            graph::kOverlapped));
+                            reduce_overlap));
         ks.push_back(comm(name, kind, spec::Phase::kBackward, trainable * gb / units, group, span, 1, 0));
       } else {
         ks.push_back(comm(name, kind, spec::Phase::kCommunication, trainable * gb, group, span, 1, step));
@@ -346,7 +349,7 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
       if (par.zero == 3) {
         if (gather_per_step) {
           ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, weights * wb, group,
-                            span, 1, step));
+                            span, 1, graph::kPerStep | graph::kOverlapped));
           return;
         }
         // Parameters gathered before each forward and each backward (per

@@ -24,6 +24,7 @@
   "  sp                   true         line 17: --sequence-parallel\n"\
   "  zero                 1            line 19: --use-distributed-optimizer\n"\
   "  overlap_param_gather true         line 19: --overlap-param-gather\n"\
+  "  grad_reduce          overlapped   line 19: --overlap-grad-reduce\n"\
   "  micro_batch          1            line 13: --micro-batch-size 1\n"\
   "  seq                  8192         line 11: --seq-length 8192\n"\
   "  precision            bf16         line 16: --bf16\n"\
@@ -31,20 +32,20 @@
   "  dp                   4            line 8: --nproc_per_node 8, --nnodes 1\n"\
   "  global_batch         128          line 13: --global-batch-size 128\n"\
   "  tokens               16.0T        line 14: --train-samples 1953125000\n"\
+  "  note: the model (Llama-3-8B) matches --num-layers 32 (line 9), --hidden-size 4096 (line 9), "\
+  "--num-attention-heads 32 (line 10), --ffn-hidden-size 14336 (line 9), --group-query-attention "\
+  "--num-query-groups 8 (line 10)\n"\
   "  note: dp 4 = 8 GPUs / (TP 2 x PP 1 x CP 1)\n"\
   "  note: tokens 16.0T = 1953125000 samples x 8192 sequence\n"\
   "Ignored (no effect on step time or memory):\n"\
-  "  --group-query-attention (line 10)\n"\
-  "  --num-query-groups 8 (line 10)\n"\
-  "  --max-position-embeddings 8192 (line 11)\n"\
-  "  --position-embedding-type rope (line 12)\n"\
-  "  --swiglu (line 12)\n"\
-  "  --lr 0.00015 (line 15)\n"\
-  "  --min-lr 0.00001 (line 15)\n"\
-  "  --lr-decay-style cosine (line 15)\n"\
-  "  --overlap-grad-reduce (line 19)\n"\
-  "  --save $CHECKPOINT_PATH (line 20)\n"\
-  "  --log-interval 1 (line 20)\n"\
+  "  --max-position-embeddings 8192 (line 11): the model's architecture: the model file gives it\n"\
+  "  --position-embedding-type rope (line 12): the model's architecture: the model file gives it\n"\
+  "  --swiglu (line 12): the model's architecture: the model file gives it\n"\
+  "  --lr 0.00015 (line 15): learning rate\n"\
+  "  --min-lr 0.00001 (line 15): learning rate\n"\
+  "  --lr-decay-style cosine (line 15): learning-rate schedule\n"\
+  "  --save $CHECKPOINT_PATH (line 20): checkpoint path\n"\
+  "  --log-interval 1 (line 20): logging\n"\
   "Plan: megatron, bf16, flash2 attention, fusion fused, recompute selective, adamw, fp32 main grads, eager "\
   "cross-entropy, TP2 PP1 DP4 +SP ZeRO-1 +param-gather-overlap\n"\
   "  framework megatron, micro-batch 1, global batch 128 sequences (1048576 tokens), sequence 8192, tokens 16.0T\n"
@@ -200,6 +201,229 @@ TEST_SUITE("launch config") {
     CHECK(p.moe.dispatcher == rl::spec::MoeDispatcher::kDeepEp);
     CHECK(p.moe.shared_expert_overlap);
     CHECK(p.parallel.ep == 16);
+  }
+
+  TEST_CASE("Megatron args: the attention the script builds is the model's") {
+    // Megatron-LM d98e8a6: argument_utils.py lines 330-333 pass
+    // num_query_groups to the TransformerConfig only under
+    // --group-query-attention (else None: one KV head per attention head,
+    // transformer_config.py lines 1458-1459); --num-query-groups defaults
+    // to 1 (transformer_config.py line 175, argparse_meta); kv_channels is
+    // hidden / heads = 4096 / 32 = 128 for Llama-3-8B unless given.
+    auto error_of = [](const std::string& text) {
+      const auto path = temp_file("gqa.sh", text);
+      const auto r = rl::test::run_cli("predict --model llama3_8b --from-megatron " + path);
+      CHECK(r.status == 2);
+      CHECK(r.out.empty());
+      const auto line = r.err.substr(0, r.err.find('\n'));
+      return line.substr(line.find(':'));
+    };
+    // Column 29: four spaces, --group-query-attention (23 characters), a space.
+    CHECK(error_of("--num-layers 32 --num-attention-heads 32 \\\n    --group-query-attention --num-query-groups 16\n") ==
+          ":2:29: error: --num-query-groups: 16 query groups (KV heads), but the model (Llama-3-8B) has 8; pass the "
+          "run's model with --model");
+    CHECK(error_of("--group-query-attention --bf16\n") ==
+          ":1:1: error: --group-query-attention: 1 query groups (KV heads) (Megatron-LM's default without "
+          "--num-query-groups), but the model (Llama-3-8B) has 8; pass the run's model with --model");
+    CHECK(error_of("--num-attention-heads 32 --num-query-groups 8\n") ==
+          ":1:26: error: --num-query-groups: has no effect without --group-query-attention: Megatron-LM then builds "
+          "one KV head per attention head (32), but the model (Llama-3-8B) has 8 KV heads; add "
+          "--group-query-attention");
+    CHECK(error_of("--num-attention-heads 32 --bf16\n") ==
+          ":1:1: error: --num-attention-heads: without --group-query-attention Megatron-LM builds one KV head per "
+          "attention head, but the model (Llama-3-8B) has 8 KV heads for 32 heads; add --group-query-attention "
+          "--num-query-groups 8");
+    CHECK(error_of("--group-query-attention --num-query-groups 8 --kv-channels 64\n") ==
+          ":1:46: error: --kv-channels: 64 channels per attention head, but the model (Llama-3-8B) has 128; pass "
+          "the run's model with --model");
+    // Megatron-DeepSpeed's --num-key-value-heads needs no switch.
+    const auto ok = temp_file("kvh.sh", "--num-attention-heads 32 --num-key-value-heads 8 --kv-channels 128\n");
+    const auto r = rl::test::run_cli("predict --model llama3_8b --from-megatron " + ok + " --print-plan");
+    CHECK(r.status == 0);
+    CHECK(r.out.find("note: the model (Llama-3-8B) matches --num-attention-heads 32 (line 1), --kv-channels 128 "
+                     "(line 1), --num-key-value-heads 8 (line 1)") != std::string::npos);
+  }
+
+  TEST_CASE("the gradient reduction overlaps the backward only where the framework is told to") {
+    // Megatron-LM d98e8a6 arguments.py line 3121: --overlap-grad-reduce,
+    // store_true, default False. DeepSpeed edaa722 zero/config.py lines
+    // 383-385: overlap_comm defaults to stage == 3.
+    const std::string run = "--micro-batch-size 1 --global-batch-size 64 --seq-length 4096 --bf16 ";
+    const auto without = temp_file("noovl.sh", "torchrun --nproc_per_node 8 pretrain_gpt.py " + run + "\n");
+    const auto with = temp_file("ovl.sh", "torchrun --nproc_per_node 8 pretrain_gpt.py " + run + "--overlap-grad-reduce\n");
+    const std::string flags = "--model llama3_8b --framework megatron --dp 8 --micro-batch 1 --global-batch 64 --seq 4096 "
+                              "--precision bf16";
+    const auto exposed = step_and_memory("--model llama3_8b --from-megatron " + without);
+    const auto overlapped = step_and_memory("--model llama3_8b --from-megatron " + with);
+    CHECK(exposed == step_and_memory(flags + " --grad-reduce exposed"));
+    CHECK(overlapped == step_and_memory(flags + " --grad-reduce overlapped"));
+    CHECK(overlapped == step_and_memory(flags));  // a hand-written plan: overlapped, as before
+    // 8 GPUs all-reducing 8B fp32 main gradients take time the backward no longer hides.
+    CHECK(exposed["step"]["step_time_s"].get<double>() > overlapped["step"]["step_time_s"].get<double>());
+    CHECK(exposed["memory"] == overlapped["memory"]);
+    auto ds = [](const std::string& zero) {
+      return temp_file("ovl" + std::to_string(zero.size()) + ".json",
+                       "{\"train_micro_batch_size_per_gpu\": 1, \"gradient_accumulation_steps\": 8,\n"
+                       " \"bf16\": {\"enabled\": true},\n \"zero_optimization\": {" + zero + "}}\n");
+    };
+    const std::string ds_flags = "--model llama3_8b --framework deepspeed --dp 8 --micro-batch 1 --global-batch 64 "
+                                 "--precision bf16 --seq 4096 ";
+    CHECK(step_and_memory("--model llama3_8b --dp 8 --seq 4096 --from-deepspeed " + ds("\"stage\": 1")) ==
+          step_and_memory(ds_flags + "--zero 1 --grad-reduce exposed"));
+    CHECK(step_and_memory("--model llama3_8b --dp 8 --seq 4096 --from-deepspeed " + ds("\"stage\": 1, \"overlap_comm\": true")) ==
+          step_and_memory(ds_flags + "--zero 1 --grad-reduce overlapped"));
+    CHECK(step_and_memory("--model llama3_8b --dp 8 --seq 4096 --from-deepspeed " + ds("\"stage\": 3")) ==
+          step_and_memory(ds_flags + "--zero 3 --grad-reduce overlapped"));
+  }
+
+  TEST_CASE("--print-plan lists what it ignores with the reason, and what it does not know") {
+    const auto path = temp_file("unknown.sh", "--bf16 --lr 3e-4 --seed 1234 --foo-bar 3\n");
+    const auto r = rl::test::run_cli("predict --model llama3_8b --from-megatron " + path + " --print-plan");
+    CHECK(r.status == 0);
+    CHECK(r.out.find("Ignored (no effect on step time or memory):\n"
+                     "  --lr 3e-4 (line 1): learning rate\n"
+                     "  --seed 1234 (line 1): random seed\n"
+                     "Not read (unknown to Ridgeline; check that they change neither step time nor memory):\n"
+                     "  --foo-bar 3 (line 1)\n") != std::string::npos);
+  }
+
+  TEST_CASE("torchtitan's keys as they moved across its releases") {
+    // The 2024 layout (torchtitan 1a303b3, torchtitan/config_manager.py):
+    // training.batch_size, training.data_parallel_degree (FSDP over it,
+    // training.data_parallel_type = "fsdp" by default, line 316),
+    // training.tensor_parallel_degree, experimental.pipeline_parallel_degree,
+    // training.compile, [float8] enable_float8_linear with dynamic scaling
+    // (lines 466-510) - the same run as today's [parallelism] layout.
+    const std::string y2024 = "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nbatch_size = 1\n"
+                              "seq_len = 8192\nsteps = 10\ndata_parallel_degree = 4\ntensor_parallel_degree = 2\n"
+                              "compile = false\n[experimental]\npipeline_parallel_degree = 1\n"
+                              "[activation_checkpoint]\nmode = 'full'\n[float8]\nenable_float8_linear = true\n";
+    const std::string y2026 = "[model]\nname = \"llama3\"\nflavor = \"8B\"\nconverters = [\"quantize.linear.float8\"]\n"
+                              "[training]\nlocal_batch_size = 1\nseq_len = 8192\nsteps = 10\n"
+                              "[parallelism]\ndata_parallel_shard_degree = 4\ntensor_parallel_degree = 2\n"
+                              "[activation_checkpoint]\nmode = \"full\"\n"
+                              "[quantize.linear.float8]\nrecipe_name = \"tensorwise\"\n";
+    // By hand: DP 4 sharded (ZeRO-3), TP 2, fp8 tensorwise (torchao's
+    // dynamic scaling), full recomputation, 10 x 4 x 8192 = 327680 tokens.
+    const std::string flags = "--model llama3_8b --framework torchtitan --tp 2 --dp 4 --zero 3 --micro-batch 1 --seq 8192 "
+                              "--precision fp8 --fp8-recipe tensorwise --recompute full --fusion eager --tokens 327680";
+    const auto expected = step_and_memory(flags);
+    CHECK(step_and_memory("--from-torchtitan " + temp_file("y2024.toml", y2024)) == expected);
+    CHECK(step_and_memory("--from-torchtitan " + temp_file("y2026.toml", y2026)) == expected);
+    // data_parallel_type = "ddp": the degree replicates (DDP, no sharding).
+    const auto ddp = temp_file("ddp.toml", "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nbatch_size = 1\n"
+                                           "seq_len = 8192\nsteps = 10\ndata_parallel_degree = 4\n"
+                                           "data_parallel_type = \"ddp\"\n[activation_checkpoint]\nmode = \"full\"\n");
+    CHECK(step_and_memory("--from-torchtitan " + ddp) ==
+          step_and_memory("--model llama3_8b --framework torchtitan --dp 4 --zero 0 --micro-batch 1 --seq 8192 "
+                          "--recompute full --tokens 327680"));
+  }
+
+  TEST_CASE("torchtitan: its default activation checkpointing, pure bf16, float8 without a recipe") {
+    // No [activation_checkpoint]: mode "selective", selective_ac_option "2"
+    // (torchtitan/config/job_config.py lines 651-656): every 2nd layer,
+    // torchtitan's selective_layer:2.
+    const std::string base = "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nlocal_batch_size = 1\n"
+                             "seq_len = 4096\nsteps = 10\n[parallelism]\ndata_parallel_shard_degree = 8\n";
+    const std::string flags = "--model llama3_8b --framework torchtitan --dp 8 --zero 3 --micro-batch 1 --seq 4096 "
+                              "--tokens 327680 --fusion eager ";
+    CHECK(step_and_memory("--from-torchtitan " + temp_file("noac.toml", base)) ==
+          step_and_memory(flags + "--recompute selective_layer:2"));
+    // training.dtype = "bfloat16" (job_config.py lines 275-280): parameters,
+    // gradients and optimizer state in bf16, no fp32 master copy.
+    CHECK(step_and_memory("--from-torchtitan " + temp_file("bf16.toml", std::string(base).insert(base.find("[training]\n") + 11, "dtype = \"bfloat16\"\n"))) ==
+          step_and_memory(flags + "--recompute selective_layer:2 --precision bf16 --master-weights none --main-grads working"));
+    // float8 without a recipe_name: torchao's Float8LinearConfig, dynamic tensorwise.
+    CHECK(step_and_memory("--from-torchtitan " +
+                          temp_file("f8.toml", "[model]\nconverters = [\"float8\"]\n" + base.substr(base.find("[training]")) +
+                                                   "[activation_checkpoint]\nmode = \"none\"\n") + " --model llama3_8b") ==
+          step_and_memory(flags + "--recompute none --precision fp8 --fp8-recipe tensorwise"));
+  }
+
+  TEST_CASE("DeepSpeed: AutoTP, parameter offload alone, gradient accumulation dtype, bf16 at stage 0") {
+    const std::string head = "{\"train_micro_batch_size_per_gpu\": 1, \"gradient_accumulation_steps\": 8,\n"
+                             " \"bf16\": {\"enabled\": true},\n";
+    const std::string flags = "--model llama3_8b --framework deepspeed --micro-batch 1 --precision bf16 --seq 4096 ";
+    // deepspeed/runtime/tensor_parallel/config.py line 45 autotp_size;
+    // fp32 accumulation (runtime/constants.py line 485). Global batch
+    // 1 x 8 x DP 4 = 32.
+    const auto a = temp_file("autotp.json", head + " \"tensor_parallel\": {\"autotp_size\": 2},\n"
+                                                   " \"data_types\": {\"grad_accum_dtype\": \"fp32\"},\n"
+                                                   " \"zero_optimization\": {\"stage\": 3}}\n");
+    CHECK(step_and_memory("--model llama3_8b --dp 4 --seq 4096 --from-deepspeed " + a) ==
+          step_and_memory(flags + "--tp 2 --dp 4 --zero 3 --global-batch 32 --main-grads fp32 --grad-reduce overlapped"));
+    // The parameters on the CPU and the optimizer not (ZeRO-Infinity's
+    // offload_param alone): refused at its line, not left out.
+    const auto po = temp_file("po.json", head + " \"zero_optimization\": {\"stage\": 3,\n"
+                                                "  \"offload_param\": {\"device\": \"cpu\"}}}\n");
+    const auto refused = rl::test::run_cli("predict --model llama3_8b --dp 4 --from-deepspeed " + po);
+    CHECK(refused.status == 2);
+    CHECK(refused.err.substr(refused.err.find(':'), refused.err.find('\n') - refused.err.find(':')) ==
+          ":4:31: error: zero_optimization.offload_param.device: parameter offload without optimizer offload "
+          "(zero_optimization.offload_optimizer) is not modelled");
+    // bf16 at stage 0 under PP: BF16_Optimizer (runtime/engine.py lines
+    // 2012-2016), which partitions the fp32 masters over DP: ZeRO-1.
+    const auto z0 = temp_file("z0.json", head + " \"zero_optimization\": {\"stage\": 0}}\n");
+    CHECK(step_and_memory("--model llama3_8b --pp 2 --dp 4 --seq 4096 --from-deepspeed " + z0) ==
+          step_and_memory(flags + "--pp 2 --dp 4 --zero 1 --global-batch 32 --grad-reduce exposed"));
+    CHECK(step_and_memory("--model llama3_8b --dp 4 --seq 4096 --from-deepspeed " + z0) ==
+          step_and_memory(flags + "--dp 4 --zero 0 --global-batch 32 --grad-reduce exposed"));
+    // fp32 accumulation of bf16 gradients at stage 0: DeepSpeed raises
+    // NotImplementedError (engine.py line 2021).
+    const auto bad = temp_file("bad.json", head + " \"data_types\": {\"grad_accum_dtype\": \"fp32\"}}\n");
+    const auto r = rl::test::run_cli("predict --model llama3_8b --dp 4 --from-deepspeed " + bad);
+    CHECK(r.status == 2);
+    CHECK(r.err.substr(r.err.find(':'), r.err.find('\n') - r.err.find(':')) ==
+          ":3:37: error: data_types.grad_accum_dtype: fp32 accumulation of bf16 gradients at ZeRO stage 0: DeepSpeed "
+          "raises NotImplementedError (unsupported mix of model and gradient accumulation dtypes)");
+  }
+
+  TEST_CASE("Megatron-DeepSpeed: --zero-stage, and Ulysses refused at its line") {
+    const auto z = temp_file("mds.sh", "--bf16 --zero-stage 1 --seq-length 4096\n");
+    CHECK(step_and_memory("--model llama3_8b --dp 8 --from-megatron " + z) ==
+          step_and_memory("--model llama3_8b --framework megatron --dp 8 --zero 1 --precision bf16 --seq 4096 "
+                          "--grad-reduce exposed"));
+    const auto u = temp_file("uly.sh", "--bf16 --ds-sequence-parallel-size 4\n");
+    const auto r = rl::test::run_cli("predict --model llama3_8b --from-megatron " + u);
+    CHECK(r.status == 2);
+    CHECK(r.err.substr(r.err.find(':'), r.err.find('\n') - r.err.find(':')) ==
+          ":1:8: error: --ds-sequence-parallel-size: DeepSpeed-Ulysses sequence parallelism (4 ranks) is not "
+          "modelled; the plan's context parallelism (--cp) is ring attention");
+  }
+
+  TEST_CASE("Megatron args: an `if` over the script's assignments takes its branch; another is refused") {
+    // DTYPE="fp8" makes the first branch the one bash runs; the else
+    // branch's --bf16 alone is never passed.
+    const auto taken = temp_file("if.sh", "DTYPE=\"fp8\"\nif [[ \"$DTYPE\" == \"fp8\" ]]; then\n"
+                                          "  ARGS=(\"--fp8-format hybrid\" --bf16)\nelse\n  ARGS=(--fp16)\nfi\n"
+                                          "torchrun pretrain_gpt.py ${ARGS[@]} --seq-length 4096\n");
+    CHECK(step_and_memory("--model llama3_8b --dp 8 --from-megatron " + taken) ==
+          step_and_memory("--model llama3_8b --framework megatron --dp 8 --precision fp8 --seq 4096 "
+                          "--grad-reduce exposed"));
+    // An argument of an assignment is located at the assignment (column 3).
+    const auto unsure = temp_file("if2.sh", "if [ -n \"$FP8\" ]; then\n  ARGS=(--fp8-format hybrid)\nfi\n");
+    const auto r = rl::test::run_cli("predict --model llama3_8b --from-megatron " + unsure);
+    CHECK(r.status == 2);
+    CHECK(r.err.substr(r.err.find(':'), r.err.find('\n') - r.err.find(':')) ==
+          ":2:3: error: --fp8-format: is inside the `if` of line 1, whose condition Ridgeline does not evaluate (it "
+          "reads [[ \"$VAR\" == value ]] over the script's assignments): write the branch the run takes");
+  }
+
+  TEST_CASE("Megatron-DeepSpeed: --deepspeed with its --deepspeed_config beside the script") {
+    const auto dir = std::filesystem::temp_directory_path() / ("ridgeline_mds_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "ds.json") << "{\"zero_optimization\": {\"stage\": 1, \"overlap_comm\": true}}\n";
+    std::ofstream(dir / "run.sh") << "deepspeed pretrain_gpt.py --bf16 --seq-length 4096 \\\n"
+                                     "  --deepspeed --deepspeed_config ds.json\n";
+    // The arguments give bf16 and the sequence; the JSON the ZeRO stage and overlap_comm.
+    CHECK(step_and_memory("--model llama3_8b --dp 8 --from-megatron " + (dir / "run.sh").string()) ==
+          step_and_memory("--model llama3_8b --framework deepspeed --dp 8 --zero 1 --precision bf16 --seq 4096 "
+                          "--grad-reduce overlapped"));
+    std::ofstream(dir / "missing.sh") << "--bf16 --deepspeed --deepspeed_config nowhere.json\n";
+    const auto r = rl::test::run_cli("predict --model llama3_8b --from-megatron " + (dir / "missing.sh").string());
+    CHECK(r.status == 2);
+    CHECK(r.err.find(":1:20: error: --deepspeed_config: cannot read \"nowhere.json\" beside the script or from here") !=
+          std::string::npos);
   }
 
   TEST_CASE("Megatron args: the script's own assignments resolve its variables") {

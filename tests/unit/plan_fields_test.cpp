@@ -48,6 +48,7 @@ spec::PlanSpec unusual_plan() {
   p.parallel = {.dp = 4, .tp = 2, .pp = 2, .cp = 1, .ep = 1, .sp = true, .zero = 1, .virtual_stages = 2};
   p.parallel.tp_comm_overlap = true;
   p.parallel.overlap_param_gather = true;
+  p.parallel.grad_reduce_exposed = true;
   p.main_grads = spec::MainGrads::kFp32;
   p.main_grads_given = true;
   p.tokens = 3e11;

@@ -8,10 +8,14 @@
 // defined once (take_megatron_arg) and serves both --from-megatron files and
 // the CLI's Megatron-spelt alias flags (--tensor-model-parallel-size 8).
 //
+// Each setting is read as its framework reads it, its default included
+// (Megatron-LM's --overlap-grad-reduce off, DeepSpeed's overlap_comm on only
+// at stage 3, torchtitan's activation checkpointing every second layer).
 // What a file gives that has no effect on step time or memory (learning
-// rates, paths, logging) is listed as ignored; what would change them but is
-// not modelled (CPU offload, a custom pipeline layout) is an error at its
-// file:line. Units: counts (GPUs, layers, sequences, tokens).
+// rates, paths, logging) is listed as ignored, with the reason; what would
+// change them but is not modelled (activation offload, a custom pipeline
+// layout, Ulysses) is an error at its file:line; a key Ridgeline does not
+// know is listed as not read. Units: counts (GPUs, layers, sequences, tokens).
 #pragma once
 
 #include <optional>
@@ -60,6 +64,17 @@ struct LaunchValues {
   LaunchValue train_iters, train_samples;  // tokens = iterations x global batch x seq, samples x seq
   // The model the file describes, checked against the plan's model.
   LaunchValue num_layers, hidden_size, num_heads, ffn_hidden_size;
+  /// Megatron --num-query-groups and --kv-channels, and the switch without
+  /// which Megatron-LM ignores the query groups (--group-query-attention).
+  LaunchValue num_query_groups, kv_channels, group_query_attention;
+  /// "overlapped" / "exposed": Megatron --overlap-grad-reduce, DeepSpeed zero_optimization.overlap_comm.
+  LaunchValue grad_reduce;
+  /// "none": torchtitan training.dtype = "bfloat16" (no fp32 master weights).
+  LaunchValue master_weights;
+  /// DeepSpeed data_types.grad_accum_dtype ("fp32", "bf16", "fp16").
+  LaunchValue grad_accum_dtype;
+  /// Megatron-DeepSpeed --ds-sequence-parallel-size (Ulysses): only 1 is modelled.
+  LaunchValue ulysses;
 };
 
 /// One plan setting an import made, for --print-plan.
@@ -78,20 +93,33 @@ struct ImportReport {
   std::string model;      // a shipped model id the file names (torchtitan model.name/flavor), or ""
   LaunchValues values;
   std::vector<ImportedSetting> settings;  // filled by apply_launch, in plan-field order
-  std::vector<std::string> ignored;       // "--lr 0.00015 (line 12)": no effect on step time or memory
+  /// "--lr 0.00015 (line 12): learning rate": no effect on step time or memory, and why.
+  std::vector<std::string> ignored;
+  /// Keys Ridgeline does not know ("--foo 3 (line 9)"): not read, listed so
+  /// that the user can check that they change neither step time nor memory.
+  std::vector<std::string> unknown;
   std::vector<std::string> notes;         // derived values and framework conventions
 };
 
 /// Reads a file of Megatron-LM arguments: flags and values as a launch
 /// script writes them, with backslash continuations, # comments, quotes and
-/// bash array lines; a relevant argument whose value is a shell variable
-/// ($TP) is an error (Ridgeline does not run the script). Throws SpecError.
+/// bash arrays; the script's own assignments resolve its variables, and an
+/// `if [[ "$VAR" == value ]]` over them takes the branch bash would. A
+/// relevant argument whose value is a shell variable the script does not
+/// assign ($TP), or that sits in a branch whose condition is not evaluated,
+/// is an error (Ridgeline does not run the script). Megatron-DeepSpeed's
+/// --deepspeed runs the DeepSpeed engine, its --deepspeed_config JSON (beside
+/// the script) giving what the arguments do not. Throws SpecError.
 ImportReport import_megatron(const std::string& path);
-/// Reads a torchtitan train.toml ([parallelism], [training],
-/// [activation_checkpoint], [model], [float8], [optimizer]). Throws SpecError.
+/// Reads a torchtitan train.toml in the layouts it has had: today's
+/// [parallelism], the 2024 degrees under [training] and [experimental],
+/// [activation_checkpoint] (absent: torchtitan's default), float8 under
+/// model.converters, [float8] and [quantize.linear.float8], training.dtype.
+/// Throws SpecError.
 ImportReport import_torchtitan(const std::string& path);
-/// Reads a DeepSpeed ds_config.json (zero_optimization.stage, batch sizes,
-/// bf16 / fp16, optimizer). Throws SpecError.
+/// Reads a DeepSpeed ds_config.json (zero_optimization: stage, overlap_comm,
+/// offload; batch sizes; bf16 / fp16; data_types.grad_accum_dtype;
+/// tensor_parallel.autotp_size; optimizer). Throws SpecError.
 ImportReport import_deepspeed(const std::string& path);
 
 /// Takes one Megatron-LM argument ("--tensor-model-parallel-size", "8") into

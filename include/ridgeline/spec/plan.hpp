@@ -143,6 +143,11 @@ struct ParallelSpec {
   /// between split the remaining layers evenly (stage_layers below).
   int first_stage_layers = 0;
   int last_stage_layers = 0;
+  /// The data-parallel gradient reduction runs after the backward, on the
+  /// compute stream, instead of bucket by bucket beside it (Megatron-LM
+  /// without --overlap-grad-reduce; DeepSpeed ZeRO-1/2 without overlap_comm).
+  /// false (the default): overlapped with the last micro-batch's backward.
+  bool grad_reduce_exposed = false;
   /// dp x tp x pp x cp in 64 bits (flags can ask for more GPUs than an int holds).
   long long gpus() const {
     return static_cast<long long>(dp) * tp * pp * cp;
