@@ -1,5 +1,6 @@
 #include "ridgeline/report/capacity_text.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <fmt/format.h>
@@ -70,6 +71,26 @@ std::string range(double lo, double hi, std::string (*format)(double)) {
 }
 
 std::string level(double l) { return fmt::format("{:g}%", l * 100); }
+
+std::string wrap(const std::string& line, size_t width, const std::string& indent) {
+  const auto cols = [](const std::string& s) {
+    return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+  };
+  std::string out, cur;
+  size_t pos = 0;
+  while (pos <= line.size()) {
+    const size_t sp = std::min(line.find(' ', pos), line.size());
+    const std::string word = line.substr(pos, sp - pos);
+    pos = sp + 1;
+    const bool fresh = cur.empty() || cur == indent;
+    if (!fresh && cols(cur) + 1 + cols(word) > width) {
+      out += cur + "\n";
+      cur = indent;
+    }
+    cur += (cur.empty() || cur == indent ? "" : " ") + word;
+  }
+  return out + cur + "\n";
+}
 
 std::string interval(const uncertainty::Interval& iv, const Range& r, std::string (*format)(double)) {
   if (!iv.valid() || !r.valid) return "";

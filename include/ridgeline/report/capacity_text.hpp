@@ -78,6 +78,10 @@ std::string tokens_per_s(double v);
 std::string range(double lo, double hi, std::string (*format)(double));
 /// "80%": a level as a percentage.
 std::string level(double level);
+/// `line` broken at spaces into lines of at most `width` terminal columns
+/// (a word longer than that stands alone), each after the first starting
+/// with `indent`; each line ends in a newline.
+std::string wrap(const std::string& line, size_t width, const std::string& indent);
 /// "80% interval 690–910 ms"; "" for an invalid interval or range.
 std::string interval(const uncertainty::Interval& iv, const Range& r, std::string (*format)(double));
 /// "80%, from megatron on Hopper, compute-bound, 61 validated runs"; for an

@@ -61,12 +61,28 @@ std::vector<std::string> why_nothing_qualifies(const search::SearchResult& r, co
 std::string cost_text(double usd, bool price_known);
 
 /// One best row per GPU (search --gpu a,b,c): the GPU's search and its query.
+/// "days and cost: for 2T tokens (--tokens)": the tokens a query's days and
+/// cost are for (its tokens_source); "" for a query without one.
+std::string tokens_basis_line(const nlohmann::json& query);
+
 struct GpuSearch {
   nlohmann::json query;
   search::SearchResult result;
+  std::string none;  // why the GPU has no row, when a scan found nothing ("" otherwise)
 };
-std::string gpu_table(const std::vector<GpuSearch>& runs, bool markdown);
-nlohmann::json gpu_json(const std::vector<GpuSearch>& runs);
+/// A --deadline or --budget scan over the GPU kinds (search --gpu a,b,c
+/// --deadline 30d): each kind's answer has its own count (the query's
+/// "gpus"); the winner is the cheapest (by_cost) or the fastest of them.
+struct GpuScan {
+  enum Kind { kNone, kDeadline, kBudget } kind = kNone;
+  std::string limit_text;  // "30d", "$2M"
+  bool by_cost = false;
+  std::vector<std::string> notes;  // where --max-gpus bounds a kind's answer
+};
+/// The index of the winning run of a scan (-1: none answers, or no scan).
+int gpu_scan_winner(const std::vector<GpuSearch>& runs, const GpuScan& scan);
+std::string gpu_table(const std::vector<GpuSearch>& runs, bool markdown, const GpuScan& scan = {}, bool wide = false);
+nlohmann::json gpu_json(const std::vector<GpuSearch>& runs, const GpuScan& scan = {});
 std::string gpu_csv(const std::vector<GpuSearch>& runs);
 
 /// A table as terminal text: each column padded to its widest cell (by
