@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "overrides.hpp"
+#include "ridgeline/report/capacity_text.hpp"
 #include "ridgeline/report/compare_view.hpp"
 #include "ridgeline/report/prediction_view.hpp"
 #include "ridgeline/search/compare.hpp"
@@ -113,7 +114,8 @@ void register_compare(Commands& commands, int& rc) {
       ->capture_default_str();
   cmd->add_option("--format", a->format, "table | json | csv | markdown")->capture_default_str();
   cmd->add_option("--output,-o", a->output, "Write to FILE (atomically)");
-  cmd->add_flag("--wide", a->wide, "Show every column (the default table keeps to 120 columns)");
+  cmd->add_flag("--wide", a->wide, "Show every column and leave long lines whole (by default the table keeps "
+                                  "to 120 columns)");
   add_interval_level(*cmd, a->interval_level);
   a->plan.add_to(*cmd);
   cmd->callback([a, &rc] {
@@ -172,6 +174,7 @@ void register_compare(Commands& commands, int& rc) {
                                                           a->plan.stack_calibration());
         text = markdown ? report::compare_markdown(vars, rows, iv, header)
                         : header + "\n" + report::compare_table(vars, rows, iv, a->wide);
+        if (!markdown && !a->wide) text = report::text::fit_width(text);
       }
       write_output(a->output, text);
       return kExitOk;

@@ -13,6 +13,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "overrides.hpp"
+#include "ridgeline/report/capacity_text.hpp"
 #include "ridgeline/report/capacity_view.hpp"
 #include "ridgeline/report/search_view.hpp"
 #include "ridgeline/search/interval_ranking.hpp"
@@ -477,7 +478,8 @@ void register_search(Commands& commands, int& rc) {
   cmd->add_option("--max-gpus", a->max_gpus, "The largest GPU count --deadline and --budget try (a note says when it "
                                              "bounds the answer)")
       ->capture_default_str();
-  cmd->add_flag("--wide", a->wide, "Show every column (the default table keeps to 120 columns)");
+  cmd->add_flag("--wide", a->wide, "Show every column and leave long lines whole (by default the table keeps "
+                                  "to 120 columns)");
   cmd->add_option("--shard", a->shard,
                   "i/N: evaluate slice i of N (write JSON with every feasible step time, combine with --merge)");
   cmd->add_option("--merge", a->merge, "Combine shard JSON files instead of searching");
@@ -496,7 +498,7 @@ void register_search(Commands& commands, int& rc) {
                               const search::SearchIntervals& iv) {
         if (f == Format::kJson) return dump(report::search_json(r, q, iv));
         if (f == Format::kCsv) return report::search_csv(r, q, iv);
-        std::string text = md ? report::search_markdown(r, q, iv) : report::search_table(r, q, iv);
+        std::string text = md ? report::search_markdown(r, q, iv) : report::search_table(r, q, iv, a->wide);
         if (a->explain > 0) {
           if (a->explain > static_cast<int>(r.top.size()))
             throw UsageError{"--explain", fmt::format("row {} does not exist; the search shows {} rows", a->explain,
@@ -530,7 +532,9 @@ void register_search(Commands& commands, int& rc) {
         }
         auto merged = search::merge(parts, a->top);
         const auto iv = search::search_intervals(merged, uncertainty::shipped(), a->interval_level);
-        write_output(a->output, render(merged, first["query"], iv));
+        std::string text = render(merged, first["query"], iv);
+        if (f == Format::kTable && !md && !a->wide) text = report::text::fit_width(text);
+        write_output(a->output, text);
         return merged.top.empty() ? nothing_status(merged) : kExitOk;
       }
       auto gpu_names = split(a->gpu, ',');
@@ -652,7 +656,7 @@ void register_search(Commands& commands, int& rc) {
         const std::string text = f == Format::kJson  ? dump(report::gpu_json(runs, scan_info))
                                  : f == Format::kCsv ? report::gpu_csv(runs)
                                                      : report::gpu_table(runs, md, scan_info, a->wide);
-        write_output(a->output, text);
+        write_output(a->output, f == Format::kTable && !md && !a->wide ? report::text::fit_width(text) : text);
         return any ? kExitOk : kExitInfeasible;
       }
 
@@ -680,6 +684,7 @@ void register_search(Commands& commands, int& rc) {
         std::string text = render(s.best, query, iv);
         if (const auto note = cap_note(*a, ask, s); !note.empty()) head += "\nnote: " + note;
         if (f == Format::kTable) text = head + "\n" + text;
+        if (f == Format::kTable && !md && !a->wide) text = report::text::fit_width(text);
         write_output(a->output, text);
         return kExitOk;
       }
@@ -688,8 +693,9 @@ void register_search(Commands& commands, int& rc) {
       auto result = run_one(*a, c, model, base, gpu, gpu_names.front());
       const auto query = report::search_query_json(c.spec, model, gpu, base, c.extras);
       const auto iv = search::search_intervals(result, uncertainty::shipped(), a->interval_level);
-      const std::string text =
+      std::string text =
           !a->shard.empty() ? dump(report::search_json(result, query, iv, true)) : render(result, query, iv);
+      if (a->shard.empty() && f == Format::kTable && !md && !a->wide) text = report::text::fit_width(text);
       write_output(a->output, text);
       return result.top.empty() ? nothing_status(result) : kExitOk;
     });

@@ -56,6 +56,19 @@ std::string standing_marker(search::Standing s, search::SortKey by) {
   return "?";
 }
 
+/// What "tight" means, when a row is (memory::fit, the rule search and
+/// advise use as well).
+std::string fits_legend(const std::vector<search::CompareRow>& rows) {
+  const bool tight = std::any_of(rows.begin(), rows.end(), [](const search::CompareRow& r) {
+    return r.pred.status != engine::Status::kInvalid && memory::fit(r.pred.memory) == memory::Fit::kTight;
+  });
+  if (!tight) return "";
+  return fmt::format("fits: yes when peak memory's upper end is at most {} of capacity ({} headroom, as search and "
+                     "advise ask); tight when only the point estimate fits\n",
+                     units::format_percent(1 - memory::kDefaultHeadroom),
+                     units::format_percent(memory::kDefaultHeadroom));
+}
+
 /// What the wall clock and cost columns are for: the plan's tokens, or, when
 /// they were not given, Chinchilla's 20 per parameter (pre-training) or 1B
 /// tokens (a fine-tune has no compute-optimal length; engine::TokensBasis).
@@ -214,7 +227,8 @@ Cells compare_cells(const std::vector<search::Variation>& vars, const std::vecto
     c.push_back(format_percent(p.step.mfu));
     c.push_back(format_percent(p.step.hfu));
     c.push_back(format_bytes(p.memory.total));
-    c.push_back(p.memory.fits ? "yes" : "NO");
+    const auto fit = memory::fit(p.memory);
+    c.push_back(fit == memory::Fit::kDoesNotFit ? "NO" : std::string(memory::fit_word(fit)));
     c.push_back(r.compared ? fmt::format("{:.2f}x", r.speedup) : "-");
     c.push_back(r.compared ? fmt::format("{}{}", r.memory_saved >= 0 ? "" : "-", format_bytes(std::abs(r.memory_saved)))
                            : "-");
@@ -331,7 +345,7 @@ std::string compare_table(const std::vector<search::Variation>& vars, const std:
     if (invalid(rows[r])) line += " " + problem_text(rows[r]);
     out += trimmed(line);
   }
-  return out + "\n" + ranking_legend(iv.rows, iv.level, iv.by);
+  return out + "\n" + ranking_legend(iv.rows, iv.level, iv.by) + fits_legend(rows);
 }
 
 std::string compare_markdown(const std::vector<search::Variation>& vars, const std::vector<search::CompareRow>& rows,
@@ -358,7 +372,7 @@ std::string compare_markdown(const std::vector<search::Variation>& vars, const s
     o += line(row);
   }
   // The legend as a paragraph of lines (two trailing spaces: a line break).
-  std::string legend = ranking_legend(iv.rows, iv.level, iv.by);
+  std::string legend = ranking_legend(iv.rows, iv.level, iv.by) + fits_legend(rows);
   if (!legend.empty()) {
     o += "\n";
     size_t pos = 0;

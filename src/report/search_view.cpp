@@ -116,7 +116,8 @@ bool stages_shown(const search::SearchResult& r, const json& q) {
 }
 
 /// The rows as cells, shared by the text and Markdown tables.
-text::Table rows_table(const search::SearchResult& r, const json& q, const search::SearchIntervals& iv) {
+text::Table rows_table(const search::SearchResult& r, const json& q, const search::SearchIntervals& iv,
+                       bool wide = true) {
   using namespace units;
   text::Table t;
   const std::string l = text::level(iv.level);
@@ -156,7 +157,7 @@ text::Table rows_table(const search::SearchResult& r, const json& q, const searc
   col("MFU", true);
   col("mem/GPU", true);
   col("tokens/s", true);
-  col(l + " tokens/s", true);
+  if (wide) col(l + " tokens/s", true);
   col("days", true);
   col("cost", true);
   col("vs best", false);
@@ -189,8 +190,9 @@ text::Table rows_table(const search::SearchResult& r, const json& q, const searc
     row.push_back(format_percent(c.mfu));
     row.push_back(format_bytes(c.memory_bytes));
     row.push_back(format_count(c.tokens_per_s));
-    row.push_back(iv_t.valid() ? text::range(iv_t.rate_lo(c.tokens_per_s), iv_t.rate_hi(c.tokens_per_s), format_count)
-                               : "");
+    if (wide)
+      row.push_back(iv_t.valid() ? text::range(iv_t.rate_lo(c.tokens_per_s), iv_t.rate_hi(c.tokens_per_s), format_count)
+                                 : "");
     row.push_back(c.completes ? fmt::format("{:.1f}", c.days) : std::string("never"));
     row.push_back(cost_text(c.cost_usd, known));
     row.push_back(standing_marker(x.standing));
@@ -402,6 +404,10 @@ std::vector<std::string> why_nothing_qualifies(const search::SearchResult& r, co
     o.push_back(fmt::format("  {} exceed memory with {} headroom (peak memory's upper end above {} of {})",
                             format_whole(n.over_memory), percent_text(h), units::format_bytes(cap * (1 - h)),
                             units::format_bytes(cap)));
+  if ((n.over_memory > 0 || n.state > 0) && h > 0)
+    o.push_back(fmt::format("  --headroom 0 lets a layout use the whole {} (the {} kept free is for what the model "
+                            "of the tensors does not see: fragmentation, NCCL and cuBLAS workspaces, the CUDA context)",
+                            units::format_bytes(cap), percent_text(h)));
   return o;
 }
 
@@ -539,7 +545,7 @@ search::SearchResult search_from_json(const json& j, std::string& error) {
   return r;
 }
 
-std::string search_table(const search::SearchResult& r, const json& q, const search::SearchIntervals& iv) {
+std::string search_table(const search::SearchResult& r, const json& q, const search::SearchIntervals& iv, bool wide) {
   std::string o;
   for (const auto& line : search_header(q)) o += line + "\n";
   o += counts_line(r) + "\n";
@@ -549,7 +555,7 @@ std::string search_table(const search::SearchResult& r, const json& q, const sea
     return o;
   }
   o += within_best_line(iv) + "\n\n";
-  return o + plain_table(rows_table(r, q, iv)) + "\n" + ranking_legend(iv.top, iv.level);
+  return o + plain_table(rows_table(r, q, iv, wide)) + "\n" + ranking_legend(iv.top, iv.level);
 }
 
 std::string search_markdown(const search::SearchResult& r, const json& q, const search::SearchIntervals& iv) {

@@ -338,3 +338,69 @@ TEST_CASE("compare planning: a GPUs column where the rows' layouts differ in GPU
   const auto same = test::run_cli("compare --model llama3_8b --dp 8 --zero 3 --vary recompute=none,full");
   CHECK(same.out.find("GPUs") == std::string::npos);
 }
+
+// Cost-first planning (issue 38, F12-F14): --sort cost ranks by cost per
+// token, the best is best by the sort key and says so, tokens per dollar is
+// a column, --price replaces the profile's price. Expected figures come from
+// predict's own JSON of each row's plan (cost over tokens), or by hand.
+TEST_SUITE("compare planning: cost") {
+
+TEST_CASE("--sort cost: the best is the least cost per token by predict's own cost of each row") {
+  const std::string flags = "--model llama3_8b --seq 8192 --global-batch 64 --tokens 100B --dp 8 --zero 1";
+  const json j = cli_json("compare " + flags + " --vary gpu=h100_sxm,h200,b200 --sort cost --format json");
+  CHECK(j["best_by"] == "cost_per_token");
+  double best = 0;
+  std::string best_gpu;
+  for (const auto& row : j["rows"]) {
+    const json p = predict("--gpu " + row["gpu"].get<std::string>() + " " + flags);
+    const double usd = p["training"]["cost_usd"].get<double>(), tokens = p["training"]["tokens"].get<double>();
+    CHECK(row["tokens_per_usd"].get<double>() == doctest::Approx(tokens / usd).epsilon(1e-9));
+    if (best_gpu.empty() || usd / tokens < best) best = usd / tokens, best_gpu = row["gpu"];
+  }
+  REQUIRE(j["best_row"].is_number());
+  CHECK(j["rows"][j["best_row"].get<int>()]["gpu"] == best_gpu);
+  // The table's legend says what the best is best by; the header, what the cost is for.
+  const auto r = test::run_cli("compare " + flags + " --vary gpu=h100_sxm,h200,b200 --sort cost");
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("best: the configuration that fits with the least cost per token (--sort cost)\n") !=
+        std::string::npos);
+  CHECK(r.out.find("wall clock and cost: for 100B tokens (--tokens)\n") != std::string::npos);
+  CHECK(r.out.find("tokens/$") != std::string::npos);
+}
+
+TEST_CASE("--sort memory: the best is the least peak memory, and the legend says so") {
+  const json j = cli_json("compare --dp 8 --vary zero=0,1,3 --sort memory --format json");
+  CHECK(j["best_by"] == "peak_memory");
+  double least = -1;
+  int at = -1;
+  for (size_t i = 0; i < j["rows"].size(); ++i) {
+    const auto& row = j["rows"][i];
+    if (row["status"] != "ok") continue;
+    if (least < 0 || row["peak_memory_bytes"].get<double>() < least) least = row["peak_memory_bytes"], at = int(i);
+  }
+  CHECK(j["best_row"] == at);
+}
+
+TEST_CASE("--price replaces the profile's price: cost = GPU-hours x the price") {
+  const json p = predict("--dp 8 --global-batch 64 --seq 8192 --tokens 10B --price 3.25");
+  CHECK(p["training"]["cost_usd"].get<double>() ==
+        doctest::Approx(p["training"]["gpu_hours"].get<double>() * 3.25).epsilon(1e-12));
+  const json c = cli_json("compare --dp 8 --global-batch 64 --seq 8192 --tokens 10B --price $3.25 --vary zero=1 "
+                          "--format json");
+  CHECK(c["rows"][0]["cost_usd"].get<double>() == doctest::Approx(p["training"]["cost_usd"].get<double>()));
+}
+
+TEST_CASE("--price: zero, negative, NaN and words are refused, exit 2, one line naming the flag") {
+  for (const std::string bad : {"0", "-1", "nan", "inf", "cheap", "2.5.0"}) {
+    for (const std::string cmd : {"predict", "compare --vary zero=1", "search", "advise"}) {
+      const auto r = test::run_cli(cmd + " --price " + bad);
+      INFO(cmd, " --price ", bad);
+      CHECK(r.status == 2);
+      CHECK(r.out.empty());
+      CHECK(r.err == "error: --price: expected a positive price in US dollars per GPU-hour such as 2.50, got \"" +
+                         bad + "\"\n");
+    }
+  }
+}
+
+}  // TEST_SUITE

@@ -431,3 +431,75 @@ TEST_CASE("a fine-tune's search says its days and cost are per 1B tokens") {
   REQUIRE(given.status == 0);
   CHECK(given.out.find("per 1B tokens") == std::string::npos);
 }
+
+// --deadline and --budget over several GPU kinds (issue 38, F11): each kind's
+// answer is what its own single-GPU scan answers, and the winner is the
+// cheapest of them (--objective cost) by the costs printed, not a choice of
+// the view's own.
+TEST_SUITE("search planning: what to rent") {
+
+const std::string k8bScan = "search --model llama3_8b --global-batch 1M --seq 8192 --tokens 200B --threads 2";
+
+TEST_CASE("a GPU list with --deadline answers per GPU kind as each kind's own scan does, and names the cheapest") {
+  const json j = run_json(k8bScan + " --gpu h100_sxm,h200,b200 --deadline 7d --objective cost --max-gpus 256");
+  REQUIRE(j.contains("scan"));
+  CHECK(j["scan"]["kind"] == "deadline");
+  CHECK(j["scan"]["by"] == "cost");
+  REQUIRE(j["gpus"].size() == 3);
+  double best_cost = 0;
+  std::string best;
+  for (const auto& g : j["gpus"]) {
+    const std::string id = g["query"]["gpu"];
+    REQUIRE_MESSAGE(!g["top"].empty(), id);
+    const auto& row = g["top"][0];
+    // The deadline: 7 days.
+    CHECK(row["wall_clock_days"].get<double>() <= 7.0);
+    // The same answer as the scan of this kind alone.
+    const json one = run_json(k8bScan + " --gpu " + id + " --deadline 7d --objective cost --max-gpus 256");
+    CHECK(g["query"]["gpus"] == one["query"]["gpus"]);
+    CHECK(row["cost_usd"].get<double>() == one["top"][0]["cost_usd"].get<double>());
+    if (best.empty() || row["cost_usd"].get<double>() < best_cost) best_cost = row["cost_usd"], best = id;
+  }
+  CHECK(j["scan"]["winner"] == best);
+}
+
+TEST_CASE("the table leads with the answer and states the token basis; --gpu all takes every priced profile") {
+  const auto r = test::run_cli(k8bScan + " --gpu all --deadline 7d --objective cost --max-gpus 256");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  const auto ls = lines(r.out);
+  REQUIRE(!ls.empty());
+  CHECK(ls[0].starts_with("deadline 7d: the cheapest is "));
+  CHECK(r.out.find("days and cost: for 200B tokens (--tokens)\n") != std::string::npos);
+  // Every shipped profile that states price_per_gpu_hour, counted from the files.
+  int priced = 0, all = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(RIDGELINE_SOURCE_DIR) + "/hardware_profiles")) {
+    if (e.path().extension() != ".yaml") continue;
+    ++all;
+    priced += test::slurp(e.path()).find("\nprice_per_gpu_hour:") != std::string::npos;
+  }
+  const json j = run_json(k8bScan + " --gpu all --deadline 7d --objective cost --max-gpus 256");
+  CHECK(static_cast<int>(j["gpus"].size()) == priced);
+  if (priced < all)
+    CHECK(r.out.find(fmt::format("note: {} GPU profile{} without a price left out", all - priced,
+                                 all - priced == 1 ? "" : "s")) != std::string::npos);
+  // With --price every profile has one.
+  const json every = run_json(k8bScan + " --gpu all --deadline 7d --objective cost --max-gpus 256 --price 2");
+  CHECK(static_cast<int>(every["gpus"].size()) == all);
+}
+
+TEST_CASE("a note says when --max-gpus bounds the answer") {
+  // $100M buys far more than 8 GPUs for 200B tokens: the fastest within it is at the cap.
+  const auto at_cap = test::run_cli(k8bScan + " --gpu h100_sxm --budget 100M --max-gpus 8");
+  REQUIRE_MESSAGE(at_cap.status == 0, at_cap.err);
+  CHECK(at_cap.out.find("note: the answer is at --max-gpus 8 (the largest count tried); a larger --max-gpus may find "
+                        "a faster one\n") != std::string::npos);
+  // One GPU cannot train on 200B tokens in a day (Llama-3-8B: ~6 x 8e9 x 2e11 = 1e22 FLOP; an H100's 989
+  // TFLOP/s dense bf16 peak does 8.5e19 a day): nothing qualifies up to the cap, which the note names.
+  const auto none = test::run_cli(k8bScan + " --gpu h100_sxm --deadline 1d --max-gpus 1");
+  CHECK(none.status == 1);
+  CHECK(none.out.find("no GPU count up to 1 finishes the run within 1d") == 0);
+  CHECK(none.out.find("note: --max-gpus 1 bounds the search; a larger --max-gpus tries more GPUs\n") !=
+        std::string::npos);
+}
+
+}  // TEST_SUITE

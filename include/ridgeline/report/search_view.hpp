@@ -44,8 +44,10 @@ nlohmann::json search_json(const search::SearchResult& r, const nlohmann::json& 
 /// Reads a search JSON back; without "feasible_step_times_s" the result's
 /// feasible_times_kept is false (a merge then cannot count within the best's interval).
 search::SearchResult search_from_json(const nlohmann::json& j, std::string& error);
+/// Without `wide`, no tokens/s interval column (the step-time interval's
+/// reciprocal), so the rows keep to 120 columns.
 std::string search_table(const search::SearchResult& r, const nlohmann::json& query,
-                         const search::SearchIntervals& iv);
+                         const search::SearchIntervals& iv, bool wide = true);
 std::string search_markdown(const search::SearchResult& r, const nlohmann::json& query,
                             const search::SearchIntervals& iv);
 std::string search_csv(const search::SearchResult& r, const nlohmann::json& query, const search::SearchIntervals& iv);
