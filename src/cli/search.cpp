@@ -466,7 +466,8 @@ void register_search(Commands& commands, int& rc) {
                                    "first_stage_layers=.., last_stage_layers=..");
   cmd->add_option("--headroom", a->headroom,
                   "Memory left free: a layout qualifies when its peak memory's upper end is at most capacity x (1 - "
-                  "headroom)")
+                  "headroom); the default is the rule predict, compare and advise call \"fits\" (\"tight\": only "
+                  "the point estimate fits)")
       ->capture_default_str();
   cmd->add_option("--explain", a->explain, "Print the `ridgeline predict` command line that reproduces row N");
   cmd->add_option("--deadline", a->deadline,
