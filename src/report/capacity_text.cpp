@@ -109,13 +109,27 @@ std::string fit_width(const std::string& text, size_t width) {
   const auto cols = [](const std::string& s) {
     return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
   };
+  // A table: a paragraph whose first line (its head) has four or more gaps
+  // of two or more spaces between its words. Its rows are left whole.
+  const auto is_table_head = [](const std::string& l) {
+    int gaps = 0;
+    const size_t start = l.find_first_not_of(' ');
+    for (size_t i = start; i != std::string::npos && i + 1 < l.size(); ++i)
+      if (l[i] == ' ' && l[i + 1] == ' ' && (i == 0 || l[i - 1] != ' ')) ++gaps;
+    return gaps >= 4;
+  };
   std::string out;
+  bool table = false, paragraph_start = true;
   size_t pos = 0;
   while (pos < text.size()) {
     const size_t nl = std::min(text.find('\n', pos), text.size());
     const std::string line = text.substr(pos, nl - pos);
     pos = nl + 1;
-    if (cols(line) <= width) {
+    const bool blank = line.find_first_not_of(' ') == std::string::npos;
+    if (paragraph_start && !blank) table = is_table_head(line);
+    paragraph_start = blank;
+    // A command line stays whole, so that it can be copied.
+    if (table || cols(line) <= width || line.find("ridgeline predict ") != std::string::npos) {
       out += line + (nl < text.size() ? "\n" : "");
       continue;
     }

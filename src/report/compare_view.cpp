@@ -183,9 +183,10 @@ struct Cells {
 
 /// The columns the default table leaves to --wide, so that it keeps to 120
 /// terminal columns: figures the others imply (HFU beside MFU, memory saved
-/// beside peak memory, the tokens/s interval beside the step-time one).
+/// beside peak memory, the intervals: the "vs best" column says what they
+/// tell apart).
 bool wide_only(const std::string& head, const std::string& level) {
-  return head == "HFU" || head == "memory saved" || head == level + " tokens/s";
+  return head == "HFU" || head == "memory saved" || head == level + " tokens/s" || head == level + " step time";
 }
 
 Cells compare_cells(const std::vector<search::Variation>& vars, const std::vector<search::CompareRow>& rows,
@@ -250,6 +251,8 @@ Cells compare_cells(const std::vector<search::Variation>& vars, const std::vecto
     };
     filter(out.head);
     for (auto& row : out.rows) filter(row);
+    for (auto& h : out.head)
+      if (h == "speed-up (tokens/s)") h = "speed-up";  // the legend says of what
   }
   return out;
 }
@@ -314,6 +317,8 @@ std::string compare_header(const std::vector<search::CompareRow>& rows, const st
 std::string compare_table(const std::vector<search::Variation>& vars, const std::vector<search::CompareRow>& rows,
                           const search::CompareIntervals& iv, bool wide) {
   const Cells cells = compare_cells(vars, rows, iv, wide);
+  // Two spaces between columns with --wide, one by default (120 columns).
+  const std::string pad_after = wide ? " " : "";
   std::vector<size_t> width(cells.head.size(), 0);
   for (size_t i = 0; i < cells.head.size(); ++i) width[i] = columns(cells.head[i]);
   for (const auto& row : cells.rows)
@@ -327,7 +332,7 @@ std::string compare_table(const std::vector<search::Variation>& vars, const std:
       line += ' ';
       line += left ? s : padding;
       line += left ? padding : s;
-      line += ' ';
+      line += pad_after;
     }
     return line;
   };
@@ -337,15 +342,16 @@ std::string compare_table(const std::vector<search::Variation>& vars, const std:
   };
   std::string out = trimmed(line_of(cells.head));
   std::string rule = " ";
-  for (size_t w : width) rule += " " + std::string(w, '-') + " ";
-  out += rule.substr(0, rule.size() - 1) + "\n";
+  for (size_t w : width) rule += " " + std::string(w, '-') + pad_after;
+  out += (wide ? rule.substr(0, rule.size() - 1) : rule) + "\n";
   for (size_t r = 0; r < cells.rows.size(); ++r) {
     std::string line = line_of(cells.rows[r]);
     // An invalid row: its problem in place of the figures.
     if (invalid(rows[r])) line += " " + problem_text(rows[r]);
     out += trimmed(line);
   }
-  return out + "\n" + ranking_legend(iv.rows, iv.level, iv.by) + fits_legend(rows);
+  return out + "\n" + ranking_legend(iv.rows, iv.level, iv.by) + fits_legend(rows) +
+         (wide ? "" : "speed-up: tokens/s against the first row\n");
 }
 
 std::string compare_markdown(const std::vector<search::Variation>& vars, const std::vector<search::CompareRow>& rows,

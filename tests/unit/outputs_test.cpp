@@ -28,8 +28,9 @@ json predict_json(const std::string& flags, int rc = 0) {
   return json::parse(r.out);
 }
 
+/// predict's text with --wide: each line whole, not wrapped at 120 columns.
 std::string predict_text(const std::string& flags, int rc = 0) {
-  const auto r = test::run_cli("predict " + flags);
+  const auto r = test::run_cli("predict " + flags + " --wide");
   INFO(flags, "\n", r.err);
   REQUIRE(r.status == rc);
   return r.out;
@@ -337,7 +338,8 @@ TEST_CASE("the documents' predict, compare, search and advise examples print at 
       std::istringstream out(r.out);
       for (std::string o; std::getline(out, o);) {
         INFO(doc, ": ", cmd, "\n", o);
-        CHECK(columns(o) <= 120);
+        // A command line (advise's "apply #1", search --explain) stays whole so it can be copied.
+        if (o.find("ridgeline predict ") == std::string::npos) CHECK(columns(o) <= 120);
       }
     }
   }

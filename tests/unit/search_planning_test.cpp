@@ -53,7 +53,9 @@ TEST_CASE("the header names the searched and the fixed dimensions and the headro
   CHECK(l[0] == "Llama-3-8B on 8 x NVIDIA H100 SXM5 80GB, global batch 64, sequence 8192; objective time");
   // Precision is not searched unless asked; the framework is the plan's.
   CHECK(l[1] == "searched: tp, pp, dp, cp, mb, vpp, zero, recompute; fixed: precision bf16, framework megatron");
-  CHECK(l[2] == "memory headroom 5%: a layout qualifies when its peak memory's upper end is at most 76.0 GiB of "
+  // The tokens the days and cost are for (none given: Chinchilla's 20 per parameter).
+  CHECK(l[2] == "days and cost: for 20 tokens per parameter (Chinchilla; --tokens sets the run)");
+  CHECK(l[3] == "memory headroom 5%: a layout qualifies when its peak memory's upper end is at most 76.0 GiB of "
                 "80.0 GiB");
 }
 
@@ -289,23 +291,25 @@ TEST_CASE("nothing qualifies: counts per cause; exit 2 for an impossible request
   // up to 7) x CP 4 x mb 5 x recompute 3 = 1,080 graphs x (vpp 3 x ZeRO 4) =
   // 12,960 layouts. Only TP = PP = CP = 1 divides 7 GPUs: 5 x 3 = 15 graphs,
   // 180 layouts, all with DP 7, and 64 is no multiple of mb x 7.
-  const auto r = test::run_cli("search --model llama3_8b --gpus 7 --global-batch 64 --threads 1");
+  const auto r = test::run_cli("search --model llama3_8b --gpus 7 --global-batch 64 --threads 1 --wide");
   CHECK(r.status == 2);
   const auto l = lines(r.out);
-  REQUIRE(l.size() >= 8);
-  CHECK(l[4] == "");
-  CHECK(l[5] == "no configuration qualifies; 12,960 layouts:");
-  CHECK(l[6] == "  12,780 do not divide (TP x PP x CP does not divide the GPU count, or TP, PP, CP or EP does not "
+  REQUIRE(l.size() >= 9);
+  CHECK(l[5] == "");
+  CHECK(l[6] == "no configuration qualifies; 12,960 layouts:");
+  CHECK(l[7] == "  12,780 do not divide (TP x PP x CP does not divide the GPU count, or TP, PP, CP or EP does not "
                 "divide the heads, layers, sequence or experts)");
-  CHECK(l[7] == "  180 have a global batch of 64 that is not a multiple of micro-batch x DP");
+  CHECK(l[8] == "  180 have a global batch of 64 that is not a multiple of micro-batch x DP");
 
   // GPT-3 175B on 8 H100s: the model state alone cannot fit. Its 174.6B
   // parameters x 18 bytes (bf16 weights, Megatron's fp32 main gradients, fp32
   // master and two Adam moments) = 3.14 TB, over 76 GiB = 81.6 GB per GPU: at
   // least 39 GPUs at ZeRO-3 (3.143e12 / 81.6e9 = 38.5).
-  const auto s = test::run_cli("search --model gpt3_175b --gpus 8 --global-batch 64 --seq 2048 --threads 1");
+  const auto s = test::run_cli("search --model gpt3_175b --gpus 8 --global-batch 64 --seq 2048 --threads 1 --wide");
   CHECK(s.status == 1);
   CHECK(s.out.find("; model state alone needs >= 39 GPUs at ZeRO-3") != std::string::npos);
+  // F17: nothing qualifies for memory at 5% headroom: the way to use the whole card is named.
+  CHECK(s.out.find("\n  --headroom 0 lets a layout use the whole 80.0 GiB") != std::string::npos);
   const auto j = json::parse(test::run_cli("search --model gpt3_175b --gpus 8 --global-batch 64 --seq 2048 "
                                            "--threads 1 --format json").out);
   CHECK(j["state_min_gpus"] == 39);

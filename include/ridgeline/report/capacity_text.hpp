@@ -91,8 +91,10 @@ inline constexpr size_t kTextWidth = 120;
 /// Every line of `text` longer than `width` columns wrapped at spaces: its
 /// continuation lines start where its value starts (after the line's indent
 /// and, in a "label   value" line, its label and the spaces after it), so a
-/// wrapped line reads as one entry. Tables are left to their views: a line
-/// with no space to break at stays as it is.
+/// wrapped line reads as one entry. Tables are left whole (a paragraph whose
+/// head has four or more gaps of two or more spaces): their views keep their
+/// width. A line that holds a `ridgeline predict` command stays whole, so
+/// that it can be copied; so does a line with no space to break at.
 std::string fit_width(const std::string& text, size_t width = kTextWidth);
 /// "80% interval 690–910 ms"; "" for an invalid interval or range.
 std::string interval(const uncertainty::Interval& iv, const Range& r, std::string (*format)(double));

@@ -28,8 +28,9 @@ std::string compare_header(const std::vector<search::CompareRow>& rows, const st
 
 /// The table, then the legend: what "best" is best by, what "≈ best" means
 /// at the level and which pools the intervals come from. Without `wide`, the
-/// HFU, memory saved and tokens/s interval columns are left out (the rest
-/// keep to 120 columns); JSON, CSV and Markdown have every column.
+/// HFU, memory saved and both interval columns are left out and the columns
+/// are one space apart (the rest keep to 120 columns); JSON, CSV and
+/// Markdown have every column.
 std::string compare_table(const std::vector<search::Variation>& vars, const std::vector<search::CompareRow>& rows,
                           const search::CompareIntervals& iv, bool wide = false);
 /// The header (compare_header) as a paragraph, the table as a Markdown pipe table, the legend.
