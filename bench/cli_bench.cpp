@@ -84,4 +84,16 @@ void BM_Cli_Advise70B_512xH100(benchmark::State& state) {
 }
 BENCHMARK(BM_Cli_Advise70B_512xH100)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// "What should I rent?" (issue 38): Llama-3-70B on 2T tokens within 30
+// days at the least cost, over every shipped GPU profile with a price and
+// every count --deadline tries up to 16,384 (one search per GPU kind and
+// count; counts too few to finish even at 100% MFU of the GPU's highest
+// peak are skipped). The target is under one second on the 2-core
+// development machine.
+void BM_Cli_SearchRentAllGpus70B(benchmark::State& state) {
+  time_command(state, {RIDGELINE_BINARY, "search", "--gpu", "all", "--model", "llama3_70b", "--global-batch", "4M",
+                       "--tokens", "2T", "--deadline", "30d", "--objective", "cost", "--max-gpus", "16384"});
+}
+BENCHMARK(BM_Cli_SearchRentAllGpus70B)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 }  // namespace

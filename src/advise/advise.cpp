@@ -375,7 +375,7 @@ struct Evaluator {
     o.mfu = pred.step.mfu;
     o.peak_bytes = pred.memory.total;
     o.fits = pred.memory.fits;
-    o.fits_headroom = o.fits && search::memory_upper_bytes(pred.memory) <= pred.memory.capacity * (1 - opt.headroom);
+    o.fits_headroom = memory::fit(pred.memory, opt.headroom) == memory::Fit::kFits;
     if (opt.level > 0)
       o.interval = uncertainty::shipped().run_interval(uncertainty::traits_of(pred, q, hw), opt.level);
     if (d) *d = decompose(pred, c, c.gpus_per_node, balanced(q));

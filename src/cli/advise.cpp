@@ -7,6 +7,7 @@
 #include "ridgeline/spec/framework.hpp"
 #include "ridgeline/advise/advise.hpp"
 #include "ridgeline/report/advice_view.hpp"
+#include "ridgeline/report/capacity_text.hpp"
 
 namespace ridgeline::cli {
 
@@ -18,6 +19,7 @@ struct AdviseArgs {
   std::string format = "table";
   std::string output;
   int top = 10;
+  bool wide = false;
   double interval_level = 0;
   PlanFlags plan;
 };
@@ -44,6 +46,8 @@ void register_advise(Commands& commands, int& rc) {
   cmd->add_option("--format", args->format, "table | json | markdown")->capture_default_str();
   cmd->add_option("--output,-o", args->output, "Write to FILE instead of standard output (atomically)");
   cmd->add_option("--top", args->top, "Suggestions shown per list")->capture_default_str()->check(CLI::Range(1, 1000));
+  cmd->add_flag("--wide", args->wide, "Show every column and leave long lines whole (by default the table keeps "
+                                  "to 120 columns)");
   add_interval_level(*cmd, args->interval_level);
   cmd->footer(
       "Every change is a plan the engine evaluates at the same GPU count and global batch: TP, PP and CP x2 and /2 "
@@ -81,7 +85,7 @@ void register_advise(Commands& commands, int& rc) {
       else if (args->format == "markdown")
         text = report::advice_markdown(a, in);
       else
-        text = report::advice_table(a, in);
+        text = args->wide ? report::advice_table(a, in) : report::text::fit_width(report::advice_table(a, in, false));
       write_output(args->output, text);
       return kExitOk;
     });

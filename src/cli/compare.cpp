@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "overrides.hpp"
+#include "ridgeline/report/capacity_text.hpp"
 #include "ridgeline/report/compare_view.hpp"
 #include "ridgeline/report/prediction_view.hpp"
 #include "ridgeline/search/compare.hpp"
@@ -26,6 +27,7 @@ struct CompareArgs {
   std::string sort = "none";
   std::string format = "table";
   std::string output;
+  bool wide = false;
   double interval_level = uncertainty::kDefaultLevel;
   PlanFlags plan;
 };
@@ -106,11 +108,14 @@ void register_compare(Commands& commands, int& rc) {
                   "split. A combination the model or GPU cannot run is a row marked invalid, with its reason")
       ->required();
   cmd->add_option("--sort", a->sort,
-                  "none | time | memory | mfu (the baseline row stays first, invalid rows last; the best row is "
-                  "always the one that fits with the most tokens/s)")
+                  "none | time | memory | mfu | cost (the baseline row stays first, invalid rows last; the best row "
+                  "is the one that fits with the most tokens/s, or by the sort key: the least peak memory, the "
+                  "highest MFU, the least cost per token)")
       ->capture_default_str();
   cmd->add_option("--format", a->format, "table | json | csv | markdown")->capture_default_str();
   cmd->add_option("--output,-o", a->output, "Write to FILE (atomically)");
+  cmd->add_flag("--wide", a->wide, "Show every column and leave long lines whole (by default the table keeps "
+                                  "to 120 columns)");
   add_interval_level(*cmd, a->interval_level);
   a->plan.add_to(*cmd);
   cmd->callback([a, &rc] {
@@ -124,7 +129,9 @@ void register_compare(Commands& commands, int& rc) {
       if (a->sort == "time") sort = search::SortKey::kTime;
       else if (a->sort == "memory") sort = search::SortKey::kMemory;
       else if (a->sort == "mfu") sort = search::SortKey::kMfu;
-      else if (a->sort != "none") throw UsageError{"--sort", fmt::format("expected one of none, time, memory, mfu, got \"{}\"", a->sort)};
+      else if (a->sort == "cost") sort = search::SortKey::kCost;
+      else if (a->sort != "none")
+        throw UsageError{"--sort", fmt::format("expected one of none, time, memory, mfu, cost, got \"{}\"", a->sort)};
       std::vector<search::Variation> vars;
       for (const auto& v : a->vary) {
         search::Variation var;
@@ -150,7 +157,8 @@ void register_compare(Commands& commands, int& rc) {
       auto rows = search::compare(vars, std::ref(subjects), !a->plan.no_calibration, error);
       if (!error.empty()) throw UsageError{"--vary", error};
       search::sort_rows(rows, sort);
-      const auto iv = search::compare_intervals(rows, *rows.front().gpu, uncertainty::shipped(), a->interval_level);
+      const auto iv =
+          search::compare_intervals(rows, *rows.front().gpu, uncertainty::shipped(), a->interval_level, sort);
       std::string text;
       if (f == Format::kJson) {
         std::vector<std::string> set_texts;
@@ -165,7 +173,8 @@ void register_compare(Commands& commands, int& rc) {
                                                           settings_summary(a->plan.sets),
                                                           a->plan.stack_calibration());
         text = markdown ? report::compare_markdown(vars, rows, iv, header)
-                        : header + "\n" + report::compare_table(vars, rows, iv);
+                        : header + "\n" + report::compare_table(vars, rows, iv, a->wide);
+        if (!markdown && !a->wide) text = report::text::fit_width(text);
       }
       write_output(a->output, text);
       return kExitOk;

@@ -74,6 +74,10 @@ void PlanFlags::add_to(CLI::App& app) {
                  "profile and framework it was fitted on (step time scale, allocator reserve, an interval anchored "
                  "on the runs); the output says whether it applied")
       ->type_name("FILE");
+  app.add_option("--price", price,
+                 "US dollars per GPU-hour (2.50 or $2.50): replaces the GPU profile's price_per_gpu_hour in every "
+                 "cost")
+      ->type_name("USD");
   app.add_option("--set", sets,
                  "FIELD=VALUE (repeatable): override a field of the GPU profile (gpu.memory.hbm_bandwidth=\"4.8 TB/s\"), "
                  "the model (model.layers=40) or the plan (plan.micro_batch=2), validated as in its YAML file; "
@@ -92,8 +96,24 @@ const spec::StackCalibrationSpec* PlanFlags::stack_calibration() const {
   return stack_calibration_.get();
 }
 
+std::optional<double> PlanFlags::price_per_gpu_hour() const {
+  if (price.empty()) return std::nullopt;
+  std::string t = price;
+  if (t.front() == '$') t.erase(0, 1);
+  char* end = nullptr;
+  const double v = t.empty() ? 0 : std::strtod(t.c_str(), &end);
+  if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(v) || !(v > 0))
+    throw UsageError{"--price", fmt::format("expected a positive price in US dollars per GPU-hour such as 2.50, got "
+                                            "\"{}\"", price)};
+  return v;
+}
+
 void PlanFlags::calibrate(spec::HardwareSpec& hw) const {
   if (const auto* c = stack_calibration()) spec::attach_stacks(hw, *c);
+  if (const auto usd = price_per_gpu_hour()) {
+    hw.price_per_gpu_hour_usd = *usd;
+    hw.sources["price_per_gpu_hour"] = "--price";
+  }
 }
 
 bool PlanFlags::given(std::string_view key) const {

@@ -35,6 +35,9 @@ struct PlanFlags {
   bool no_calibration = false;
   /// --calibration FILE: a stack calibration (`calibrate --runs`), "" = none.
   std::string calibration;
+  /// --price USD: a price per GPU-hour that replaces the profile's
+  /// price_per_gpu_hour, as given ("" = the profile's).
+  std::string price;
   /// --set FIELD=VALUE (repeatable, overrides.hpp), as given.
   std::vector<std::string> sets;
   /// What the last build() imported (kind "" when no launch config was given).
@@ -56,8 +59,12 @@ struct PlanFlags {
   /// runs were not fitted to.
   const spec::StackCalibrationSpec* stack_calibration() const;
   /// Puts the --calibration stacks fitted on `hw` into it (the engine
-  /// applies the one of a plan's framework); nothing without the flag.
+  /// applies the one of a plan's framework) and --price in place of its
+  /// price per GPU-hour; nothing without the flags. A --price that is not a
+  /// positive, finite number of US dollars is a UsageError.
   void calibrate(spec::HardwareSpec& hw) const;
+  /// The --price value in US dollars per GPU-hour; nullopt when not given.
+  std::optional<double> price_per_gpu_hour() const;
 
  private:
   mutable std::shared_ptr<const spec::StackCalibrationSpec> stack_calibration_;

@@ -5,6 +5,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "ridgeline/spec/framework.hpp"
+#include "ridgeline/report/capacity_text.hpp"
 #include "ridgeline/report/markdown.hpp"
 #include "ridgeline/report/prediction_view.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
@@ -23,6 +24,7 @@ struct PredictArgs {
   std::string output;
   std::string dataset_tokens;
   bool kernels = false;
+  bool wide = false;
   int top = 12;
   double interval_level = 0;
   PlanFlags plan;
@@ -186,6 +188,8 @@ void register_predict(Commands& commands, int& rc) {
                                             "summary row");
   cmd->add_option("--output,-o", args->output, "Write to FILE instead of standard output (atomically)");
   cmd->add_option("--top", args->top, "Kernels shown in the table")->capture_default_str();
+  cmd->add_flag("--wide", args->wide, "Show every column and leave long lines whole (by default the table keeps "
+                                  "to 120 columns)");
   add_interval_level(*cmd, args->interval_level);
   cmd->footer("--micro-batch max: the largest micro-batch that fits (the other fields as given).");
   cmd->callback([args, &rc] {
@@ -245,7 +249,10 @@ void register_predict(Commands& commands, int& rc) {
           text = report::prediction_json(pred, in).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
           break;
         case PredictFormat::kCsv: text = args->kernels ? report::kernels_csv(pred, in) : report::prediction_csv(pred, in); break;
-        case PredictFormat::kTable: text = report::prediction_table(pred, in, args->top); break;
+        case PredictFormat::kTable:
+          text = report::prediction_table(pred, in, args->top, args->wide);
+          if (!args->wide) text = report::text::fit_width(text);
+          break;
         case PredictFormat::kMarkdown: text = report::prediction_markdown(pred, in, args->top); break;
       }
       write_output(args->output, text);

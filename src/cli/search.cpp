@@ -1,15 +1,19 @@
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
 #include <fmt/format.h>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "commands.hpp"
 #include "common.hpp"
 #include "overrides.hpp"
+#include "ridgeline/report/capacity_text.hpp"
 #include "ridgeline/report/capacity_view.hpp"
 #include "ridgeline/report/search_view.hpp"
 #include "ridgeline/search/interval_ranking.hpp"
@@ -39,6 +43,7 @@ struct SearchArgs {
   int threads = 0;
   std::string format = "table";
   std::string output;
+  bool wide = false;
   double interval_level = uncertainty::kDefaultLevel;
   PlanFlags plan;
 };
@@ -285,8 +290,9 @@ Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std:
 
 /// Runs one search and fills each row's predict command.
 search::SearchResult run_one(const SearchArgs& a, const Configured& c, const spec::ModelSpec& m,
-                             const spec::PlanSpec& base, const spec::HardwareSpec& hw, const std::string& gpu_name) {
-  auto r = search::run(c.spec, m, base, hw, !a.plan.no_calibration);
+                             const spec::PlanSpec& base, const spec::HardwareSpec& hw, const std::string& gpu_name,
+                             search::Workspace* ws = nullptr) {
+  auto r = search::run(c.spec, m, base, hw, !a.plan.no_calibration, ws);
   for (auto& cand : r.top)
     cand.predict_command = predict_command(gpu_name, a.model, a.plan, search::plan_for(base, cand.layout, c.spec.global_batch));
   return r;
@@ -302,6 +308,117 @@ std::vector<int> gpu_counts(int max) {
   for (long long g = 8192; g <= (1LL << 20); g *= 2) n.push_back(static_cast<int>(g));
   n.erase(std::remove_if(n.begin(), n.end(), [max](int g) { return g > max; }), n.end());
   return n;
+}
+
+/// What a --deadline or --budget search asks of one GPU kind.
+struct Ask {
+  bool deadline = false;
+  double limit_s = 0;       // --deadline
+  double usd = 0;           // --budget
+  double budget_hours = 0;  // --budget in GPU-hours at the GPU's price
+};
+
+Ask parse_ask(const SearchArgs& a, const spec::HardwareSpec& gpu) {
+  Ask k;
+  k.deadline = !a.deadline.empty();
+  k.limit_s = k.deadline ? parse_deadline(a.deadline) : 0;
+  k.usd = k.deadline ? 0 : parse_budget(a.budget);
+  if (!k.deadline && !gpu.has_price())
+    throw UsageError{"--budget", fmt::format("{} has no price per GPU-hour; give one with --price 2.10", gpu.name)};
+  // The budget in GPU-hours, as the report's budget mode reads it.
+  k.budget_hours = k.deadline ? 0 : report::budget_gpu_hours({report::BudgetKind::kUsd, k.usd}, gpu);
+  return k;
+}
+
+/// The fewest GPUs that could finish the run within `limit_s`: the run's
+/// model FLOPs over limit_s x the GPU's highest dense peak (at fewer, the
+/// MFU against that peak would exceed 100%, which no kernel's roofline
+/// allows). 1 when the plan cannot be evaluated on one GPU.
+int deadline_floor(const spec::ModelSpec& m, const spec::PlanSpec& base, const spec::HardwareSpec& hw,
+                   double limit_s) {
+  spec::PlanSpec one = base;
+  one.parallel.tp = one.parallel.pp = one.parallel.dp = one.parallel.cp = one.parallel.ep = 1;
+  one.parallel.virtual_stages = 1;
+  one.parallel.first_stage_layers = one.parallel.last_stage_layers = 0;
+  const auto pred = engine::evaluate(m, one, hw);
+  double peak = 0;
+  for (double x : hw.peak_flop_per_s) peak = std::max(peak, x);
+  const auto& st = pred.step;
+  if (pred.status == engine::Status::kInvalid || !(st.model_flops > 0) || !(st.tokens_per_step > 0) ||
+      !(pred.totals.tokens > 0) || !(peak > 0))
+    return 1;
+  const double run_flops = st.model_flops / st.tokens_per_step * pred.totals.tokens;
+  return static_cast<int>(std::min(1e9, std::floor(run_flops / (peak * limit_s))));
+}
+
+/// One GPU kind's --deadline or --budget scan over gpu_counts(--max-gpus).
+struct Scan {
+  int tried = 0;    // counts the fixed values divide
+  int largest = 0;  // the largest of them
+  int best_n = 0;   // the answer's count; 0: none meets the deadline or budget
+  search::SearchResult best;
+  Configured best_c;
+  Configured last_c;  // the largest count's configuration
+  double fastest_days = -1;
+  int fastest_n = 0;
+};
+
+/// The deadline: the fewest GPUs that meet it (with --objective cost, the
+/// cheapest); counts below deadline_floor are not tried. The budget: the
+/// fastest count whose GPU-hours the budget buys. `top` rows for the answer.
+Scan scan_counts(const SearchArgs& a, const Ask& ask, const spec::PlanSpec& base, const std::set<int>& fixed_by_fix,
+                 const spec::ModelSpec& m, const spec::HardwareSpec& gpu, const std::string& gpu_name, int top,
+                 int threads = 0) {
+  Scan s;
+  search::Workspace ws;
+  const int floor_n = ask.deadline ? deadline_floor(m, base, gpu, ask.limit_s) : 0;
+  for (int n : gpu_counts(a.max_gpus)) {
+    Configured c;
+    try {
+      c = configure(a, base, fixed_by_fix, m, gpu, n);
+    } catch (const UsageError&) {
+      continue;  // fixed values that do not divide this count
+    }
+    ++s.tried;
+    s.largest = n;
+    s.last_c = c;
+    if (n < floor_n) continue;
+    c.spec.top = top;
+    if (threads > 0) c.spec.threads = threads;
+    auto r = run_one(a, c, m, base, gpu, gpu_name, &ws);
+    if (r.top.empty()) continue;
+    const auto& t = r.top.front();
+    if (!t.completes) continue;  // failures outpace recovery at this count: no finite days
+    if (s.fastest_days < 0 || t.days < s.fastest_days) s.fastest_days = t.days, s.fastest_n = n;
+    const bool ok = ask.deadline ? t.days * 86400.0 <= ask.limit_s : t.gpu_hours <= ask.budget_hours;
+    if (!ok) continue;
+    const bool better = s.best_n == 0 || (ask.deadline ? (a.objective == "cost" && t.cost_usd < s.best.top.front().cost_usd)
+                                                       : t.days < s.best.top.front().days);
+    if (better) s.best_n = n, s.best = std::move(r), s.best_c = c;
+    if (ask.deadline && a.objective != "cost") break;  // ascending: the first is the fewest
+  }
+  return s;
+}
+
+/// "no GPU count up to 4096 finishes the run within 30d (the fastest, ...)".
+std::string nothing_line(const SearchArgs& a, const Ask& ask, const Scan& s) {
+  std::string o = ask.deadline ? fmt::format("no GPU count up to {} finishes the run within {}", a.max_gpus, a.deadline)
+                               : fmt::format("no GPU count up to {} runs within the ${} budget", a.max_gpus,
+                                             units::format_count(ask.usd));
+  if (s.fastest_n > 0) o += fmt::format(" (the fastest, {} GPUs, takes {:.1f} days)", s.fastest_n, s.fastest_days);
+  return o;
+}
+
+/// A note when --max-gpus bounds the answer: none found up to it, or the
+/// answer is the largest count tried and a larger one might do better
+/// (faster within a budget, cheaper within a deadline). "" otherwise.
+std::string cap_note(const SearchArgs& a, const Ask& ask, const Scan& s) {
+  if (a.max_gpus >= (1 << 20) || s.tried == 0) return "";
+  if (s.best_n == 0) return fmt::format("--max-gpus {} bounds the search; a larger --max-gpus tries more GPUs", a.max_gpus);
+  const bool bounded = s.best_n == s.largest && (!ask.deadline || a.objective == "cost");
+  if (!bounded) return "";
+  return fmt::format("the answer is at --max-gpus {} (the largest count tried); a larger --max-gpus may find a {} one",
+                     a.max_gpus, ask.deadline ? "cheaper" : "faster");
 }
 
 std::string dump(const nlohmann::json& j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"; }
@@ -322,7 +439,8 @@ void register_search(Commands& commands, int& rc) {
       "fixed, a dimension is searched only when not given");
   if (!cmd) return;
   cmd->add_option("--gpu", a->gpu, "GPU profile name or YAML file; a comma list (h100_sxm,h200,b200) searches each "
-                                   "and prints one best row per GPU")
+                                   "and prints one best row per GPU; all: every GPU profile with a price (with "
+                                   "--deadline or --budget: which GPU kind and count to rent)")
       ->capture_default_str();
   cmd->add_option("--model", a->model, "Model name, YAML file or HF config.json")->capture_default_str();
   cmd->add_option("--gpus", a->gpus, "Number of GPUs")->capture_default_str();
@@ -348,15 +466,21 @@ void register_search(Commands& commands, int& rc) {
                                    "first_stage_layers=.., last_stage_layers=..");
   cmd->add_option("--headroom", a->headroom,
                   "Memory left free: a layout qualifies when its peak memory's upper end is at most capacity x (1 - "
-                  "headroom)")
+                  "headroom); the default is the rule predict, compare and advise call \"fits\" (\"tight\": only "
+                  "the point estimate fits)")
       ->capture_default_str();
   cmd->add_option("--explain", a->explain, "Print the `ridgeline predict` command line that reproduces row N");
   cmd->add_option("--deadline", a->deadline,
                   "Find the fewest GPUs (with --objective cost, the cheapest count) whose run of the plan's tokens "
-                  "finishes within this time: 14d, 36h");
+                  "finishes within this time: 14d, 36h; with a GPU list or all, per GPU kind, and the fastest (the "
+                  "cheapest) of them");
   cmd->add_option("--budget", a->budget, "Find the fastest GPU count whose run costs at most this many US dollars: "
-                                         "2M, 500K");
-  cmd->add_option("--max-gpus", a->max_gpus, "The largest GPU count --deadline and --budget try")->capture_default_str();
+                                         "2M, 500K; with a GPU list or all, per GPU kind, and the fastest of them");
+  cmd->add_option("--max-gpus", a->max_gpus, "The largest GPU count --deadline and --budget try (a note says when it "
+                                             "bounds the answer)")
+      ->capture_default_str();
+  cmd->add_flag("--wide", a->wide, "Show every column and leave long lines whole (by default the table keeps "
+                                  "to 120 columns)");
   cmd->add_option("--shard", a->shard,
                   "i/N: evaluate slice i of N (write JSON with every feasible step time, combine with --merge)");
   cmd->add_option("--merge", a->merge, "Combine shard JSON files instead of searching");
@@ -371,16 +495,11 @@ void register_search(Commands& commands, int& rc) {
       const Format f = md ? Format::kTable : parse_format(a->format);
       check_interval_level(a->interval_level);
       if (a->top < 1) throw UsageError{"--top", "expected at least 1"};
-      // A fine-tune without --tokens is priced per 1B tokens (engine::TokensBasis::kPerBillion).
-      bool per_billion = false;
       const auto render = [&](const search::SearchResult& r, const nlohmann::json& q,
                               const search::SearchIntervals& iv) {
         if (f == Format::kJson) return dump(report::search_json(r, q, iv));
         if (f == Format::kCsv) return report::search_csv(r, q, iv);
-        std::string text = md ? report::search_markdown(r, q, iv) : report::search_table(r, q, iv);
-        if (per_billion)
-          text += "days and cost: per 1B tokens for a fine-tune (it has no compute-optimal length; --tokens sets the "
-                  "run)\n";
+        std::string text = md ? report::search_markdown(r, q, iv) : report::search_table(r, q, iv, a->wide);
         if (a->explain > 0) {
           if (a->explain > static_cast<int>(r.top.size()))
             throw UsageError{"--explain", fmt::format("row {} does not exist; the search shows {} rows", a->explain,
@@ -414,14 +533,21 @@ void register_search(Commands& commands, int& rc) {
         }
         auto merged = search::merge(parts, a->top);
         const auto iv = search::search_intervals(merged, uncertainty::shipped(), a->interval_level);
-        write_output(a->output, render(merged, first["query"], iv));
+        std::string text = render(merged, first["query"], iv);
+        if (f == Format::kTable && !md && !a->wide) text = report::text::fit_width(text);
+        write_output(a->output, text);
         return merged.top.empty() ? nothing_status(merged) : kExitOk;
       }
-      const auto gpu_names = split(a->gpu, ',');
+      auto gpu_names = split(a->gpu, ',');
       if (gpu_names.empty()) throw UsageError{"--gpu", "expected a GPU profile name"};
+      // --gpu all: every GPU profile `list gpus` shows that has a price (with --price, every one).
+      const bool all_gpus = gpu_names.size() == 1 && gpu_names.front() == "all";
+      if (all_gpus) {
+        gpu_names.clear();
+        for (const auto& e : gpu_entries()) gpu_names.push_back(e.id);
+      }
       auto model = resolve_model(a->model, a->plan.sets);
       auto base = a->plan.build(model);
-      per_billion = base.finetune.mode != spec::FinetuneMode::kFull && base.tokens <= 0;
       if (a->plan.print_plan) {
         write_output(a->output, spec::describe_plan(base, a->plan.imported));
         return kExitOk;
@@ -439,86 +565,127 @@ void register_search(Commands& commands, int& rc) {
         throw UsageError{"--shard", "cannot be combined with a GPU list, --deadline or --budget"};
       if (a->max_gpus < 1) throw UsageError{"--max-gpus", "expected at least 1"};
 
-      if (gpu_names.size() > 1) {
+      if (gpu_names.size() > 1 || all_gpus) {
         std::vector<report::GpuSearch> runs;
+        std::vector<std::string> notes;
         bool any = false;
+        std::vector<spec::HardwareSpec> gpus;
+        std::vector<std::string> names;
+        int unpriced = 0;
         for (const auto& name : gpu_names) {
           auto gpu = resolve_gpu(name, a->plan.sets);
           a->plan.calibrate(gpu);
-          auto c = configure(*a, base, fixed_by_fix, model, gpu, a->gpus);
-          c.spec.top = 1;
-          auto r = run_one(*a, c, model, base, gpu, name);
-          any = any || !r.top.empty();
-          runs.push_back({report::search_query_json(c.spec, model, gpu, base, c.extras), std::move(r)});
+          if (all_gpus && !gpu.has_price()) {
+            ++unpriced;
+            continue;
+          }
+          gpus.push_back(std::move(gpu));
+          names.push_back(name);
         }
-        const std::string text = f == Format::kJson  ? dump(report::gpu_json(runs))
+        if (!scan) {
+          for (size_t i = 0; i < gpus.size(); ++i) {
+            auto c = configure(*a, base, fixed_by_fix, model, gpus[i], a->gpus);
+            c.spec.top = 1;
+            auto r = run_one(*a, c, model, base, gpus[i], names[i]);
+            any = any || !r.top.empty();
+            runs.push_back({report::search_query_json(c.spec, model, gpus[i], base, c.extras), std::move(r)});
+          }
+        } else {
+          std::vector<Ask> asks;
+          for (const auto& gpu : gpus) asks.push_back(parse_ask(*a, gpu));
+          // One GPU kind per worker, each search on its worker alone: a
+          // search at one count is too small to share between threads.
+          std::vector<Scan> scans(gpus.size());
+          std::vector<std::exception_ptr> errors(gpus.size());
+          std::atomic<size_t> next{0};
+          const auto work = [&] {
+            for (size_t i; (i = next.fetch_add(1)) < gpus.size();) {
+              try {
+                scans[i] = scan_counts(*a, asks[i], base, fixed_by_fix, model, gpus[i], names[i], 1, 1);
+              } catch (...) {
+                errors[i] = std::current_exception();
+              }
+            }
+          };
+          const int hw_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+          const size_t workers = std::min<size_t>(gpus.size(), static_cast<size_t>(a->threads > 0 ? a->threads
+                                                                                                   : hw_threads));
+          std::vector<std::thread> pool;
+          for (size_t w = 1; w < workers; ++w) pool.emplace_back(work);
+          work();
+          for (auto& t : pool) t.join();
+          for (const auto& e : errors)
+            if (e) std::rethrow_exception(e);
+          std::string none_at_cap;
+          for (size_t i = 0; i < gpus.size(); ++i) {
+            auto& s = scans[i];
+            const auto& gpu = gpus[i];
+            if (s.tried == 0) throw UsageError{"--gpus", "the fixed values divide no GPU count up to --max-gpus"};
+            const auto note = cap_note(*a, asks[i], s);
+            if (s.best_n == 0) {
+              if (!note.empty()) none_at_cap += (none_at_cap.empty() ? "" : ", ") + gpu.id;
+              runs.push_back({report::search_query_json(s.last_c.spec, model, gpu, base, s.last_c.extras),
+                              search::SearchResult{},
+                              s.fastest_n > 0 ? fmt::format("none; the fastest, {} GPUs, takes {:.1f} days",
+                                                            s.fastest_n, s.fastest_days)
+                                              : std::string("none completes")});
+              continue;
+            }
+            if (!note.empty()) notes.push_back(gpu.id + ": " + note);
+            any = true;
+            runs.push_back({report::search_query_json(s.best_c.spec, model, gpu, base, s.best_c.extras),
+                            std::move(s.best)});
+          }
+          if (!none_at_cap.empty())
+            notes.push_back(fmt::format("no count up to --max-gpus {} {} on {}; a larger --max-gpus tries more GPUs",
+                                        a->max_gpus, a->deadline.empty() ? "runs within the budget"
+                                                                         : "meets the deadline",
+                                        none_at_cap));
+        }
+        if (unpriced > 0)
+          notes.push_back(fmt::format("{} GPU profile{} without a price left out (--price gives every profile one)",
+                                      unpriced, unpriced == 1 ? "" : "s"));
+        if (runs.empty())
+          throw UsageError{"--gpu", "no GPU profile has a price per GPU-hour; give one with --price"};
+        report::GpuScan scan_info;
+        if (scan) {
+          scan_info.kind = !a->deadline.empty() ? report::GpuScan::kDeadline : report::GpuScan::kBudget;
+          scan_info.limit_text = !a->deadline.empty() ? a->deadline : "$" + units::format_count(parse_budget(a->budget));
+          scan_info.by_cost = a->objective == "cost";
+        }
+        scan_info.notes = std::move(notes);
+        const std::string text = f == Format::kJson  ? dump(report::gpu_json(runs, scan_info))
                                  : f == Format::kCsv ? report::gpu_csv(runs)
-                                                     : report::gpu_table(runs, md);
-        write_output(a->output, text);
+                                                     : report::gpu_table(runs, md, scan_info, a->wide);
+        write_output(a->output, f == Format::kTable && !md && !a->wide ? report::text::fit_width(text) : text);
         return any ? kExitOk : kExitInfeasible;
       }
 
       auto gpu = resolve_gpu(gpu_names.front(), a->plan.sets);
       a->plan.calibrate(gpu);
       if (scan) {
-        const bool deadline = !a->deadline.empty();
-        const double limit_s = deadline ? parse_deadline(a->deadline) : 0;
-        const double usd = deadline ? 0 : parse_budget(a->budget);
-        if (!deadline && gpu.price_per_gpu_hour_usd <= 0)
-          throw UsageError{"--budget", fmt::format("{} has no price per GPU-hour; set one with --set "
-                                                   "gpu.price_per_gpu_hour=2.10",
-                                                   gpu.name)};
-        // The budget in GPU-hours, as the report's budget mode reads it.
-        const double budget_hours = deadline ? 0 : report::budget_gpu_hours({report::BudgetKind::kUsd, usd}, gpu);
-        int best_n = 0, tried = 0;
-        search::SearchResult best;
-        search::SearchSpec best_spec;
-        report::SearchQueryExtras best_extras;
-        double fastest_days = -1;
-        int fastest_n = 0;
-        for (int n : gpu_counts(a->max_gpus)) {
-          Configured c;
-          try {
-            c = configure(*a, base, fixed_by_fix, model, gpu, n);
-          } catch (const UsageError&) {
-            continue;  // fixed values that do not divide this count
-          }
-          ++tried;
-          auto r = run_one(*a, c, model, base, gpu, gpu_names.front());
-          if (r.top.empty()) continue;
-          const auto& t = r.top.front();
-          if (!t.completes) continue;  // failures outpace recovery at this count: no finite days
-          if (fastest_days < 0 || t.days < fastest_days) fastest_days = t.days, fastest_n = n;
-          const bool ok = deadline ? t.days * 86400.0 <= limit_s : t.gpu_hours <= budget_hours;
-          if (!ok) continue;
-          const bool better = best_n == 0 ||
-                              (deadline ? (a->objective == "cost" && t.cost_usd < best.top.front().cost_usd)
-                                        : t.days < best.top.front().days);
-          if (better) best_n = n, best = std::move(r), best_spec = c.spec, best_extras = c.extras;
-          if (deadline && a->objective != "cost") break;  // ascending: the first is the fewest
-        }
-        if (tried == 0)
-          throw UsageError{"--gpus", "the fixed values divide no GPU count up to --max-gpus"};
-        std::string head;
-        if (best_n == 0) {
-          head = deadline ? fmt::format("no GPU count up to {} finishes the run within {}", a->max_gpus, a->deadline)
-                          : fmt::format("no GPU count up to {} runs within the ${} budget", a->max_gpus,
-                                        units::format_count(usd));
-          if (fastest_n > 0)
-            head += fmt::format(" (the fastest, {} GPUs, takes {:.1f} days)", fastest_n, fastest_days);
-          std::cout << head << "\n";
+        const Ask ask = parse_ask(*a, gpu);
+        Scan s = scan_counts(*a, ask, base, fixed_by_fix, model, gpu, gpu_names.front(), a->top);
+        if (s.tried == 0) throw UsageError{"--gpus", "the fixed values divide no GPU count up to --max-gpus"};
+        if (s.best_n == 0) {
+          std::cout << nothing_line(*a, ask, s) << "\n";
+          if (const auto note = cap_note(*a, ask, s); !note.empty()) std::cout << "note: " << note << "\n";
           return kExitInfeasible;
         }
-        const auto& t = best.top.front();
-        head = deadline ? fmt::format("deadline {}: {} {} GPUs, {:.1f} days, {}", a->deadline,
-                                      a->objective == "cost" ? "cheapest is" : "fewest is", best_n, t.days,
-                                      report::cost_text(t.cost_usd, gpu.price_per_gpu_hour_usd > 0))
-                        : fmt::format("budget ${}: fastest within it is {} GPUs, {:.1f} days, {}",
-                                      units::format_count(usd), best_n, t.days, report::cost_text(t.cost_usd, true));
-        const auto query = report::search_query_json(best_spec, model, gpu, base, best_extras);
-        const auto iv = search::search_intervals(best, uncertainty::shipped(), a->interval_level);
-        std::string text = render(best, query, iv);
+        const auto& t = s.best.top.front();
+        std::string head =
+            ask.deadline ? fmt::format("deadline {}: {} {} GPUs, {:.1f} days, {}", a->deadline,
+                                       a->objective == "cost" ? "cheapest is" : "fewest is", s.best_n, t.days,
+                                       report::cost_text(t.cost_usd, gpu.price_per_gpu_hour_usd > 0))
+                         : fmt::format("budget ${}: fastest within it is {} GPUs, {:.1f} days, {}",
+                                       units::format_count(ask.usd), s.best_n, t.days,
+                                       report::cost_text(t.cost_usd, true));
+        const auto query = report::search_query_json(s.best_c.spec, model, gpu, base, s.best_c.extras);
+        const auto iv = search::search_intervals(s.best, uncertainty::shipped(), a->interval_level);
+        std::string text = render(s.best, query, iv);
+        if (const auto note = cap_note(*a, ask, s); !note.empty()) head += "\nnote: " + note;
         if (f == Format::kTable) text = head + "\n" + text;
+        if (f == Format::kTable && !md && !a->wide) text = report::text::fit_width(text);
         write_output(a->output, text);
         return kExitOk;
       }
@@ -527,8 +694,9 @@ void register_search(Commands& commands, int& rc) {
       auto result = run_one(*a, c, model, base, gpu, gpu_names.front());
       const auto query = report::search_query_json(c.spec, model, gpu, base, c.extras);
       const auto iv = search::search_intervals(result, uncertainty::shipped(), a->interval_level);
-      const std::string text =
+      std::string text =
           !a->shard.empty() ? dump(report::search_json(result, query, iv, true)) : render(result, query, iv);
+      if (a->shard.empty() && f == Format::kTable && !md && !a->wide) text = report::text::fit_width(text);
       write_output(a->output, text);
       return result.top.empty() ? nothing_status(result) : kExitOk;
     });

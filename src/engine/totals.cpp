@@ -25,15 +25,19 @@ Goodput expected_wall(double ideal_s, double write_s, double mtbf_s, double rest
   return g;
 }
 
+TokensBasis tokens_basis(const spec::PlanSpec& p) {
+  return p.tokens > 0                                   ? TokensBasis::kPlan
+         : p.finetune.mode != spec::FinetuneMode::kFull ? TokensBasis::kPerBillion
+                                                        : TokensBasis::kChinchilla;
+}
+
 void training_totals(TrainingTotals& tt, const StepResult& st, const techniques::LocalParams& lp,
                      const spec::PlanSpec& p, const spec::HardwareSpec& hw) {
   tt = TrainingTotals{};
   const double gpus = static_cast<double>(st.gpus);
   const double step = st.time_s;
   // A plan's tokens; else a fine-tune's 1B-token rate; else Chinchilla's D ~ 20 N.
-  tt.basis = p.tokens > 0                                   ? TokensBasis::kPlan
-             : p.finetune.mode != spec::FinetuneMode::kFull ? TokensBasis::kPerBillion
-                                                            : TokensBasis::kChinchilla;
+  tt.basis = tokens_basis(p);
   tt.tokens_default = tt.basis == TokensBasis::kChinchilla;
   tt.tokens = tt.basis == TokensBasis::kPlan         ? p.tokens
               : tt.basis == TokensBasis::kPerBillion ? 1e9

@@ -303,4 +303,22 @@ void set_stage(MemoryResult& r, const StageMemory& s) {
   r.reserved = r.allocated + r.fragmentation;
 }
 
+double upper_bytes(const MemoryResult& m) {
+  return std::max(m.allocated * (1 + 2 * m.allocator_reserve) + m.workspace, m.total);
+}
+
+Fit fit(const MemoryResult& m, double headroom) {
+  if (!m.fits) return Fit::kDoesNotFit;
+  return upper_bytes(m) <= m.capacity * (1 - headroom) ? Fit::kFits : Fit::kTight;
+}
+
+std::string_view fit_word(Fit f) {
+  switch (f) {
+    case Fit::kFits: return "yes";
+    case Fit::kTight: return "tight";
+    case Fit::kDoesNotFit: return "no";
+  }
+  return "no";
+}
+
 }  // namespace ridgeline::memory

@@ -166,21 +166,28 @@ std::string advice_memory_line(const advise::Advice& a) {
                      m.dominant.empty() ? "nothing" : m.dominant, format_bytes(m.dominant_bytes));
 }
 
-std::string advice_table(const advise::Advice& a, const Inputs& in) {
+std::string advice_table(const advise::Advice& a, const Inputs& in, bool wide) {
   std::string o = header(a, in);
   if (a.base.status == engine::Status::kInvalid) return o + "invalid plan: " + a.base.problem + "\n";
   o += base_line(a) + "\n\n";
-  o += plain_table(advice_losses(a)) + "\n";
+  text::Table losses = advice_losses(a), speed = advice_speed(a), memory = advice_memory(a);
+  if (!wide) {
+    for (auto& r : losses.rows)  // the largest part only
+      if (const auto comma = r.back().find(", "); comma != std::string::npos) r.back() = r.back().substr(0, comma) + ", ...";
+    text::drop_columns(speed, {"relieves", "loss"});
+    text::drop_columns(memory, {"frees"});
+  }
+  o += plain_table(losses) + "\n";
   if (a.speed.empty()) {
     o += a.base.fits ? "no change tried makes this plan faster and still fits\n"
                      : "no change tried makes this plan fit; see the memory suggestions\n";
   } else {
-    o += "suggestions, by tokens/s gained\n" + plain_table(advice_speed(a));
+    o += "suggestions, by tokens/s gained\n" + plain_table(speed);
     const std::string c = advice_combined_line(a);
     if (!c.empty()) o += "  " + c + "\n";
   }
   if (!a.memory_savers.empty())
-    o += "\nmemory: what frees the most at the least time\n" + plain_table(advice_memory(a));
+    o += "\nmemory: what frees the most at the least time\n" + plain_table(memory);
   o += "\n" + evaluated_line(a) + "\n";
   if (!a.speed.empty() && a.speed.front().gain_interval_known)
     o += fmt::format("gain interval: {} level, from the two plans' step-time intervals (one pool: only the "

@@ -1,5 +1,6 @@
 #include "ridgeline/report/capacity_text.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <fmt/format.h>
@@ -70,6 +71,80 @@ std::string range(double lo, double hi, std::string (*format)(double)) {
 }
 
 std::string level(double l) { return fmt::format("{:g}%", l * 100); }
+
+std::string wrap(const std::string& line, size_t width, const std::string& indent) {
+  // Spacing inside a line is kept; a line breaks at the last space that
+  // leaves it at most `width` columns, past the continuation indent.
+  std::string out, rest = line;
+  for (;;) {
+    size_t col = 0, cut = std::string::npos;
+    for (size_t i = 0; i < rest.size(); ++i) {
+      if ((rest[i] & 0xC0) == 0x80) continue;
+      if (col > width) break;
+      if (rest[i] == ' ' && i > indent.size() && col <= width) cut = i;
+      ++col;
+    }
+    if (col <= width || cut == std::string::npos) break;
+    std::string head = rest.substr(0, cut);
+    while (!head.empty() && head.back() == ' ') head.pop_back();
+    const size_t next = rest.find_first_not_of(' ', cut);
+    if (head.empty() || next == std::string::npos) break;
+    out += head + "\n";
+    rest = indent + rest.substr(next);
+  }
+  return out + rest + "\n";
+}
+
+void drop_columns(Table& t, const std::vector<std::string>& heads) {
+  for (size_t c = t.head.size(); c-- > 0;) {
+    if (std::find(heads.begin(), heads.end(), t.head[c]) == heads.end()) continue;
+    t.head.erase(t.head.begin() + static_cast<std::ptrdiff_t>(c));
+    if (c < t.numeric.size()) t.numeric.erase(t.numeric.begin() + static_cast<std::ptrdiff_t>(c));
+    for (auto& r : t.rows)
+      if (c < r.size()) r.erase(r.begin() + static_cast<std::ptrdiff_t>(c));
+  }
+}
+
+std::string fit_width(const std::string& text, size_t width) {
+  const auto cols = [](const std::string& s) {
+    return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+  };
+  // A table: a paragraph whose first line (its head) has four or more gaps
+  // of two or more spaces between its words. Its rows are left whole.
+  const auto is_table_head = [](const std::string& l) {
+    int gaps = 0;
+    const size_t start = l.find_first_not_of(' ');
+    for (size_t i = start; i != std::string::npos && i + 1 < l.size(); ++i)
+      if (l[i] == ' ' && l[i + 1] == ' ' && (i == 0 || l[i - 1] != ' ')) ++gaps;
+    return gaps >= 4;
+  };
+  std::string out;
+  bool table = false, paragraph_start = true;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t nl = std::min(text.find('\n', pos), text.size());
+    const std::string line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    const bool blank = line.find_first_not_of(' ') == std::string::npos;
+    if (paragraph_start && !blank) table = is_table_head(line);
+    paragraph_start = blank;
+    // A command line stays whole, so that it can be copied.
+    if (table || cols(line) <= width || line.find("ridgeline predict ") != std::string::npos) {
+      out += line + (nl < text.size() ? "\n" : "");
+      continue;
+    }
+    // The value's column: after the indent, and after a label's run of two or more spaces.
+    size_t at = line.find_first_not_of(' ');
+    if (const size_t gap = line.find("  ", at); gap != std::string::npos && gap < width / 2)
+      at = line.find_first_not_of(' ', gap);
+    const size_t value_col =
+        at == std::string::npos ? 2 : std::max<size_t>(2, std::min(cols(line.substr(0, at)), width / 2));
+    std::string w = wrap(line, width, std::string(value_col, ' '));
+    if (nl >= text.size()) w.pop_back();
+    out += w;
+  }
+  return out;
+}
 
 std::string interval(const uncertainty::Interval& iv, const Range& r, std::string (*format)(double)) {
   if (!iv.valid() || !r.valid) return "";

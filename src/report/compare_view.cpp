@@ -41,20 +41,37 @@ const search::RankedRow& ranked_row(const std::vector<search::RankedRow>& rows, 
   return i < rows.size() ? rows[i] : kNone;
 }
 
-std::string standing_marker(search::Standing s) {
+std::string standing_marker(search::Standing s, search::SortKey by) {
   switch (s) {
     case search::Standing::kBest: return "best";
     case search::Standing::kIndistinguishable: return "≈ best";
-    case search::Standing::kDistinguishable: return "slower";
+    case search::Standing::kDistinguishable:
+      return by == search::SortKey::kCost     ? "costlier"
+             : by == search::SortKey::kMfu    ? "lower MFU"
+             : by == search::SortKey::kMemory ? "more memory"
+                                              : "slower";
     case search::Standing::kUnknown: return "?";
     case search::Standing::kDoesNotFit: return "-";
   }
   return "?";
 }
 
-/// What the wall clock and cost columns are for, when the rows' tokens were
-/// not given: Chinchilla's 20 per parameter (pre-training) or 1B tokens (a
-/// fine-tune has no compute-optimal length; engine::TokensBasis).
+/// What "tight" means, when a row is (memory::fit, the rule search and
+/// advise use as well).
+std::string fits_legend(const std::vector<search::CompareRow>& rows) {
+  const bool tight = std::any_of(rows.begin(), rows.end(), [](const search::CompareRow& r) {
+    return r.pred.status != engine::Status::kInvalid && memory::fit(r.pred.memory) == memory::Fit::kTight;
+  });
+  if (!tight) return "";
+  return fmt::format("fits: yes when peak memory's upper end is at most {} of capacity ({} headroom, as search and "
+                     "advise ask); tight when only the point estimate fits\n",
+                     units::format_percent(1 - memory::kDefaultHeadroom),
+                     units::format_percent(memory::kDefaultHeadroom));
+}
+
+/// What the wall clock and cost columns are for: the plan's tokens, or, when
+/// they were not given, Chinchilla's 20 per parameter (pre-training) or 1B
+/// tokens (a fine-tune has no compute-optimal length; engine::TokensBasis).
 std::string tokens_legend(const std::vector<search::CompareRow>& rows) {
   bool chinchilla = false, per_billion = false;
   for (const auto& r : rows) {
@@ -63,6 +80,14 @@ std::string tokens_legend(const std::vector<search::CompareRow>& rows) {
     per_billion |= r.pred.totals.basis == engine::TokensBasis::kPerBillion;
   }
   std::string o;
+  // The plan's --tokens, when every valid row runs that many.
+  double planned = -1;
+  for (const auto& r : rows) {
+    if (r.pred.status == engine::Status::kInvalid || r.pred.totals.basis != engine::TokensBasis::kPlan) continue;
+    planned = planned < 0 || planned == r.pred.totals.tokens ? r.pred.totals.tokens : 0;
+  }
+  if (planned > 0) o += fmt::format("wall clock and cost: for {} tokens (--tokens)\n", units::format_count(planned));
+  else if (planned == 0) o += "wall clock and cost: for each row's --tokens\n";
   if (chinchilla) o += "wall clock and cost: for 20 tokens per parameter (Chinchilla; --tokens sets the run)\n";
   if (per_billion)
     o += "wall clock and cost: per 1B tokens for a fine-tune (it has no compute-optimal length; --tokens sets the "
@@ -70,7 +95,7 @@ std::string tokens_legend(const std::vector<search::CompareRow>& rows) {
   return o;
 }
 
-std::string ranking_legend(const std::vector<search::RankedRow>& rows, double level) {
+std::string ranking_legend(const std::vector<search::RankedRow>& rows, double level, search::SortKey by) {
   if (rows.empty()) return "";
   const std::string l = text::level(level);
   bool unknown = false, unfit = false;
@@ -78,9 +103,31 @@ std::string ranking_legend(const std::vector<search::RankedRow>& rows, double le
     unknown = unknown || r.standing == search::Standing::kUnknown;
     unfit = unfit || r.standing == search::Standing::kDoesNotFit;
   }
-  std::string o = "best: the fastest configuration that fits\n";
-  o += fmt::format("≈ best: not distinguishable from the best at {0}: the two {0} step-time intervals overlap\n", l);
-  o += fmt::format("slower: its {} step-time interval lies wholly above the best's", l);
+  std::string o;
+  switch (by) {
+    case search::SortKey::kCost:
+      o = "best: the configuration that fits with the least cost per token (--sort cost)\n";
+      o += fmt::format("≈ best: not distinguishable from the best at {0}: the two {0} cost intervals overlap (a cost "
+                       "scales with its step time)\n",
+                       l);
+      o += fmt::format("costlier: its {} cost interval lies wholly above the best's", l);
+      break;
+    case search::SortKey::kMfu:
+      o = "best: the configuration that fits with the highest MFU (--sort mfu)\n";
+      o += fmt::format("≈ best: not distinguishable from the best at {0}: the two {0} MFU intervals overlap\n", l);
+      o += fmt::format("lower MFU: its {} MFU interval lies wholly below the best's", l);
+      break;
+    case search::SortKey::kMemory:
+      o = "best: the configuration that fits with the least peak memory (--sort memory)\n";
+      o += "≈ best: the same peak memory as the best\n";
+      o += "more memory: a higher peak memory than the best's";
+      break;
+    default:
+      o = "best: the fastest configuration that fits\n";
+      o += fmt::format("≈ best: not distinguishable from the best at {0}: the two {0} step-time intervals overlap\n",
+                       l);
+      o += fmt::format("slower: its {} step-time interval lies wholly above the best's", l);
+  }
   if (unknown) o += "; ?: no interval to tell by";
   if (unfit) o += "; -: does not fit";
   o += "\n";
@@ -134,8 +181,16 @@ struct Cells {
   size_t names = 0;  // leading columns that are names (the variations' values), left-aligned like the last
 };
 
+/// The columns the default table leaves to --wide, so that it keeps to 120
+/// terminal columns: figures the others imply (HFU beside MFU, memory saved
+/// beside peak memory, the intervals: the "vs best" column says what they
+/// tell apart).
+bool wide_only(const std::string& head, const std::string& level) {
+  return head == "HFU" || head == "memory saved" || head == level + " tokens/s" || head == level + " step time";
+}
+
 Cells compare_cells(const std::vector<search::Variation>& vars, const std::vector<search::CompareRow>& rows,
-                    const search::CompareIntervals& iv) {
+                    const search::CompareIntervals& iv, bool wide = true) {
   using namespace units;
   const std::string l = text::level(iv.level);
   Cells out;
@@ -153,7 +208,8 @@ Cells compare_cells(const std::vector<search::Variation>& vars, const std::vecto
   for (const std::string& h :
        {std::string("step time"), l + " step time", std::string("tokens/s"), l + " tokens/s", std::string("MFU"),
         std::string("HFU"), std::string("peak memory"), std::string("fits"), std::string("speed-up (tokens/s)"),
-        std::string("memory saved"), std::string("wall clock"), std::string("cost"), std::string("vs best")})
+        std::string("memory saved"), std::string("wall clock"), std::string("cost"), std::string("tokens/$"),
+        std::string("vs best")})
     out.head.push_back(h);
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
@@ -172,14 +228,31 @@ Cells compare_cells(const std::vector<search::Variation>& vars, const std::vecto
     c.push_back(format_percent(p.step.mfu));
     c.push_back(format_percent(p.step.hfu));
     c.push_back(format_bytes(p.memory.total));
-    c.push_back(p.memory.fits ? "yes" : "NO");
+    const auto fit = memory::fit(p.memory);
+    c.push_back(fit == memory::Fit::kDoesNotFit ? "NO" : std::string(memory::fit_word(fit)));
     c.push_back(r.compared ? fmt::format("{:.2f}x", r.speedup) : "-");
     c.push_back(r.compared ? fmt::format("{}{}", r.memory_saved >= 0 ? "" : "-", format_bytes(std::abs(r.memory_saved)))
                            : "-");
     c.push_back(text::days(p.totals.wall_s / 86400.0));
     c.push_back(cost_known(r) ? text::usd(p.totals.cost_usd) : "unknown");
-    c.push_back(standing_marker(x.standing));
+    const double usd_per_token = search::cost_per_token_usd(r);
+    c.push_back(std::isfinite(usd_per_token) ? format_count(1 / usd_per_token) : "unknown");
+    c.push_back(standing_marker(x.standing, iv.by));
     out.rows.push_back(std::move(c));
+  }
+  if (!wide) {
+    std::vector<bool> keep(out.head.size());
+    for (size_t i = 0; i < keep.size(); ++i) keep[i] = !wide_only(out.head[i], l);
+    const auto filter = [&](std::vector<std::string>& v) {
+      std::vector<std::string> kept;
+      for (size_t i = 0; i < v.size(); ++i)
+        if (i >= keep.size() || keep[i]) kept.push_back(std::move(v[i]));
+      v = std::move(kept);
+    };
+    filter(out.head);
+    for (auto& row : out.rows) filter(row);
+    for (auto& h : out.head)
+      if (h == "speed-up (tokens/s)") h = "speed-up";  // the legend says of what
   }
   return out;
 }
@@ -231,7 +304,7 @@ std::string compare_header(const std::vector<search::CompareRow>& rows, const st
   std::string o = fmt::format("{} on {}; base plan: {}", one_model ? rows[0].model->name : "Each row's model",
                               one_gpu ? rows[0].gpu->name : "each row's GPU", plan_summary);
   if (one_capacity) o += "; capacity " + units::format_bytes(rows[0].gpu->memory_bytes);
-  o += "\n";
+  o += "\n" + tokens_legend(rows);
   if (!set_summary.empty()) o += set_summary + "\n";
   if (calibration) {
     std::vector<CalibrationUse> uses;
@@ -242,8 +315,10 @@ std::string compare_header(const std::vector<search::CompareRow>& rows, const st
 }
 
 std::string compare_table(const std::vector<search::Variation>& vars, const std::vector<search::CompareRow>& rows,
-                          const search::CompareIntervals& iv) {
-  const Cells cells = compare_cells(vars, rows, iv);
+                          const search::CompareIntervals& iv, bool wide) {
+  const Cells cells = compare_cells(vars, rows, iv, wide);
+  // Two spaces between columns with --wide, one by default (120 columns).
+  const std::string pad_after = wide ? " " : "";
   std::vector<size_t> width(cells.head.size(), 0);
   for (size_t i = 0; i < cells.head.size(); ++i) width[i] = columns(cells.head[i]);
   for (const auto& row : cells.rows)
@@ -257,7 +332,7 @@ std::string compare_table(const std::vector<search::Variation>& vars, const std:
       line += ' ';
       line += left ? s : padding;
       line += left ? padding : s;
-      line += ' ';
+      line += pad_after;
     }
     return line;
   };
@@ -267,15 +342,16 @@ std::string compare_table(const std::vector<search::Variation>& vars, const std:
   };
   std::string out = trimmed(line_of(cells.head));
   std::string rule = " ";
-  for (size_t w : width) rule += " " + std::string(w, '-') + " ";
-  out += rule.substr(0, rule.size() - 1) + "\n";
+  for (size_t w : width) rule += " " + std::string(w, '-') + pad_after;
+  out += (wide ? rule.substr(0, rule.size() - 1) : rule) + "\n";
   for (size_t r = 0; r < cells.rows.size(); ++r) {
     std::string line = line_of(cells.rows[r]);
     // An invalid row: its problem in place of the figures.
     if (invalid(rows[r])) line += " " + problem_text(rows[r]);
     out += trimmed(line);
   }
-  return out + "\n" + ranking_legend(iv.rows, iv.level) + tokens_legend(rows);
+  return out + "\n" + ranking_legend(iv.rows, iv.level, iv.by) + fits_legend(rows) +
+         (wide ? "" : "speed-up: tokens/s against the first row\n");
 }
 
 std::string compare_markdown(const std::vector<search::Variation>& vars, const std::vector<search::CompareRow>& rows,
@@ -302,7 +378,7 @@ std::string compare_markdown(const std::vector<search::Variation>& vars, const s
     o += line(row);
   }
   // The legend as a paragraph of lines (two trailing spaces: a line break).
-  std::string legend = ranking_legend(iv.rows, iv.level) + tokens_legend(rows);
+  std::string legend = ranking_legend(iv.rows, iv.level, iv.by) + fits_legend(rows);
   if (!legend.empty()) {
     o += "\n";
     size_t pos = 0;
@@ -325,7 +401,11 @@ json compare_json(const std::vector<search::Variation>& vars, const std::vector<
   for (const auto& v : vars) j["vary"][v.key] = v.values;
   j["set"] = sets;
   j["interval_level"] = iv.level;
-  j["best_row"] = iv.best < 0 ? json(nullptr) : json(iv.best);  // index into rows: the fastest that fits
+  j["best_row"] = iv.best < 0 ? json(nullptr) : json(iv.best);  // index into rows: the best that fits, by best_by
+  j["best_by"] = iv.by == search::SortKey::kCost     ? "cost_per_token"
+                 : iv.by == search::SortKey::kMfu    ? "mfu"
+                 : iv.by == search::SortKey::kMemory ? "peak_memory"
+                                                     : "time_per_token";
   j["rows"] = json::array();
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
@@ -358,6 +438,8 @@ json compare_json(const std::vector<search::Variation>& vars, const std::vector<
     e["wall_clock_days"] = num_or_null(ok, t.wall_s / 86400.0);
     e["gpu_hours"] = num_or_null(ok, t.gpu_hours);
     e["cost_usd"] = num_or_null(ok && cost_known(r), t.cost_usd);
+    e["tokens_per_usd"] = num_or_null(ok && std::isfinite(search::cost_per_token_usd(r)),
+                                      1 / search::cost_per_token_usd(r));
     e["memory"] = ok ? report::memory_json(r.pred.memory) : json(nullptr);
     if (ok) {
       add_ranked_json(e, ranked_row(iv.rows, i), s.time_s, s.tokens_per_s, "step_time_s");
@@ -390,7 +472,7 @@ std::string compare_csv(const std::vector<search::Variation>& vars, const std::v
   for (const auto& v : vars) o += csv_field(v.key) + ",";
   o += "gpu,model,framework,tokens,status,step_time_s,step_time_lo_s,step_time_hi_s,tokens_per_s,tokens_per_s_lo,"
        "tokens_per_s_hi,mfu,hfu,peak_memory_bytes,fits,speedup,memory_saved_bytes,wall_clock_days,gpu_hours,cost_usd,"
-       "standing,distinguishable_from_best,problem\n";
+       "tokens_per_usd,standing,distinguishable_from_best,problem\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
     const bool ok = !invalid(r);
@@ -407,8 +489,10 @@ std::string compare_csv(const std::vector<search::Variation>& vars, const std::v
                      csv_num(ok, s.tokens_per_s), csv_num(has_iv, x.time.rate_lo(s.tokens_per_s)),
                      csv_num(has_iv, x.time.rate_hi(s.tokens_per_s)), csv_num(ok, s.mfu), csv_num(ok, s.hfu),
                      csv_num(ok, r.pred.memory.total), ok ? (r.pred.memory.fits ? "true" : "false") : "");
-    o += fmt::format("{},{},{},{},{},{},{},{}\n", csv_num(r.compared, r.speedup), csv_num(r.compared, r.memory_saved),
-                     csv_num(ok, t.wall_s / 86400.0), csv_num(ok, t.gpu_hours), csv_num(ok && cost_known(r), t.cost_usd),
+    const double usd_per_token = search::cost_per_token_usd(r);
+    o += fmt::format("{},{},{},{},{},{},{},{},{}\n", csv_num(r.compared, r.speedup),
+                     csv_num(r.compared, r.memory_saved), csv_num(ok, t.wall_s / 86400.0), csv_num(ok, t.gpu_hours),
+                     csv_num(ok && cost_known(r), t.cost_usd), csv_num(ok && std::isfinite(usd_per_token), 1 / usd_per_token),
                      ok ? std::string(search::name(x.standing)) : std::string(),
                      d < 0 ? "" : (d == 1 ? "true" : "false"),
                      ok ? std::string() : csv_field(r.pred.problem.field + ": " + r.pred.problem.message));

@@ -455,7 +455,14 @@ std::vector<SummaryLine> prediction_summary(const engine::Prediction& pred, cons
     line("", parts);
   }
   line("peak memory",
-       fmt::format("{} of {}   {}{}", format_bytes(m.total), format_bytes(m.capacity), m.fits ? "fits" : "DOES NOT FIT",
+       fmt::format("{} of {}   {}{}", format_bytes(m.total), format_bytes(m.capacity),
+                   // memory::fit, the rule compare, search and advise use.
+                   memory::fit(m) == memory::Fit::kFits    ? std::string("fits")
+                   : memory::fit(m) == memory::Fit::kTight ? fmt::format("tight (the range's upper end is over {} of "
+                                                                         "capacity; search and advise leave {} free)",
+                                                                         format_percent(1 - memory::kDefaultHeadroom),
+                                                                         format_percent(memory::kDefaultHeadroom))
+                                                           : std::string("DOES NOT FIT"),
                    m.peak_stage == "only"
                        ? std::string()
                        : fmt::format("   (peak on the {} pipeline stage; first {}, last {})", m.peak_stage,
@@ -473,7 +480,7 @@ std::vector<SummaryLine> prediction_summary(const engine::Prediction& pred, cons
   return o;
 }
 
-text::Table prediction_kernels(const engine::Prediction& pred, int top_kernels) {
+text::Table prediction_kernels(const engine::Prediction& pred, int top_kernels, bool wide) {
   text::Table t;
   t.head = {"kernel", "phase", "class", "count", "FLOPs", "bytes", "FLOP/B", "bound", "time", "share"};
   t.numeric = {false, false, false, true, true, true, true, false, true, true};
@@ -484,6 +491,12 @@ text::Table prediction_kernels(const engine::Prediction& pred, int top_kernels) 
                       format_whole(k->count), format_flops(k->flops), format_bytes(k->hbm_bytes),
                       fmt::format("{:.1f}", k->intensity), std::string(cost::name(k->bound)),
                       format_seconds(k->time_s), format_percent(k->share)});
+  }
+  if (!wide) {
+    constexpr size_t kIntensity = 6;  // "FLOP/B"
+    t.head.erase(t.head.begin() + kIntensity);
+    t.numeric.erase(t.numeric.begin() + kIntensity);
+    for (auto& r : t.rows) r.erase(r.begin() + kIntensity);
   }
   return t;
 }
@@ -577,7 +590,7 @@ std::vector<std::string> training_lines(const engine::Prediction& pred, const In
   return o;
 }
 
-std::string prediction_table(const engine::Prediction& pred, const Inputs& in, int top_kernels) {
+std::string prediction_table(const engine::Prediction& pred, const Inputs& in, int top_kernels, bool wide) {
   std::string o;
   if (in.micro_batch_max) o += micro_batch_max_line(*in.micro_batch_max) + "\n";
   if (in.gpu && in.model && in.plan) {
@@ -603,7 +616,7 @@ std::string prediction_table(const engine::Prediction& pred, const Inputs& in, i
   for (const auto& l : prediction_summary(pred, in)) o += "  " + pad(l.label, 19) + l.text + "\n";
 
   // --top 0: no kernel section at all, not an empty one.
-  const text::Table k = prediction_kernels(pred, top_kernels);
+  const text::Table k = prediction_kernels(pred, top_kernels, wide);
   if (!k.rows.empty()) {
     o += "\ntop kernels by time (per step)\n";
     const size_t kw[] = {26, 13, 11, 7, 12, 11, 8, 8, 10, 6};

@@ -118,7 +118,8 @@ bool stages_shown(const search::SearchResult& r, const json& q) {
 }
 
 /// The rows as cells, shared by the text and Markdown tables.
-text::Table rows_table(const search::SearchResult& r, const json& q, const search::SearchIntervals& iv) {
+text::Table rows_table(const search::SearchResult& r, const json& q, const search::SearchIntervals& iv,
+                       bool wide = true) {
   using namespace units;
   text::Table t;
   const std::string l = text::level(iv.level);
@@ -158,7 +159,7 @@ text::Table rows_table(const search::SearchResult& r, const json& q, const searc
   col("MFU", true);
   col("mem/GPU", true);
   col("tokens/s", true);
-  col(l + " tokens/s", true);
+  if (wide) col(l + " tokens/s", true);
   col("days", true);
   col("cost", true);
   col("vs best", false);
@@ -191,8 +192,9 @@ text::Table rows_table(const search::SearchResult& r, const json& q, const searc
     row.push_back(format_percent(c.mfu));
     row.push_back(format_bytes(c.memory_bytes));
     row.push_back(format_count(c.tokens_per_s));
-    row.push_back(iv_t.valid() ? text::range(iv_t.rate_lo(c.tokens_per_s), iv_t.rate_hi(c.tokens_per_s), format_count)
-                               : "");
+    if (wide)
+      row.push_back(iv_t.valid() ? text::range(iv_t.rate_lo(c.tokens_per_s), iv_t.rate_hi(c.tokens_per_s), format_count)
+                                 : "");
     row.push_back(c.completes ? fmt::format("{:.1f}", c.days) : std::string("never"));
     row.push_back(cost_text(c.cost_usd, known));
     row.push_back(standing_marker(x.standing));
@@ -217,6 +219,7 @@ std::string plain_table(const text::Table& t) {
       const bool last = i + 1 == cells.size();
       o += " " + (t.numeric[i] ? pad + cells[i] : cells[i] + (last ? "" : pad));
     }
+    while (o.back() == ' ') o.pop_back();  // a row whose last cells are empty
     return o + "\n";
   };
   std::string o = line(t.head);
@@ -314,6 +317,8 @@ json search_query_json(const search::SearchSpec& s, const spec::ModelSpec& m, co
           {"headroom", s.headroom},
           {"capacity_bytes", whole_json(hw.memory_bytes)},
           {"price_per_gpu_hour_usd", hw.price_per_gpu_hour_usd > 0 ? json(hw.price_per_gpu_hour_usd) : json(nullptr)},
+          {"tokens", base.tokens > 0 ? json(base.tokens) : json(nullptr)},
+          {"tokens_source", std::string(engine::name(engine::tokens_basis(base)))},
           {"moe", m.is_moe()},
           {"heads", m.heads},
           {"layers", m.layers},
@@ -324,6 +329,17 @@ json search_query_json(const search::SearchSpec& s, const spec::ModelSpec& m, co
       q["calibration"]["line"] = q["calibration"].value("line", "") + " (rows on another framework: by their own stack)";
   }
   return q;
+}
+
+std::string tokens_basis_line(const json& q) {
+  const std::string from = q.value("tokens_source", "");
+  if (from == "plan" && q.value("tokens", json()).is_number())
+    return fmt::format("days and cost: for {} tokens (--tokens)", units::format_count(q["tokens"].get<double>()));
+  if (from == "per_billion_tokens")
+    return "days and cost: per 1B tokens for a fine-tune (it has no compute-optimal length; --tokens sets the run)";
+  if (from == "chinchilla_20_per_param")
+    return "days and cost: for 20 tokens per parameter (Chinchilla; --tokens sets the run)";
+  return "";
 }
 
 std::vector<std::string> search_header(const json& q) {
@@ -341,6 +357,7 @@ std::vector<std::string> search_header(const json& q) {
   }
   if (const auto sets = q.value("set_summary", ""); !sets.empty()) o.push_back(sets);
   if (q.contains("calibration") && q["calibration"].is_object()) o.push_back(q["calibration"].value("line", ""));
+  if (const auto b = tokens_basis_line(q); !b.empty()) o.push_back(b);
   if (q.contains("headroom")) {
     const double h = q["headroom"].get<double>(), cap = q.value("capacity_bytes", 0.0);
     o.push_back(fmt::format("memory headroom {}: a layout qualifies when its peak memory's upper end is at most {} of "
@@ -389,6 +406,10 @@ std::vector<std::string> why_nothing_qualifies(const search::SearchResult& r, co
     o.push_back(fmt::format("  {} exceed memory with {} headroom (peak memory's upper end above {} of {})",
                             format_whole(n.over_memory), percent_text(h), units::format_bytes(cap * (1 - h)),
                             units::format_bytes(cap)));
+  if ((n.over_memory > 0 || n.state > 0) && h > 0)
+    o.push_back(fmt::format("  --headroom 0 lets a layout use the whole {} (the {} kept free is for what the model "
+                            "of the tensors does not see: fragmentation, NCCL and cuBLAS workspaces, the CUDA context)",
+                            units::format_bytes(cap), percent_text(h)));
   return o;
 }
 
@@ -526,7 +547,7 @@ search::SearchResult search_from_json(const json& j, std::string& error) {
   return r;
 }
 
-std::string search_table(const search::SearchResult& r, const json& q, const search::SearchIntervals& iv) {
+std::string search_table(const search::SearchResult& r, const json& q, const search::SearchIntervals& iv, bool wide) {
   std::string o;
   for (const auto& line : search_header(q)) o += line + "\n";
   o += counts_line(r) + "\n";
@@ -536,7 +557,7 @@ std::string search_table(const search::SearchResult& r, const json& q, const sea
     return o;
   }
   o += within_best_line(iv) + "\n\n";
-  return o + plain_table(rows_table(r, q, iv)) + "\n" + ranking_legend(iv.top, iv.level);
+  return o + plain_table(rows_table(r, q, iv, wide)) + "\n" + ranking_legend(iv.top, iv.level);
 }
 
 std::string search_markdown(const search::SearchResult& r, const json& q, const search::SearchIntervals& iv) {
@@ -595,15 +616,74 @@ double tokens_per_usd(const search::Candidate& c, const json& q) {
 
 }  // namespace
 
-std::string gpu_table(const std::vector<GpuSearch>& runs, bool md) {
+int gpu_scan_winner(const std::vector<GpuSearch>& runs, const GpuScan& scan) {
+  if (scan.kind == GpuScan::kNone) return -1;
+  int w = -1;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].result.top.empty()) continue;
+    const auto& c = runs[i].result.top.front();
+    if (w < 0) {
+      w = static_cast<int>(i);
+      continue;
+    }
+    const auto& b = runs[w].result.top.front();
+    // Strictly better, so a tie keeps the earlier GPU.
+    if (scan.by_cost && scan.kind == GpuScan::kDeadline ? c.cost_usd < b.cost_usd : c.days < b.days)
+      w = static_cast<int>(i);
+  }
+  return w;
+}
+
+namespace {
+
+/// The scan's answer: "deadline 30d: the cheapest is 512 x NVIDIA B200 SXM 180GB, 19.0 days, $1.16M".
+std::string scan_answer(const std::vector<GpuSearch>& runs, const GpuScan& scan, int w) {
+  const bool dl = scan.kind == GpuScan::kDeadline;
+  const std::string ask = dl ? "deadline " + scan.limit_text : "budget " + scan.limit_text;
+  if (w < 0)
+    return fmt::format("{}: no GPU kind {} up to --max-gpus", ask, dl ? "finishes the run within it" : "runs within it");
+  const auto& g = runs[w];
+  const auto& c = g.result.top.front();
+  return fmt::format("{}: the {} is {} x {} ({}), {:.1f} days, {}", ask,
+                     dl && scan.by_cost ? "cheapest" : "fastest", g.query.value("gpus", 0),
+                     g.query.value("gpu_name", ""), g.query.value("gpu", ""), c.days,
+                     cost_text(c.cost_usd, price_known(g.query)));
+}
+
+}  // namespace
+
+std::string gpu_table(const std::vector<GpuSearch>& runs_in, bool md, const GpuScan& scan, bool wide) {
+  const bool scanning = scan.kind != GpuScan::kNone;
+  // A scan's rows in the order of its answer (cheapest or fastest first), those without one last.
+  std::vector<GpuSearch> runs = runs_in;
+  if (scanning)
+    std::stable_sort(runs.begin(), runs.end(), [&](const GpuSearch& a, const GpuSearch& b) {
+      if (a.result.top.empty() || b.result.top.empty()) return !a.result.top.empty() && b.result.top.empty();
+      const auto &x = a.result.top.front(), &y = b.result.top.front();
+      return scan.by_cost && scan.kind == GpuScan::kDeadline ? x.cost_usd < y.cost_usd : x.days < y.days;
+    });
+  const int winner = gpu_scan_winner(runs, scan);
   text::Table t;
-  t.head = {"gpu", "best layout", "step", "tokens/s", "MFU", "mem/GPU", "days", "cost", "tokens/$"};
-  t.numeric = {false, false, true, true, true, true, true, true, true};
+  // The step and tokens/s columns only with --wide: the rest keep to 120 columns.
+  const bool all_columns = wide || md;
+  t.head = {"gpu"};
+  if (scanning) t.head.push_back("GPUs");
+  t.head.push_back("best layout");
+  if (all_columns) t.head.insert(t.head.end(), {"step", "tokens/s"});
+  t.head.insert(t.head.end(), {"MFU", "mem/GPU", "days", "cost", "tokens/$"});
+  t.numeric.assign(t.head.size(), true);
+  t.numeric[0] = false;
+  t.numeric[scanning ? 2 : 1] = false;
   std::string notes;
   for (const auto& g : runs) {
     const auto& q = g.query;
+    std::vector<std::string> row = {q.value("gpu", "")};
     if (g.result.top.empty()) {
-      t.rows.push_back({q.value("gpu", ""), "no configuration qualifies", "", "", "", "", "", "", ""});
+      if (scanning) row.push_back("");
+      row.push_back(g.none.empty() ? "no configuration qualifies" : g.none);
+      row.resize(t.head.size());
+      t.rows.push_back(std::move(row));
+      if (!g.none.empty()) continue;
       const auto why = why_nothing_qualifies(g.result, q);
       notes += q.value("gpu", "") + ": " + why.front() + "\n";
       for (size_t i = 1; i < why.size(); ++i) notes += why[i] + "\n";
@@ -611,27 +691,39 @@ std::string gpu_table(const std::vector<GpuSearch>& runs, bool md) {
     }
     const auto& c = g.result.top.front();
     const bool known = price_known(q);
-    t.rows.push_back({q.value("gpu", ""), layout_label(c.layout, q.value("moe", false), searched(q, "framework")),
-                      units::format_seconds(c.step_time_s), units::format_count(c.tokens_per_s),
-                      units::format_percent(c.mfu), units::format_bytes(c.memory_bytes), fmt::format("{:.1f}", c.days),
-                      cost_text(c.cost_usd, known), known ? units::format_count(tokens_per_usd(c, q)) : "unknown"});
+    if (scanning) row.push_back(std::to_string(q.value("gpus", 0)));
+    row.push_back(layout_label(c.layout, q.value("moe", false), searched(q, "framework")));
+    if (all_columns) row.insert(row.end(), {units::format_seconds(c.step_time_s), units::format_count(c.tokens_per_s)});
+    row.insert(row.end(), {units::format_percent(c.mfu), units::format_bytes(c.memory_bytes),
+                           fmt::format("{:.1f}", c.days), cost_text(c.cost_usd, known),
+                           known ? units::format_count(tokens_per_usd(c, q)) : "unknown"});
+    t.rows.push_back(std::move(row));
   }
   std::string o;
+  if (scanning) o += (md ? "**" : "") + scan_answer(runs, scan, winner) + (md ? "**\n\n" : "\n");
   if (!runs.empty()) {
     auto head = search_header(runs.front().query);
-    head.front() = fmt::format("{} on {} GPUs of each kind, global batch {}, sequence {}; objective {}; one best "
-                               "row per GPU",
-                               runs.front().query.value("model_name", ""), runs.front().query.value("gpus", 0),
-                               runs.front().query.value("global_batch", 0), runs.front().query.value("seq_len", 0),
-                               runs.front().query.value("objective", ""));
+    const auto& q0 = runs.front().query;
+    head.front() = scanning ? fmt::format("{}, global batch {}, sequence {}; objective {}; per GPU kind, the {} "
+                                          "count that {}",
+                                          q0.value("model_name", ""), q0.value("global_batch", 0),
+                                          q0.value("seq_len", 0), q0.value("objective", ""),
+                                          scan.kind == GpuScan::kBudget ? "fastest"
+                                          : scan.by_cost                ? "cheapest"
+                                                                        : "fewest",
+                                          scan.kind == GpuScan::kBudget ? "the budget buys" : "meets the deadline")
+                            : fmt::format("{} on {} GPUs of each kind, global batch {}, sequence {}; objective {}; one "
+                                          "best row per GPU",
+                                          q0.value("model_name", ""), q0.value("gpus", 0), q0.value("global_batch", 0),
+                                          q0.value("seq_len", 0), q0.value("objective", ""));
     // Capacities differ between the GPUs: the headroom as a fraction.
     if (head.back().starts_with("memory headroom"))
       head.back() = fmt::format("memory headroom {}: a layout qualifies when its peak memory's upper end is at most "
                                 "{} of the GPU's capacity",
-                                percent_text(runs.front().query.value("headroom", search::kDefaultHeadroom)),
-                                percent_text(1 - runs.front().query.value("headroom", search::kDefaultHeadroom)));
+                                percent_text(q0.value("headroom", search::kDefaultHeadroom)),
+                                percent_text(1 - q0.value("headroom", search::kDefaultHeadroom)));
     // A --calibration file: the GPUs whose rows it applied to (each GPU's query says).
-    if (const json& c = runs.front().query.value("calibration", json()); c.is_object()) {
+    if (const json& c = q0.value("calibration", json()); c.is_object()) {
       std::string on;
       int applied = 0;
       for (const auto& g : runs)
@@ -647,17 +739,28 @@ std::string gpu_table(const std::vector<GpuSearch>& runs, bool md) {
     o += "\n";
   }
   o += md ? markdown(t) : plain_table(t);
+  for (const auto& n : scan.notes) notes += text::wrap("note: " + n, 120, "  ");
   if (!notes.empty()) o += "\n" + notes;
   return o;
 }
 
-json gpu_json(const std::vector<GpuSearch>& runs) {
+json gpu_json(const std::vector<GpuSearch>& runs, const GpuScan& scan) {
   json j;
   j["schema"] = kSchema;
+  if (scan.kind != GpuScan::kNone) {
+    const int w = gpu_scan_winner(runs, scan);
+    j["scan"] = {{"kind", scan.kind == GpuScan::kDeadline ? "deadline" : "budget"},
+                 {"limit", scan.limit_text},
+                 {"by", scan.by_cost && scan.kind == GpuScan::kDeadline ? "cost" : "time"},
+                 {"winner", w < 0 ? json(nullptr) : json(runs[w].query.value("gpu", ""))},
+                 {"winner_gpus", w < 0 ? json(nullptr) : json(runs[w].query.value("gpus", 0))},
+                 {"notes", scan.notes}};
+  }
   j["gpus"] = json::array();
   for (const auto& g : runs) {
     const search::SearchIntervals none;
     json one = search_json(g.result, g.query, none);
+    if (!g.none.empty()) one["none"] = g.none;
     if (!g.result.top.empty() && price_known(g.query))
       one["tokens_per_usd"] = tokens_per_usd(g.result.top.front(), g.query);
     else one["tokens_per_usd"] = nullptr;

@@ -1,6 +1,8 @@
 #include "ridgeline/search/compare.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <fmt/format.h>
 
 namespace ridgeline::search {
@@ -111,6 +113,13 @@ std::vector<CompareRow> compare(const spec::ModelSpec& m, const spec::PlanSpec& 
   return compare(vars, [&s](const std::vector<std::string>&) { return s; }, use_calibration, error);
 }
 
+double cost_per_token_usd(const CompareRow& r) {
+  const auto& t = r.pred.totals;
+  if (!r.gpu || !r.gpu->has_price() || !(t.tokens > 0) || !std::isfinite(t.cost_usd) || !(t.cost_usd > 0))
+    return std::numeric_limits<double>::infinity();
+  return t.cost_usd / t.tokens;
+}
+
 void sort_rows(std::vector<CompareRow>& rows, SortKey key) {
   if (key == SortKey::kNone || rows.size() < 2) return;
   std::stable_sort(rows.begin() + 1, rows.end(), [key](const CompareRow& a, const CompareRow& b) {
@@ -120,6 +129,7 @@ void sort_rows(std::vector<CompareRow>& rows, SortKey key) {
       case SortKey::kTime: return a.pred.step.time_s < b.pred.step.time_s;
       case SortKey::kMemory: return a.pred.memory.total < b.pred.memory.total;
       case SortKey::kMfu: return a.pred.step.mfu > b.pred.step.mfu;
+      case SortKey::kCost: return cost_per_token_usd(a) < cost_per_token_usd(b);
       default: return false;
     }
   });

@@ -1,6 +1,8 @@
 #include "ridgeline/search/interval_ranking.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace ridgeline::search {
 
@@ -34,33 +36,46 @@ Standing standing(double t_s, const uncertainty::Interval& iv, double t_best_s, 
 }
 
 CompareIntervals compare_intervals(const std::vector<CompareRow>& rows, const spec::HardwareSpec& hw,
-                                   const uncertainty::IntervalModel& model, double level) {
+                                   const uncertainty::IntervalModel& model, double level, SortKey by) {
   CompareIntervals out;
   out.level = level;
+  out.by = by == SortKey::kNone ? SortKey::kTime : by;
   out.rows.resize(rows.size());
-  // Ranked on time per token, t / n (step time over tokens per step), so rows
-  // whose steps take different numbers of tokens (a doubled micro-batch) are
-  // weighed by what they deliver; where every step takes the same tokens this
-  // is the step-time ranking. Intervals scale with t, so their overlap on time
-  // per token is overlaps() on t / n.
-  const auto per_token_s = [](const CompareRow& r) {
-    return r.pred.step.tokens_per_step > 0 ? r.pred.step.time_s / r.pred.step.tokens_per_step : r.pred.step.time_s;
+  // The figure ranked, least best. Time is ranked per token, t / n (step
+  // time over tokens per step), so rows whose steps take different numbers
+  // of tokens (a doubled micro-batch) are weighed by what they deliver; where
+  // every step takes the same tokens this is the step-time ranking.
+  // Intervals scale with t, so their overlap on time per token, cost per
+  // token or 1 / MFU is overlaps() on that figure.
+  const auto figure = [&](const CompareRow& r) {
+    switch (out.by) {
+      case SortKey::kCost: return cost_per_token_usd(r);
+      case SortKey::kMfu: return r.pred.step.mfu > 0 ? 1 / r.pred.step.mfu : std::numeric_limits<double>::infinity();
+      case SortKey::kMemory: return r.pred.memory.total;
+      default:
+        return r.pred.step.tokens_per_step > 0 ? r.pred.step.time_s / r.pred.step.tokens_per_step : r.pred.step.time_s;
+    }
   };
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
     out.rows[i].time = model.run_interval(uncertainty::traits_of(r.pred, r.plan, r.gpu ? *r.gpu : hw), level);
     const bool fits = r.pred.status == engine::Status::kOk;
     if (!fits) out.rows[i].standing = Standing::kDoesNotFit;
-    // The fastest per token that fits; strictly faster, so a tie keeps the earlier row.
-    if (fits && (out.best < 0 || per_token_s(r) < per_token_s(rows[out.best]))) out.best = static_cast<int>(i);
+    // The least figure that fits; strictly less, so a tie keeps the earlier row.
+    if (fits && std::isfinite(figure(r)) && (out.best < 0 || figure(r) < figure(rows[out.best])))
+      out.best = static_cast<int>(i);
   }
   if (out.best < 0) return out;
-  const double t_best = per_token_s(rows[out.best]);
+  const double f_best = figure(rows[out.best]);
   const auto& best = out.rows[out.best].time;
   for (size_t i = 0; i < rows.size(); ++i) {
     auto& x = out.rows[i];
+    const double f = figure(rows[i]);
     if (static_cast<int>(i) == out.best) x.standing = Standing::kBest;
-    else if (x.standing != Standing::kDoesNotFit) x.standing = standing(per_token_s(rows[i]), x.time, t_best, best);
+    else if (x.standing == Standing::kDoesNotFit) continue;
+    else if (!std::isfinite(f)) x.standing = Standing::kUnknown;
+    else if (out.by == SortKey::kMemory) x.standing = f > f_best ? Standing::kDistinguishable : Standing::kIndistinguishable;
+    else x.standing = standing(f, x.time, f_best, best);
   }
   return out;
 }

@@ -379,10 +379,6 @@ spec::PlanSpec plan_for(const spec::PlanSpec& base, const Layout& l, int global_
   return p;
 }
 
-double memory_upper_bytes(const memory::MemoryResult& m) {
-  return std::max(m.allocated * (1 + 2 * m.allocator_reserve) + m.workspace, m.total);
-}
-
 int min_gpus_for_state(const spec::ModelSpec& m, const spec::PlanSpec& base, const spec::HardwareSpec& hw,
                        double headroom) {
   const double limit = hw.memory_bytes * (1 - headroom);
@@ -836,6 +832,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
             }
             engine::finish_memory(pred, sum, m, p, hw, &states[at_zo]);
             ++n.evaluated;
+            // memory::fit's rule: the peak's upper end within capacity x (1 - headroom).
             const double hi = memory_upper_bytes(pred.memory);
             if (pred.status != engine::Status::kOk || hi > memory_limit) {
               ++n.infeasible;

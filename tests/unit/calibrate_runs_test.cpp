@@ -116,8 +116,8 @@ TEST_CASE("calibrate --runs then predict --calibration: the sample runs, the JSO
   CHECK(c["time_scale"].get<double>() == file.stacks[0].correction.time_scale);
   CHECK(p["step"]["step_time_s"].get<double>() ==
         doctest::Approx(bare["step"]["step_time_s"].get<double>() * file.stacks[0].correction.time_scale));
-  // The table's header says so.
-  const auto table = run_cli("predict " + plan + " --calibration " + stack);
+  // The table's header says so (--wide: the line whole, not wrapped at 120 columns).
+  const auto table = run_cli("predict " + plan + " --calibration " + stack + " --wide");
   CHECK(table.out.find("calibrated on 3 runs: pilot-8xh100, titan-full-ac, titan-profiled (" + stack +
                        ", h100_sxm + torchtitan): step time x ") != std::string::npos);
   CHECK(table.out.find("80%, anchored on 3 runs (pilot-8xh100, titan-full-ac, titan-profiled)") != std::string::npos);

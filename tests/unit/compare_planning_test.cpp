@@ -68,7 +68,7 @@ TEST_CASE("compare planning: an invalid combination is a row with its problem; t
 }
 
 TEST_CASE("compare planning: the table shows the invalid row's reason in place of its figures, exit 0") {
-  const auto r = test::run_cli("compare --vary tp=1,3,8");
+  const auto r = test::run_cli("compare --vary tp=1,3,8 --wide");
   REQUIRE(r.status == 0);
   CHECK(r.err.empty());
   // The value column is as wide as its head "tp", then the GPU count (TP x DP: 3, 1 and 8 differ) as wide
@@ -106,9 +106,9 @@ TEST_CASE("compare planning: JSON and CSV give the invalid row's status and prob
   CHECK(head ==
         "tp,gpu,model,framework,tokens,status,step_time_s,step_time_lo_s,step_time_hi_s,tokens_per_s,tokens_per_s_lo,"
         "tokens_per_s_hi,mfu,hfu,peak_memory_bytes,fits,speedup,memory_saved_bytes,wall_clock_days,gpu_hours,cost_usd,"
-        "standing,distinguishable_from_best,problem");
+        "tokens_per_usd,standing,distinguishable_from_best,problem");
   // Every figure empty; the tokens are the plan's (none given: Chinchilla, known only once evaluated).
-  CHECK(row1 == "3,h100_sxm,llama3_8b,megatron,,invalid,,,,,,,,,,,,,,,,,,parallel.tp: TP 3 does not divide 32 "
+  CHECK(row1 == "3,h100_sxm,llama3_8b,megatron,,invalid,,,,,,,,,,,,,,,,,,,parallel.tp: TP 3 does not divide 32 "
                 "attention heads");
 }
 
@@ -269,9 +269,9 @@ TEST_CASE("compare planning: --format markdown is a pipe table under the header"
   CHECK(r.out.starts_with("Llama-3-8B on NVIDIA H100 SXM5 80GB; base plan: "));
   CHECK(line_starting(r.out, "| recompute ") ==
         "| recompute | step time | 80% step time | tokens/s | 80% tokens/s | MFU | HFU | peak memory | fits | "
-        "speed-up (tokens/s) | memory saved | wall clock | cost | vs best |");
+        "speed-up (tokens/s) | memory saved | wall clock | cost | tokens/$ | vs best |");
   CHECK(line_starting(r.out, "| :--- ") ==
-        "| :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :--- |");
+        "| :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :--- |");
   CHECK(line_starting(r.out, "| full |") != "");
   const auto bad = test::run_cli("compare --vary recompute=none,full --format yaml");
   CHECK(bad.status == 2);
@@ -312,14 +312,14 @@ TEST_CASE("compare planning: --set in the header; --vary gpu.FIELD resolves each
 
 TEST_CASE("compare planning: the wall clock and cost columns say which tokens they are for") {
   // A LoRA fine-tune without --tokens is priced per 1B tokens (engine::TokensBasis),
-  // a pre-training run at Chinchilla's 20 per parameter; given tokens need no note.
+  // a pre-training run at Chinchilla's 20 per parameter; given tokens are stated as given.
   const auto lora = test::run_cli("compare --finetune lora --vary lora_rank=8,64");
   REQUIRE(lora.status == 0);
   CHECK(lora.out.find("\nwall clock and cost: per 1B tokens for a fine-tune (it has no compute-optimal length; "
                       "--tokens sets the run)\n") != std::string::npos);
   const auto given = test::run_cli("compare --finetune lora --tokens 2B --vary lora_rank=8,64");
   REQUIRE(given.status == 0);
-  CHECK(given.out.find("wall clock and cost:") == std::string::npos);
+  CHECK(given.out.find("\nwall clock and cost: for 2.00B tokens (--tokens)\n") != std::string::npos);
   const auto pre = test::run_cli("compare --dp 8 --zero 3 --global-batch 64 --vary recompute=none,full");
   REQUIRE(pre.status == 0);
   CHECK(pre.out.find("\nwall clock and cost: for 20 tokens per parameter (Chinchilla; --tokens sets the run)\n") !=
@@ -328,7 +328,7 @@ TEST_CASE("compare planning: the wall clock and cost columns say which tokens th
 
 TEST_CASE("compare planning: a GPUs column where the rows' layouts differ in GPU count") {
   // --dp 8 with TP 1, 2 and 8: 8 x 1, 8 x 2 and 8 x 8 = 8, 16 and 64 GPUs.
-  const auto r = test::run_cli("compare --model llama3_70b --dp 8 --zero 1 --recompute full --vary tp=1,2,8");
+  const auto r = test::run_cli("compare --model llama3_70b --dp 8 --zero 1 --recompute full --vary tp=1,2,8 --wide");
   REQUIRE(r.status == 0);
   CHECK(r.out.find("  tp  GPUs  step time") != std::string::npos);
   CHECK(r.out.find("\n  1   8   ") != std::string::npos);
@@ -338,3 +338,69 @@ TEST_CASE("compare planning: a GPUs column where the rows' layouts differ in GPU
   const auto same = test::run_cli("compare --model llama3_8b --dp 8 --zero 3 --vary recompute=none,full");
   CHECK(same.out.find("GPUs") == std::string::npos);
 }
+
+// Cost-first planning (issue 38, F12-F14): --sort cost ranks by cost per
+// token, the best is best by the sort key and says so, tokens per dollar is
+// a column, --price replaces the profile's price. Expected figures come from
+// predict's own JSON of each row's plan (cost over tokens), or by hand.
+TEST_SUITE("compare planning: cost") {
+
+TEST_CASE("--sort cost: the best is the least cost per token by predict's own cost of each row") {
+  const std::string flags = "--model llama3_8b --seq 8192 --global-batch 64 --tokens 100B --dp 8 --zero 1";
+  const json j = cli_json("compare " + flags + " --vary gpu=h100_sxm,h200,b200 --sort cost --format json");
+  CHECK(j["best_by"] == "cost_per_token");
+  double best = 0;
+  std::string best_gpu;
+  for (const auto& row : j["rows"]) {
+    const json p = predict("--gpu " + row["gpu"].get<std::string>() + " " + flags);
+    const double usd = p["training"]["cost_usd"].get<double>(), tokens = p["training"]["tokens"].get<double>();
+    CHECK(row["tokens_per_usd"].get<double>() == doctest::Approx(tokens / usd).epsilon(1e-9));
+    if (best_gpu.empty() || usd / tokens < best) best = usd / tokens, best_gpu = row["gpu"];
+  }
+  REQUIRE(j["best_row"].is_number());
+  CHECK(j["rows"][j["best_row"].get<int>()]["gpu"] == best_gpu);
+  // The table's legend says what the best is best by; the header, what the cost is for.
+  const auto r = test::run_cli("compare " + flags + " --vary gpu=h100_sxm,h200,b200 --sort cost");
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("best: the configuration that fits with the least cost per token (--sort cost)\n") !=
+        std::string::npos);
+  CHECK(r.out.find("wall clock and cost: for 100B tokens (--tokens)\n") != std::string::npos);
+  CHECK(r.out.find("tokens/$") != std::string::npos);
+}
+
+TEST_CASE("--sort memory: the best is the least peak memory, and the legend says so") {
+  const json j = cli_json("compare --dp 8 --vary zero=0,1,3 --sort memory --format json");
+  CHECK(j["best_by"] == "peak_memory");
+  double least = -1;
+  int at = -1;
+  for (size_t i = 0; i < j["rows"].size(); ++i) {
+    const auto& row = j["rows"][i];
+    if (row["status"] != "ok") continue;
+    if (least < 0 || row["peak_memory_bytes"].get<double>() < least) least = row["peak_memory_bytes"], at = int(i);
+  }
+  CHECK(j["best_row"] == at);
+}
+
+TEST_CASE("--price replaces the profile's price: cost = GPU-hours x the price") {
+  const json p = predict("--dp 8 --zero 1 --global-batch 64 --seq 8192 --tokens 10B --price 3.25");
+  CHECK(p["training"]["cost_usd"].get<double>() ==
+        doctest::Approx(p["training"]["gpu_hours"].get<double>() * 3.25).epsilon(1e-12));
+  const json c = cli_json("compare --dp 8 --global-batch 64 --seq 8192 --tokens 10B --price '$3.25' --vary zero=1 "
+                          "--format json");
+  CHECK(c["rows"][0]["cost_usd"].get<double>() == doctest::Approx(p["training"]["cost_usd"].get<double>()));
+}
+
+TEST_CASE("--price: zero, negative, NaN and words are refused, exit 2, one line naming the flag") {
+  for (const std::string bad : {"0", "-1", "nan", "inf", "cheap", "2.5.0"}) {
+    for (const std::string cmd : {"predict", "compare --vary zero=1", "search", "advise"}) {
+      const auto r = test::run_cli(cmd + " --price " + bad);
+      INFO(cmd, " --price ", bad);
+      CHECK(r.status == 2);
+      CHECK(r.out.empty());
+      CHECK(r.err == "error: --price: expected a positive price in US dollars per GPU-hour such as 2.50, got \"" +
+                         bad + "\"\n");
+    }
+  }
+}
+
+}  // TEST_SUITE

@@ -501,7 +501,7 @@ TEST_CASE("intervals: a plan whose comparable pool is too thin says which pool i
   const std::string note = iv["note"];
   CHECK(note.find("fewer than 20 validated training runs from two or more sources like this one") == 0);
   CHECK(note.find(iv["pool"].get<std::string>()) != std::string::npos);
-  const auto r = test::run_cli(args);
+  const auto r = test::run_cli(args + " --wide");  // the lines whole, not wrapped at 120 columns
   CHECK(r.status <= 1);
   CHECK(r.out.find(fmt::format("  interval           80%, from {}, {} validated runs; held out of sample for {:.0f}% "
                                "of {} runs\n{}{}\n",

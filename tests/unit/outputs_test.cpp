@@ -28,8 +28,9 @@ json predict_json(const std::string& flags, int rc = 0) {
   return json::parse(r.out);
 }
 
+/// predict's text with --wide: each line whole, not wrapped at 120 columns.
 std::string predict_text(const std::string& flags, int rc = 0) {
-  const auto r = test::run_cli("predict " + flags);
+  const auto r = test::run_cli("predict " + flags + " --wide");
   INFO(flags, "\n", r.err);
   REQUIRE(r.status == rc);
   return r.out;
@@ -304,3 +305,43 @@ TEST_CASE("outputs: --micro-batch max finds the largest micro-batch that fits") 
 }
 
 }  // TEST_SUITE
+
+// Issue 38, F21: the default text of predict, compare, search and advise
+// keeps to 120 terminal columns (--wide shows the rest). Every example the
+// documents show (the commands scripts/regen_readme_examples.py reruns) is
+// run as the user would run it, and every line it prints is measured.
+TEST_CASE("the documents' predict, compare, search and advise examples print at most 120 columns") {
+  const auto columns = [](const std::string& s) {
+    return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+  };
+  int examples = 0;
+  for (const char* doc : {"README.md", "docs/examples.md", "docs/commands.md"}) {
+    std::istringstream in(ridgeline::test::slurp(std::string(RIDGELINE_SOURCE_DIR) + "/" + doc));
+    bool block = false;
+    for (std::string l; std::getline(in, l);) {
+      if (l.starts_with("```")) block = !block;
+      if (!block || !l.starts_with("$ ") || l.find("ridgeline ") == std::string::npos) continue;
+      std::string cmd = l.substr(2);
+      while (!cmd.empty() && cmd.back() == '\\') {
+        cmd.pop_back();
+        std::string more;
+        if (!std::getline(in, more)) break;
+        cmd += more;
+      }
+      std::istringstream words(cmd);
+      std::string bin, sub;
+      words >> bin >> sub;
+      if (sub != "predict" && sub != "compare" && sub != "search" && sub != "advise") continue;
+      if (cmd.find("--wide") != std::string::npos) continue;
+      const auto r = ridgeline::test::run_cli(cmd.substr(cmd.find(sub)));
+      ++examples;
+      std::istringstream out(r.out);
+      for (std::string o; std::getline(out, o);) {
+        INFO(doc, ": ", cmd, "\n", o);
+        // A command line (advise's "apply #1", search --explain) stays whole so it can be copied.
+        if (o.find("ridgeline predict ") == std::string::npos) CHECK(columns(o) <= 120);
+      }
+    }
+  }
+  CHECK(examples >= 10);
+}

@@ -53,7 +53,9 @@ TEST_CASE("the header names the searched and the fixed dimensions and the headro
   CHECK(l[0] == "Llama-3-8B on 8 x NVIDIA H100 SXM5 80GB, global batch 64, sequence 8192; objective time");
   // Precision is not searched unless asked; the framework is the plan's.
   CHECK(l[1] == "searched: tp, pp, dp, cp, mb, vpp, zero, recompute; fixed: precision bf16, framework megatron");
-  CHECK(l[2] == "memory headroom 5%: a layout qualifies when its peak memory's upper end is at most 76.0 GiB of "
+  // The tokens the days and cost are for (none given: Chinchilla's 20 per parameter).
+  CHECK(l[2] == "days and cost: for 20 tokens per parameter (Chinchilla; --tokens sets the run)");
+  CHECK(l[3] == "memory headroom 5%: a layout qualifies when its peak memory's upper end is at most 76.0 GiB of "
                 "80.0 GiB");
 }
 
@@ -289,23 +291,25 @@ TEST_CASE("nothing qualifies: counts per cause; exit 2 for an impossible request
   // up to 7) x CP 4 x mb 5 x recompute 3 = 1,080 graphs x (vpp 3 x ZeRO 4) =
   // 12,960 layouts. Only TP = PP = CP = 1 divides 7 GPUs: 5 x 3 = 15 graphs,
   // 180 layouts, all with DP 7, and 64 is no multiple of mb x 7.
-  const auto r = test::run_cli("search --model llama3_8b --gpus 7 --global-batch 64 --threads 1");
+  const auto r = test::run_cli("search --model llama3_8b --gpus 7 --global-batch 64 --threads 1 --wide");
   CHECK(r.status == 2);
   const auto l = lines(r.out);
-  REQUIRE(l.size() >= 8);
-  CHECK(l[4] == "");
-  CHECK(l[5] == "no configuration qualifies; 12,960 layouts:");
-  CHECK(l[6] == "  12,780 do not divide (TP x PP x CP does not divide the GPU count, or TP, PP, CP or EP does not "
+  REQUIRE(l.size() >= 9);
+  CHECK(l[5] == "");
+  CHECK(l[6] == "no configuration qualifies; 12,960 layouts:");
+  CHECK(l[7] == "  12,780 do not divide (TP x PP x CP does not divide the GPU count, or TP, PP, CP or EP does not "
                 "divide the heads, layers, sequence or experts)");
-  CHECK(l[7] == "  180 have a global batch of 64 that is not a multiple of micro-batch x DP");
+  CHECK(l[8] == "  180 have a global batch of 64 that is not a multiple of micro-batch x DP");
 
   // GPT-3 175B on 8 H100s: the model state alone cannot fit. Its 174.6B
   // parameters x 18 bytes (bf16 weights, Megatron's fp32 main gradients, fp32
   // master and two Adam moments) = 3.14 TB, over 76 GiB = 81.6 GB per GPU: at
   // least 39 GPUs at ZeRO-3 (3.143e12 / 81.6e9 = 38.5).
-  const auto s = test::run_cli("search --model gpt3_175b --gpus 8 --global-batch 64 --seq 2048 --threads 1");
+  const auto s = test::run_cli("search --model gpt3_175b --gpus 8 --global-batch 64 --seq 2048 --threads 1 --wide");
   CHECK(s.status == 1);
   CHECK(s.out.find("; model state alone needs >= 39 GPUs at ZeRO-3") != std::string::npos);
+  // F17: nothing qualifies for memory at 5% headroom: the way to use the whole card is named.
+  CHECK(s.out.find("\n  --headroom 0 lets a layout use the whole 80.0 GiB") != std::string::npos);
   const auto j = json::parse(test::run_cli("search --model gpt3_175b --gpus 8 --global-batch 64 --seq 2048 "
                                            "--threads 1 --format json").out);
   CHECK(j["state_min_gpus"] == 39);
@@ -431,3 +435,75 @@ TEST_CASE("a fine-tune's search says its days and cost are per 1B tokens") {
   REQUIRE(given.status == 0);
   CHECK(given.out.find("per 1B tokens") == std::string::npos);
 }
+
+// --deadline and --budget over several GPU kinds (issue 38, F11): each kind's
+// answer is what its own single-GPU scan answers, and the winner is the
+// cheapest of them (--objective cost) by the costs printed, not a choice of
+// the view's own.
+TEST_SUITE("search planning: what to rent") {
+
+const std::string k8bScan = "search --model llama3_8b --global-batch 1M --seq 8192 --tokens 200B --threads 2";
+
+TEST_CASE("a GPU list with --deadline answers per GPU kind as each kind's own scan does, and names the cheapest") {
+  const json j = run_json(k8bScan + " --gpu h100_sxm,h200,b200 --deadline 7d --objective cost --max-gpus 256");
+  REQUIRE(j.contains("scan"));
+  CHECK(j["scan"]["kind"] == "deadline");
+  CHECK(j["scan"]["by"] == "cost");
+  REQUIRE(j["gpus"].size() == 3);
+  double best_cost = 0;
+  std::string best;
+  for (const auto& g : j["gpus"]) {
+    const std::string id = g["query"]["gpu"];
+    REQUIRE_MESSAGE(!g["top"].empty(), id);
+    const auto& row = g["top"][0];
+    // The deadline: 7 days.
+    CHECK(row["wall_clock_days"].get<double>() <= 7.0);
+    // The same answer as the scan of this kind alone.
+    const json one = run_json(k8bScan + " --gpu " + id + " --deadline 7d --objective cost --max-gpus 256");
+    CHECK(g["query"]["gpus"] == one["query"]["gpus"]);
+    CHECK(row["cost_usd"].get<double>() == one["top"][0]["cost_usd"].get<double>());
+    if (best.empty() || row["cost_usd"].get<double>() < best_cost) best_cost = row["cost_usd"], best = id;
+  }
+  CHECK(j["scan"]["winner"] == best);
+}
+
+TEST_CASE("the table leads with the answer and states the token basis; --gpu all takes every priced profile") {
+  const auto r = test::run_cli(k8bScan + " --gpu all --deadline 7d --objective cost --max-gpus 256");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  const auto ls = lines(r.out);
+  REQUIRE(!ls.empty());
+  CHECK(ls[0].starts_with("deadline 7d: the cheapest is "));
+  CHECK(r.out.find("days and cost: for 200B tokens (--tokens)\n") != std::string::npos);
+  // Every shipped profile that states price_per_gpu_hour, counted from the files.
+  int priced = 0, all = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(RIDGELINE_SOURCE_DIR) + "/hardware_profiles")) {
+    if (e.path().extension() != ".yaml") continue;
+    ++all;
+    priced += test::slurp(e.path()).find("\nprice_per_gpu_hour:") != std::string::npos;
+  }
+  const json j = run_json(k8bScan + " --gpu all --deadline 7d --objective cost --max-gpus 256");
+  CHECK(static_cast<int>(j["gpus"].size()) == priced);
+  if (priced < all)
+    CHECK(r.out.find(fmt::format("note: {} GPU profile{} without a price left out", all - priced,
+                                 all - priced == 1 ? "" : "s")) != std::string::npos);
+  // With --price every profile has one.
+  const json every = run_json(k8bScan + " --gpu all --deadline 7d --objective cost --max-gpus 256 --price 2");
+  CHECK(static_cast<int>(every["gpus"].size()) == all);
+}
+
+TEST_CASE("a note says when --max-gpus bounds the answer") {
+  // $100M buys far more than 8 GPUs for 200B tokens: the fastest within it is at the cap.
+  const auto at_cap = test::run_cli(k8bScan + " --gpu h100_sxm --budget 100M --max-gpus 8");
+  REQUIRE_MESSAGE(at_cap.status == 0, at_cap.err);
+  CHECK(at_cap.out.find("note: the answer is at --max-gpus 8 (the largest count tried); a larger --max-gpus may find "
+                        "a faster one\n") != std::string::npos);
+  // One GPU cannot train on 200B tokens in a day (Llama-3-8B: ~6 x 8e9 x 2e11 = 1e22 FLOP; an H100's 989
+  // TFLOP/s dense bf16 peak does 8.5e19 a day): nothing qualifies up to the cap, which the note names.
+  const auto none = test::run_cli(k8bScan + " --gpu h100_sxm --deadline 1d --max-gpus 1");
+  CHECK(none.status == 1);
+  CHECK(none.out.find("no GPU count up to 1 finishes the run within 1d") == 0);
+  CHECK(none.out.find("note: --max-gpus 1 bounds the search; a larger --max-gpus tries more GPUs\n") !=
+        std::string::npos);
+}
+
+}  // TEST_SUITE

@@ -162,7 +162,7 @@ struct Combined {
 struct Options {
   double level = uncertainty::kDefaultLevel;  // of every interval; 0 = none
   int top = 10;                                // suggestions kept per list
-  double headroom = 0.05;                      // search::kDefaultHeadroom
+  double headroom = memory::kDefaultHeadroom;  // memory::fit's rule
   engine::EvalOptions eval;
 };
 

@@ -63,6 +63,10 @@ struct StepResult {
 enum class TokensBasis : std::uint8_t { kPlan, kChinchilla, kPerBillion, kDataset };
 /// "plan", "chinchilla_20_per_param", "per_billion_tokens", "dataset_epoch" (the JSON's training.tokens_source).
 std::string_view name(TokensBasis b);
+/// A plan's basis: its tokens when given; else per 1B tokens for a
+/// fine-tune; else Chinchilla's 20 per parameter (never kDataset: predict
+/// sets that itself).
+TokensBasis tokens_basis(const spec::PlanSpec& p);
 
 /// The run's defaults where neither plan nor profile gives a figure (each
 /// overridable; docs/accuracy.md, "Goodput and energy").

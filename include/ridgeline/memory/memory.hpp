@@ -18,6 +18,7 @@
 #pragma once
 
 #include <iterator>
+#include <cstdint>
 #include <string_view>
 
 #include "ridgeline/graph/graph.hpp"
@@ -194,5 +195,24 @@ inline MemoryResult estimate(const graph::Graph& g, const spec::ModelSpec& m, co
 
 /// Saved bytes of one decoder layer's forward kernels (per micro-batch).
 double layer_saved_bytes(const graph::Graph& g);
+
+/// The upper end of a prediction's peak-memory interval: the framework's
+/// allocator reserve twice over, max(allocated x (1 + 2 x reserve) +
+/// workspace, total) (uncertainty::memory_interval(m).hi, without its text).
+double upper_bytes(const MemoryResult& m);
+
+/// The memory left free by default for what no model of the tensors sees
+/// (search::kDefaultHeadroom's reasons): a fraction of capacity.
+inline constexpr double kDefaultHeadroom = 0.05;
+
+/// The one rule for whether a plan fits, shared by predict, compare, search
+/// and advise:
+///   fits         upper_bytes(m) <= capacity x (1 - headroom), and host_fits
+///   tight        only the point estimate fits (m.fits: total <= capacity)
+///   does not fit otherwise
+enum class Fit : std::uint8_t { kFits, kTight, kDoesNotFit };
+Fit fit(const MemoryResult& m, double headroom = kDefaultHeadroom);
+/// "yes", "tight", "no".
+std::string_view fit_word(Fit f);
 
 }  // namespace ridgeline::memory

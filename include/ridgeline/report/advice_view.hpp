@@ -29,7 +29,11 @@ std::string advice_combined_line(const advise::Advice& a);
 /// "peak 61.3 GiB of 79.6 GiB (77.0%), activations the largest (38.1 GiB)".
 std::string advice_memory_line(const advise::Advice& a);
 
-std::string advice_table(const advise::Advice& a, const Inputs& in);
+/// Without `wide`, the speed table leaves out what each change relieves and
+/// its loss (the step table above shows both), the memory table what each
+/// change frees, and the step table names each loss's largest part only,
+/// so the text keeps to 120 columns.
+std::string advice_table(const advise::Advice& a, const Inputs& in, bool wide = true);
 nlohmann::json advice_json(const advise::Advice& a, const Inputs& in);
 std::string advice_markdown(const advise::Advice& a, const Inputs& in);
 

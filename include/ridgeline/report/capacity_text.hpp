@@ -82,6 +82,24 @@ std::string tokens_per_s(double v);
 std::string range(double lo, double hi, std::string (*format)(double));
 /// "80%": a level as a percentage.
 std::string level(double level);
+/// `line` broken at spaces into lines of at most `width` terminal columns
+/// (a word longer than that stands alone), each after the first starting
+/// with `indent`; each line ends in a newline.
+std::string wrap(const std::string& line, size_t width, const std::string& indent);
+/// `t` without the columns whose heads are in `heads` (a view's columns left
+/// to --wide).
+void drop_columns(Table& t, const std::vector<std::string>& heads);
+/// The default terminal width of predict, compare, search and advise
+/// (--wide: no limit).
+inline constexpr size_t kTextWidth = 120;
+/// Every line of `text` longer than `width` columns wrapped at spaces: its
+/// continuation lines start where its value starts (after the line's indent
+/// and, in a "label   value" line, its label and the spaces after it), so a
+/// wrapped line reads as one entry. Tables are left whole (a paragraph whose
+/// head has four or more gaps of two or more spaces): their views keep their
+/// width. A line that holds a `ridgeline predict` command stays whole, so
+/// that it can be copied; so does a line with no space to break at.
+std::string fit_width(const std::string& text, size_t width = kTextWidth);
 /// "80% interval 690–910 ms"; "" for an invalid interval or range.
 std::string interval(const uncertainty::Interval& iv, const Range& r, std::string (*format)(double));
 /// "80%, from megatron on Hopper, compute-bound, 61 validated runs"; for an

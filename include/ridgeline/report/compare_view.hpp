@@ -26,10 +26,13 @@ namespace ridgeline::report {
 std::string compare_header(const std::vector<search::CompareRow>& rows, const std::string& plan_summary,
                            const std::string& set_summary, const spec::StackCalibrationSpec* calibration = nullptr);
 
-/// The table, then the legend: what "best" and "≈ best" mean at the level and
-/// which pools the intervals come from.
+/// The table, then the legend: what "best" is best by, what "≈ best" means
+/// at the level and which pools the intervals come from. Without `wide`, the
+/// HFU, memory saved and both interval columns are left out and the columns
+/// are one space apart (the rest keep to 120 columns); JSON, CSV and
+/// Markdown have every column.
 std::string compare_table(const std::vector<search::Variation>& vars, const std::vector<search::CompareRow>& rows,
-                          const search::CompareIntervals& iv);
+                          const search::CompareIntervals& iv, bool wide = false);
 /// The header (compare_header) as a paragraph, the table as a Markdown pipe table, the legend.
 std::string compare_markdown(const std::vector<search::Variation>& vars, const std::vector<search::CompareRow>& rows,
                              const search::CompareIntervals& iv, const std::string& header);
@@ -61,10 +64,13 @@ void add_ranked_json(nlohmann::json& e, const search::RankedRow& r, double time_
 size_t columns(const std::string& s);
 /// rows[i]; an invalid interval of unknown standing past the end (a caller that drew none).
 const search::RankedRow& ranked_row(const std::vector<search::RankedRow>& rows, size_t i);
-/// The table's marker for a standing: "best", "≈ best", "slower", "?" or "-".
-std::string standing_marker(search::Standing s);
-/// The legend under a ranked table: what the markers mean at the level, and the
-/// pools the intervals were drawn from ("" when there are no rows).
-std::string ranking_legend(const std::vector<search::RankedRow>& rows, double level);
+/// The table's marker for a standing: "best", "≈ best", "slower" (by cost
+/// "costlier", by MFU "lower MFU", by memory "more memory"), "?" or "-".
+std::string standing_marker(search::Standing s, search::SortKey by = search::SortKey::kTime);
+/// The legend under a ranked table: what the best is best by, what the
+/// markers mean at the level, and the pools the intervals were drawn from
+/// ("" when there are no rows).
+std::string ranking_legend(const std::vector<search::RankedRow>& rows, double level,
+                           search::SortKey by = search::SortKey::kTime);
 
 }  // namespace ridgeline::report

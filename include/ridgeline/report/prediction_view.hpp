@@ -108,7 +108,9 @@ struct SummaryLine {
 /// the dense bf16 peak, both named), interval, HFU, communication, memory.
 std::vector<SummaryLine> prediction_summary(const engine::Prediction& pred, const Inputs& in);
 /// The kernels by time, the first `top_kernels` (all when negative).
-text::Table prediction_kernels(const engine::Prediction& pred, int top_kernels);
+/// Without `wide`, no FLOP/B column (the FLOPs over the bytes beside it), so
+/// the table keeps to 120 columns.
+text::Table prediction_kernels(const engine::Prediction& pred, int top_kernels, bool wide = true);
 /// Memory per GPU by category, with each one's share "of capacity".
 text::Table prediction_memory(const engine::Prediction& pred);
 /// The run's totals: "training run: 160B tokens (Chinchilla: ...) -> 305,176
@@ -117,7 +119,8 @@ text::Table prediction_memory(const engine::Prediction& pred);
 std::vector<std::string> training_lines(const engine::Prediction& pred, const Inputs& in);
 
 /// Terminal table: summary, top kernels by time, memory breakdown, totals.
-std::string prediction_table(const engine::Prediction& pred, const Inputs& in, int top_kernels = 12);
+std::string prediction_table(const engine::Prediction& pred, const Inputs& in, int top_kernels = 12,
+                             bool wide = true);
 
 /// CSV: a header and one summary row (gpu, model, framework, tokens,
 /// step_time_s, tokens_per_s, mfu, peak_memory_bytes, fits, wall_clock_days,

@@ -44,8 +44,10 @@ nlohmann::json search_json(const search::SearchResult& r, const nlohmann::json& 
 /// Reads a search JSON back; without "feasible_step_times_s" the result's
 /// feasible_times_kept is false (a merge then cannot count within the best's interval).
 search::SearchResult search_from_json(const nlohmann::json& j, std::string& error);
+/// Without `wide`, no tokens/s interval column (the step-time interval's
+/// reciprocal), so the rows keep to 120 columns.
 std::string search_table(const search::SearchResult& r, const nlohmann::json& query,
-                         const search::SearchIntervals& iv);
+                         const search::SearchIntervals& iv, bool wide = true);
 std::string search_markdown(const search::SearchResult& r, const nlohmann::json& query,
                             const search::SearchIntervals& iv);
 std::string search_csv(const search::SearchResult& r, const nlohmann::json& query, const search::SearchIntervals& iv);
@@ -61,12 +63,28 @@ std::vector<std::string> why_nothing_qualifies(const search::SearchResult& r, co
 std::string cost_text(double usd, bool price_known);
 
 /// One best row per GPU (search --gpu a,b,c): the GPU's search and its query.
+/// "days and cost: for 2T tokens (--tokens)": the tokens a query's days and
+/// cost are for (its tokens_source); "" for a query without one.
+std::string tokens_basis_line(const nlohmann::json& query);
+
 struct GpuSearch {
   nlohmann::json query;
   search::SearchResult result;
+  std::string none;  // why the GPU has no row, when a scan found nothing ("" otherwise)
 };
-std::string gpu_table(const std::vector<GpuSearch>& runs, bool markdown);
-nlohmann::json gpu_json(const std::vector<GpuSearch>& runs);
+/// A --deadline or --budget scan over the GPU kinds (search --gpu a,b,c
+/// --deadline 30d): each kind's answer has its own count (the query's
+/// "gpus"); the winner is the cheapest (by_cost) or the fastest of them.
+struct GpuScan {
+  enum Kind { kNone, kDeadline, kBudget } kind = kNone;
+  std::string limit_text;  // "30d", "$2M"
+  bool by_cost = false;
+  std::vector<std::string> notes;  // where --max-gpus bounds a kind's answer
+};
+/// The index of the winning run of a scan (-1: none answers, or no scan).
+int gpu_scan_winner(const std::vector<GpuSearch>& runs, const GpuScan& scan);
+std::string gpu_table(const std::vector<GpuSearch>& runs, bool markdown, const GpuScan& scan = {}, bool wide = false);
+nlohmann::json gpu_json(const std::vector<GpuSearch>& runs, const GpuScan& scan = {});
 std::string gpu_csv(const std::vector<GpuSearch>& runs);
 
 /// A table as terminal text: each column padded to its widest cell (by

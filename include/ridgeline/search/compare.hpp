@@ -70,8 +70,13 @@ std::vector<CompareRow> compare(const std::vector<Variation>& vars, const Resolv
 std::vector<CompareRow> compare(const spec::ModelSpec& m, const spec::PlanSpec& base, const spec::HardwareSpec& hw,
                                 const std::vector<Variation>& vars, bool use_calibration, std::string& error);
 
-enum class SortKey { kNone, kTime, kMemory, kMfu };
-/// Sorts all rows but the baseline; invalid rows go last.
+enum class SortKey { kNone, kTime, kMemory, kMfu, kCost };
+/// US dollars per token of a valid row's run (its cost over its tokens, so
+/// rows of other GPU counts, prices and batches are weighed by what they
+/// deliver); +infinity where the GPU has no price.
+double cost_per_token_usd(const CompareRow& r);
+/// Sorts all rows but the baseline; invalid rows go last. kCost: least cost
+/// per token first (rows of unknown cost after those of known cost).
 void sort_rows(std::vector<CompareRow>& rows, SortKey key);
 
 }  // namespace ridgeline::search

@@ -54,16 +54,23 @@ struct RankedRow {
 
 struct CompareIntervals {
   double level = uncertainty::kDefaultLevel;
+  SortKey by = SortKey::kTime;  // what the best is best by (kNone: kTime)
   int best = -1;                // index into the rows; -1 when none fits
   std::vector<RankedRow> rows;  // one per compare row, in order
 };
 
 /// The intervals of compare rows at `level`, each from the pool of its own
 /// traits (uncertainty::traits_of) on its own GPU (`hw` for a row without
-/// one), and their standings against the best: of the rows that fit, the one
-/// with the least time per token (the most tokens/s).
+/// one), and their standings against the best of the rows that fit, by `by`:
+/// kTime (and kNone), the least time per token (the most tokens/s); kCost,
+/// the least cost per token (cost_per_token_usd); kMfu, the highest MFU;
+/// kMemory, the least peak memory. Cost per token and 1 / MFU scale with
+/// the step time, so their intervals overlap as the step times' do (the
+/// formula above on those figures); peak memory has no step-time interval,
+/// so a row with more memory than the best is told apart exactly.
 CompareIntervals compare_intervals(const std::vector<CompareRow>& rows, const spec::HardwareSpec& hw,
-                                   const uncertainty::IntervalModel& model, double level);
+                                   const uncertainty::IntervalModel& model, double level,
+                                   SortKey by = SortKey::kTime);
 
 /// How many feasible configurations lie within the best's interval.
 struct WithinBest {

@@ -56,7 +56,7 @@ std::string dim_choices();
 /// tensors sees: allocator fragmentation beyond the reserve (PyTorch's
 /// expandable segments are not always on), NCCL and cuBLAS workspaces grown
 /// at run time, and the CUDA context, about 0.5-1 GiB of an 80 GiB card.
-inline constexpr double kDefaultHeadroom = 0.05;
+inline constexpr double kDefaultHeadroom = memory::kDefaultHeadroom;
 
 /// Which end stages a searched split makes lighter than an even share
 /// (layers / PP): 1 = lighter, by the least number of layers with which the
@@ -258,10 +258,8 @@ SearchResult merge(const std::vector<SearchResult>& parts, int top);
 /// plan gave them).
 spec::PlanSpec plan_for(const spec::PlanSpec& base, const Layout& l, int global_batch);
 
-/// The upper end of a prediction's peak-memory interval: the same number as
-/// uncertainty::memory_interval(m).hi (max(allocated x (1 + 2 x reserve) +
-/// workspace, total)), without its text, so the search's loop allocates nothing.
-double memory_upper_bytes(const memory::MemoryResult& m);
+/// memory::upper_bytes: the search's loop allocates nothing.
+inline double memory_upper_bytes(const memory::MemoryResult& m) { return memory::upper_bytes(m); }
 
 /// The fewest GPUs (at most 2^20) on which the model state alone, sharded
 /// by ZeRO-3 across them all, fits in capacity x (1 - headroom); 0 when none.
