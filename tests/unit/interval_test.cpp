@@ -51,6 +51,21 @@ RunTraits traits(std::uint8_t fw, spec::Generation g, long long gpus, double par
   return t;
 }
 
+/// Two sources of fsdp runs on Ampere at 7B parameters. A: 10 runs at 8
+/// GPUs with r = 0.08, 10 at 16 GPUs with r = 0.12 (mean 0.10, slope +0.04
+/// per doubling of GPUs); B: -0.08 at 8 GPUs, -0.12 at 16 (mean -0.10,
+/// slope -0.04).
+std::vector<Residual> scale_rows(std::uint8_t fsdp) {
+  std::vector<Residual> rows;
+  for (int i = 0; i < 10; ++i) {
+    rows.push_back(run_row("A", traits(fsdp, spec::Generation::kAmpere, 8, 7e9), 0.08));
+    rows.push_back(run_row("A", traits(fsdp, spec::Generation::kAmpere, 16, 7e9), 0.12));
+    rows.push_back(run_row("B", traits(fsdp, spec::Generation::kAmpere, 8, 7e9), -0.08));
+    rows.push_back(run_row("B", traits(fsdp, spec::Generation::kAmpere, 16, 7e9), -0.12));
+  }
+  return rows;
+}
+
 validation::PublishedOptions options() {
   validation::PublishedOptions o;
   o.profiles_dir = std::string(RIDGELINE_SOURCE_DIR) + "/hardware_profiles";
@@ -128,19 +143,9 @@ TEST_CASE("intervals: a pool's mean, within- and between-source spread by hand")
 TEST_CASE("intervals: outside what was validated the spread widens, by hand") {
   const std::uint8_t fsdp = spec::find_framework("fsdp").value();
   const std::uint8_t megatron = spec::find_framework("megatron").value();
-  // Source A: 10 runs at 8 GPUs with r = 0.08, 10 at 16 GPUs with r = 0.12
-  // (mean 0.10, slope +0.04 per doubling of GPUs); source B: -0.08 at 8 GPUs,
-  // -0.12 at 16 (mean -0.10, slope -0.04). s_b = sd(0.10, -0.10) = 0.1414214;
-  // the slopes' spread sd(0.04, -0.04) = 0.0565685 per doubling. All at 7B
-  // parameters.
-  std::vector<Residual> rows;
-  for (int i = 0; i < 10; ++i) {
-    rows.push_back(run_row("A", traits(fsdp, spec::Generation::kAmpere, 8, 7e9), 0.08));
-    rows.push_back(run_row("A", traits(fsdp, spec::Generation::kAmpere, 16, 7e9), 0.12));
-    rows.push_back(run_row("B", traits(fsdp, spec::Generation::kAmpere, 8, 7e9), -0.08));
-    rows.push_back(run_row("B", traits(fsdp, spec::Generation::kAmpere, 16, 7e9), -0.12));
-  }
-  const IntervalModel m(rows);
+  // s_b = sd(0.10, -0.10) = 0.1414214; the slopes' spread sd(0.04, -0.04)
+  // = 0.0565685 per doubling (scale_rows).
+  const IntervalModel m(scale_rows(fsdp));
   const double z = 1.2815516, sb = 0.1414214;
   const double sb_new = sb * std::sqrt(1.5) * 3.0776835 / z;  // a new source's offset from k = 2 means
   // Inside: fsdp on Ampere at 8 GPUs, 7B: the 20 runs at 8 GPUs (pool
@@ -179,16 +184,9 @@ TEST_CASE("intervals: outside what was validated the spread widens, by hand") {
 
 TEST_CASE("intervals: an anchored interval widens with the distance from the calibration runs, by hand") {
   const std::uint8_t fsdp = spec::find_framework("fsdp").value();
-  // The rows of the test above: the published sources' slopes per doubling
-  // of GPUs are +0.04 and -0.04, spread 0.0565685.
-  std::vector<Residual> rows;
-  for (int i = 0; i < 10; ++i) {
-    rows.push_back(run_row("A", traits(fsdp, spec::Generation::kAmpere, 8, 7e9), 0.08));
-    rows.push_back(run_row("A", traits(fsdp, spec::Generation::kAmpere, 16, 7e9), 0.12));
-    rows.push_back(run_row("B", traits(fsdp, spec::Generation::kAmpere, 8, 7e9), -0.08));
-    rows.push_back(run_row("B", traits(fsdp, spec::Generation::kAmpere, 16, 7e9), -0.12));
-  }
-  const IntervalModel m(rows);
+  // The published sources' slopes per doubling of GPUs are +0.04 and
+  // -0.04, spread 0.0565685 (scale_rows).
+  const IntervalModel m(scale_rows(fsdp));
   // Two calibration runs at 8 and 16 GPUs of a 7B model, sd of ln(measured / predicted) 0.05.
   spec::StackCorrection s;
   s.framework = fsdp;
