@@ -12,6 +12,7 @@
 #include "overrides.hpp"
 #include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
+#include "ridgeline/support/text.hpp"
 #include "ridgeline/uncertainty/interval.hpp"
 #include "ridgeline/units/units.hpp"
 
@@ -23,11 +24,7 @@ std::string data_dir() { return spec::data_dir(); }
 
 namespace {
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
-  return s;
-}
+using support::join;
 
 std::string lower(std::string_view s) {
   std::string out(s);

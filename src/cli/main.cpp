@@ -10,6 +10,7 @@
 #include "ridgeline/spec/framework.hpp"
 #include "ridgeline/support/diagnostics.hpp"
 #include "ridgeline/support/heap.hpp"
+#include "ridgeline/support/text.hpp"
 #include <fmt/format.h>
 #include <algorithm>
 
@@ -23,11 +24,7 @@ std::vector<std::string> command_names(const CLI::App& app) {
   return names;
 }
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
-  return s;
-}
+using ridgeline::support::join;
 
 /// The flags of `app` and the apps above it, as typed: "--micro-batch", "-o".
 std::vector<std::string> flag_names(const CLI::App* app) {

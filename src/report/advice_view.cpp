@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "ridgeline/graph/graph.hpp"
+#include "ridgeline/report/json_number.hpp"
 #include "ridgeline/report/markdown.hpp"
 #include "ridgeline/report/search_view.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
@@ -17,8 +18,6 @@ using json = nlohmann::json;
 using units::format_bytes;
 using units::format_percent;
 using units::format_seconds;
-
-json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 std::string signed_pct(double g) { return fmt::format("{}{:.1f}%", g >= 0 ? "+" : "", 100 * g); }
 
@@ -41,13 +40,13 @@ std::string parts_text(const advise::Loss& l) {
 }
 
 json outcome_json(const advise::Outcome& o, double level) {
-  json j = {{"step_time_s", num(o.step_s)},          {"tokens_per_s", num(o.tokens_per_s)},
-            {"mfu", num(o.mfu)},                     {"peak_memory_bytes", std::llround(o.peak_bytes)},
+  json j = {{"step_time_s", json_number(o.step_s)},          {"tokens_per_s", json_number(o.tokens_per_s)},
+            {"mfu", json_number(o.mfu)},                     {"peak_memory_bytes", std::llround(o.peak_bytes)},
             {"fits", o.fits},                        {"fits_with_headroom", o.fits_headroom},
             {"status", std::string(engine::name(o.status))}};
   if (level > 0 && o.interval.valid())
-    j["step_time_interval"] = {{"level", o.interval.level}, {"lo_s", num(o.interval.time_lo(o.step_s))},
-                               {"hi_s", num(o.interval.time_hi(o.step_s))}, {"pool", o.interval.pool}};
+    j["step_time_interval"] = {{"level", o.interval.level}, {"lo_s", json_number(o.interval.time_lo(o.step_s))},
+                               {"hi_s", json_number(o.interval.time_hi(o.step_s))}, {"pool", o.interval.pool}};
   else
     j["step_time_interval"] = nullptr;
   return j;
@@ -61,12 +60,12 @@ json suggestion_json(const advise::Suggestion& s, int rank, double level) {
   j["fields"] = s.fields;
   j["predict_command"] = s.predict_command;
   j["relieves"] = {{"id", std::string(advise::id(s.addresses))}, {"label", std::string(advise::label(s.addresses))},
-                   {"loss_s", num(s.loss_s)}, {"share", num(s.loss_share)}};
-  j["gain"] = num(s.gain);
-  j["gain_interval"] = s.gain_interval_known ? json{{"level", level}, {"lo", num(s.gain_lo)}, {"hi", num(s.gain_hi)}}
+                   {"loss_s", json_number(s.loss_s)}, {"share", json_number(s.loss_share)}};
+  j["gain"] = json_number(s.gain);
+  j["gain_interval"] = s.gain_interval_known ? json{{"level", level}, {"lo", json_number(s.gain_lo)}, {"hi", json_number(s.gain_hi)}}
                                              : json(nullptr);
-  j["saved_s"] = num(s.saved_s);
-  j["time_change"] = num(s.time_change);
+  j["saved_s"] = json_number(s.saved_s);
+  j["time_change"] = json_number(s.time_change);
   j["freed_bytes"] = std::llround(s.freed_bytes);
   j["frees"] = s.frees.empty() ? json(nullptr) : json(std::string(s.frees));
   j["changes_numerics"] = s.changes_numerics;
@@ -214,15 +213,15 @@ json advice_json(const advise::Advice& a, const Inputs& in) {
   json losses = json::array();
   for (const auto& l : a.decomposition.losses) {
     json parts = json::array();
-    for (const auto& p : l.parts) parts.push_back({{"name", p.name}, {"seconds", num(p.seconds)}});
+    for (const auto& p : l.parts) parts.push_back({{"name", p.name}, {"seconds", json_number(p.seconds)}});
     losses.push_back({{"id", std::string(advise::id(l.kind))}, {"label", std::string(advise::label(l.kind))},
-                      {"seconds", num(l.seconds)}, {"share", num(l.share)}, {"parts", parts}});
+                      {"seconds", json_number(l.seconds)}, {"share", json_number(l.share)}, {"parts", parts}});
   }
-  j["decomposition"] = {{"step_time_s", num(a.decomposition.step_s)}, {"ideal_s", num(a.decomposition.ideal_s)},
-                        {"ideal_share", num(a.decomposition.ideal_share())}, {"losses", losses}};
+  j["decomposition"] = {{"step_time_s", json_number(a.decomposition.step_s)}, {"ideal_s", json_number(a.decomposition.ideal_s)},
+                        {"ideal_share", json_number(a.decomposition.ideal_share())}, {"losses", losses}};
   j["memory_pressure"] = {{"peak_memory_bytes", std::llround(a.memory.peak_bytes)},
                           {"capacity_bytes", std::llround(a.memory.capacity_bytes)},
-                          {"fraction", num(a.memory.fraction)},
+                          {"fraction", json_number(a.memory.fraction)},
                           {"dominant", std::string(a.memory.dominant)},
                           {"dominant_bytes", std::llround(a.memory.dominant_bytes)},
                           {"fits", a.memory.fits}};
@@ -240,8 +239,8 @@ json advice_json(const advise::Advice& a, const Inputs& in) {
     c["of"] = of;
     c["flags"] = a.combined.flags;
     c["predict_command"] = a.combined.predict_command;
-    c["gain"] = num(a.combined.gain);
-    c["gain_if_independent"] = num(a.combined.gain_if_independent);
+    c["gain"] = json_number(a.combined.gain);
+    c["gain_if_independent"] = json_number(a.combined.gain_if_independent);
     if (a.combined.outcome.status == engine::Status::kInvalid) c["problem"] = a.combined.outcome.problem;
     j["combined"] = c;
   } else {

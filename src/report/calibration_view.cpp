@@ -4,17 +4,14 @@
 #include <fmt/format.h>
 
 #include "ridgeline/spec/framework.hpp"
+#include "ridgeline/support/text.hpp"
 #include "ridgeline/units/units.hpp"
 
 namespace ridgeline::report {
 
 namespace {
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
-  return s;
-}
+using support::join;
 
 /// "h100_sxm + torchtitan".
 std::string stack_name(const spec::StackCorrection& c) {

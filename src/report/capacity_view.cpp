@@ -8,6 +8,7 @@
 
 #include "ridgeline/cost/cost.hpp"
 #include "ridgeline/memory/memory.hpp"
+#include "ridgeline/report/json_number.hpp"
 #include "ridgeline/report/prediction_view.hpp"
 #include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
@@ -19,9 +20,6 @@ namespace ridgeline::report {
 using nlohmann::json;
 
 namespace {
-
-/// JSON never carries NaN or infinity: non-finite values become null.
-json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 /// A range as [lo, hi]; null when there is none.
 json range_json(const Range& r) {
@@ -650,16 +648,16 @@ json layout_json(const LayoutRow& r) {
           {"sp", r.sp},
           {"recompute", r.recompute},
           {"precision", r.precision},
-          {"step_time_s", num(r.step_time_s)},
-          {"mfu", num(r.mfu)},
-          {"hfu", num(r.hfu)},
+          {"step_time_s", json_number(r.step_time_s)},
+          {"mfu", json_number(r.mfu)},
+          {"hfu", json_number(r.hfu)},
           {"memory_bytes", whole_json(r.memory_bytes)},
-          {"tokens_per_s", num(r.tokens_per_s)},
-          {"bubble_fraction", num(r.bubble_fraction)},
-          {"exposed_comm_s", num(r.exposed_comm_s)},
-          {"days", num(r.days)},
-          {"gpu_hours", num(r.gpu_hours)},
-          {"cost_usd", num(r.cost_usd)},
+          {"tokens_per_s", json_number(r.tokens_per_s)},
+          {"bubble_fraction", json_number(r.bubble_fraction)},
+          {"exposed_comm_s", json_number(r.exposed_comm_s)},
+          {"days", json_number(r.days)},
+          {"gpu_hours", json_number(r.gpu_hours)},
+          {"cost_usd", json_number(r.cost_usd)},
           {"step_time_s_interval", range_json(r.step_time_range)},
           {"mfu_interval", range_json(r.mfu_range)},
           {"days_interval", range_json(r.days_range)},
@@ -682,19 +680,19 @@ json capacity_json(const CapacityView& v) {
   j["title"] = v.title;
   j["command"] = v.command;
   j["version"] = v.version;
-  j["interval_level"] = num(v.interval_level);
+  j["interval_level"] = json_number(v.interval_level);
   j["settings"] = v.settings;
 
   json gpu = {{"id", v.gpu.id},
               {"name", v.gpu.name},
               {"architecture", v.gpu.architecture},
               {"memory_bytes", whole_json(v.gpu.memory_bytes)},
-              {"hbm_bytes_per_s", num(v.gpu.hbm_bytes_per_s)},
-              {"price_per_gpu_hour_usd", num(v.gpu.price_per_gpu_hour_usd)},
-              {"tdp_w", num(v.gpu.tdp_w)},
+              {"hbm_bytes_per_s", json_number(v.gpu.hbm_bytes_per_s)},
+              {"price_per_gpu_hour_usd", json_number(v.gpu.price_per_gpu_hour_usd)},
+              {"tdp_w", json_number(v.gpu.tdp_w)},
               {"source_file", v.gpu.source_file}};
   gpu["peak_flop_per_s"] = json::object();
-  for (const auto& [p, f] : v.gpu.peaks) gpu["peak_flop_per_s"][p] = num(f);
+  for (const auto& [p, f] : v.gpu.peaks) gpu["peak_flop_per_s"][p] = json_number(f);
   gpu["sources"] = json::object();
   for (const auto& s : v.gpu.sources) gpu["sources"][s.field] = s.text;
   json cal = {{"present", v.calibration.present}, {"used", v.calibration.used}, {"status", v.calibration.status}};
@@ -704,8 +702,8 @@ json capacity_json(const CapacityView& v) {
     cal["date"] = v.calibration.date;
     cal["residuals"] = json::array();
     for (const auto& r : v.calibration.residuals)
-      cal["residuals"].push_back({{"class", r.cls}, {"records", r.records}, {"median_abs_pct", num(r.median_abs_pct)},
-                                  {"p90_abs_pct", num(r.p90_abs_pct)}});
+      cal["residuals"].push_back({{"class", r.cls}, {"records", r.records}, {"median_abs_pct", json_number(r.median_abs_pct)},
+                                  {"p90_abs_pct", json_number(r.p90_abs_pct)}});
   }
   const auto& mf = v.model;
   json model = {{"id", mf.id},           {"name", mf.name},
@@ -720,30 +718,30 @@ json capacity_json(const CapacityView& v) {
                {"settings", v.plan.plan},
                {"gpus", v.plan.gpus},               {"micro_batch", v.plan.micro_batch},
                {"global_batch", v.plan.global_batch}, {"seq_len", v.plan.seq_len},
-               {"tokens", num(v.plan.tokens)},       {"tokens_source", v.plan.tokens_source}};
+               {"tokens", json_number(v.plan.tokens)},       {"tokens_source", v.plan.tokens_source}};
   j["question"] = {{"gpu", gpu}, {"calibration", cal}, {"model", model}, {"plan", plan}};
   if (v.calibration.runs_given) j["calibration"] = v.calibration.runs_json;
 
   const auto& a = v.answer;
   const auto& m = a.memory;
   j["answer"] = {{"status", a.status},
-                 {"step_time_s", num(a.step_time_s)},
-                 {"tokens_per_s", num(a.tokens_per_s)},
-                 {"tokens_per_s_per_gpu", num(a.tokens_per_s_per_gpu)},
-                 {"mfu", num(a.mfu)},
-                 {"mfu_dtype", num(a.mfu_dtype)},
+                 {"step_time_s", json_number(a.step_time_s)},
+                 {"tokens_per_s", json_number(a.tokens_per_s)},
+                 {"tokens_per_s_per_gpu", json_number(a.tokens_per_s_per_gpu)},
+                 {"mfu", json_number(a.mfu)},
+                 {"mfu_dtype", json_number(a.mfu_dtype)},
                  {"precision", a.precision},
-                 {"hfu", num(a.hfu)},
-                 {"model_flops_per_step", num(a.model_flops_per_step)},
-                 {"achieved_flop_per_s_per_gpu", num(a.achieved_flop_per_s_per_gpu)},
-                 {"compute_time_s", num(a.compute_time_s)},
-                 {"exposed_comm_s", num(a.exposed_comm_s)},
-                 {"bubble_s", num(a.bubble_s)},
-                 {"bubble_fraction", num(a.bubble_fraction)},
-                 {"host_s", num(a.host_s)},
+                 {"hfu", json_number(a.hfu)},
+                 {"model_flops_per_step", json_number(a.model_flops_per_step)},
+                 {"achieved_flop_per_s_per_gpu", json_number(a.achieved_flop_per_s_per_gpu)},
+                 {"compute_time_s", json_number(a.compute_time_s)},
+                 {"exposed_comm_s", json_number(a.exposed_comm_s)},
+                 {"bubble_s", json_number(a.bubble_s)},
+                 {"bubble_fraction", json_number(a.bubble_fraction)},
+                 {"host_s", json_number(a.host_s)},
                  {"host_bound", a.host_bound},
-                 {"comm_slowdown_s", num(a.comm_slowdown_s)},
-                 {"micro_batches", num(a.micro_batches)},
+                 {"comm_slowdown_s", json_number(a.comm_slowdown_s)},
+                 {"micro_batches", json_number(a.micro_batches)},
                  {"flops_convention", a.flops_convention},
                  {"memory", [&] {
                     json mj = memory_json(m);
@@ -752,7 +750,7 @@ json capacity_json(const CapacityView& v) {
                                {"fits", m.fits},
                                {"allocated_bytes", whole_json(m.allocated)},
                                {"reserved_bytes", whole_json(m.reserved)},
-                               {"allocator_reserve", num(m.allocator_reserve)},
+                               {"allocator_reserve", json_number(m.allocator_reserve)},
                                {"peak_stage", std::string(m.peak_stage)}});
                     add_memory_range(mj, a.memory_range, "total_bytes_interval", true);
                     if (m.peak_stage != "only") {
@@ -761,16 +759,16 @@ json capacity_json(const CapacityView& v) {
                     }
                     return mj;
                   }()},
-                 {"memory_fraction", num(a.memory_fraction)},
-                 {"tokens_per_step", num(a.tokens_per_step)},
-                 {"tokens", num(a.tokens)},
-                 {"steps", num(a.steps)},
-                 {"days", num(a.days)},
-                 {"ideal_days", num(a.ideal_days)},
-                 {"goodput", num(a.goodput)},
-                 {"gpu_hours", num(a.gpu_hours)},
-                 {"cost_usd", num(a.cost_usd)},
-                 {"energy_kwh", num(a.energy_kwh)},
+                 {"memory_fraction", json_number(a.memory_fraction)},
+                 {"tokens_per_step", json_number(a.tokens_per_step)},
+                 {"tokens", json_number(a.tokens)},
+                 {"steps", json_number(a.steps)},
+                 {"days", json_number(a.days)},
+                 {"ideal_days", json_number(a.ideal_days)},
+                 {"goodput", json_number(a.goodput)},
+                 {"gpu_hours", json_number(a.gpu_hours)},
+                 {"cost_usd", json_number(a.cost_usd)},
+                 {"energy_kwh", json_number(a.energy_kwh)},
                  {"interval", interval_json(a.interval)},
                  {"step_time_s_interval", range_json(a.step_time_range)},
                  {"tokens_per_s_interval", range_json(a.tokens_per_s_range)},
@@ -788,12 +786,12 @@ json capacity_json(const CapacityView& v) {
   for (const auto& r : v.techniques) {
     json e = {{"label", r.label},
               {"status", r.status},
-              {"step_time_s", num(r.step_time_s)},
-              {"tokens_per_s", num(r.tokens_per_s)},
-              {"mfu", num(r.mfu)},
-              {"hfu", num(r.hfu)},
+              {"step_time_s", json_number(r.step_time_s)},
+              {"tokens_per_s", json_number(r.tokens_per_s)},
+              {"mfu", json_number(r.mfu)},
+              {"hfu", json_number(r.hfu)},
               {"peak_memory_bytes", whole_json(r.peak_memory_bytes)},
-              {"speedup", num(r.speedup)},
+              {"speedup", json_number(r.speedup)},
               {"memory_saved_bytes", whole_json(r.memory_saved_bytes)},
               {"fits", r.fits},
               {"best", r.best},
@@ -835,67 +833,67 @@ json capacity_json(const CapacityView& v) {
   if (v.sizing.present) {
     const auto& s = v.sizing;
     j["sizing"] = {{"budget_kind", s.budget_kind},
-                   {"budget_value", num(s.budget_value)},
-                   {"gpu_hours", num(s.gpu_hours)},
-                   {"achieved_flop_per_s_per_gpu", num(s.achieved_flop_per_s_per_gpu)},
-                   {"compute_flop", num(s.compute_flop)},
+                   {"budget_value", json_number(s.budget_value)},
+                   {"gpu_hours", json_number(s.gpu_hours)},
+                   {"achieved_flop_per_s_per_gpu", json_number(s.achieved_flop_per_s_per_gpu)},
+                   {"compute_flop", json_number(s.compute_flop)},
                    {"optimal_params", whole_json(s.optimal_params)},
-                   {"optimal_tokens", num(s.optimal_tokens)},
+                   {"optimal_tokens", json_number(s.optimal_tokens)},
                    {"model_params", whole_json(s.model_params)},
-                   {"model_tokens", num(s.model_tokens)},
-                   {"model_tokens_per_param", num(s.model_tokens_per_param)},
-                   {"params_ratio", num(s.params_ratio)},
+                   {"model_tokens", json_number(s.model_tokens)},
+                   {"model_tokens_per_param", json_number(s.model_tokens_per_param)},
+                   {"params_ratio", json_number(s.params_ratio)},
                    {"verdict", s.verdict}};
   } else {
     j["sizing"] = nullptr;
   }
 
   const auto& R = v.roofline;
-  json roof = {{"hbm_bytes_per_s", num(R.hbm_bytes_per_s)},
+  json roof = {{"hbm_bytes_per_s", json_number(R.hbm_bytes_per_s)},
                {"omitted", R.omitted},
-               {"boost_clock_hz", num(R.boost_clock_hz)},
-               {"clock_hz", num(R.clock_hz)},
-               {"clock_ratio", num(R.clock_ratio)},
-               {"training_clock_frac", num(R.training_clock_frac)},
-               {"clock_scale", num(R.clock_scale)},
+               {"boost_clock_hz", json_number(R.boost_clock_hz)},
+               {"clock_hz", json_number(R.clock_hz)},
+               {"clock_ratio", json_number(R.clock_ratio)},
+               {"training_clock_frac", json_number(R.training_clock_frac)},
+               {"clock_scale", json_number(R.clock_scale)},
                {"roofs", json::array()},
                {"points", json::array()}};
   for (const auto& r : R.roofs)
-    roof["roofs"].push_back({{"precision", r.precision}, {"peak_flop_per_s", num(r.peak_flop_per_s)},
-                             {"spec_peak_flop_per_s", num(r.spec_peak_flop_per_s)},
-                             {"ridge_intensity", num(r.ridge_intensity)}});
+    roof["roofs"].push_back({{"precision", r.precision}, {"peak_flop_per_s", json_number(r.peak_flop_per_s)},
+                             {"spec_peak_flop_per_s", json_number(r.spec_peak_flop_per_s)},
+                             {"ridge_intensity", json_number(r.ridge_intensity)}});
   for (const auto& p : v.roofline.points)
     roof["points"].push_back({{"name", p.name},
                               {"phase", p.phase},
                               {"class", p.cls},
                               {"dtype", p.dtype},
                               {"bound", p.bound},
-                              {"intensity", num(p.intensity)},
-                              {"flop_per_s", num(p.flop_per_s)},
-                              {"time_s", num(p.time_s)},
-                              {"share", num(p.share)},
+                              {"intensity", json_number(p.intensity)},
+                              {"flop_per_s", json_number(p.flop_per_s)},
+                              {"time_s", json_number(p.time_s)},
+                              {"share", json_number(p.share)},
                               {"hbm_bytes", whole_json(p.hbm_bytes)},
-                              {"flops", num(p.flops)},
-                              {"count", num(p.count)}});
+                              {"flops", json_number(p.flops)},
+                              {"count", json_number(p.count)}});
   j["roofline"] = std::move(roof);
   auto share_json = [](const std::vector<TimeShare>& v) {
     json arr = json::array();
-    for (const auto& s : v) arr.push_back({{"name", s.name}, {"time_s", num(s.time_s)}, {"share", num(s.share)}});
+    for (const auto& s : v) arr.push_back({{"name", s.name}, {"time_s", json_number(s.time_s)}, {"share", json_number(s.share)}});
     return arr;
   };
-  json step = {{"step_time_s", num(v.step.step_time_s)},
-               {"comm_total_s", num(v.step.comm_total_s)},
-               {"comm_exposed_s", num(v.step.comm_exposed_s)},
-               {"comm_hidden_s", num(v.step.comm_hidden_s)},
-               {"comm_hidden_share", num(v.step.comm_hidden_share)},
-               {"comm_exposed_share", num(v.step.comm_exposed_share)},
+  json step = {{"step_time_s", json_number(v.step.step_time_s)},
+               {"comm_total_s", json_number(v.step.comm_total_s)},
+               {"comm_exposed_s", json_number(v.step.comm_exposed_s)},
+               {"comm_hidden_s", json_number(v.step.comm_hidden_s)},
+               {"comm_hidden_share", json_number(v.step.comm_hidden_share)},
+               {"comm_exposed_share", json_number(v.step.comm_exposed_share)},
                {"parts", json::array()}};
   for (const auto& p : v.step.parts)
-    step["parts"].push_back({{"name", p.name}, {"kind", p.kind}, {"time_s", num(p.time_s)}, {"share", num(p.share)}});
+    step["parts"].push_back({{"name", p.name}, {"kind", p.kind}, {"time_s", json_number(p.time_s)}, {"share", json_number(p.share)}});
   j["time_breakdown"] = {{"step", std::move(step)},
                          {"by_class", share_json(v.time_by_class)},
                          {"by_phase", share_json(v.time_by_phase)}};
-  j["answer"]["memory"]["headroom_fraction"] = num(v.headroom_frac);
+  j["answer"]["memory"]["headroom_fraction"] = json_number(v.headroom_frac);
   j["assumptions"] = json::array();
   for (const auto& x : v.assumptions) j["assumptions"].push_back({{"name", x.name}, {"value", x.value}, {"source", x.source}});
   return j;

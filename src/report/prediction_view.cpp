@@ -6,6 +6,7 @@
 
 #include "ridgeline/report/capacity_text.hpp"
 #include "ridgeline/report/capacity_view.hpp"
+#include "ridgeline/report/json_number.hpp"
 #include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
 #include "ridgeline/units/units.hpp"
@@ -16,9 +17,6 @@ using nlohmann::json;
 using namespace ridgeline::units;
 
 namespace {
-
-/// JSON never carries NaN or infinity: non-finite values become null.
-json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 std::string pad(std::string s, size_t w, bool right = false) {
   if (s.size() >= w) return s;
@@ -158,7 +156,7 @@ json stage_json(const memory::MemoryResult& r) {
 }
 
 json interval_json(const uncertainty::Interval& iv) {
-  json j = {{"level", num(iv.level)},
+  json j = {{"level", json_number(iv.level)},
             {"pool", iv.pool},
             {"rows", iv.rows},
             {"fallback", iv.fallback},
@@ -166,7 +164,7 @@ json interval_json(const uncertainty::Interval& iv) {
             {"widened", iv.widened},
             {"calibrated", iv.calibrated},
             {"calibration_note", iv.calibration_note},
-            {"held_out_covered", num(iv.held_out_covered)},
+            {"held_out_covered", json_number(iv.held_out_covered)},
             {"held_out_rows", iv.held_out_rows}};
   if (iv.anchored) j["anchored"] = true;
   return j;
@@ -191,9 +189,9 @@ json plan_json(const spec::PlanSpec& p, const spec::ModelSpec& m) {
     switch (f.type) {
       case spec::FieldType::kInt: v = f.int_ref(q); break;
       case spec::FieldType::kBool: v = f.bool_ref(q); break;
-      case spec::FieldType::kNumber: v = num(f.num_ref(q)); break;
+      case spec::FieldType::kNumber: v = json_number(f.num_ref(q)); break;
       case spec::FieldType::kQuantity:
-        v = f.dim == units::Dimension::kCount ? json(num(f.num_ref(q))) : json(spec::field_text(f, p));
+        v = f.dim == units::Dimension::kCount ? json(json_number(f.num_ref(q))) : json(spec::field_text(f, p));
         break;
       case spec::FieldType::kWord: v = f.word(p); break;
     }
@@ -216,8 +214,8 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
   if (in.gpu)
     j["gpu"] = {{"id", in.gpu->id}, {"name", in.gpu->name}, {"calibrated", pred.calibrated},
                 {"memory_bytes", whole(in.gpu->memory_bytes)},
-                {"peak_bf16_flop_per_s", num(in.gpu->peak(spec::Peak::kBf16))},
-                {"hbm_bytes_per_s", num(in.gpu->hbm_bytes_per_s)}};
+                {"peak_bf16_flop_per_s", json_number(in.gpu->peak(spec::Peak::kBf16))},
+                {"hbm_bytes_per_s", json_number(in.gpu->hbm_bytes_per_s)}};
   if (in.model)
     j["model"] = {{"id", in.model->id}, {"name", in.model->name}, {"params", whole(pred.params.total)},
                   {"active_params", whole(pred.params.active)}, {"trainable_params", whole(pred.trainable_params)},
@@ -227,30 +225,30 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
     j["calibration"] = calibration_json(calibration_use(in.calibration, *in.gpu, *in.plan));
   const auto& s = pred.step;
   const MfuPeaks peaks = mfu_peaks(pred, in);
-  j["step"] = {{"step_time_s", num(s.time_s)},
-               {"tokens_per_step", num(s.tokens_per_step)},
-               {"tokens_per_s", num(s.tokens_per_s)},
-               {"tokens_per_s_per_gpu", num(s.tokens_per_s / std::max(1LL, s.gpus))},
-               {"mfu", num(s.mfu)},
-               {"mfu_dtype", num(s.mfu_dtype)},
+  j["step"] = {{"step_time_s", json_number(s.time_s)},
+               {"tokens_per_step", json_number(s.tokens_per_step)},
+               {"tokens_per_s", json_number(s.tokens_per_s)},
+               {"tokens_per_s_per_gpu", json_number(s.tokens_per_s / std::max(1LL, s.gpus))},
+               {"mfu", json_number(s.mfu)},
+               {"mfu_dtype", json_number(s.mfu_dtype)},
                {"mfu_precision", peaks.precision},
-               {"precision_peak_flop_per_s", num(peaks.precision_flop_per_s)},
-               {"hfu", num(s.hfu)},
-               {"model_flops", num(s.model_flops)},
-               {"recompute_flops", num(s.recompute_flops)},
-               {"hardware_flops", num(s.hardware_flops)},
+               {"precision_peak_flop_per_s", json_number(peaks.precision_flop_per_s)},
+               {"hfu", json_number(s.hfu)},
+               {"model_flops", json_number(s.model_flops)},
+               {"recompute_flops", json_number(s.recompute_flops)},
+               {"hardware_flops", json_number(s.hardware_flops)},
                {"flops_convention", s.flops_convention},
                {"micro_batches", whole(s.micro_batches)},
-               {"microbatch_time_s", num(s.microbatch_time_s)},
-               {"compute_time_s", num(s.compute_time_s)},
-               {"exposed_comm_s", num(s.exposed_comm_s)},
-               {"bubble_s", num(s.bubble_s)},
-               {"bubble_fraction", num(s.bubble_fraction)},
-               {"bubble_share_of_step", num(s.time_s > 0 ? s.bubble_s / s.time_s : 0.0)},
-               {"optimizer_s", num(s.optimizer_s)},
-               {"host_s", num(s.host_s)},
+               {"microbatch_time_s", json_number(s.microbatch_time_s)},
+               {"compute_time_s", json_number(s.compute_time_s)},
+               {"exposed_comm_s", json_number(s.exposed_comm_s)},
+               {"bubble_s", json_number(s.bubble_s)},
+               {"bubble_fraction", json_number(s.bubble_fraction)},
+               {"bubble_share_of_step", json_number(s.time_s > 0 ? s.bubble_s / s.time_s : 0.0)},
+               {"optimizer_s", json_number(s.optimizer_s)},
+               {"host_s", json_number(s.host_s)},
                {"host_bound", s.host_bound},
-               {"comm_slowdown_s", num(s.comm_slowdown_s)},
+               {"comm_slowdown_s", json_number(s.comm_slowdown_s)},
                {"gpus", s.gpus}};
   // CPU offload (techniques::offload_cost), present when the plan offloads.
   if (const auto& o = s.offload; o.cpu_params > 0 || o.param_fetch_bytes > 0)
@@ -258,12 +256,12 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
                             {"grad_d2h_bytes", whole(o.grad_d2h_bytes)},
                             {"param_h2d_bytes", whole(o.param_h2d_bytes)},
                             {"param_fetch_bytes", whole(o.param_fetch_bytes)},
-                            {"grad_d2h_s", num(o.grad_d2h_s)},
-                            {"param_h2d_s", num(o.param_h2d_s)},
-                            {"param_fetch_s", num(o.param_fetch_s)},
-                            {"cpu_optimizer_s", num(o.cpu_optimizer_s)},
-                            {"hidden_s", num(o.hidden_s)},
-                            {"exposed_s", num(o.exposed_s)}};
+                            {"grad_d2h_s", json_number(o.grad_d2h_s)},
+                            {"param_h2d_s", json_number(o.param_h2d_s)},
+                            {"param_fetch_s", json_number(o.param_fetch_s)},
+                            {"cpu_optimizer_s", json_number(o.cpu_optimizer_s)},
+                            {"hidden_s", json_number(o.hidden_s)},
+                            {"exposed_s", json_number(o.exposed_s)}};
   const PredictionIntervals iv = prediction_intervals(pred, in);
   j["step"]["step_time_s_interval"] = range_json(time_range(iv.step, s.time_s));
   j["step"]["tokens_per_s_interval"] = range_json(rate_range(iv.step, s.tokens_per_s));
@@ -277,7 +275,7 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
                       {"fits", m.fits},
                       {"allocated_bytes", whole(m.allocated)},
                       {"reserved_bytes", whole(m.reserved)},
-                      {"allocator_reserve", num(m.allocator_reserve)},
+                      {"allocator_reserve", json_number(m.allocator_reserve)},
                       {"peak_stage", std::string(m.peak_stage)},
                       {"activations_per_layer_bytes", whole(m.activations_per_layer)},
                       {"in_flight_microbatches", whole(m.in_flight_microbatches)},
@@ -300,31 +298,31 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
   // A run that never completes (failures outpace recovery) has no wall
   // clock, GPU-hours, cost or energy: null, never inf.
   const bool done = t.completes;
-  const auto when = [&](bool ok, double v) { return ok ? num(v) : json(nullptr); };
+  const auto when = [&](bool ok, double v) { return ok ? json_number(v) : json(nullptr); };
   const auto when_range = [&](bool ok, double v) { return ok ? range_json(time_range(iv.step, v)) : json(nullptr); };
-  j["training"] = {{"tokens", num(t.tokens)},
+  j["training"] = {{"tokens", json_number(t.tokens)},
                    {"tokens_source", std::string(engine::name(t.basis))},
                    {"steps", whole(whole_steps(t.steps))},
                    {"wall_clock_days", when(done, t.wall_s / 86400.0)},
-                   {"ideal_wall_clock_days", num(t.ideal_wall_s / 86400.0)},
+                   {"ideal_wall_clock_days", json_number(t.ideal_wall_s / 86400.0)},
                    {"completes", done},
-                   {"goodput", num(t.goodput)},
-                   {"failure_rate_per_gpu_hour", num(t.failure_rate_per_gpu_hour)},
+                   {"goodput", json_number(t.goodput)},
+                   {"failure_rate_per_gpu_hour", json_number(t.failure_rate_per_gpu_hour)},
                    {"mtbf_s", when(t.mtbf_s > 0, t.mtbf_s)},
                    {"expected_failures", when(done, t.expected_failures)},
                    {"checkpoint_bytes", whole(t.checkpoint_bytes)},
-                   {"checkpoint_bandwidth_bytes_per_s", num(t.checkpoint_bandwidth_bytes_per_s)},
-                   {"checkpoint_write_s", num(t.checkpoint_write_s)},
+                   {"checkpoint_bandwidth_bytes_per_s", json_number(t.checkpoint_bandwidth_bytes_per_s)},
+                   {"checkpoint_write_s", json_number(t.checkpoint_write_s)},
                    {"checkpoint_interval_s", when(t.checkpoint_interval_s > 0, t.checkpoint_interval_s)},
-                   {"restart_s", num(t.restart_s)},
+                   {"restart_s", json_number(t.restart_s)},
                    {"gpu_hours", when(done, t.gpu_hours)},
                    {"cost_usd", when(priced && done, t.cost_usd)},
                    {"energy_kwh", when(powered && done, t.energy_kwh)},
                    {"power_utilization", when(powered, t.power_utilization)},
                    {"power_w", when(powered, t.power_w)},
                    {"power_source", t.power_given ? "plan" : "model"},
-                   {"compute_bound_share", num(t.compute_bound_share)},
-                   {"pue", num(t.pue)},
+                   {"compute_bound_share", json_number(t.compute_bound_share)},
+                   {"pue", json_number(t.pue)},
                    {"carbon_kg", when(powered && done && t.carbon_kg >= 0, t.carbon_kg)},
                    {"wall_clock_days_interval", when_range(done, t.wall_s / 86400.0)},
                    {"gpu_hours_interval", when_range(done, t.gpu_hours)},
@@ -339,9 +337,9 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
   }
   json by_class = json::object(), by_phase = json::object();
   for (int i = 0; i < spec::kKernelClassCount; ++i)
-    if (pred.time_by_class[i] > 0) by_class[std::string(spec::name(static_cast<spec::KernelClass>(i)))] = num(pred.time_by_class[i]);
+    if (pred.time_by_class[i] > 0) by_class[std::string(spec::name(static_cast<spec::KernelClass>(i)))] = json_number(pred.time_by_class[i]);
   for (int i = 0; i < spec::kPhaseCount; ++i)
-    if (pred.time_by_phase[i] > 0) by_phase[std::string(spec::name(static_cast<spec::Phase>(i)))] = num(pred.time_by_phase[i]);
+    if (pred.time_by_phase[i] > 0) by_phase[std::string(spec::name(static_cast<spec::Phase>(i)))] = json_number(pred.time_by_phase[i]);
   j["time_by_class_s"] = by_class;
   j["time_by_phase_s"] = by_phase;
   auto ks = by_time(pred);
@@ -354,15 +352,15 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
               {"class", std::string(spec::name(k->cls))},
               {"dtype", std::string(spec::name(k->dtype))},
               {"count", whole(k->count)},
-              {"flops", num(k->flops)},
+              {"flops", json_number(k->flops)},
               {"hbm_bytes", whole(k->hbm_bytes)},
-              {"intensity", num(k->intensity)},
+              {"intensity", json_number(k->intensity)},
               {"bound", std::string(cost::name(k->bound))},
-              {"time_s", num(k->time_s)},
-              {"share", num(k->share)},
+              {"time_s", json_number(k->time_s)},
+              {"share", json_number(k->share)},
               {"time_s_interval", range_json(time_range(kernel_iv.of(*k), k->time_s))}};
     if (k->cls == spec::KernelClass::kGemm)
-      e["gemm"] = {{"m", num(k->gemm.m)}, {"n", num(k->gemm.n)}, {"k", num(k->gemm.k)}, {"batch", num(k->gemm.batch)}};
+      e["gemm"] = {{"m", json_number(k->gemm.m)}, {"n", json_number(k->gemm.n)}, {"k", json_number(k->gemm.k)}, {"batch", json_number(k->gemm.batch)}};
     karr.push_back(std::move(e));
   }
   j["kernels"] = std::move(karr);

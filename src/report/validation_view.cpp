@@ -1,4 +1,5 @@
 #include "ridgeline/report/validation_view.hpp"
+#include "ridgeline/report/json_number.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -15,8 +16,6 @@ using nlohmann::json;
 using validation::LeaveOneOutReport;
 using validation::PublishedReport;
 using validation::PublishedResult;
-
-json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 std::string signed_pct(double v) { return fmt::format("{:+.1f}%", v); }
 std::string abs_pct(double v) { return fmt::format("{:.1f}%", v); }
@@ -151,8 +150,8 @@ std::string render_table(const PublishedReport& r, bool show_skipped) {
 
 json comparison_json(const validation::Comparison& c) {
   return {{"quantity", c.quantity},     {"unit", c.unit},
-          {"measured", num(c.measured)}, {"predicted", num(c.predicted)},
-          {"error_pct", num(c.error_pct)}, {"speed_error_pct", num(c.speed_error_pct())},
+          {"measured", json_number(c.measured)}, {"predicted", json_number(c.predicted)},
+          {"error_pct", json_number(c.error_pct)}, {"speed_error_pct", json_number(c.speed_error_pct())},
           {"higher_is_faster", c.higher_is_faster}};
 }
 
@@ -160,9 +159,9 @@ json stats_json(const validation::ErrorStats& s) {
   return {{"rows", s.rows},
           {"predicted", s.predicted},
           {"skipped", s.skipped},
-          {"median_abs_error_pct", s.predicted ? num(s.median_abs_pct) : json(nullptr)},
-          {"p90_abs_error_pct", s.predicted ? num(s.p90_abs_pct) : json(nullptr)},
-          {"median_speed_error_pct", s.predicted ? num(s.median_speed_pct) : json(nullptr)}};
+          {"median_abs_error_pct", s.predicted ? json_number(s.median_abs_pct) : json(nullptr)},
+          {"p90_abs_error_pct", s.predicted ? json_number(s.p90_abs_pct) : json(nullptr)},
+          {"median_speed_error_pct", s.predicted ? json_number(s.median_speed_pct) : json(nullptr)}};
 }
 
 /// Named statistics as a JSON array, each object's name under `key`.
@@ -396,8 +395,8 @@ json coverage_json(const validation::CoverageReport& c) {
     json o = {{"section", section}, {"name", l->name}, {"rows", l->rows}, {"levels", json::array()}};
     for (size_t i = 0; i < c.levels.size(); ++i)
       o["levels"].push_back({{"level", c.levels[i]},
-                             {"covered", num(l->covered[i])},
-                             {"median_width_pct", num(l->median_width_pct[i])},
+                             {"covered", json_number(l->covered[i])},
+                             {"median_width_pct", json_number(l->median_width_pct[i])},
                              {"fallbacks", l->fallbacks[i]}});
     a.push_back(std::move(o));
   }

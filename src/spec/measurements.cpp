@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ridgeline/spec/yaml_reader.hpp"
+#include "ridgeline/support/text.hpp"
 
 namespace ridgeline::spec {
 
@@ -16,11 +17,7 @@ const std::vector<std::string>& measurement_dtypes() {
   return kDtypes;
 }
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
-  return s;
-}
+using support::join;
 
 /// A bare number of `key` (JSON has no units; the field name carries
 /// them), finite and, with `strict`, above 0, else at least 0; `what`
