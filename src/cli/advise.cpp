@@ -38,10 +38,7 @@ void register_advise(Commands& commands, int& rc) {
   auto* cmd = commands.add(
       "advise", "Where the step time goes against the ideal, and the changes that relieve it, each evaluated");
   if (!cmd) return;
-  cmd->add_option("--gpu", args->gpu, "GPU profile name (see 'ridgeline list gpus') or YAML file")
-      ->capture_default_str();
-  cmd->add_option("--model", args->model, "Model name (see 'ridgeline list models'), YAML file or HF config.json")
-      ->capture_default_str();
+  add_gpu_and_model(*cmd, args->gpu, args->model);
   args->plan.add_to(*cmd);
   cmd->add_option("--format", args->format, "table | json | markdown")->capture_default_str();
   cmd->add_option("--output,-o", args->output, "Write to FILE instead of standard output (atomically)");
@@ -59,11 +56,7 @@ void register_advise(Commands& commands, int& rc) {
       if (args->format != "table" && args->format != "json" && args->format != "markdown")
         throw UsageError{"--format", fmt::format("expected one of table, json, markdown, got \"{}\"", args->format)};
       check_interval_level(args->interval_level);
-      auto gpu = resolve_gpu(args->gpu, args->plan.sets);
-      args->plan.calibrate(gpu);
-      auto model = resolve_model(args->model, args->plan.sets);
-      auto plan = args->plan.build(model);
-      spec::apply_generation_defaults(plan, gpu.generation);
+      auto [gpu, model, plan] = args->plan.resolve(args->gpu, args->model);
       advise::Options opt;
       opt.top = args->top;
       opt.level = args->interval_level;

@@ -322,6 +322,12 @@ int guarded(const std::function<int()>& body) {
   }
 }
 
+void add_gpu_and_model(CLI::App& app, std::string& gpu, std::string& model) {
+  app.add_option("--gpu", gpu, "GPU profile name (see 'ridgeline list gpus') or YAML file")->capture_default_str();
+  app.add_option("--model", model, "Model name (see 'ridgeline list models'), YAML file or HF config.json")
+      ->capture_default_str();
+}
+
 void add_interval_level(CLI::App& app, double& level) {
   level = uncertainty::kDefaultLevel;
   app.add_option("--interval-level", level,

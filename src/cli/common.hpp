@@ -84,6 +84,8 @@ std::string problem_line(const engine::Problem& p);
 /// level of the prediction intervals, default uncertainty::kDefaultLevel.
 /// Call check_interval_level in the callback.
 void add_interval_level(CLI::App& app, double& level);
+/// --gpu and --model with their defaults shown (predict, advise).
+void add_gpu_and_model(CLI::App& app, std::string& gpu, std::string& model);
 /// A UsageError for --interval-level outside [0.5, 0.99].
 void check_interval_level(double level);
 

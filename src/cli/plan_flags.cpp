@@ -321,4 +321,13 @@ std::string predict_command(const std::string& gpu, const std::string& model, co
   return o;
 }
 
+PlanFlags::Inputs PlanFlags::resolve(const std::string& gpu, const std::string& model) const {
+  Inputs in{resolve_gpu(gpu, sets), {}, {}};
+  calibrate(in.gpu);
+  in.model = resolve_model(model, sets);
+  in.plan = build(in.model);
+  spec::apply_generation_defaults(in.plan, in.gpu.generation);
+  return in;
+}
+
 }  // namespace ridgeline::cli

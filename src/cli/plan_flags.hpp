@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ridgeline/spec/hardware.hpp"
 #include "ridgeline/spec/launch_config.hpp"
 #include "ridgeline/spec/model.hpp"
 #include "ridgeline/spec/plan.hpp"
@@ -65,6 +66,15 @@ struct PlanFlags {
   void calibrate(spec::HardwareSpec& hw) const;
   /// The --price value in US dollars per GPU-hour; nullopt when not given.
   std::optional<double> price_per_gpu_hour() const;
+  /// What predict, advise and report start from: the GPU (its profile with
+  /// --set, --calibration and --price applied), the model (with --set) and
+  /// the plan built for them, with the GPU generation's defaults.
+  struct Inputs {
+    spec::HardwareSpec gpu;
+    spec::ModelSpec model;
+    spec::PlanSpec plan;
+  };
+  Inputs resolve(const std::string& gpu, const std::string& model) const;
 
  private:
   mutable std::shared_ptr<const spec::StackCalibrationSpec> stack_calibration_;

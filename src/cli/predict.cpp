@@ -174,10 +174,7 @@ void register_predict(Commands& commands, int& rc) {
   auto args = std::make_shared<PredictArgs>();
   auto* cmd = commands.add("predict", "Predict step time, memory, MFU and HFU of one configuration");
   if (!cmd) return;
-  cmd->add_option("--gpu", args->gpu, "GPU profile name (see 'ridgeline list gpus') or YAML file")
-      ->capture_default_str();
-  cmd->add_option("--model", args->model, "Model name (see 'ridgeline list models'), YAML file or HF config.json")
-      ->capture_default_str();
+  add_gpu_and_model(*cmd, args->gpu, args->model);
   args->plan.add_to(*cmd);
   cmd->add_option("--dataset-tokens", args->dataset_tokens,
                   "Tokens in one epoch of the data set (\"2B\"): the run's totals are one epoch's (a fine-tune's "
@@ -208,11 +205,7 @@ void register_predict(Commands& commands, int& rc) {
                                                            "\"{}\"", args->dataset_tokens)};
         dataset_tokens = *r.value;
       }
-      auto gpu = resolve_gpu(args->gpu, args->plan.sets);
-      args->plan.calibrate(gpu);
-      auto model = resolve_model(args->model, args->plan.sets);
-      auto plan = args->plan.build(model);
-      spec::apply_generation_defaults(plan, gpu.generation);
+      auto [gpu, model, plan] = args->plan.resolve(args->gpu, args->model);
       if (args->plan.print_plan) {
         write_output(args->output, spec::describe_plan(plan, args->plan.imported));
         return kExitOk;

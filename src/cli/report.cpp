@@ -239,11 +239,7 @@ void register_report(Commands& commands, int& rc) {
         throw UsageError{"--objective", fmt::format("expected one of time, cost, mfu, got \"{}\"", a->objective)};
       const Target target = resolve_target(a->output);
 
-      auto gpu = resolve_gpu(a->gpu, a->plan.sets);
-      a->plan.calibrate(gpu);
-      auto model = resolve_model(a->model, a->plan.sets);
-      auto base = a->plan.build(model);
-      spec::apply_generation_defaults(base, gpu.generation);
+      auto [gpu, model, base] = a->plan.resolve(a->gpu, a->model);
       if (a->plan.print_plan) {
         write_output("", spec::describe_plan(base, a->plan.imported));
         return kExitOk;
