@@ -547,7 +547,16 @@ std::vector<std::vector<std::string>> anchored_rows(const validation::AnchoredRe
   return t;
 }
 
-std::string anchored_view(const validation::AnchoredReport& r, const std::string& file, const std::string& f) {
+}  // namespace
+
+std::string render_published(const PublishedReport& r, const std::string& format, bool show_skipped) {
+  if (format == "markdown") return render_markdown(r);
+  if (format == "json") return render_json(r);
+  if (format == "csv") return render_csv(r);
+  return render_table(r, show_skipped);
+}
+
+std::string render_anchored(const validation::AnchoredReport& r, const std::string& file, const std::string& f) {
   const std::vector<bool> right = {false, true, true, true, true, true, true, true, true, true};
   if (f == "json") {
     json j;
@@ -581,18 +590,6 @@ std::string anchored_view(const validation::AnchoredReport& r, const std::string
                     anchored_rows(r, "all"), right);
 }
 
-}  // namespace
-
-std::string render_published(const PublishedReport& r, const std::string& format, bool show_skipped) {
-  if (format == "markdown") return render_markdown(r);
-  if (format == "json") return render_json(r);
-  if (format == "csv") return render_csv(r);
-  return render_table(r, show_skipped);
-}
-
-std::string render_anchored(const validation::AnchoredReport& r, const std::string& file, const std::string& format) {
-  return anchored_view(r, file, format);
-}
 
 std::string render_leave_one_group_out(const LeaveOneOutReport& r, const validation::CoverageReport& cov,
                                        const std::string& format) {
