@@ -91,6 +91,7 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
   const Dtype gemm_dt = pol.linear_gemm;
   G.act_bytes = D.e;
   G.tokens = D.T;
+  G.attention_qkv_bytes = 0;  // set by the fused-attention pass
   // The busiest stage's layers (uneven stages: spec::stage_layers); it sets the pipeline's pace.
   G.layers = spec::max_stage_layers(M.layers, par.pp, par.first_stage_layers, par.last_stage_layers);
 

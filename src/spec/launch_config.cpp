@@ -46,6 +46,9 @@ constinit const MegatronArg kMegatronArgs[] = {
     {"recompute-num-layers", true, &LaunchValues::recompute_num_layers, {}, {},
      "Megatron-LM: layers per recomputed chunk (uniform) or recomputed layers per stage (block)"},
     {"recompute-activations", false, &LaunchValues::recompute_granularity, "selective"},
+    // arguments.py --recompute-modules (nargs='*', default None: Megatron-Core's
+    // ["core_attn"]); transformer_config.py recompute_modules lists the words.
+    {"recompute-modules", true, &LaunchValues::recompute_modules},
     {"fp8-format", true, &LaunchValues::precision, "fp8", "e4m3, hybrid",
      "Megatron-LM fp8 training (e4m3 or hybrid: --precision fp8)"},
     {"fp8-recipe", true, &LaunchValues::fp8_recipe, {}, "delayed, tensorwise, blockwise, mxfp8"},
@@ -261,7 +264,8 @@ std::span<const MegatronAlias> megatron_aliases() {
           {&LaunchValues::first_stage_layers, "parallel.first_stage_layers"},
           {&LaunchValues::last_stage_layers, "parallel.last_stage_layers"},
           {&LaunchValues::recompute_granularity, "recompute"}, {&LaunchValues::recompute_method, "recompute"},
-          {&LaunchValues::recompute_num_layers, "recompute"}, {&LaunchValues::precision, "precision"},
+          {&LaunchValues::recompute_num_layers, "recompute"}, {&LaunchValues::recompute_modules, "recompute"},
+          {&LaunchValues::precision, "precision"},
           {&LaunchValues::micro_batch, "micro_batch"}, {&LaunchValues::global_batch, "global_batch"},
           {&LaunchValues::seq_len, "seq_len"}, {&LaunchValues::grad_reduce, "parallel.grad_reduce"}};
       for (const auto& [m, k] : kKeys)
@@ -584,6 +588,9 @@ ImportReport import_megatron(const std::string& path) {
       d.error(loc, "--" + name, "expected a value after it");
       continue;
     }
+    // --recompute-modules takes every word up to the next flag (nargs='*').
+    if (name == "recompute-modules")
+      while (next_is_value()) *value += "+" + tokens[++i].text;
     if (known && *known && value && has_shell_variable(*value)) {
       if (auto x = expand_shell(*value, vars)) {
         r.notes.push_back(fmt::format("--{} {} = {} (the script's assignment)", name, *value, *x));
@@ -1420,7 +1427,16 @@ void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, Import
   // Megatron's recomputation: granularity, method and layer count together.
   if (v.recompute_granularity.given()) {
     const LaunchValue& g = v.recompute_granularity;
-    if (g.text == "selective") {
+    if (g.text == "selective" && v.recompute_modules.given()) {
+      const LaunchValue& m = v.recompute_modules;
+      if (parse_recompute_modules(m.text))
+        a.set("recompute", "selective:" + m.text, g, g.said + ", " + m.said);
+      else
+        d.error(m.loc, "--recompute-modules",
+                fmt::format("expected words of core_attn, layernorm, mla_up_proj, mlp, shared_experts, moe_act (moe: "
+                            "recomputing the whole MoE layer, its all-to-alls included, is not modelled), got \"{}\"",
+                            m.text));
+    } else if (g.text == "selective") {
       a.set("recompute", "selective", g);
     } else if (!v.recompute_method.given()) {
       d.error(g.loc, "--recompute-granularity",
@@ -1439,6 +1455,9 @@ void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, Import
     const LaunchValue& x = v.recompute_method.given() ? v.recompute_method : v.recompute_num_layers;
     d.error(x.loc, field_of(x), "needs --recompute-granularity full");
   }
+  if (v.recompute_modules.given() && v.recompute_granularity.text != "selective")
+    d.error(v.recompute_modules.loc, "--recompute-modules",
+            "applies under --recompute-granularity selective only (Megatron-Core reads recompute_modules there)");
   // Virtual stages: given, or layers per virtual stage N: VPP = layers / PP / N.
   a.direct("vpp", v.vpp);
   if (auto n = a.whole(v.layers_per_virtual_stage)) {

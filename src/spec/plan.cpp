@@ -86,8 +86,45 @@ std::optional<CrossEntropy> parse_cross_entropy(std::string_view s) { return fin
 std::optional<OffloadDevice> parse_offload_device(std::string_view s) { return find_word(kOffloadDevices, s); }
 std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view s) { return find_word(kMoeDispatchers, s); }
 
+namespace {
+/// Megatron-Core's recompute_modules words, in the order they are printed.
+constexpr std::pair<std::string_view, std::uint8_t> kRecomputeModules[] = {
+    {"core_attn", kRecomputeCoreAttn},     {"layernorm", kRecomputeLayernorm},
+    {"mla_up_proj", kRecomputeMlaUpProj}, {"mlp", kRecomputeMlp},
+    {"shared_experts", kRecomputeSharedExperts}, {"moe_act", kRecomputeMoeAct}};
+}  // namespace
+
+std::optional<std::uint8_t> parse_recompute_modules(std::string_view s) {
+  std::uint8_t mask = 0;
+  while (true) {
+    const auto sep = s.find_first_of("+, ");
+    const auto w = s.substr(0, sep);
+    const auto* hit = std::find_if(std::begin(kRecomputeModules), std::end(kRecomputeModules),
+                                   [&](const auto& m) { return m.first == w; });
+    if (hit == std::end(kRecomputeModules)) return std::nullopt;
+    mask |= hit->second;
+    if (sep == std::string_view::npos) break;
+    s.remove_prefix(sep + 1);
+  }
+  return mask;
+}
+
+std::string recompute_modules_to_string(std::uint8_t mask, std::string_view sep) {
+  std::string out;
+  for (const auto& [word, bit] : kRecomputeModules)
+    if (mask & bit) out += (out.empty() ? "" : std::string(sep)) + std::string(word);
+  return out;
+}
+
 std::optional<Recompute> parse_recompute(std::string_view s) {
   if (s == "none") return Recompute{RecomputeKind::kNone, 0};
+  if (s.starts_with("selective:")) {
+    auto mods = parse_recompute_modules(s.substr(10));
+    if (!mods) return std::nullopt;
+    Recompute r{RecomputeKind::kSelective, 0};
+    r.modules = *mods;
+    return r;
+  }
   if (s == "selective") return Recompute{RecomputeKind::kSelective, 0};
   if (s == "full") return Recompute{RecomputeKind::kFull, 0};
   if (s == "sqrt") return Recompute{RecomputeKind::kSqrt, 0};
@@ -139,7 +176,9 @@ std::string to_string(MoeDispatcher d) { return word_of(kMoeDispatchers, d); }
 std::string to_string(const Recompute& r) {
   switch (r.kind) {
     case RecomputeKind::kNone: return "none";
-    case RecomputeKind::kSelective: return "selective";
+    case RecomputeKind::kSelective:
+      return r.modules == kRecomputeCoreAttn ? "selective"
+                                             : "selective:" + recompute_modules_to_string(r.modules, "+");
     case RecomputeKind::kFull: return r.block_layers > 0 ? fmt::format("block:{}", r.block_layers) : "full";
     case RecomputeKind::kSqrt: return "sqrt";
     case RecomputeKind::kOp: return "op";
@@ -158,7 +197,10 @@ std::string lora_targets_to_string(std::uint8_t mask) {
 }
 
 std::string precision_choices() { return choices_of(kPrecisions); }
-std::string recompute_choices() { return "none, selective, op, full, every:K, block:K, sqrt"; }
+std::string recompute_choices() {
+  return "none, selective, selective:M+M (M: core_attn, layernorm, mla_up_proj, mlp, shared_experts, moe_act), op, "
+         "full, every:K, block:K, sqrt";
+}
 std::string attention_choices() { return choices_of(kAttention); }
 std::string fusion_choices() { return choices_of(kFusion); }
 std::string optimizer_choices() { return choices_of(kOptimizers); }

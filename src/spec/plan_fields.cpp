@@ -103,7 +103,9 @@ constinit const PlanField kFields[] = {
      .word = [](const PlanSpec& p) { return to_string(p.fusion); }, .choices = fusion_choices,
      .group = SummaryGroup::kTechnique, .show = Show::kAlways, .summary = "fusion {}"},
     {.key = "recompute", .flag = "recompute",
-     .help = "Activation recomputation (selective: the attention core, Megatron-LM's; op: per-op selective, "
+     .help = "Activation recomputation (selective: the attention core, Megatron-LM's; selective:M+M: "
+             "Megatron-Core's --recompute-modules, M among core_attn, layernorm, mla_up_proj, mlp, "
+             "shared_experts, moe_act; op: per-op selective, "
              "torchtitan's selective_ac_option 'op': every second matmul of a layer and every non-matmul op "
              "recomputed, the other matmul and attention outputs saved; block:K: full recomputation of the "
              "first K layers of each pipeline stage, the others keep their activations, Megatron-LM's "

@@ -70,8 +70,9 @@ void apply_attention(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
     // own for backward: Q, K, V of the local tokens + the log-sum-exp.
     const double e = spec::bytes_per_element(k.dtype);
     const double lse = shape.batch * shape.heads * sq * 4.0;
-    f.saved_bytes = m.is_mla() ? T * shape.heads * (2 * shape.head_dim + shape.v_head_dim) * e + lse
-                               : T * (shape.heads + 2 * shape.kv_heads) * shape.head_dim * e + lse;
+    g.attention_qkv_bytes = m.is_mla() ? T * shape.heads * (2 * shape.head_dim + shape.v_head_dim) * e
+                                        : T * (shape.heads + 2 * shape.kv_heads) * shape.head_dim * e;
+    f.saved_bytes = g.attention_qkv_bytes + lse;
     window.saved_bytes = f.saved_bytes;
     ks[out++] = f;
   }

@@ -1,5 +1,7 @@
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include "ridgeline/techniques/passes.hpp"
 
@@ -92,6 +94,179 @@ void apply_op_recompute(graph::Graph& g) {
   }
 }
 
+
+/// A recompute-phase copy of forward kernel k that rebuilds `rebuilt` bytes
+/// per instance, one instance's alive at a time (the module runs again
+/// just before its own backward, layer by layer).
+void push_recompute(std::vector<Kernel>& ks, const Kernel& k, double rebuilt) {
+  Kernel r = k;
+  r.phase = spec::Phase::kRecompute;
+  r.saved_bytes = rebuilt;
+  r.saved_core_bytes = 0;
+  r.saved_fraction = 1.0 / std::max(1.0, k.count);
+  ks.push_back(r);
+}
+
+bool layer_forward(const Kernel& k) { return k.phase == spec::Phase::kForward && k.has(graph::kLayer); }
+
+/// core_attn (Korthikanti et al. 2022's selective recomputation): see apply_recompute.
+void recompute_core_attention(graph::Graph& g) {
+  auto& ks = g.kernels;
+  const size_t n = ks.size();
+  double qkv_bytes = 0;  // the QKV projection's output: the flash kernel's inputs
+  for (size_t i = 0; i < n; ++i)
+    if (ks[i].phase == spec::Phase::kForward && ks[i].op == graph::Op::kQkv)
+      qkv_bytes = ks[i].gemm.m * ks[i].gemm.n * ks[i].gemm.batch * g.act_bytes;
+  for (size_t i = 0; i < n; ++i) {
+    Kernel& k = ks[i];
+    if (k.phase == spec::Phase::kForward && k.op == graph::Op::kFlashAttn) {
+      Kernel r = k;
+      r.phase = spec::Phase::kRecompute;
+      r.saved_bytes = 0;
+      // Without a QKV projection (latent attention assembles Q, K, V from
+      // several GEMMs) the checkpoint keeps the kernel's own Q, K, V.
+      k.saved_bytes = qkv_bytes > 0 ? qkv_bytes : k.saved_bytes - k.gemm.batch * k.gemm.m * 4.0;
+      ks.push_back(r);
+      continue;
+    }
+    if (k.phase != spec::Phase::kForward || !k.has(graph::kAttnCore)) continue;
+    const bool has_core = k.saved_core_bytes > 0 || k.cls == spec::KernelClass::kSoftmax;
+    k.saved_core_bytes = 0;
+    if (!has_core && k.cls != spec::KernelClass::kGemm) continue;
+    Kernel r = k;
+    r.phase = spec::Phase::kRecompute;
+    r.saved_bytes = 0;
+    ks.push_back(r);
+  }
+}
+
+/// layernorm (output-discarding): a norm that is its own module gives up
+/// its output once the next module has run and rebuilds it before that
+/// module's backward; under fp8 Megatron-Core makes the consuming linear
+/// keep the original 16-bit input (set_save_original_input) so that what
+/// it saved is the discarded tensor (megatron/core/transformer/
+/// transformer_layer.py, TransformerLayer.__init__, "layernorm" in
+/// recompute_modules). Megatron skips a norm fused into the following
+/// linear (TE's LayerNormLinear, an IdentityOp norm): with Transformer
+/// Engine the input norm is its own module before latent attention's
+/// down-projections, the pre-MLP norm in an MoE model's layers
+/// (gpt_layer_specs.py: TENorm there, IdentityOp otherwise). So: norm1
+/// when the layer's first projection is a latent one (kQDown, or kQUp
+/// without a query latent), norm2 in a model with a router; the
+/// consumers whose saved input is the norm's output lose it: the first
+/// projection after norm1, and after norm2 the MLP up-projections outside
+/// the routed experts (shared expert, dense layers); the routed experts
+/// keep their dispatched copy, a different tensor.
+void recompute_layernorms(graph::Graph& g) {
+  auto& ks = g.kernels;
+  const size_t n = ks.size();
+  bool moe = false;
+  for (size_t i = 0; i < n; ++i) moe = moe || (ks[i].phase == spec::Phase::kForward && ks[i].op == graph::Op::kRouter);
+  enum class After { kNone, kNorm1, kNorm2 } after = After::kNone;
+  bool routed = false;  // between an MoE layer's dispatch and combine
+  for (size_t i = 0; i < n; ++i) {
+    if (!layer_forward(ks[i])) continue;
+    const Kernel k = ks[i];
+    if (k.op == graph::Op::kDispatch) routed = true;
+    if (k.op == graph::Op::kCombine) routed = false;
+    if (k.op == graph::Op::kNorm1) {
+      after = After::kNorm1;
+      continue;
+    }
+    if (k.op == graph::Op::kNorm2) {
+      after = moe ? After::kNorm2 : After::kNone;
+      if (moe) push_recompute(ks, k, k.chain_bytes);  // the output (Tph e) alive again
+      continue;
+    }
+    if (after == After::kNorm1 && k.cls == spec::KernelClass::kGemm && k.has(graph::kHasWeight)) {
+      after = After::kNone;
+      if (k.op != graph::Op::kQDown && k.op != graph::Op::kQUp) continue;  // a fused norm: Megatron skips it
+      for (size_t j = i; j-- > 0;)
+        if (ks[j].op == graph::Op::kNorm1 && layer_forward(ks[j])) {
+          push_recompute(ks, ks[j], ks[j].chain_bytes);
+          break;
+        }
+      ks[i].saved_bytes = 0;
+      continue;
+    }
+    if (after == After::kNorm2 && k.op == graph::Op::kUp && !routed) ks[i].saved_bytes = 0;
+    if (k.op == graph::Op::kResidual2) after = After::kNone;
+  }
+}
+
+/// mla_up_proj (output-discarding): latent attention's up-projections and
+/// RoPE run again before the attention backward, so the attention kernel's
+/// Q, K and V (a heads x (2 d_qk + d_v) per token, the bulk of an MLA
+/// layer's activations) are not kept between forward and backward
+/// (megatron/core/transformer/multi_latent_attention.py,
+/// recompute_up_proj: CheckpointWithoutOutput around the up-projections and
+/// RoPE, output discarded after core attention). The latents they read
+/// stay saved (the up-projections' inputs).
+void recompute_mla_up_proj(graph::Graph& g) {
+  auto& ks = g.kernels;
+  const size_t n = ks.size();
+  bool first = true;
+  for (size_t i = 0; i < n; ++i) {
+    const Kernel k = ks[i];
+    if (!layer_forward(k)) continue;
+    const bool up = k.op == graph::Op::kQUp || k.op == graph::Op::kKvUp || k.op == graph::Op::kKvConcat ||
+                    (k.op == graph::Op::kRope && g.attention_qkv_bytes > 0) ||
+                    (k.op == graph::Op::kLatentNorm);
+    if (up) {
+      // The rebuilt Q, K, V alive again: charged once, on the first copy.
+      push_recompute(ks, k, first ? g.attention_qkv_bytes : 0.0);
+      first = false;
+    }
+    if (k.op == graph::Op::kFlashAttn) ks[i].saved_bytes = std::max(0.0, ks[i].saved_bytes - g.attention_qkv_bytes);
+  }
+}
+
+/// moe_act (output-discarding): the routed experts' activation output is
+/// dropped after the down-projection ran and rebuilt before its backward;
+/// under fp8 the down-projection keeps the original input
+/// (set_save_original_input), so it keeps nothing
+/// (megatron/core/transformer/moe/experts.py, activation_recompute).
+/// mlp, shared_experts (normal checkpoints): the dense MLP of a layer
+/// without experts, or an MoE layer's shared expert, keeps only its input
+/// (the up-projection's saved copy) and runs whole again before its
+/// backward (transformer_layer.py recompute_mlp, not for MoE layers;
+/// moe/moe_layer.py shared_experts_recompute).
+void recompute_mlps(graph::Graph& g, std::uint8_t mods) {
+  auto& ks = g.kernels;
+  const size_t n = ks.size();
+  auto mlp_op = [](graph::Op op) {
+    return op == graph::Op::kUp || op == graph::Op::kUpBias || op == graph::Op::kAct || op == graph::Op::kGateMul ||
+           op == graph::Op::kDown;
+  };
+  bool routed = false;  // between an MoE layer's dispatch and combine
+  size_t act_from = n;  // the first kernel after the routed up-projection
+  for (size_t i = 0; i < n; ++i) {
+    if (!layer_forward(ks[i])) continue;
+    const graph::Op op = ks[i].op;
+    if (op == graph::Op::kDispatch) routed = true;
+    if (op == graph::Op::kCombine) routed = false;
+    if (!mlp_op(op)) continue;
+    const bool gemm = ks[i].cls == spec::KernelClass::kGemm;
+    if (routed) {
+      if (!(mods & spec::kRecomputeMoeAct)) continue;
+      if (op == graph::Op::kUp && gemm) act_from = i + 1;
+      if (op == graph::Op::kDown && gemm && act_from < i) {
+        // The bias and activation kernels again; the last one's output is
+        // the down-projection's input, alive again for its backward.
+        for (size_t j = act_from; j < i; ++j)
+          if (layer_forward(ks[j])) push_recompute(ks, ks[j], j + 1 == i ? ks[j].write_bytes : 0.0);
+        ks[i].saved_bytes = 0;
+        act_from = n;
+      }
+      continue;
+    }
+    const bool shared = ks[i].has(graph::kSharedExpert);
+    if (!(mods & (shared ? spec::kRecomputeSharedExperts : spec::kRecomputeMlp))) continue;
+    push_recompute(ks, ks[i], op == graph::Op::kUp && gemm ? 0.0 : ks[i].saved_bytes);
+    if (!(op == graph::Op::kUp && gemm)) ks[i].saved_bytes = 0;  // the up-projection's input: the checkpoint
+  }
+}
+
 }  // namespace
 
 /// selective (Korthikanti et al. 2022): the attention core's s^2 tensors are
@@ -116,31 +291,12 @@ void apply_recompute(graph::Graph& g, const spec::MicrobatchPlan& p) {
   auto& ks = g.kernels;
   const size_t n = ks.size();
   if (kind == RecomputeKind::kSelective) {
-    double qkv_bytes = 0;  // the QKV projection's output: the flash kernel's inputs
-    for (size_t i = 0; i < n; ++i)
-      if (ks[i].phase == spec::Phase::kForward && ks[i].op == graph::Op::kQkv)
-        qkv_bytes = ks[i].gemm.m * ks[i].gemm.n * ks[i].gemm.batch * g.act_bytes;
-    for (size_t i = 0; i < n; ++i) {
-      Kernel& k = ks[i];
-      if (k.phase == spec::Phase::kForward && k.op == graph::Op::kFlashAttn) {
-        Kernel r = k;
-        r.phase = spec::Phase::kRecompute;
-        r.saved_bytes = 0;
-        // Without a QKV projection (latent attention assembles Q, K, V from
-        // several GEMMs) the checkpoint keeps the kernel's own Q, K, V.
-        k.saved_bytes = qkv_bytes > 0 ? qkv_bytes : k.saved_bytes - k.gemm.batch * k.gemm.m * 4.0;
-        ks.push_back(r);
-        continue;
-      }
-      if (k.phase != spec::Phase::kForward || !k.has(graph::kAttnCore)) continue;
-      const bool has_core = k.saved_core_bytes > 0 || k.cls == spec::KernelClass::kSoftmax;
-      k.saved_core_bytes = 0;
-      if (!has_core && k.cls != spec::KernelClass::kGemm) continue;
-      Kernel r = k;
-      r.phase = spec::Phase::kRecompute;
-      r.saved_bytes = 0;
-      ks.push_back(r);
-    }
+    const std::uint8_t mods = p.recompute.modules;
+    if (mods & spec::kRecomputeCoreAttn) recompute_core_attention(g);
+    if (mods & spec::kRecomputeLayernorm) recompute_layernorms(g);
+    if (mods & spec::kRecomputeMlaUpProj) recompute_mla_up_proj(g);
+    if (mods & (spec::kRecomputeMoeAct | spec::kRecomputeMlp | spec::kRecomputeSharedExperts))
+      recompute_mlps(g, mods);
     return;
   }
   const int L = g.layers;

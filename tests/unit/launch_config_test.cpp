@@ -506,6 +506,19 @@ TEST_SUITE("launch config") {
                                     "--recompute-num-layers 4").recompute) == "block:4");
     CHECK(rl::spec::to_string(apply("--bf16 --recompute-granularity full --recompute-method uniform "
                                     "--recompute-num-layers 1").recompute) == "full");
+    // --recompute-modules takes every word up to the next flag (arguments.py
+    // nargs='*'); Ridgeline prints Megatron-Core's words in its own order.
+    const auto mods = apply("--bf16 --recompute-granularity selective --recompute-modules mla_up_proj layernorm "
+                            "moe_act --micro-batch-size 1\n");
+    CHECK(rl::spec::to_string(mods.recompute) == "selective:layernorm+mla_up_proj+moe_act");
+    CHECK(mods.micro_batch == 1);
+    CHECK(error_of("--bf16 --recompute-granularity selective --recompute-modules moe\n") ==
+          ":1:42: error: --recompute-modules: expected words of core_attn, layernorm, mla_up_proj, mlp, "
+          "shared_experts, moe_act (moe: recomputing the whole MoE layer, its all-to-alls included, is not "
+          "modelled), got \"moe\"");
+    CHECK(error_of("--bf16 --recompute-modules core_attn\n") ==
+          ":1:8: error: --recompute-modules: applies under --recompute-granularity selective only (Megatron-Core "
+          "reads recompute_modules there)");
     // 32 layers / PP 4 = 8 per stage, 2 per virtual stage: VPP 4.
     CHECK(apply("--bf16 --pipeline-model-parallel-size 4 --num-layers-per-virtual-pipeline-stage 2")
               .parallel.virtual_stages == 4);

@@ -251,7 +251,8 @@ TEST_CASE("compare: rows for every combination, baseline first, infeasible rows 
   CHECK(rows[4].pred.memory.activations < rows[0].pred.memory.activations);
   search::Variation bad;
   CHECK(search::parse_variation("recompute=every:0", bad) ==
-        "recompute: expected one of none, selective, op, full, every:K, block:K, sqrt, got \"every:0\"");
+        "recompute: expected one of none, selective, selective:M+M (M: core_attn, layernorm, mla_up_proj, mlp, "
+        "shared_experts, moe_act), op, full, every:K, block:K, sqrt, got \"every:0\"");
   std::vector<search::Variation> fp8(1);
   REQUIRE(search::parse_variation("precision=bf16,fp8", fp8[0]).empty());
   // A combination the GPU cannot run is a row with its problem (docs/errors.md), not an error of the sweep.
@@ -491,10 +492,14 @@ TEST_CASE("DeepSeek-V3's published layout: 180K H800 GPU-hours per trillion toke
   p.precision = spec::Precision::kFp8;
   p.fp8_recipe = spec::Fp8Recipe::kBlockwise;
   p.moe.dispatcher = spec::MoeDispatcher::kDeepEp;
+  // Sec. 3.2.3: RMSNorm and the MLA up-projections recomputed in backward;
+  // Sec. 3.3.2: SwiGLU's output recomputed from its cached input.
+  p.recompute = *spec::parse_recompute("selective:layernorm+mla_up_proj+moe_act");
   engine::EvalOptions opt;
   opt.keep_kernels = false;
   const auto r = engine::evaluate(m, p, hw, opt);
   const double gpu_hours_per_t = r.step.time_s * 2048 / 3600 / r.step.tokens_per_step * 1e12;
   CHECK(gpu_hours_per_t > 180e3 * 0.85);
   CHECK(gpu_hours_per_t < 180e3 * 1.15);
+  CHECK(r.memory.fits);  // the run exists: its layout fits in 80 GB
 }

@@ -157,6 +157,10 @@ struct Graph {
   double act_bytes = 2;  // bytes per activation element
   /// Quantized copies each fp8 (NVFP4) linear weight keeps (techniques::apply_precision): 2, or 1 where one serves both.
   double fp8_weight_copies = 2;
+  /// Bytes of Q, K and V one fused-attention instance saves for its
+  /// backward (techniques::apply_attention; 0 without a fused kernel): what
+  /// recomputing latent attention's up-projections frees.
+  double attention_qkv_bytes = 0;
 
   /// The index of the forward fused-attention kernel (the last one), or
   /// kernels.size() when there is none.

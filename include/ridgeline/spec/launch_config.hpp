@@ -57,6 +57,7 @@ struct LaunchValues {
   LaunchValue offload_fraction;  // Megatron --optimizer-offload-fraction: only 1.0 is modelled
   // Combined with others when applied.
   LaunchValue recompute_granularity, recompute_method, recompute_num_layers;  // Megatron
+  LaunchValue recompute_modules;  // Megatron --recompute-modules, its words joined by '+'
   LaunchValue layers_per_virtual_stage;  // Megatron: vpp = layers / PP / N
   LaunchValue nproc_per_node, nnodes;    // torchrun: DP = GPUs / (TP x PP x CP)
   LaunchValue dp_shard, dp_replicate;    // torchtitan: DP = shard x replicate; shard > 1: ZeRO-3 (FSDP2)

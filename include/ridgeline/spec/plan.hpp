@@ -91,6 +91,22 @@ struct MoePlan {
   bool shared_expert_overlap = false;
 };
 
+/// What selective recomputation recomputes (Megatron-Core's
+/// --recompute-modules, megatron/core/transformer/transformer_config.py
+/// `recompute_modules`), as a bit mask. core_attn, mlp and shared_experts
+/// are normal checkpoints (the module's input kept, the whole module run
+/// again before its backward); layernorm, mla_up_proj and moe_act discard
+/// their output after its consumer ran and rebuild it before the backward
+/// (CheckpointWithoutOutput, "output-discarding checkpointing").
+enum RecomputeModule : std::uint8_t {
+  kRecomputeCoreAttn = 1,       // the attention core (Megatron's default)
+  kRecomputeMoeAct = 2,         // the routed experts' activation (SwiGLU)
+  kRecomputeLayernorm = 4,      // the separate input and pre-MLP norms
+  kRecomputeMlaUpProj = 8,      // latent attention's up-projections and RoPE
+  kRecomputeMlp = 16,           // a dense MLP
+  kRecomputeSharedExperts = 32  // an MoE layer's shared expert
+};
+
 struct Recompute {
   RecomputeKind kind = RecomputeKind::kNone;
   int every_k = 0;  // kEvery: checkpoint every k-th layer's input, recompute the others
@@ -98,6 +114,9 @@ struct Recompute {
   /// the others' activations (Megatron-LM --recompute-method block
   /// --recompute-num-layers K, spelt "block:K"); 0 = every layer.
   int block_layers = 0;
+  /// kSelective only: the RecomputeModule bits ("selective" alone: the
+  /// attention core, Megatron-Core's default ["core_attn"]).
+  std::uint8_t modules = kRecomputeCoreAttn;
   bool operator==(const Recompute&) const = default;
 };
 
@@ -297,7 +316,12 @@ void apply_framework_defaults(PlanSpec& p);
 
 // One spelling for every value, shared by the YAML loader and the CLI.
 std::optional<Precision> parse_precision(std::string_view s);
-std::optional<Recompute> parse_recompute(std::string_view s);  // none|selective|full|every:K|block:K|sqrt
+/// Megatron-Core's recompute_modules words joined by '+', ',' or ' ' as a
+/// RecomputeModule mask; nullopt for an unknown word ("moe": the whole MoE
+/// layer, its all-to-alls included, is not modelled).
+std::optional<std::uint8_t> parse_recompute_modules(std::string_view s);
+std::string recompute_modules_to_string(std::uint8_t mask, std::string_view sep);
+std::optional<Recompute> parse_recompute(std::string_view s);  // none|selective[:M+M..]|full|every:K|block:K|sqrt
 std::optional<AttentionKind> parse_attention(std::string_view s);
 std::optional<Fusion> parse_fusion(std::string_view s);
 std::optional<OptimizerKind> parse_optimizer(std::string_view s);
