@@ -397,6 +397,8 @@ void accumulate(KernelSums& s, const graph::Kernel& k, const cost::KernelCost& k
     if (kc.bound == cost::Bound::kCompute) s.compute_bound_s += t;
   }
   if (is_comm) {
+    if (!per_step && (k.comm.kind == graph::Collective::kAllToAll || k.comm.kind == graph::Collective::kNodeAllToAll))
+      s.all_to_all_s += t;
     if (!per_step) {
       if (k.has(graph::kOverlapped)) {
         s.overlappable_comm_s += t;
@@ -714,7 +716,7 @@ void finish_time(Prediction& out, const MicrobatchSummary& sum, const StepKernel
   [[maybe_unused]] const auto& [time_s, tokens_per_step, tokens_per_s, model_flops, recompute_flops, hardware_flops,
                                 mfu, mfu_dtype, hfu, micro_batches_, microbatch_time_s, compute_time_s, exposed_comm_s,
                                 bubble_s, optimizer_s, bubble_fraction, host_s, host_bound, comm_slowdown_s,
-                                compute_bound_s, offload_, gpus_, flops_convention] = st;
+                                all_to_all_s, compute_bound_s, offload_, gpus_, flops_convention] = st;
   st.offload = offload;
   st.gpus = gpus;
   st.time_s = step;
@@ -729,6 +731,7 @@ void finish_time(Prediction& out, const MicrobatchSummary& sum, const StepKernel
   // The share of the exposed time that is SM contention rather than spill.
   st.comm_slowdown_s = mb * std::max(0.0, sm_cost - spill) + (exposed_reduce - dp_spill) + (exposed_next_fwd - fwd_spill);
   st.optimizer_s = s.t_step_fixed;
+  st.all_to_all_s = mb * s.all_to_all_s;
   const int seq = graph::seq_len(m, p);
   st.tokens_per_step = static_cast<double>(p.micro_batch) * seq * mb * par.dp;
   st.tokens_per_s = st.tokens_per_step / step;

@@ -250,6 +250,8 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
                {"host_bound", s.host_bound},
                {"comm_slowdown_s", json_number(s.comm_slowdown_s)},
                {"gpus", s.gpus}};
+  // The MoE dispatch and combine (present under EP).
+  if (s.all_to_all_s > 0) j["step"]["all_to_all_s"] = json_number(s.all_to_all_s);
   // CPU offload (techniques::offload_cost), present when the plan offloads.
   if (const auto& o = s.offload; o.cpu_params > 0 || o.param_fetch_bytes > 0)
     j["step"]["offload"] = {{"cpu_params", whole(o.cpu_params)},
@@ -429,6 +431,10 @@ std::vector<SummaryLine> prediction_summary(const engine::Prediction& pred, cons
              (s.bubble_s > 0 ? fmt::format("   pipeline bubble {} ({} of the step)", format_seconds(s.bubble_s),
                                            format_percent(s.time_s > 0 ? s.bubble_s / s.time_s : 0.0))
                              : std::string()));
+  if (s.all_to_all_s > 0)
+    line("all-to-all", fmt::format("{} per step   (MoE dispatch and combine; what compute does not hide is in exposed "
+                                   "comm)",
+                                   format_seconds(s.all_to_all_s)));
   if (s.comm_slowdown_s > 0)
     line("comm SM contention", fmt::format("{}   (overlapped NCCL kernels take SMs from the GEMMs they overlap)",
                                            format_seconds(s.comm_slowdown_s)));

@@ -157,11 +157,12 @@ text::Table rows_table(const search::SearchResult& r, const json& q, const searc
   col("step", true);
   col(l + " step", true);
   col("MFU", true);
+  if (ep) col("a2a", true);  // the MoE all-to-alls per step, hidden or not
   col("mem/GPU", true);
   col("tokens/s", true);
   if (wide) col(l + " tokens/s", true);
   col("days", true);
-  col("cost", true);
+  if (known) col("cost", true);  // without a price the header says so, not every row
   col("vs best", false);
   if (ties) col("equivalent", false);
   for (size_t i = 0; i < r.top.size(); ++i) {
@@ -190,13 +191,14 @@ text::Table rows_table(const search::SearchResult& r, const json& q, const searc
     row.push_back(iv_t.valid() ? text::range(iv_t.time_lo(c.step_time_s), iv_t.time_hi(c.step_time_s), format_seconds)
                                : "");
     row.push_back(format_percent(c.mfu));
+    if (ep) row.push_back(c.all_to_all_s > 0 ? format_seconds(c.all_to_all_s) : std::string("-"));
     row.push_back(format_bytes(c.memory_bytes));
     row.push_back(format_count(c.tokens_per_s));
     if (wide)
       row.push_back(iv_t.valid() ? text::range(iv_t.rate_lo(c.tokens_per_s), iv_t.rate_hi(c.tokens_per_s), format_count)
                                  : "");
     row.push_back(c.completes ? fmt::format("{:.1f}", c.days) : std::string("never"));
-    row.push_back(cost_text(c.cost_usd, known));
+    if (known) row.push_back(cost_text(c.cost_usd, known));
     row.push_back(standing_marker(x.standing));
     if (ties) row.push_back(search::tie_text(c));
     t.rows.push_back(std::move(row));
@@ -358,6 +360,8 @@ std::vector<std::string> search_header(const json& q) {
   if (const auto sets = q.value("set_summary", ""); !sets.empty()) o.push_back(sets);
   if (q.contains("calibration") && q["calibration"].is_object()) o.push_back(q["calibration"].value("line", ""));
   if (const auto b = tokens_basis_line(q); !b.empty()) o.push_back(b);
+  if (q.contains("gpu_name") && !price_known(q))
+    o.push_back("cost: not shown, the profile has no price per GPU-hour (--price USD sets one)");
   if (q.contains("headroom")) {
     const double h = q["headroom"].get<double>(), cap = q.value("capacity_bytes", 0.0);
     o.push_back(fmt::format("memory headroom {}: a layout qualifies when its peak memory's upper end is at most {} of "
@@ -453,6 +457,7 @@ json search_json(const search::SearchResult& r, const json& query, const search:
     e["tokens_per_s"] = c.tokens_per_s;
     e["bubble_fraction"] = c.bubble_fraction;
     e["exposed_comm_s"] = c.exposed_comm_s;
+    if (c.all_to_all_s > 0) e["all_to_all_s"] = c.all_to_all_s;
     // A run failures outpace never completes: no days, GPU-hours or cost.
     e["wall_clock_days"] = c.completes ? json(c.days) : json(nullptr);
     e["gpu_hours"] = c.completes ? json(c.gpu_hours) : json(nullptr);
@@ -510,6 +515,7 @@ search::SearchResult search_from_json(const json& j, std::string& error) {
       k.tokens_per_s = e.at("tokens_per_s");
       k.bubble_fraction = e.value("bubble_fraction", 0.0);
       k.exposed_comm_s = e.value("exposed_comm_s", 0.0);
+      k.all_to_all_s = e.value("all_to_all_s", 0.0);
       k.completes = !(e.contains("wall_clock_days") && e["wall_clock_days"].is_null());
       k.days = k.completes ? e.value("wall_clock_days", 0.0) : 0.0;
       k.gpu_hours = e.contains("gpu_hours") && e["gpu_hours"].is_number() ? e["gpu_hours"].get<double>() : 0.0;

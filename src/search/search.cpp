@@ -865,6 +865,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
             cand.tokens_per_s = pred.step.tokens_per_s;
             cand.bubble_fraction = pred.step.bubble_fraction;
             cand.exposed_comm_s = pred.step.exposed_comm_s;
+            cand.all_to_all_s = pred.step.all_to_all_s;
             cand.days = pred.totals.wall_s / 86400.0;  // goodput-adjusted; 0 when it never completes
             cand.completes = pred.totals.completes;
             cand.gpu_hours = pred.totals.gpu_hours;

@@ -471,6 +471,26 @@ TEST_CASE("shared-expert overlap: the all-to-alls hide behind the shared expert 
   CHECK(engine::check_plan(mixtral, p, hw).field == "moe.shared_expert_overlap");
 }
 
+TEST_CASE("the MoE all-to-alls per step: the dispatch and combine kernels' own time, hidden or not") {
+  const auto m = test::model("deepseek_v3");
+  const auto hw = test::gpu("h800_sxm");
+  for (const auto dispatcher : {spec::MoeDispatcher::kAllToAll, spec::MoeDispatcher::kDeepEp}) {
+    auto p = deepseek_ep64();
+    p.moe.dispatcher = dispatcher;
+    p.global_batch = 128;  // two micro-batches per DP rank
+    const auto r = engine::evaluate(m, p, hw);
+    // The independent sum: the step's kernel rows (time per step, all
+    // instances) of the EP collectives, by name.
+    double sum = 0;
+    for (const auto& k : r.kernels)
+      if (k.name == "ep_all_to_all" || k.name == "ep_dispatch" || k.name == "ep_combine") sum += k.time_s;
+    CHECK(sum > 0);
+    CHECK(r.step.all_to_all_s == doctest::Approx(sum).epsilon(1e-9));
+  }
+  const auto dense = engine::evaluate(test::model("llama3_8b"), test::plan(1, 4096), test::gpu("h100_sxm"));
+  CHECK(dense.step.all_to_all_s == 0);
+}
+
 TEST_CASE("DeepSeek-V3's published layout: 180K H800 GPU-hours per trillion tokens within 15%") {
   // Technical report (arXiv:2412.19437) Table 1 and Sec. 3.2: 180K H800
   // GPU-hours per trillion tokens on 2048 H800s; PP 16, EP 64 over 8 nodes,

@@ -507,3 +507,26 @@ TEST_CASE("a note says when --max-gpus bounds the answer") {
 }
 
 }  // TEST_SUITE
+
+TEST_CASE("search on an MoE model shows each row's all-to-all time; without a price no cost column") {
+  const std::string args =
+      "search --gpu h800_sxm --model deepseek_v3 --gpus 1024 --precision fp8 --seq 4096 --global-batch 4096 --top 5";
+  const auto r = test::run_cli(args);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find(" EP ") != std::string::npos);
+  CHECK(r.out.find(" a2a ") != std::string::npos);
+  CHECK(r.out.find("cost: not shown, the profile has no price per GPU-hour (--price USD sets one)") !=
+        std::string::npos);
+  CHECK(r.out.find("unknown") == std::string::npos);
+  const auto j = nlohmann::json::parse(test::run_cli(args + " --format json").out);
+  bool ep_row = false;
+  for (const auto& row : j["top"]) {
+    // Under EP the row carries its all-to-all seconds; without EP it has none.
+    CHECK(row.contains("all_to_all_s") == (row["ep"].get<int>() > 1));
+    if (row["ep"].get<int>() > 1) {
+      ep_row = true;
+      CHECK(row["all_to_all_s"].get<double>() > 0);
+    }
+  }
+  CHECK(ep_row);
+}

@@ -47,6 +47,9 @@ struct StepResult {
   double host_s = 0;            // per step: the host's dispatch time (the GPU waits when it exceeds the kernels')
   bool host_bound = false;      // a micro-batch's dispatch outlasts its kernels
   double comm_slowdown_s = 0;   // per step: compute slowed by the SMs overlapped collectives occupy
+  /// Per step: the MoE dispatch and combine all-to-alls' own time, hidden or
+  /// not (their exposed share is in exposed_comm_s); 0 without EP.
+  double all_to_all_s = 0;
   double compute_bound_s = 0;   // per step: the kernels whose roofline is compute (training_totals' power)
   /// CPU offload (techniques::offload_cost): its bytes and seconds per step;
   /// offload.exposed_s is part of time_s. All zero without offload.
@@ -239,6 +242,7 @@ struct KernelSums {
   double t_fwd = 0, t_bwd = 0, t_rec = 0;  // kernel time by phase
   double t_step_fixed = 0;                 // per-step kernels of the graph (fp8 weight casts, Hessian estimate)
   double exposed_comm_s = 0;               // communication nothing hides
+  double all_to_all_s = 0;                 // the MoE dispatch and combine all-to-alls, hidden or not
   double overlappable_comm_s = 0;          // communication that hides behind `window_s`
   double overlappable_comm_sm_s = 0;       // its time x the fraction of the SMs it occupies
   double overlappable_comm_gemm_s = 0;     // its time x the share of an overlapped GEMM's throughput it costs

@@ -160,6 +160,7 @@ struct Candidate {
   double step_time_s = 0, mfu = 0, hfu = 0, memory_bytes = 0, tokens_per_s = 0;
   double memory_hi_bytes = 0;  // the upper end of its peak-memory interval
   double bubble_fraction = 0, exposed_comm_s = 0;
+  double all_to_all_s = 0;  // per step: the MoE all-to-alls' time, hidden or not (engine::StepResult)
   /// The goodput-adjusted run (engine::TrainingTotals); when it never
   /// completes (failures outpace recovery) days, GPU-hours and cost are 0.
   double days = 0, gpu_hours = 0, cost_usd = 0, tokens = 0;
