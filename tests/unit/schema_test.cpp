@@ -153,7 +153,10 @@ TEST_CASE("schemas: predict's JSON validates against prediction.schema.json") {
            "predict --finetune qlora --gpu rtx_4090 --seq 2048 --dataset-tokens 2B --format json",
            "predict --dp 8 --zero 3 --micro-batch max --format json",
            "predict --format json",  // does not fit
-           "predict --gpu a100_sxm_80gb --model gpt3_1.3b --seq 2048 --micro-batch 4 --tokens 300B --format json"}) {
+           "predict --gpu a100_sxm_80gb --model gpt3_1.3b --seq 2048 --micro-batch 4 --tokens 300B --format json",
+           // An MoE plan under EP: step.all_to_all_s.
+           "predict --gpu h800_sxm --model deepseek_v3 --precision fp8 --pp 16 --first-stage-layers 1 --ep 64 "
+           "--dp 128 --zero 1 --global-batch 15360 --format json"}) {
     check_valid(s, output_of(args), args);
   }
   // An invalid plan: {schema, status, problem}, exit 2.
@@ -166,7 +169,10 @@ TEST_CASE("schemas: predict's JSON validates against prediction.schema.json") {
 TEST_CASE("schemas: search's JSON validates against search.schema.json") {
   const json s = load_schema("search");
   for (const std::string args : {"search --gpus 8 --global-batch 64 --format json",
-                                 "search --gpus 64 --global-batch 512 --model llama3_70b --top 5 --format json"})
+                                 "search --gpus 64 --global-batch 512 --model llama3_70b --top 5 --format json",
+                                 // EP rows carry all_to_all_s.
+                                 "search --gpu h800_sxm --model deepseek_v3 --gpus 1024 --precision fp8 --seq 4096 "
+                                 "--global-batch 4096 --top 3 --format json"})
     check_valid(s, output_of(args), args);
 }
 
