@@ -176,12 +176,18 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
   const bool only = !is_pipelined(p);
   const bool first = only || stage == PipelineStage::kFirst;
   const bool last = only || stage == PipelineStage::kLast;
-  // Uneven stages: this stage's own layers; the graph holds the busiest stage's.
+  // Uneven stages: this stage's own layers; the graph holds the busiest
+  // stage's, and without PP the MTP blocks (graph::build_forward), which
+  // are the last stage's: under PP they are added to it here.
   const auto& q = p.parallel;
-  const double layers = only || (q.first_stage_layers <= 0 && q.last_stage_layers <= 0)
-                            ? g.layers
-                            : spec::stage_layers(m.layers, q.pp, q.first_stage_layers, q.last_stage_layers,
-                                                 first ? 0 : last ? q.pp - 1 : 1);
+  const double mtp = std::max(0, m.mtp_layers);
+  const double mtp_in_graph =
+      g.layers - spec::max_stage_layers(m.layers, q.pp, q.first_stage_layers, q.last_stage_layers);
+  const double layers = (only || (q.first_stage_layers <= 0 && q.last_stage_layers <= 0)
+                             ? g.layers - mtp_in_graph
+                             : spec::stage_layers(m.layers, q.pp, q.first_stage_layers, q.last_stage_layers,
+                                                  first ? 0 : last ? q.pp - 1 : 1)) +
+                        (last ? mtp : 0.0);
   StageMemory s;
   s.layers = layers;
   s.weights = ms.weights;

@@ -105,11 +105,17 @@ LocalParams compute_local_params(const spec::ModelSpec& m, const Split& p, Pipel
   // the last (under PP a tied LM head is a copy of the word embeddings).
   const double emb = pc.embedding / t;
   const double head = (pp > 1 && m.tied_embeddings ? V * h : pc.lm_head) / t;
+  // Multi-token prediction (DeepSeek-V3 Sec. 2.2): each depth one more
+  // layer of the MoE type, its eh_proj (2h x h, replicated) and two RMSNorms
+  // (enorm, hnorm), on the last stage; embedding and head shared.
+  const double mtp_all = std::max(0, m.mtp_layers);
+  const double mtp_extra = 2 * h * h + 2 * pc.final_norm;
   bool first = true, last = true;
   if (counted) *counted = PipelineStage::kFirst;
   if (pp > 1) {
     if (stage == PipelineStage::kLargest)
-      stage = emb >= head + pc.final_norm ? PipelineStage::kFirst : PipelineStage::kLast;
+      stage = emb >= head + pc.final_norm + mtp_all * (layer + mtp_extra) ? PipelineStage::kFirst
+                                                                          : PipelineStage::kLast;
     if (counted) *counted = stage;
     first = stage == PipelineStage::kFirst;
     last = stage == PipelineStage::kLast;
@@ -119,6 +125,8 @@ LocalParams compute_local_params(const spec::ModelSpec& m, const Split& p, Pipel
       L_local = spec::stage_layers(m.layers, p.pp, p.first_stage_layers, p.last_stage_layers, index);
     }
   }
+  const double mtp = last ? mtp_all : 0.0;
+  L_local += mtp;
   lp.layers_local = L_local;
   // The dense first layers this stage holds: the first stages take them.
   double dense_local = 0;
@@ -130,13 +138,14 @@ LocalParams compute_local_params(const spec::ModelSpec& m, const Split& p, Pipel
     dense_local = std::clamp(static_cast<double>(m.moe.dense_layers - before), 0.0, L_local);
   }
   const double moe_local = L_local - dense_local;
-  const double ends = (first ? emb : 0.0) + (last ? head + pc.final_norm : 0.0);
+  const double ends = (first ? emb : 0.0) + (last ? head + pc.final_norm : 0.0) + mtp * mtp_extra;
   const double end_matrices = (first ? 1.0 : 0.0) + (last && head > 0 ? 1.0 : 0.0);
   const bool split_layers = dense_local > 0;  // an MoE model's stage with dense layers
   lp.weights = split_layers ? moe_local * layer + dense_local * dense_layer + ends : L_local * layer + ends;
   lp.linear_weights = split_layers ? L_local * attn_matrices + moe_local * mlp_matrices + dense_local * dense_mlp_matrices
                                    : L_local * (attn_matrices + mlp_matrices);
-  lp.norm_weights = L_local * pc.norms_per_layer + (last ? pc.final_norm : 0.0);
+  lp.linear_weights += mtp * 2 * h * h;
+  lp.norm_weights = L_local * pc.norms_per_layer + (last ? pc.final_norm : 0.0) + mtp * 2 * pc.final_norm;
   if (m.is_mla()) lp.norm_weights += L_local * (m.mla.q_lora_rank + m.mla.kv_lora_rank);
   if (m.is_moe()) lp.expert_weights = moe_local * expert_layer;
   const double experts = m.is_moe() ? m.moe.experts / ep : 1;
@@ -153,7 +162,9 @@ LocalParams compute_local_params(const spec::ModelSpec& m, const Split& p, Pipel
                                          dense_local * dense_mlp_matrices + (first ? emb : 0.0) + (last ? head : 0.0)
                                    : L_local * (attn_matrices + mlp_matrices + router) + (first ? emb : 0.0) +
                                          (last ? head : 0.0);
-    lp.tensors = L_local * (4 * (m.bias ? 2 : 1) + (m.norm == spec::Norm::kLayerNorm ? 4 : 2)) + 3;
+    lp.matrix_elems += mtp * 2 * h * h;
+    lp.matrix_rows_cols += mtp * 3 * h;
+    lp.tensors = L_local * (4 * (m.bias ? 2 : 1) + (m.norm == spec::Norm::kLayerNorm ? 4 : 2)) + 3 + 3 * mtp;
     lp.model_trainable = pc.total;
     // The hidden matrices by shape, as the graph and the counts above split
     // them (one GPU's TP / EP shard): Muon orthogonalises each.
@@ -194,6 +205,7 @@ LocalParams compute_local_params(const spec::ModelSpec& m, const Split& p, Pipel
       add(h, up * f / t, L_local);
       add(f / t, h, L_local);
     }
+    add(2 * h, h, mtp);  // MTP's eh_proj
   } else {
     const double lora_layer = lora_params_per_layer(m, p.finetune) / t;
     lp.frozen = lp.weights;

@@ -17,7 +17,8 @@ struct MatrixGroup {
 
 /// The distinct trainable hidden-matrix shapes of one stage: attention (up
 /// to five MLA projections), the dense MLP's two, the routed experts' two,
-/// the shared expert's two, the router, the dense first layers' two.
+/// the shared expert's two, the router, the dense first layers' two, the
+/// MTP module's projection.
 inline constexpr int kMaxMatrixGroups = 14;
 
 struct LocalParams {
