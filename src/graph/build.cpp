@@ -93,13 +93,23 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
   G.tokens = D.T;
   G.attention_qkv_bytes = 0;  // set by the fused-attention pass
   // The busiest stage's layers (uneven stages: spec::stage_layers); it sets the pipeline's pace.
-  G.layers = spec::max_stage_layers(M.layers, par.pp, par.first_stage_layers, par.last_stage_layers);
+  const int main_layers = spec::max_stage_layers(M.layers, par.pp, par.first_stage_layers, par.last_stage_layers);
+  // Multi-token prediction (DeepSeek-AI 2024, DeepSeek-V3 Sec. 2.2): each
+  // depth is one more transformer block of the model's (MoE) layer type,
+  // counted with the layers; its projection, norms and second pass of the
+  // shared head follow the head. Without PP only: under PP the graph is the
+  // busiest stage's layers with both ends charged to it, and the MTP module
+  // (the last stage's) would be charged to every stage's pace as well; there
+  // its parameters and its layer's activations are the last stage's
+  // (techniques::local_params, memory::estimate) and its time is left out.
+  const int mtp = par.pp <= 1 ? std::max(0, M.mtp_layers) : 0;
+  G.layers = main_layers + mtp;
 
   const double L = G.layers;
   // An MoE model's dense first layers: those the busiest stage holds, the
   // stages before it taking the rest (with PP = 1, all of them; under PP the
   // first stages take them and the busiest is counted all-MoE).
-  G.dense_layers = M.is_moe() ? std::clamp(M.moe.dense_layers - (M.layers - G.layers), 0, G.layers) : 0;
+  G.dense_layers = M.is_moe() ? std::clamp(M.moe.dense_layers - (M.layers - main_layers), 0, main_layers) : 0;
   const double L_dense = G.dense_layers;
   const double L_mlp = L - L_dense;  // the main MLP's layers: all (dense model) or the MoE ones
   const double Tph = D.Tp * D.h;
@@ -474,6 +484,34 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
     k.saved_bytes = logits * 4;
     k.workspace_bytes = logits * 4;  // the fp32 upcast, freed after the loss
     push(k, 1);
+  }
+  if (mtp > 0) {
+    // Each MTP depth k (DeepSeek-V3 Sec. 2.2, Eq. 21-23; README_WEIGHTS.md:
+    // enorm, hnorm, eh_proj, shared_head): the shared embedding of the
+    // tokens k ahead and the previous depth's output, each RMSNormed,
+    // concatenated (2h) and projected to h by M_k (eh_proj, replicated
+    // under TP), the block (above, with the layers), the head's norm and the
+    // shared output head and loss once more.
+    const auto last_of = [&ks](Op op) {
+      return *std::find_if(ks.rbegin(), ks.rend(), [op](const Kernel& k) { return k.op == op; });
+    };
+    Kernel emb = ks.front();
+    Kernel head = last_of(Op::kLmHead);
+    Kernel loss = last_of(Op::kLoss);
+    emb.name = "mtp_embedding";
+    emb.saved_bytes = 0;  // the same token ids, shifted: saved once by the main lookup
+    push(emb, mtp);
+    Kernel* n = norm("mtp_norm", Op::kFinalNorm, FuseGroup::kNone);
+    n->count = 3.0 * mtp;  // enorm, hnorm, the shared head's norm
+    n->flags &= ~kLayer;
+    Kernel k = gemm("mtp_eh_proj", Op::kOther, D.T, D.h, 2 * D.h, 1, D, gemm_dt, true);
+    k.flags &= ~kLayer;
+    k.saved_bytes = 2 * Tph * D.e;  // the concatenated input
+    push(k, mtp);
+    head.name = "mtp_lm_head";
+    loss.name = "mtp_cross_entropy";
+    push(head, mtp);
+    push(loss, mtp);
   }
 }
 

@@ -134,7 +134,14 @@ ModelState model_state(const spec::PlanSpec& p, const techniques::LocalParams& l
                             : shard(2, lp.trainable * pol.gradient_bytes, lp.expert_trainable * pol.gradient_bytes);
   r.master_weights = shard(1, lp.trainable * pol.master_bytes, lp.expert_trainable * pol.master_bytes);
   const double opt_b = techniques::optimizer_state_bytes(p.optimizer, lp, pol.state_elem_bytes);
-  r.optimizer = shard(1, lp.trainable * opt_b, lp.expert_trainable * opt_b);
+  // Muon keeps one state per expert matrix element and two (AdamW's) for
+  // the experts' biases, which the per-parameter mean does not split.
+  const double expert_opt =
+      p.optimizer.kind == spec::OptimizerKind::kMuon
+          ? lp.expert_hidden_matrix_elems * pol.state_elem_bytes +
+                std::max(0.0, lp.expert_trainable - lp.expert_hidden_matrix_elems) * 2 * pol.state_elem_bytes
+          : lp.expert_trainable * opt_b;
+  r.optimizer = shard(1, lp.trainable * opt_b, expert_opt);
   if (p.offload.optimizer_on_cpu()) {
     constexpr double kFp32GradBytes = 4;  // the host's fp32 gradient copy CPU Adam reads
     r.host = r.master_weights + r.optimizer +
@@ -169,12 +176,18 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
   const bool only = !is_pipelined(p);
   const bool first = only || stage == PipelineStage::kFirst;
   const bool last = only || stage == PipelineStage::kLast;
-  // Uneven stages: this stage's own layers; the graph holds the busiest stage's.
+  // Uneven stages: this stage's own layers; the graph holds the busiest
+  // stage's, and without PP the MTP blocks (graph::build_forward), which
+  // are the last stage's: under PP they are added to it here.
   const auto& q = p.parallel;
-  const double layers = only || (q.first_stage_layers <= 0 && q.last_stage_layers <= 0)
-                            ? g.layers
-                            : spec::stage_layers(m.layers, q.pp, q.first_stage_layers, q.last_stage_layers,
-                                                 first ? 0 : last ? q.pp - 1 : 1);
+  const double mtp = std::max(0, m.mtp_layers);
+  const double mtp_in_graph =
+      g.layers - spec::max_stage_layers(m.layers, q.pp, q.first_stage_layers, q.last_stage_layers);
+  const double layers = (only || (q.first_stage_layers <= 0 && q.last_stage_layers <= 0)
+                             ? g.layers - mtp_in_graph
+                             : spec::stage_layers(m.layers, q.pp, q.first_stage_layers, q.last_stage_layers,
+                                                  first ? 0 : last ? q.pp - 1 : 1)) +
+                        (last ? mtp : 0.0);
   StageMemory s;
   s.layers = layers;
   s.weights = ms.weights;

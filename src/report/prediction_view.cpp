@@ -604,12 +604,17 @@ std::string prediction_table(const engine::Prediction& pred, const Inputs& in, i
                      in.plan->effective_global_batch(),
                      graph::seq_len(*in.model, *in.plan), spec::plan_summary(*in.plan));
     if (in.calibration) o += calibration_line(calibration_use(in.calibration, *in.gpu, *in.plan)) + "\n";
-    // What the step graph leaves out of this model, said rather than silent.
-    if (in.model->mtp_layers > 0)
-      o += fmt::format("note: the model's {} multi-token-prediction layer{} (mtp_layers) {} not in the step graph: "
-                       "its time and memory are left out\n",
-                       in.model->mtp_layers, in.model->mtp_layers == 1 ? "" : "s",
-                       in.model->mtp_layers == 1 ? "is" : "are");
+    // How the step counts a model's multi-token prediction, said rather than
+    // silent (graph::build_forward times it without PP only).
+    if (in.model->mtp_layers > 0) {
+      const int n = in.model->mtp_layers;
+      if (in.plan->parallel.pp <= 1)
+        o += fmt::format("note: the step includes the model's MTP module{} (mtp_layers {}); its parameter count "
+                         "leaves {} out\n", n == 1 ? "" : "s", n, n == 1 ? "it" : "them");
+      else
+        o += fmt::format("note: the model's MTP module{} (mtp_layers {}) {} held on the last stage but not timed "
+                         "under PP\n", n == 1 ? "" : "s", n, n == 1 ? "is" : "are");
+    }
   }
   if (pred.status == engine::Status::kInvalid) {
     o += fmt::format("invalid plan: {}: {}\n", pred.problem.field, pred.problem.message);

@@ -47,7 +47,7 @@ constexpr std::pair<std::string_view, Fusion> kFusion[] = {
 constexpr std::pair<std::string_view, OptimizerKind> kOptimizers[] = {
     {"sgd", OptimizerKind::kSgd},       {"adam", OptimizerKind::kAdam},     {"adamw", OptimizerKind::kAdamW},
     {"adafactor", OptimizerKind::kAdafactor}, {"came", OptimizerKind::kCame}, {"sophia", OptimizerKind::kSophia},
-    {"lion", OptimizerKind::kLion},     {"adam8bit", OptimizerKind::kAdam8bit}};
+    {"lion", OptimizerKind::kLion},     {"adam8bit", OptimizerKind::kAdam8bit}, {"muon", OptimizerKind::kMuon}};
 constexpr std::pair<std::string_view, FinetuneMode> kFinetune[] = {
     {"full", FinetuneMode::kFull}, {"lora", FinetuneMode::kLora}, {"qlora", FinetuneMode::kQlora}};
 constexpr std::pair<std::string_view, AttentionFlops> kAttnFlops[] = {

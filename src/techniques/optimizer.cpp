@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "ridgeline/graph/kernels.hpp"
 #include "ridgeline/spec/precision.hpp"
 #include "ridgeline/techniques/params.hpp"
 #include "ridgeline/techniques/passes.hpp"
@@ -18,7 +19,7 @@ struct StepTraffic {
 };
 
 StepTraffic traffic(const spec::OptimizerSpec& o, double grad_b, double master_b, double weight_b,
-                    double state_b) {
+                    double state_b, double muon_frac) {
   // Fused: read master weight, gradient, state; write master, state and the
   // 16-bit working copy (when master weights exist).
   const double copy = master_b > 0 ? weight_b : 0.0;
@@ -30,8 +31,81 @@ StepTraffic traffic(const spec::OptimizerSpec& o, double grad_b, double master_b
     case OptimizerKind::kLion: return {p + grad_b + state_b, p + state_b + copy, 6, 4};
     case OptimizerKind::kSophia: return {p + grad_b + state_b, p + state_b + copy, 10, 6};
     case OptimizerKind::kAdam8bit: return {p + grad_b + state_b, p + state_b + copy, 16, 7};
+    case OptimizerKind::kMuon: {
+      // The hidden matrices (fraction f): the momentum update and its
+      // Nesterov blend, written as the 16-bit matrix the orthogonalisation
+      // reads, then the weight decay and the update read back (2 bytes each
+      // way; the Newton-Schulz GEMMs are kernels of their own); the rest Adam(W).
+      const double f = muon_frac;
+      return {p + grad_b + state_b + 2 * f, p + state_b + copy + 2 * f, 6 * f + 15 * (1 - f), 5 * f + 8 * (1 - f)};
+    }
     default: return {p + grad_b + state_b, p + state_b + copy, 15, 8};  // Adam(W)
   }
+}
+
+/// Muon's orthogonalisation of each hidden matrix's update (Jordan et al.
+/// 2024, github.com/KellerJordan/Muon, zeropower_via_newtonschulz5): the
+/// update X in bf16, transposed so that it is m x n with m <= n, then five
+/// quintic Newton-Schulz iterations (ns_steps = 5), each
+///   A = X Xᵀ            2 m² n FLOP
+///   B = b A + c A A     2 m³       (the scaled sum is the GEMM's epilogue)
+///   X = a X + B X       2 m² n     (likewise)
+/// = 4 m² n + 2 m³ FLOP per iteration, 5 (4 m² n + 2 m³) per matrix. A
+/// 4096 x 11008 matrix: 5 (4 x 4096² x 11008 + 2 x 4096³) = 4.38e12 FLOP.
+/// Optimizer FLOPs, not model FLOPs (no MFU credit). Moonlight's update
+/// scale 0.2 sqrt(max(A, B)) (Sec. 2.2) is one multiply of the elementwise step.
+///
+/// Under ZeRO (1, 2, 3, or FSDP) each rank holds a 1/N shard of a matrix's
+/// momentum; the orthogonalisation needs the whole matrix. Moonlight's
+/// distributed Muon (Liu et al. 2025, arXiv:2502.16982, Sec. 2.3 and
+/// Algorithm 1) all-gathers the momentum-updated gradient over the
+/// data-parallel group ("DP Gather"), orthogonalises the full matrix on
+/// every rank ("Calculate Full Update") and keeps the local shard, whose
+/// updated weights the usual ZeRO all-gather then spreads: one more
+/// all-gather per step of the hidden matrices in the state's dtype, exposed
+/// (it sits between the gradient reduction and the update), and the Newton-
+/// Schulz FLOPs on every rank for every matrix it holds a shard of, not
+/// 1/N of them. Expert matrices gather over the ranks holding the same
+/// experts (DP x CP / EP). A TP-split matrix is orthogonalised as its TP
+/// shard, the part a rank holds: the Algorithm gathers over DP only.
+void append_muon(graph::Graph& g, const spec::PlanSpec& p, const LocalParams& lp, const spec::PrecisionPolicy& pol) {
+  constexpr double kIterations = 5;  // ns_steps = 5 (muon.py), as Moonlight trains
+  for (int i = 0; i < lp.matrix_groups; ++i) {
+    const MatrixGroup& mg = lp.matrices[static_cast<size_t>(i)];
+    const double m = std::min(mg.rows, mg.cols), n = std::max(mg.rows, mg.cols);
+    const Kernel products[3] = {graph::gemm_kernel(m, m, n, 1, spec::Dtype::kBf16),   // X Xᵀ
+                                graph::gemm_kernel(m, m, m, 1, spec::Dtype::kBf16),   // A A
+                                graph::gemm_kernel(m, n, m, 1, spec::Dtype::kBf16)};  // B X
+    for (Kernel k : products) {
+      k.name = "muon_newton_schulz";
+      k.op = graph::Op::kOptimizer;
+      k.phase = spec::Phase::kOptimizer;
+      k.flags = graph::kPerStep;
+      k.model_flops = 0;
+      k.count = mg.count * kIterations;
+      g.kernels.push_back(k);
+    }
+  }
+  if (p.parallel.zero < 1) return;
+  const auto groups = data_parallel_groups(p);
+  const bool split = p.parallel.ep > 1 && lp.expert_weights > 0;
+  const double expert = split ? lp.expert_hidden_matrix_elems : 0.0;
+  const double span = std::max(1, p.parallel.tp) * groups.dense;
+  auto gather = [&](const char* name, double elems, double group) {
+    if (group <= 1 || elems <= 0) return;
+    Kernel k;
+    k.name = name;
+    k.op = graph::Op::kCollective;
+    k.cls = spec::KernelClass::kCollective;
+    k.phase = spec::Phase::kCommunication;
+    k.comm = {graph::Collective::kAllGather, elems * pol.state_elem_bytes, group, span};
+    k.flags = graph::kPerStep;
+    k.count = 1;
+    k.launches = 1;
+    g.kernels.push_back(k);
+  };
+  gather("muon_dp_gather", lp.hidden_matrix_elems - expert, groups.dense);
+  if (split) gather("muon_dp_expert_gather", expert, groups.expert);
 }
 
 }  // namespace
@@ -45,7 +119,9 @@ void apply_optimizer(graph::Graph& g, const spec::PlanSpec& p, const LocalParams
   // ZeRO >= 1 shards the optimizer step as it shards the state: dense
   // parameters over DP x CP ranks, experts over DP x CP / EP.
   const double P = zero_shard(p, data_parallel_groups(p), 1, lp.trainable, lp.expert_trainable);
-  const StepTraffic tr = traffic(p.optimizer, grad_b, master_b, weight_b, state_b);
+  const bool muon = p.optimizer.kind == OptimizerKind::kMuon;
+  const double muon_frac = muon && lp.trainable > 0 ? std::min(1.0, lp.hidden_matrix_elems / lp.trainable) : 0.0;
+  const StepTraffic tr = traffic(p.optimizer, grad_b, master_b, weight_b, state_b, muon_frac);
   // Optimizer offload: the step runs in CPU Adam on the host
   // (techniques::offload_cost), no optimizer kernel on the GPU.
   const bool on_gpu = !p.offload.optimizer_on_cpu();
@@ -71,6 +147,7 @@ void apply_optimizer(graph::Graph& g, const spec::PlanSpec& p, const LocalParams
     k.launches = std::max(1.0, lp.tensors / 64.0);
   }
   if (on_gpu) g.kernels.push_back(k);
+  if (muon) append_muon(g, p, lp, pol);
   // Sophia's Hessian step (apply_hessian_estimate) reduces its gradients
   // across data-parallel ranks as a training step does (the last micro-step
   // syncs), and a ZeRO-3 or pipelined step gathers and sends as one does;

@@ -105,11 +105,17 @@ LocalParams compute_local_params(const spec::ModelSpec& m, const Split& p, Pipel
   // the last (under PP a tied LM head is a copy of the word embeddings).
   const double emb = pc.embedding / t;
   const double head = (pp > 1 && m.tied_embeddings ? V * h : pc.lm_head) / t;
+  // Multi-token prediction (DeepSeek-V3 Sec. 2.2): each depth one more
+  // layer of the MoE type, its eh_proj (2h x h, replicated) and two RMSNorms
+  // (enorm, hnorm), on the last stage; embedding and head shared.
+  const double mtp_all = std::max(0, m.mtp_layers);
+  const double mtp_extra = 2 * h * h + 2 * pc.final_norm;
   bool first = true, last = true;
   if (counted) *counted = PipelineStage::kFirst;
   if (pp > 1) {
     if (stage == PipelineStage::kLargest)
-      stage = emb >= head + pc.final_norm ? PipelineStage::kFirst : PipelineStage::kLast;
+      stage = emb >= head + pc.final_norm + mtp_all * (layer + mtp_extra) ? PipelineStage::kFirst
+                                                                          : PipelineStage::kLast;
     if (counted) *counted = stage;
     first = stage == PipelineStage::kFirst;
     last = stage == PipelineStage::kLast;
@@ -119,6 +125,8 @@ LocalParams compute_local_params(const spec::ModelSpec& m, const Split& p, Pipel
       L_local = spec::stage_layers(m.layers, p.pp, p.first_stage_layers, p.last_stage_layers, index);
     }
   }
+  const double mtp = last ? mtp_all : 0.0;
+  L_local += mtp;
   lp.layers_local = L_local;
   // The dense first layers this stage holds: the first stages take them.
   double dense_local = 0;
@@ -130,13 +138,14 @@ LocalParams compute_local_params(const spec::ModelSpec& m, const Split& p, Pipel
     dense_local = std::clamp(static_cast<double>(m.moe.dense_layers - before), 0.0, L_local);
   }
   const double moe_local = L_local - dense_local;
-  const double ends = (first ? emb : 0.0) + (last ? head + pc.final_norm : 0.0);
+  const double ends = (first ? emb : 0.0) + (last ? head + pc.final_norm : 0.0) + mtp * mtp_extra;
   const double end_matrices = (first ? 1.0 : 0.0) + (last && head > 0 ? 1.0 : 0.0);
   const bool split_layers = dense_local > 0;  // an MoE model's stage with dense layers
   lp.weights = split_layers ? moe_local * layer + dense_local * dense_layer + ends : L_local * layer + ends;
   lp.linear_weights = split_layers ? L_local * attn_matrices + moe_local * mlp_matrices + dense_local * dense_mlp_matrices
                                    : L_local * (attn_matrices + mlp_matrices);
-  lp.norm_weights = L_local * pc.norms_per_layer + (last ? pc.final_norm : 0.0);
+  lp.linear_weights += mtp * 2 * h * h;
+  lp.norm_weights = L_local * pc.norms_per_layer + (last ? pc.final_norm : 0.0) + mtp * 2 * pc.final_norm;
   if (m.is_mla()) lp.norm_weights += L_local * (m.mla.q_lora_rank + m.mla.kv_lora_rank);
   if (m.is_moe()) lp.expert_weights = moe_local * expert_layer;
   const double experts = m.is_moe() ? m.moe.experts / ep : 1;
@@ -153,8 +162,50 @@ LocalParams compute_local_params(const spec::ModelSpec& m, const Split& p, Pipel
                                          dense_local * dense_mlp_matrices + (first ? emb : 0.0) + (last ? head : 0.0)
                                    : L_local * (attn_matrices + mlp_matrices + router) + (first ? emb : 0.0) +
                                          (last ? head : 0.0);
-    lp.tensors = L_local * (4 * (m.bias ? 2 : 1) + (m.norm == spec::Norm::kLayerNorm ? 4 : 2)) + 3;
+    lp.matrix_elems += mtp * 2 * h * h;
+    lp.matrix_rows_cols += mtp * 3 * h;
+    lp.tensors = L_local * (4 * (m.bias ? 2 : 1) + (m.norm == spec::Norm::kLayerNorm ? 4 : 2)) + 3 + 3 * mtp;
     lp.model_trainable = pc.total;
+    // The hidden matrices by shape, as the graph and the counts above split
+    // them (one GPU's TP / EP shard): Muon orthogonalises each.
+    auto add = [&lp](double rows, double cols, double count) {
+      if (rows <= 0 || cols <= 0 || count <= 0 || lp.matrix_groups >= kMaxMatrixGroups) return;
+      lp.matrices[static_cast<size_t>(lp.matrix_groups++)] = {rows, cols, count};
+      lp.hidden_matrix_elems += rows * cols * count;
+    };
+    if (m.is_mla()) {
+      const auto& a = m.mla;
+      const double H = m.heads, d_qk = a.qk_nope_head_dim + a.qk_rope_head_dim, rq = a.q_lora_rank;
+      const double rkv = a.kv_lora_rank, up_kv = H * (a.qk_nope_head_dim + a.v_head_dim);
+      if (rq > 0) {
+        add(h, rq, L_local);              // W_DQ (replicated)
+        add(rq, H * d_qk / t, L_local);   // W_UQ
+      } else {
+        add(h, H * d_qk / t, L_local);    // W_Q
+      }
+      add(h, rkv + a.qk_rope_head_dim, L_local);  // W_DKV with the rotary key (replicated)
+      add(rkv, up_kv / t, L_local);               // W_UK and W_UV
+      add(H * a.v_head_dim / t, h, L_local);      // W_O
+    } else {
+      add(h, q / t + 2 * kv_local, L_local);  // fused QKV
+      add(q / t, h, L_local);                 // output projection
+    }
+    const double up = gated ? 2.0 : 1.0;  // gate and up fused
+    if (m.is_moe()) {
+      const double before = lp.hidden_matrix_elems;
+      add(h, up * f / t, moe_local * experts);
+      add(f / t, h, moe_local * experts);
+      lp.expert_hidden_matrix_elems = lp.hidden_matrix_elems - before;
+      add(h, up * m.moe.shared_ffn / t, moe_local);
+      add(m.moe.shared_ffn / t, h, moe_local);
+      add(h, m.moe.experts, moe_local);  // router (replicated)
+      add(h, up * dense_ffn / t, dense_local);
+      add(dense_ffn / t, h, dense_local);
+    } else {
+      add(h, up * f / t, L_local);
+      add(f / t, h, L_local);
+    }
+    add(2 * h, h, mtp);  // MTP's eh_proj
   } else {
     const double lora_layer = lora_params_per_layer(m, p.finetune) / t;
     lp.frozen = lp.weights;
@@ -167,6 +218,14 @@ LocalParams compute_local_params(const spec::ModelSpec& m, const Split& p, Pipel
     lp.matrix_rows_cols = L_local * pairs * 2 * (p.finetune.rank + h);
     lp.tensors = L_local * pairs * 2;
     lp.model_trainable = m.layers * lora_params_per_layer(m, p.finetune);
+    // Every adapter is a 2-D hidden matrix; as for the factored optimizers
+    // above, each is taken as r x h.
+    const double r = p.finetune.rank;
+    lp.hidden_matrix_elems = lp.trainable;
+    if (lp.trainable > 0) {
+      lp.matrices[0] = {r, h, lp.trainable / (r * h)};
+      lp.matrix_groups = 1;
+    }
   }
   return lp;
 }
@@ -213,6 +272,13 @@ double optimizer_state_bytes(const spec::OptimizerSpec& o, const LocalParams& lp
     case spec::OptimizerKind::kAdam8bit:
       // Dettmers et al. 2022: m and v in 8 bits, one fp32 absmax per 2048-element block each.
       return 2.0 + 2.0 * 4.0 / 2048.0;
+    case spec::OptimizerKind::kMuon: {
+      // Muon (Jordan et al. 2024; Liu et al. 2025, Moonlight, Sec. 2.2): one
+      // momentum buffer per hidden matrix; AdamW's m and v for the rest
+      // (embedding, LM head, norms, biases).
+      const double muon = std::min(lp.hidden_matrix_elems, P);
+      return (muon * e + (P - muon) * 2 * e) / P;
+    }
   }
   return 2 * e;
 }

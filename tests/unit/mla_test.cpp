@@ -37,7 +37,7 @@ TEST_CASE("mla: forward GEMM FLOPs per token per layer (DeepSeek-V3)") {
   for (const char* name : {"mla_q_down_proj", "mla_q_up_proj", "mla_kv_down_proj", "mla_kv_up_proj", "attn_out_proj"}) {
     const auto* k = find(g, name);
     REQUIRE(k != nullptr);
-    CHECK(k->count == 61);
+    CHECK(k->count == 62);  // 61 layers and the MTP module's block
     flop += k->model_flops / T;
   }
   // Per token, 2 x the weight's elements:
@@ -115,7 +115,8 @@ TEST_CASE("moe: the shared expert's GEMMs run on every token, unrouted (DeepSeek
   const auto* down = find(g, "shared_down_proj");
   REQUIRE(up != nullptr);
   REQUIRE(down != nullptr);
-  // 4096 tokens x 7168 -> gate and up, 2 x 2048; then 2048 -> 7168; in the 61 - 3 = 58 MoE layers.
+  // 4096 tokens x 7168 -> gate and up, 2 x 2048; then 2048 -> 7168; in the 61 - 3 = 58 MoE layers
+  // and the MTP module's block (an MoE layer): 59.
   CHECK(up->gemm.m == 4096);
   CHECK(up->gemm.n == 4096);
   CHECK(up->gemm.k == 7168);
@@ -123,23 +124,23 @@ TEST_CASE("moe: the shared expert's GEMMs run on every token, unrouted (DeepSeek
   CHECK(down->gemm.m == 4096);
   CHECK(down->gemm.n == 7168);
   CHECK(down->gemm.k == 2048);
-  CHECK(up->count == 58);
-  CHECK(down->count == 58);
+  CHECK(up->count == 59);
+  CHECK(down->count == 59);
 }
 
 TEST_CASE("moe: the first dense_layers layers run a dense MLP, the rest the experts (DeepSeek-V3: 3 and 58)") {
   const auto m = test::model("deepseek_v3");
   const auto g = test::step(m, flash_plan(4096));
-  CHECK(g.layers == 61);
+  CHECK(g.layers == 62);  // 61 and the MTP module's block, an MoE layer
   CHECK(g.dense_layers == 3);
   const auto* dense = find(g, "dense_up_proj");
   REQUIRE(dense != nullptr);
   CHECK(dense->count == 3);
   CHECK(dense->gemm.n == 2 * 18432);  // gate and up of the dense MLP
   CHECK(find(g, "dense_down_proj")->gemm.k == 18432);
-  CHECK(find(g, "mlp_up_proj")->count == 58);  // the routed experts
-  CHECK(find(g, "moe_router")->count == 58);
-  CHECK(find(g, "flash_attention")->count == 61);
+  CHECK(find(g, "mlp_up_proj")->count == 59);  // the routed experts (58 and MTP's)
+  CHECK(find(g, "moe_router")->count == 59);
+  CHECK(find(g, "flash_attention")->count == 62);
 
   // Under PP the first stages take the dense layers: with 5 layers on the
   // first of 8 stages and 56 / 7 = 8 on each other, the busiest stage (8
@@ -157,8 +158,9 @@ TEST_CASE("moe: a stage's parameters count its dense layers apart (DeepSeek-V3)"
   const auto m = test::model("deepseek_v3");
   const auto pc = spec::count_params(m);
   auto p = test::plan(1, 4096);
-  // One stage: every parameter (count_params' total: 3 dense and 58 MoE layers and the ends).
-  CHECK(techniques::local_params(m, p).weights == doctest::Approx(pc.total).epsilon(1e-12));
+  // One stage: every parameter (count_params' total: 3 dense and 58 MoE
+  // layers and the ends), and the MTP module's (total_with_mtp).
+  CHECK(techniques::local_params(m, p).weights == doctest::Approx(pc.total_with_mtp).epsilon(1e-12));
   // First of 8 stages with 5 layers: the embedding, the 3 dense layers and 2 MoE ones.
   p.parallel.pp = 8;
   p.parallel.first_stage_layers = 5;
@@ -176,7 +178,14 @@ TEST_CASE("moe: DeepSeek-V3's model FLOPs per token are 6 x its active matmul pa
   // causal attention 3 x 61 layers x s H (d_qk + d_v) / 2 x 2
   //   = 3 x 61 x 4096 x 128 x 320 = 30.70e9 per token:
   //   225.30e9 - 5.56e9 + 30.70e9 = 250.44e9.
-  const double hand = 6 * 37.55e9 - 6 * 129280.0 * 7168 + 3 * 61 * s * 128 * 320;
+  // The MTP module (DeepSeek-V3 Sec. 2.2) adds 6 x its matmul parameters:
+  // MLA 187,105,280 (half the 374,210,560 above), experts and shared 9 x 3
+  // x 7168 x 2048 = 396,361,728, router 7168 x 256 = 1,835,008, eh_proj 2 x
+  // 7168^2 = 102,760,448: 688,062,464, x 6 = 4.128e9; the shared head once
+  // more, 6 x 129280 x 7168 = 5.560e9; one layer's attention 3 x s x 128 x
+  // 320 = 0.503e9: 10.19e9, 260.63e9 in all.
+  const double mtp = 6 * 688062464.0 + 6 * 129280.0 * 7168 + 3 * s * 128 * 320;
+  const double hand = 6 * 37.55e9 - 6 * 129280.0 * 7168 + 3 * 61 * s * 128 * 320 + mtp;
   CHECK(t.model_flops / s == doctest::Approx(hand).epsilon(0.01));
 }
 
@@ -190,4 +199,66 @@ TEST_CASE("predict answers on DeepSeek-V3 and Kimi K2 (0, or 1 when it does not 
     CHECK((r.status == 0 || r.status == 1));
     CHECK(r.out.find("step time") != std::string::npos);
   }
+}
+
+// Multi-token prediction (DeepSeek-V3 Sec. 2.2; README_WEIGHTS.md): one
+// depth is an MoE layer (11,507,286,272 parameters), eh_proj 2h x h =
+// 2 x 7168^2 = 102,760,448 and enorm, hnorm 2 x 7168: 11,610,061,056 in all,
+// the embedding and head shared.
+TEST_CASE("mtp: DeepSeek-V3's MTP module's parameters are the last stage's") {
+  auto m = test::model("deepseek_v3");
+  auto none = m;
+  none.mtp_layers = 0;
+  auto p = test::plan(1, 4096);
+  const double mtp = 11610061056.0;
+  CHECK(spec::count_params(m).mtp == mtp);
+  CHECK(techniques::local_params(m, p).weights - techniques::local_params(none, p).weights ==
+        doctest::Approx(mtp).epsilon(1e-12));
+  // Under PP 16 (1 layer first, 4 on each other stage) the last stage holds it, the first does not.
+  p.parallel.pp = 16;
+  p.parallel.first_stage_layers = 1;
+  const auto last = techniques::PipelineStage::kLast, first = techniques::PipelineStage::kFirst;
+  CHECK(techniques::local_params(m, p, last).weights - techniques::local_params(none, p, last).weights ==
+        doctest::Approx(mtp).epsilon(1e-12));
+  CHECK(techniques::local_params(m, p, first).weights == techniques::local_params(none, p, first).weights);
+  // Its block's activations too: the last stage's 4 layers and the block, the first's 1 layer.
+  p.global_batch = 16;
+  const auto pred = engine::evaluate(m, p, test::gpu("h800_sxm"));
+  CHECK(pred.memory.last_stage.layers == 5);
+  CHECK(pred.memory.first_stage.layers == 1);
+}
+
+// One sequence of 4096 tokens without PP: the module's own kernels, per micro-batch:
+//   eh_proj  2 x 4096 x 7168 x (2 x 7168)  =   841,813,590,016 FLOP
+//   head     2 x 4096 x 129280 x 7168      = 7,591,354,695,680 FLOP (the shared head once more)
+//   norms    enorm, hnorm and the head's norm: 3
+// and its block as one more layer: 62 attention and 59 expert GEMMs (above).
+// The step's model FLOPs grow by 3 x (2 x 688,062,464 + 2 x 129280 x 7168) x
+// 4096 + 3 x 4096^2 x 128 x 320 (one layer's causal attention, forward and
+// backward) = 41,745,471,504,384 (10,191,765,504 a token).
+TEST_CASE("mtp: DeepSeek-V3's MTP module's kernels and FLOPs") {
+  auto m = test::model("deepseek_v3");
+  auto none = m;
+  none.mtp_layers = 0;
+  const auto p = flash_plan(4096);
+  const auto g = test::step(m, p);
+  const auto* eh = find(g, "mtp_eh_proj");
+  const auto* head = find(g, "mtp_lm_head");
+  REQUIRE(eh != nullptr);
+  REQUIRE(head != nullptr);
+  CHECK(eh->flops == 841813590016.0);
+  CHECK(eh->count == 1);
+  CHECK(head->flops == 7591354695680.0);
+  CHECK(head->count == 1);
+  CHECK(find(g, "mtp_norm")->count == 3);
+  CHECK(find(g, "mtp_cross_entropy")->count == 1);
+  const auto with = engine::evaluate(m, p, test::gpu("h800_sxm"));
+  const auto without = engine::evaluate(none, p, test::gpu("h800_sxm"));
+  CHECK(with.step.model_flops - without.step.model_flops == doctest::Approx(41745471504384.0).epsilon(1e-3));
+  CHECK(with.step.time_s > without.step.time_s);
+  // Under PP the module is not in the pace (graph::build_forward).
+  auto pp = p;
+  pp.parallel.pp = 16;
+  pp.parallel.first_stage_layers = 1;
+  CHECK(find(test::step(m, pp), "mtp_eh_proj") == nullptr);
 }

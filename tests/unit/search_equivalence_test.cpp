@@ -79,6 +79,7 @@ struct Case {
   double tokens = 0;  // 0: Chinchilla's 20 per parameter
   search::Objective objective = search::Objective::kTime;
   int top = 5;
+  spec::OptimizerKind optimizer = spec::OptimizerKind::kAdamW;
 };
 
 struct Reference {
@@ -130,6 +131,7 @@ void check_case(const Case& k, int threads) {
   base.seq_len = k.seq;
   base.global_batch = k.global_batch;
   base.tokens = k.tokens;
+  base.optimizer.kind = k.optimizer;
   search::SearchSpec s;
   s.gpus = k.gpus;
   s.global_batch = k.global_batch;
@@ -193,6 +195,13 @@ TEST_CASE("search equivalence: README's Llama-3-8B pre-training on 64 H100s, by 
   k.top = 3;
   check_case(k, 1);
   k.objective = search::Objective::kCost;
+  check_case(k, 2);
+}
+
+TEST_CASE("search equivalence: Muon's step kernels (Newton-Schulz GEMMs, the ZeRO gather) as evaluate costs them") {
+  Case k{"h100_sxm", "llama3_8b", 64, 512, 8192, 1e12};
+  k.top = 3;
+  k.optimizer = spec::OptimizerKind::kMuon;
   check_case(k, 2);
 }
 

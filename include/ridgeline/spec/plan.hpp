@@ -30,7 +30,7 @@ enum class RecomputeKind : std::uint8_t { kNone, kSelective, kFull, kEvery, kSqr
 enum class AttentionKind : std::uint8_t { kNaive, kFlash, kFlash2, kFlash3, kCudnn, kTriton };
 inline constexpr int kAttentionKindCount = 6;
 enum class Fusion : std::uint8_t { kEager, kFused, kCompiled, kXla };
-enum class OptimizerKind : std::uint8_t { kSgd, kAdam, kAdamW, kAdafactor, kCame, kSophia, kLion, kAdam8bit };
+enum class OptimizerKind : std::uint8_t { kSgd, kAdam, kAdamW, kAdafactor, kCame, kSophia, kLion, kAdam8bit, kMuon };
 enum class FinetuneMode : std::uint8_t { kFull, kLora, kQlora };
 enum class AttentionFlops : std::uint8_t { kCausal, kFull };
 /// fp32 master weights (mixed precision, Micikevicius et al. 2018); the

@@ -1,12 +1,25 @@
 // Parameters held by one GPU under a plan: how many, how many are trained,
-// and the matrix shapes the factored optimizers (Adafactor, CAME) need.
+// and the matrix shapes the factored optimizers (Adafactor, CAME) and Muon need.
 // Counts are elements (not bytes).
 #pragma once
+
+#include <array>
 
 #include "ridgeline/spec/model.hpp"
 #include "ridgeline/spec/plan.hpp"
 
 namespace ridgeline::techniques {
+
+/// `count` trainable matrices of rows x cols elements each (one GPU's shard).
+struct MatrixGroup {
+  double rows = 0, cols = 0, count = 0;
+};
+
+/// The distinct trainable hidden-matrix shapes of one stage: attention (up
+/// to five MLA projections), the dense MLP's two, the routed experts' two,
+/// the shared expert's two, the router, the dense first layers' two, the
+/// MTP module's projection.
+inline constexpr int kMaxMatrixGroups = 14;
 
 struct LocalParams {
   double weights = 0;            // parameters stored on this GPU (before ZeRO-3 sharding)
@@ -24,6 +37,17 @@ struct LocalParams {
   /// expert matrices; no biases, norms or router): what QLoRA stores in NF4.
   double linear_weights = 0;
   double norm_weights = 0;       // of weights, norm weights (the layers'; the final norm on the last stage)
+  /// Of trainable, the hidden 2-D matrices Muon orthogonalises: every
+  /// trainable matrix but the embedding and the LM head (Jordan et al. 2024,
+  /// github.com/KellerJordan/Muon README: "embeddings, classifier heads, and
+  /// hidden gains/biases should be optimized using standard AdamW"; Liu et
+  /// al. 2025, Moonlight, arXiv:2502.16982, keeps AdamW for the same);
+  /// the router is a 2-D hidden matrix and is Muon's. Under LoRA the adapters.
+  double hidden_matrix_elems = 0;
+  double expert_hidden_matrix_elems = 0;  // of hidden_matrix_elems, the routed experts' (sharded by EP)
+  /// The hidden matrices by shape (the first `matrix_groups` entries).
+  std::array<MatrixGroup, kMaxMatrixGroups> matrices{};
+  int matrix_groups = 0;
 };
 
 /// Which pipeline stage's parameters: the first holds the embedding, the
