@@ -8,6 +8,7 @@
 #include "ridgeline/search/search.hpp"
 #include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/kinds.hpp"
+#include "ridgeline/spec/launch_edit.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
 
 namespace ridgeline::advise {
@@ -208,7 +209,8 @@ std::string word_of(std::string_view key, const spec::PlanSpec& p) {
 }
 
 /// Every change the advisor tries (see the top of advise.hpp).
-std::vector<Candidate> candidates(const spec::ModelSpec& m, const spec::PlanSpec& b, const spec::HardwareSpec& hw) {
+std::vector<Candidate> candidates(const spec::ModelSpec& m, const spec::PlanSpec& b, const spec::HardwareSpec& hw,
+                                  const spec::ImportReport* imported) {
   std::vector<Candidate> out;
   std::string_view family;  // of the pushes that follow
   const auto push = [&](std::string change, const spec::PlanSpec& q) { out.push_back({std::move(change), q, family}); };
@@ -245,6 +247,25 @@ std::vector<Candidate> candidates(const spec::ModelSpec& m, const spec::PlanSpec
     if (b.micro_batch > 1) {
       q.micro_batch = b.micro_batch / 2;
       push(fmt::format("micro-batch {} -> {}", b.micro_batch, q.micro_batch), q);
+    }
+  }
+  // torchtitan's main knob: where the imported config's global batch
+  // follows the local one (training.global_batch_size unset or -1, local x
+  // DP: torchtitan/config/job_config.py, 238fa99, lines 253-258; the 2024
+  // training.batch_size always), the local batch with the global one it
+  // gives. The tokens per step change, and so do the numerics.
+  if (imported && imported->kind == "torchtitan TOML" &&
+      !(imported->values.global_batch.given() && imported->values.global_batch.text != "-1") &&
+      b.effective_global_batch() == static_cast<long long>(b.micro_batch) * par.dp) {
+    family = "local_batch";
+    for (int mb : {b.micro_batch * 2, b.micro_batch / 2}) {
+      if (mb < 1 || mb == b.micro_batch) continue;
+      spec::PlanSpec q = b;
+      q.micro_batch = mb;
+      q.global_batch = mb * par.dp;
+      push(fmt::format("local batch {} -> {} (global batch {} -> {})", b.micro_batch, mb, b.global_batch,
+                       q.global_batch),
+           q);
     }
   }
   if (par.tp > 1) {
@@ -303,8 +324,9 @@ std::vector<Candidate> candidates(const spec::ModelSpec& m, const spec::PlanSpec
   if (hw.has_fp8() && b.finetune.mode != spec::FinetuneMode::kQlora) {
     const bool fp8 = b.precision == spec::Precision::kFp8;
     for (auto r : {spec::Fp8Recipe::kDelayed, spec::Fp8Recipe::kTensorwise, spec::Fp8Recipe::kBlockwise,
-                   spec::Fp8Recipe::kMxfp8}) {
+                   spec::Fp8Recipe::kMxfp8, spec::Fp8Recipe::kRowwise}) {
       if (fp8 && r == b.fp8_recipe) continue;
+      if (!spec::offers_fp8_recipe(spec::framework(b.framework), r)) continue;
       spec::PlanSpec q = b;
       q.precision = spec::Precision::kFp8;
       q.fp8_recipe = r;
@@ -341,6 +363,16 @@ std::vector<Candidate> candidates(const spec::ModelSpec& m, const spec::PlanSpec
                        word_of("optimizer.kind", q)),
            q);
     }
+  }
+  // The optimizer's state, masters and step on the CPU, where the framework
+  // offers it (frameworks/NAME.yaml offload:) over ZeRO's shards.
+  family = "offload";
+  if (spec::framework(b.framework).offload_optimizer && (par.zero >= 1 || b.offload.optimizer_on_cpu()) &&
+      !b.offload.params_on_cpu()) {
+    spec::PlanSpec q = b;
+    const bool on = b.offload.optimizer_on_cpu();
+    q.offload.optimizer = on ? spec::OffloadDevice::kNone : spec::OffloadDevice::kCpu;
+    push(on ? "optimizer offload off" : "optimizer offload to the CPU", q);
   }
   family = "finetune";
   if (b.finetune.mode != spec::FinetuneMode::kFull) {
@@ -459,7 +491,7 @@ void gain_interval(Suggestion& s, const Outcome& base, double level) {
 }  // namespace
 
 bool changes_numerics(std::string_view family) {
-  return family == "precision" || family == "optimizer" || family == "finetune";
+  return family == "precision" || family == "optimizer" || family == "finetune" || family == "local_batch";
 }
 
 void rank_memory_savers(std::vector<Suggestion>& v) {
@@ -505,8 +537,22 @@ Advice advise(const spec::ModelSpec& m, const spec::PlanSpec& plan, const spec::
   std::vector<Suggestion> all;
   engine::Prediction pred;
   Decomposition d;
-  for (auto& cand : candidates(m, base, hw)) {
+  const spec::ImportReport* imported = opt.imported && !opt.imported->kind.empty() ? opt.imported : nullptr;
+  if (imported) {
+    a.edit_language = imported->kind;
+    a.edit_file = imported->file;
+  }
+  for (auto& cand : candidates(m, base, hw, imported)) {
     Suggestion s;
+    if (imported) {
+      // Only what the imported file's framework offers, in its words.
+      auto edit = spec::launch_edit(*imported, base, cand.plan, m);
+      if (!edit) {
+        ++a.not_offered;
+        continue;
+      }
+      s.edit = std::move(*edit);
+    }
     ev.run(cand.plan, s.outcome, pred, &d);
     ++a.evaluated;
     if (s.outcome.status == engine::Status::kInvalid) {
@@ -564,6 +610,7 @@ Advice advise(const spec::ModelSpec& m, const spec::PlanSpec& plan, const spec::
     ev.run(together, a.combined.outcome, pred, nullptr);
     ++a.evaluated;
     a.combined.flags = flags_between(base, together);
+    if (imported) a.combined.edit = spec::launch_edit(*imported, base, together, m).value_or("");
     a.combined.gain = a.combined.outcome.status == engine::Status::kInvalid || a.base.tokens_per_s <= 0
                           ? 0.0
                           : a.combined.outcome.tokens_per_s / a.base.tokens_per_s - 1;

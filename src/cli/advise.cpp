@@ -49,8 +49,10 @@ void register_advise(Commands& commands, int& rc) {
   cmd->footer(
       "Every change is a plan the engine evaluates at the same GPU count and global batch: TP, PP and CP x2 and /2 "
       "(DP takes the rest), interleaved stages, micro-batch x2 and /2, SP, TP overlap, ZeRO stages, fusion "
-      "(compiled = torch.compile), CUDA graphs, attention kernels, fp8 recipes, recomputation, optimizers, LoRA/QLoRA. "
-      "Each suggestion's `predict` command reproduces its numbers.");
+      "(compiled = torch.compile), CUDA graphs, attention kernels, fp8 recipes, recomputation, optimizers, optimizer CPU offload, "
+      "LoRA/QLoRA. Each suggestion's `predict` command reproduces its numbers. A plan imported with "
+      "--from-torchtitan, --from-megatron or --from-deepspeed gets only the changes its framework offers, each as "
+      "the edit to that file (TOML keys, Megatron-LM arguments, DeepSpeed JSON keys).");
   cmd->callback([args, &rc] {
     rc = guarded([&] {
       if (args->format != "table" && args->format != "json" && args->format != "markdown")
@@ -61,6 +63,7 @@ void register_advise(Commands& commands, int& rc) {
       opt.top = args->top;
       opt.level = args->interval_level;
       opt.eval.use_calibration = !args->plan.no_calibration;
+      opt.imported = &args->plan.imported;
       auto a = advise::advise(model, plan, gpu, opt);
       set_predict_commands(a, args->gpu, args->model, args->plan);
       report::Inputs in{&gpu, &model, &plan, opt.level};

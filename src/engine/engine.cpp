@@ -317,6 +317,13 @@ std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec&
     return refuse(message, "fp8.primary_weights", [&] {
       return fmt::format("fp8 primary weights need --precision fp8, not {}", spec::to_string(p.precision));
     });
+  // torchao's rowwise recipe quantizes the 16-bit weights in every forward
+  // and backward (spec::quant_recipe): there are no fp8 weights to hold.
+  if (graph && p.fp8_primary_weights && p.fp8_recipe == spec::Fp8Recipe::kRowwise)
+    return refuse(message, "fp8.primary_weights", [&] {
+      return std::string("the rowwise recipe (torchao) casts the 16-bit weights every micro-batch; it holds no fp8 "
+                         "primary weights");
+    });
   if (graph && p.fp8_primary_weights && p.master_weights == spec::MasterWeights::kRemainder)
     return refuse(message, "master_weights", [&] {
       return std::string("remainder masters complete a bf16 weight; fp8 primary weights keep none: use fp32 or none");

@@ -1,5 +1,6 @@
 #include "ridgeline/report/advice_view.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -57,6 +58,7 @@ json suggestion_json(const advise::Suggestion& s, int rank, double level) {
   j["rank"] = rank;
   j["change"] = s.change;
   j["flags"] = s.flags;
+  j["edit"] = s.edit.empty() ? json(nullptr) : json(s.edit);
   j["fields"] = s.fields;
   j["predict_command"] = s.predict_command;
   j["relieves"] = {{"id", std::string(advise::id(s.addresses))}, {"label", std::string(advise::label(s.addresses))},
@@ -90,9 +92,40 @@ std::string base_line(const advise::Advice& a) {
 }
 
 std::string evaluated_line(const advise::Advice& a) {
-  return fmt::format("{} changed plans evaluated through the engine ({} the model or GPU cannot run); every gain is "
-                     "a prediction of the changed plan at the same GPUs and global batch",
-                     a.evaluated, a.invalid);
+  std::string o = fmt::format("{} changed plans evaluated through the engine ({} the model or GPU cannot run); every "
+                              "gain is a prediction of the changed plan at the same GPUs and global batch",
+                              a.evaluated, a.invalid);
+  const auto local_batch = [](const advise::Suggestion& s) { return s.family == "local_batch"; };
+  if (std::any_of(a.speed.begin(), a.speed.end(), local_batch) ||
+      std::any_of(a.memory_savers.begin(), a.memory_savers.end(), local_batch))
+    o += " (a torchtitan local batch change: at the global batch it gives)";
+  if (!a.edit_language.empty())
+    o += fmt::format("; {} changes with no setting in the {} left out", a.not_offered, a.edit_language);
+  return o;
+}
+
+/// "changes as edits to train.toml (torchtitan TOML)"; "" for a plan not imported.
+std::string edits_line(const advise::Advice& a) {
+  if (a.edit_language.empty()) return "";
+  return fmt::format("changes as edits to {} ({})", a.edit_file, a.edit_language);
+}
+
+/// The speed and memory tables name each change's edit of the imported file
+/// in place of Ridgeline's flags.
+void use_edits(const advise::Advice& a, text::Table& t, const std::vector<advise::Suggestion>& list) {
+  if (a.edit_language.empty()) return;
+  for (size_t c = 0; c < t.head.size(); ++c) {
+    if (t.head[c] != "flags") continue;
+    t.head[c] = "edit";
+    for (size_t i = 0; i < t.rows.size() && i < list.size(); ++i) t.rows[i][c] = list[i].edit;
+  }
+}
+
+std::string apply_line(const advise::Advice& a) {
+  if (a.speed.empty()) return "";
+  const auto& s = a.speed.front();
+  if (a.edit_language.empty()) return "apply #1: " + s.predict_command + "\n";
+  return fmt::format("apply #1 to {}: {}\n  predicted by: {}\n", a.edit_file, s.edit, s.predict_command);
 }
 
 }  // namespace
@@ -126,6 +159,7 @@ text::Table advice_speed(const advise::Advice& a) {
                       format_seconds(s.outcome.step_s), units::format_count(s.outcome.tokens_per_s),
                       signed_pct(s.gain), gain_range(s), format_bytes(s.outcome.peak_bytes), fits_word(s.outcome)});
   }
+  use_edits(a, t, a.speed);
   return t;
 }
 
@@ -143,6 +177,7 @@ text::Table advice_memory(const advise::Advice& a) {
                       format_bytes(s.freed_bytes), format_bytes(s.outcome.peak_bytes), fits_word(s.outcome),
                       format_seconds(s.outcome.step_s), signed_pct(s.time_change)});
   }
+  use_edits(a, t, a.memory_savers);
   return t;
 }
 
@@ -152,8 +187,10 @@ std::string advice_combined_line(const advise::Advice& a) {
   std::string of;
   for (int i : c.of) of += fmt::format("{}#{}", of.empty() ? "" : " + ", i + 1);
   if (c.outcome.status == engine::Status::kInvalid)
-    return fmt::format("together ({}): {}: cannot run: {}", of, c.flags, c.outcome.problem);
-  return fmt::format("together ({}): {}: step {}, {}, {} ({} were they independent){}", of, c.flags,
+    return fmt::format("together ({}): {}: cannot run: {}", of, a.edit_language.empty() ? c.flags : c.edit,
+                       c.outcome.problem);
+  return fmt::format("together ({}): {}: step {}, {}, {} ({} were they independent){}", of,
+                     a.edit_language.empty() ? c.flags : c.edit,
                      format_seconds(c.outcome.step_s), text::tokens_per_s(c.outcome.tokens_per_s), signed_pct(c.gain),
                      signed_pct(c.gain_if_independent), c.outcome.fits ? "" : "; does not fit");
 }
@@ -168,31 +205,47 @@ std::string advice_memory_line(const advise::Advice& a) {
 std::string advice_table(const advise::Advice& a, const Inputs& in, bool wide) {
   std::string o = header(a, in);
   if (a.base.status == engine::Status::kInvalid) return o + "invalid plan: " + a.base.problem + "\n";
-  o += base_line(a) + "\n\n";
+  o += base_line(a) + "\n";
+  if (const std::string e = edits_line(a); !e.empty()) o += e + "\n";
+  o += "\n";
   text::Table losses = advice_losses(a), speed = advice_speed(a), memory = advice_memory(a);
+  // Without `wide`, an imported plan's edits (often longer than a flag)
+  // leave the tables and follow each as a list, one line per suggestion.
+  const bool edit_lists = !wide && !a.edit_language.empty();
   if (!wide) {
     for (auto& r : losses.rows)  // the largest part only
       if (const auto comma = r.back().find(", "); comma != std::string::npos) r.back() = r.back().substr(0, comma) + ", ...";
     text::drop_columns(speed, {"relieves", "loss"});
     text::drop_columns(memory, {"frees"});
+    if (edit_lists) {
+      text::drop_columns(speed, {"edit"});
+      text::drop_columns(memory, {"edit"});
+    }
   }
+  const auto edit_list = [&](const std::vector<advise::Suggestion>& list) {
+    std::string e;
+    if (!edit_lists) return e;
+    e = "edits:\n";
+    for (size_t i = 0; i < list.size(); ++i) e += fmt::format("  #{} {}\n", i + 1, list[i].edit);
+    return e;
+  };
   o += plain_table(losses) + "\n";
   if (a.speed.empty()) {
     o += a.base.fits ? "no change tried makes this plan faster and still fits\n"
                      : "no change tried makes this plan fit; see the memory suggestions\n";
   } else {
-    o += "suggestions, by tokens/s gained\n" + plain_table(speed);
+    o += "suggestions, by tokens/s gained\n" + plain_table(speed) + edit_list(a.speed);
     const std::string c = advice_combined_line(a);
     if (!c.empty()) o += "  " + c + "\n";
   }
   if (!a.memory_savers.empty())
-    o += "\nmemory: what frees the most at the least time\n" + plain_table(memory);
+    o += "\nmemory: what frees the most at the least time\n" + plain_table(memory) + edit_list(a.memory_savers);
   o += "\n" + evaluated_line(a) + "\n";
   if (!a.speed.empty() && a.speed.front().gain_interval_known)
     o += fmt::format("gain interval: {} level, from the two plans' step-time intervals (one pool: only the "
                      "within-source spread remains in a ratio)\n",
                      text::level(in.interval_level));
-  if (!a.speed.empty()) o += "apply #1: " + a.speed.front().predict_command + "\n";
+  o += apply_line(a);
   return o;
 }
 
@@ -238,6 +291,7 @@ json advice_json(const advise::Advice& a, const Inputs& in) {
     json c = outcome_json(a.combined.outcome, in.interval_level);
     c["of"] = of;
     c["flags"] = a.combined.flags;
+    c["edit"] = a.combined.edit.empty() ? json(nullptr) : json(a.combined.edit);
     c["predict_command"] = a.combined.predict_command;
     c["gain"] = json_number(a.combined.gain);
     c["gain_if_independent"] = json_number(a.combined.gain_if_independent);
@@ -248,6 +302,9 @@ json advice_json(const advise::Advice& a, const Inputs& in) {
   }
   j["evaluated"] = a.evaluated;
   j["invalid"] = a.invalid;
+  j["edits"] = a.edit_language.empty()
+                   ? json(nullptr)
+                   : json{{"format", a.edit_language}, {"file", a.edit_file}, {"not_offered", a.not_offered}};
   return j;
 }
 
@@ -259,7 +316,9 @@ std::string advice_markdown(const advise::Advice& a, const Inputs& in) {
     o += h.substr(s, e - s) + "  \n";
   }
   if (a.base.status == engine::Status::kInvalid) return o + "\nInvalid plan: " + a.base.problem + "\n";
-  o += base_line(a) + "\n\n## Where the step goes\n\n" + markdown_table(advice_losses(a));
+  o += base_line(a) + "\n\n";
+  if (const std::string e = edits_line(a); !e.empty()) o += e + ".\n\n";
+  o += "## Where the step goes\n\n" + markdown_table(advice_losses(a));
   o += "## Suggestions, by tokens/s gained\n\n";
   if (a.speed.empty()) o += "No change tried makes this plan faster and still fits.\n\n";
   else o += markdown_table(advice_speed(a));
@@ -267,7 +326,10 @@ std::string advice_markdown(const advise::Advice& a, const Inputs& in) {
   if (!c.empty()) o += "Together: " + c.substr(c.find(':') + 2) + "\n\n";
   if (!a.memory_savers.empty()) o += "## Memory: what frees the most at the least time\n\n" + markdown_table(advice_memory(a));
   o += evaluated_line(a) + ".\n";
-  if (!a.speed.empty()) o += "\nApply #1: `" + a.speed.front().predict_command + "`\n";
+  if (!a.speed.empty() && a.edit_language.empty()) o += "\nApply #1: `" + a.speed.front().predict_command + "`\n";
+  else if (!a.speed.empty())
+    o += fmt::format("\nApply #1 to `{}`: `{}` (predicted by `{}`)\n", a.edit_file, a.speed.front().edit,
+                     a.speed.front().predict_command);
   return o;
 }
 

@@ -211,6 +211,10 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
     j["problem"] = {{"field", pred.problem.field}, {"message", pred.problem.message}};
     return j;
   }
+  // memory::fit, the one rule predict's table, compare, search and advise
+  // use: "yes" (the memory interval's upper end leaves the default headroom
+  // free), "tight" (only the point estimate fits), "no".
+  j["fits"] = std::string(memory::fit_word(memory::fit(pred.memory)));
   if (in.gpu)
     j["gpu"] = {{"id", in.gpu->id}, {"name", in.gpu->name}, {"calibrated", pred.calibrated},
                 {"memory_bytes", whole(in.gpu->memory_bytes)},

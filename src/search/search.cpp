@@ -308,7 +308,8 @@ std::vector<spec::Fp8Recipe> searchable_fp8_recipes(const spec::ModelSpec& m, co
                                                     const spec::PlanSpec& base) {
   std::vector<spec::Fp8Recipe> out;
   for (auto r : {spec::Fp8Recipe::kDelayed, spec::Fp8Recipe::kTensorwise, spec::Fp8Recipe::kBlockwise,
-                 spec::Fp8Recipe::kMxfp8}) {
+                 spec::Fp8Recipe::kMxfp8, spec::Fp8Recipe::kRowwise}) {
+    if (!spec::offers_fp8_recipe(spec::framework(base.framework), r)) continue;
     spec::PlanSpec probe = base;
     probe.parallel = {};
     probe.micro_batch = 1;

@@ -780,6 +780,7 @@ ImportReport import_torchtitan(const std::string& path) {
   };
   std::vector<std::pair<std::string, const toml::node*>> leaves;
   flatten_toml(root, "", leaves);
+  for (const auto& leaf : leaves) r.keys.push_back(leaf.first);
   auto find = [&](std::string_view key) -> const toml::node* {
     for (const auto& [k, n] : leaves)
       if (k == key) return n;
@@ -829,8 +830,11 @@ ImportReport import_torchtitan(const std::string& path) {
       continue;
     }
     if ((dotted == "float8.recipe_name" || dotted == "quantize.linear.float8.recipe_name") && val) {
-      if (*val == "tensorwise") v.fp8_recipe = {"tensorwise", said, loc};
-      else d.error(loc, dotted, fmt::format("fp8 recipe \"{}\" is not modelled; tensorwise is", *val));
+      // job_config.py (torchtitan 238fa99) line 738: "tensorwise", "rowwise"
+      // or "rowwise_with_gw_hp" (torchao Float8LinearRecipeName); the last
+      // keeps the wgrad GEMM in 16 bits, which no plan recipe does.
+      if (*val == "tensorwise" || *val == "rowwise") v.fp8_recipe = {*val, said, loc};
+      else d.error(loc, dotted, fmt::format("fp8 recipe \"{}\" is not modelled; tensorwise and rowwise are", *val));
       continue;
     }
     // The 2024 [float8] section (config_manager.py lines 466-510):

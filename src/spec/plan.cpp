@@ -56,7 +56,8 @@ constexpr std::pair<std::string_view, AttentionFlops> kAttnFlops[] = {
 constexpr std::pair<std::string_view, Fp8Recipe> kRecipes[] = {{"delayed", Fp8Recipe::kDelayed},
                                                               {"tensorwise", Fp8Recipe::kTensorwise},
                                                               {"blockwise", Fp8Recipe::kBlockwise},
-                                                              {"mxfp8", Fp8Recipe::kMxfp8}};
+                                                              {"mxfp8", Fp8Recipe::kMxfp8},
+                                                              {"rowwise", Fp8Recipe::kRowwise}};
 constexpr std::pair<std::string_view, std::uint8_t> kTargets[] = {
     {"q", kTargetQ}, {"k", kTargetK}, {"v", kTargetV}, {"o", kTargetO},
     {"gate", kTargetGate}, {"up", kTargetUp}, {"down", kTargetDown}};

@@ -50,6 +50,7 @@ constinit const PlanField kFields[] = {
        auto v = find_framework(s);
        if (!v) return false;
        p.framework = *v;
+       p.framework_given = true;
        const FrameworkSpec& f = spec::framework(*v);
        if (!p.attention_given) p.attention = f.attention;
        if (!p.fusion_given) p.fusion = f.fusion;
@@ -63,13 +64,15 @@ constinit const PlanField kFields[] = {
      RIDGELINE_WORD(precision, parse_precision, to_string), .choices = precision_choices,
      .group = SummaryGroup::kTechnique, .show = Show::kAlways},
     {.key = "fp8.recipe", .setting = "fp8_recipe", .flag = "fp8-recipe",
-     .help = "fp8 scaling recipe (Transformer Engine's): delayed = per-tensor scales from an amax history of "
+     .help = "fp8 scaling recipe (Transformer Engine's, and torchao's rowwise): delayed = per-tensor scales from an amax history of "
              "1024 steps, E4M3 forward and E5M2 gradients (DelayedScaling, HYBRID format); tensorwise = "
              "per-tensor current scaling, an amax pass over each tensor before its cast (Float8CurrentScaling); "
              "blockwise = DeepSeek-V3 1x128 activation and 128x128 weight fp32 scales, computed in the cast, "
              "partial sums promoted every 128 of K (Float8BlockScaling); mxfp8 = OCP MX, an E8M0 scale per 32 "
              "elements, row- and column-wise quantized copies, Blackwell block-scaled tensor cores only "
-             "(MXFP8BlockScaling)",
+             "(MXFP8BlockScaling); rowwise = torchao's (torchtitan recipe_name \"rowwise\"): an fp32 scale per "
+             "row of each GEMM operand from the row's amax, E4M3 throughout, weights cast every micro-batch, "
+             "the 16-bit input saved for backward",
      .type = FieldType::kWord, RIDGELINE_WORD(fp8_recipe, parse_fp8_recipe, to_string),
      .choices = fp8_recipe_choices, .applies = is_fp8, .group = SummaryGroup::kTechnique,
      .show = Show::kIfChanged, .summary = " {}"},
@@ -457,9 +460,14 @@ std::string field_summary(const PlanField& f, const PlanSpec& p) {
   return fmt::format(fmt::runtime(f.summary), field_text(f, p));
 }
 
+bool framework_assumed(const PlanSpec& p) {
+  return !p.framework_given && p.finetune.mode != FinetuneMode::kFull && p.parallel.gpus() == 1;
+}
+
 std::string summary_text(const PlanField& f, const PlanSpec& p) {
   if (f.show == Show::kNever || !applies(f, p)) return "";
   if (f.show == Show::kIfChanged && is_default(f, p)) return "";
+  if (f.key == "framework" && framework_assumed(p)) return field_summary(f, p) + " (assumed: no --framework)";
   return field_summary(f, p);
 }
 

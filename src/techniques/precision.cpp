@@ -82,6 +82,62 @@ void append_casts(std::vector<Kernel>& out, const Kernel& gemm, const spec::Quan
   out.push_back(c);
 }
 
+/// One quantized copy under per-row scales (rowwise): the amax of each of
+/// its `rows` rows (read e bytes per element, write an fp32 per row), then
+/// the cast (read e, write 1 byte per element and the fp32 scale per row).
+/// The row-wise copy of an R x C operand has R rows, its column-wise twin C.
+void append_row_scaled_cast(std::vector<Kernel>& out, const Kernel& gemm, const spec::QuantRecipe& q,
+                            std::string_view amax_name, std::string_view cast_name, spec::Dtype dtype,
+                            spec::Phase phase, double elems, double rows, double e) {
+  Kernel a;
+  a.name = amax_name;
+  a.op = Op::kAmax;
+  a.cls = spec::KernelClass::kReduction;
+  a.phase = phase;
+  a.dtype = dtype;
+  a.flags = gemm.flags & graph::kLayer;
+  a.count = gemm.count;
+  a.read_bytes = elems * e;
+  a.write_bytes = rows * q.scale_bytes_per_row;
+  a.flops = elems;
+  out.push_back(a);
+  Kernel c = a;
+  c.name = cast_name;
+  c.op = Op::kCast;
+  c.cls = spec::KernelClass::kCast;
+  c.write_bytes = elems * 1.0 + rows * q.scale_bytes_per_row;
+  c.flops = 2 * elems;
+  out.push_back(c);
+}
+
+/// torchao's Float8Linear under per-row scales (spec::quant_recipe, rowwise)
+/// for one linear with input X (T x K), weight W (N x K) and output gradient
+/// dY (T x N), each operand quantized where its GEMM needs it
+/// (torchao/float8/float8_linear.py, pytorch/ao 36027d8, lines 53-88 and
+/// 108-195):
+///  - forward: X along K (T scales) and W along K (N scales) for fprop;
+///  - backward: dY along N (T scales) and W along N (K scales) for dgrad;
+///    dY along T (N scales) and the saved 16-bit X along T (K scales) for
+///    wgrad.
+void append_rowwise_linear_casts(std::vector<Kernel>& out, const Kernel& gemm, const spec::QuantRecipe& q,
+                                 double e) {
+  const double b = gemm.gemm.batch, t = gemm.gemm.m, k = gemm.gemm.k, n = gemm.gemm.n;
+  const auto fwd = spec::Phase::kForward, bwd = spec::Phase::kBackward;
+  const spec::Dtype d = q.gemm;
+  append_row_scaled_cast(out, gemm, q, "fp8_amax_input_rowwise", "fp8_quantize_input_rowwise", d, fwd, b * t * k,
+                         b * t, e);
+  append_row_scaled_cast(out, gemm, q, "fp8_amax_weight_rowwise", "fp8_quantize_weight_rowwise", d, fwd, b * n * k,
+                         b * n, e);
+  append_row_scaled_cast(out, gemm, q, "fp8_amax_grad_rowwise", "fp8_quantize_grad_rowwise", d, bwd, b * t * n,
+                         b * t, e);
+  append_row_scaled_cast(out, gemm, q, "fp8_amax_weight_colwise", "fp8_quantize_weight_colwise", d, bwd, b * n * k,
+                         b * k, e);
+  append_row_scaled_cast(out, gemm, q, "fp8_amax_grad_colwise", "fp8_quantize_grad_colwise", d, bwd, b * t * n,
+                         b * n, e);
+  append_row_scaled_cast(out, gemm, q, "fp8_amax_input_colwise", "fp8_quantize_input_colwise", d, bwd, b * t * k,
+                         b * k, e);
+}
+
 }  // namespace
 
 /// fp8 and NVFP4 linear layers as Transformer Engine runs them under
@@ -101,6 +157,10 @@ void append_casts(std::vector<Kernel>& out, const Kernel& gemm, const spec::Quan
 ///  - once per step, when the weights change: W's quantized copies (row-wise
 ///    and transposed), read e per pass (two passes where the column-wise copy
 ///    is its own quantization, mxfp8; an amax pass under current scaling).
+/// torchao's rowwise recipe instead quantizes every operand where its GEMM
+/// needs it, weights included, in every micro-batch
+/// (append_rowwise_linear_casts), and saves the 16-bit input: no quantized
+/// copy is saved or kept.
 /// Not modelled: NVFP4's bf16 last blocks (the paper keeps about 15% of the
 /// linear layers, mostly the final ones, in bf16: the graph's decoder layers
 /// are one kernel each with count = layers) and the amax-history update
@@ -120,6 +180,7 @@ void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
   // and column-wise usage"). Block-scaled copies (blockwise, mxfp8, NVFP4)
   // have their own column-wise blocks and scales.
   g.fp8_weight_copies = q.per_tensor_scale && hw.generation_facts().fp8_non_tn_gemm ? 1 : 2;
+  if (q.weight_cast_per_microbatch) g.fp8_weight_copies = 0;
   const bool fp4 = q.gemm == spec::Dtype::kFp4;
   const CastNames& in_names = fp4 ? kFp4Input : kFp8Input;
   const CastNames& grad_names = fp4 ? kFp4Grad : kFp8Grad;
@@ -141,6 +202,12 @@ void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
     // bytes as read_bytes less 1 byte per input element (scales, and NVFP4's
     // half byte, are within a few percent of a compute-bound GEMM's reads).
     k.read_bytes = in_elems * 1.0 + w_elems * q.weight_bytes_per_elem;
+    if (q.saves_16bit_input) {
+      // The 16-bit input stays what the GEMM saves (the bf16 graph's tensors).
+      const Kernel gemm = k;
+      append_rowwise_linear_casts(ks, gemm, q, e);
+      continue;
+    }
     if (k.op == Op::kOut && flash < n) ks[flash].saved_bytes += in_elems * e;  // the 16-bit O
     // Saved for wgrad: X's column-wise quantized copy alone, q bytes per
     // element (transformer_engine/pytorch/module/linear.py:614-616 "Discard
@@ -160,7 +227,7 @@ void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
   }
   // Once per step: the weights' quantized copies (cached across micro-batches);
   // a frozen base's quantized primary weights never change: none.
-  if (pol.frozen_fp8_primary) return;
+  if (pol.frozen_fp8_primary || q.weight_cast_per_microbatch) return;
   const double wp = weights_per_layer * g.layers + weights_once;
   const double passes = q.separate_colwise && !fp4 ? 2 : 1;  // NVFP4's 16x16 weight blocks transpose as they are
   Kernel w;

@@ -150,6 +150,85 @@ TEST_CASE("fp8: mxfp8 quantizes row-wise and column-wise copies in kernels of th
   CHECK(f.bytes == doctest::Approx(88'997'888));
 }
 
+TEST_CASE("fp8: rowwise (torchao) scales every GEMM operand per row, weights included, every micro-batch") {
+  // torchao/float8/float8_linear.py (pytorch/ao 36027d8): fprop casts X and
+  // W (lines 53-88), dgrad dY and W along the other dimension, wgrad dY and
+  // the saved 16-bit X along the tokens (lines 108-195); each cast an amax
+  // pass (read 2 bytes per element, write an fp32 per row) and the cast
+  // (read 2, write 1 per element and the fp32 per row). Per layer of GPT-3
+  // Medium, with (K, N) = QKV (1024, 3072), out (1024, 1024), up (1024,
+  // 4096), down (4096, 1024), T = 2048:
+  //   X   elements 14,680,064 (above), W elements 12 h^2 = 12,582,912;
+  //   forward  X row-wise: 8,192 rows (T per linear), W row-wise: N rows,
+  //            3072 + 1024 + 4096 + 1024 = 9,216;
+  //            X: 5 x 14,680,064 + 2 x 4 x 8,192 = 73,465,856
+  //            W: 5 x 12,582,912 + 2 x 4 x 9,216 = 62,988,288
+  //            136,454,144 bytes in 16 kernels;
+  //   backward dY (18,874,368 elements) row-wise: 8,192 rows; column-wise:
+  //            N = 9,216 rows; W and X column-wise: K = 1024 + 1024 + 1024 +
+  //            4096 = 7,168 rows each:
+  //            5 x 18,874,368 x 2 + 8 x (8,192 + 9,216)
+  //            + 5 x 12,582,912 + 8 x 7,168 + 5 x 14,680,064 + 8 x 7,168
+  //            = 325,312,512 bytes in 32 kernels (four copies per linear).
+  // The scale overhead of X's row-wise copy: 4 bytes per 1,024-element row,
+  // 4 / 1024 = 0.39% of its 1-byte elements.
+  const graph::Graph g = step_graph(fp8_plan(spec::Fp8Recipe::kRowwise));
+  Casts f = layer_casts(g, spec::Phase::kForward, "fp8_");
+  CHECK(f.kernels == 16);
+  CHECK(f.bytes == doctest::Approx(136'454'144).epsilon(1e-12));
+  Casts b = layer_casts(g, spec::Phase::kBackward, "fp8_");
+  CHECK(b.kernels == 32);
+  CHECK(b.bytes == doctest::Approx(325'312'512).epsilon(1e-12));
+  for (const auto& k : g.kernels) {
+    if (k.name == "fp8_quantize_input_rowwise") {
+      // The down projection's input: T x 4096, T rows of 4096 elements.
+      if (k.read_bytes == 2.0 * 2048 * 4096) CHECK(k.write_bytes == 2048.0 * 4096 + 4.0 * 2048);
+    }
+    // E4M3 throughout: torchao's rowwise casts the gradients to E4M3 too.
+    if (k.op == Op::kCast && k.has(graph::kLayer)) CHECK(k.dtype == spec::Dtype::kFp8E4M3);
+    // No quantized weights kept across micro-batches: no per-step cast.
+    CHECK(k.name != "fp8_weight_cast_transpose");
+  }
+  // Memory: the 16-bit input saved (ctx.save_for_backward(input_hp,
+  // weight_hp_t), line 45), no quantized weight copy and no scaling state:
+  // weights, activations and buffers as under bf16. Transformer Engine's
+  // tensorwise keeps two 1-byte copies per linear weight on Hopper (no
+  // non-TN fp8 GEMMs): 2 x 24 x 12 x 1024^2 = 603,979,776 bytes more.
+  const auto m = test::model("gpt3_350m");
+  const auto hw = test::gpu("h100_sxm");
+  spec::PlanSpec bf16 = fp8_plan(spec::Fp8Recipe::kRowwise);
+  bf16.precision = spec::Precision::kBf16;
+  const auto mem = [&](const spec::PlanSpec& p) { return memory::estimate(step_graph(p), m, p, hw, 1); };
+  const auto row = mem(fp8_plan(spec::Fp8Recipe::kRowwise)), base = mem(bf16);
+  CHECK(row.weights == doctest::Approx(base.weights).epsilon(1e-12));
+  CHECK(row.activations == doctest::Approx(base.activations).epsilon(1e-12));
+  CHECK(row.buffers == doctest::Approx(base.buffers).epsilon(1e-12));
+  CHECK(mem(fp8_plan(spec::Fp8Recipe::kTensorwise)).weights - base.weights == doctest::Approx(603'979'776.0));
+}
+
+TEST_CASE("fp8: rowwise has no fp8 primary weights, and torchtitan's recipe_name imports it") {
+  spec::PlanSpec p = fp8_plan(spec::Fp8Recipe::kRowwise);
+  p.fp8_primary_weights = true;
+  const auto pred = engine::evaluate(test::model("gpt3_350m"), p, test::gpu("h100_sxm"));
+  CHECK(pred.status == engine::Status::kInvalid);
+  CHECK(pred.problem.field == "fp8.primary_weights");
+  // torchtitan/config/job_config.py (238fa99) line 738: recipe_name
+  // "tensorwise", "rowwise" or "rowwise_with_gw_hp".
+  const std::string toml = write_temp("rowwise.toml",
+                                      "[model]\nconverters = [\"quantize.linear.float8\"]\n"
+                                      "[quantize.linear.float8]\nrecipe_name = \"rowwise\"\n");
+  const auto r = test::run_cli("predict --model gpt3_350m --dp 8 --print-plan --from-torchtitan " + toml);
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  CHECK(r.out.find("fp8_recipe           rowwise") != std::string::npos);
+  const std::string gw = write_temp("gw.toml",
+                                    "[model]\nconverters = [\"quantize.linear.float8\"]\n"
+                                    "[quantize.linear.float8]\nrecipe_name = \"rowwise_with_gw_hp\"\n");
+  const auto e = test::run_cli("predict --model gpt3_350m --dp 8 --from-torchtitan " + gw);
+  CHECK(e.status == 2);
+  CHECK(test::first_line(e.err) == gw + ":4:15: error: quantize.linear.float8.recipe_name: fp8 recipe "
+                                        "\"rowwise_with_gw_hp\" is not modelled; tensorwise and rowwise are\n");
+}
+
 TEST_CASE("fp8: the scaling state is counted in the buffers") {
   // Delayed: 3 tensors per linear, each a 1024-entry fp32 amax history plus
   // scale and scale_inv: 3 x 1026 x 4 = 12,312 bytes; 24 layers x 4 linears:

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "ridgeline/engine/engine.hpp"
+#include "ridgeline/memory/memory.hpp"
 #include "ridgeline/report/markdown.hpp"
 #include "ridgeline/report/prediction_view.hpp"
 #include "ridgeline/units/units.hpp"
@@ -344,4 +346,64 @@ TEST_CASE("the documents' predict, compare, search and advise examples print at 
     }
   }
   CHECK(examples >= 10);
+}
+
+TEST_CASE("predict JSON: fits is memory::fit's word, yes / tight / no") {
+  // The rule (docs/json.md, memory::fit): "yes" when the peak memory
+  // interval's upper end (the allocator reserve twice over) leaves 5% of
+  // capacity free, "tight" when only the point estimate fits, "no" otherwise.
+  // GPT-3 Medium at micro-batch 1 on an H100: about 6 GiB of 79.6: yes.
+  CHECK(predict_json("--gpu h100_sxm --model gpt3_350m --seq 2048")["fits"] == "yes");
+  // Llama-3-70B on one GPU: 70.6e9 parameters x 16 bytes of mixed-precision
+  // Adam state alone are 1.1 TB: no (status does_not_fit, exit 1).
+  const json big = predict_json("--gpu h100_sxm --model llama3_70b --seq 8192", 1);
+  CHECK(big["status"] == "does_not_fit");
+  CHECK(big["fits"] == "no");
+  // Over micro-batches 1-8 of Llama-3-8B at sequence 2048 (DP 8, ZeRO 2, no
+  // recomputation) the peak climbs past capacity (about 43 GiB at 1, 75 at
+  // 4, 96 at 6): the JSON word follows the rule at each, and the three words
+  // all occur.
+  const auto m = test::model("llama3_8b");
+  const auto hw = test::gpu("h100_sxm");
+  int tight = 0, yes = 0, no = 0;
+  for (int mb = 1; mb <= 8; ++mb) {
+    spec::PlanSpec p;
+    p.seq_len = 2048;
+    p.micro_batch = mb;
+    p.parallel.dp = 8;
+    p.parallel.zero = 2;
+    const auto pred = engine::evaluate(m, p, hw);
+    if (pred.status == engine::Status::kInvalid) continue;
+    const json j = report::prediction_json(pred, report::Inputs{&hw, &m, &p});
+    const auto& mem = pred.memory;
+    const double cap = mem.capacity;
+    const std::string want = memory::upper_bytes(mem) <= cap * 0.95 && mem.host_fits ? "yes"
+                             : mem.total <= cap                                   ? "tight"
+                                                                                  : "no";
+    CAPTURE(mb);
+    CHECK(j["fits"] == want);
+    (want == "yes" ? yes : want == "tight" ? tight : no)++;
+  }
+  CHECK(yes > 0);
+  CHECK(tight > 0);
+  CHECK(no > 0);
+}
+
+TEST_CASE("a single-GPU LoRA plan that names no framework says which it assumed") {
+  // The default framework is megatron (PlanSpec::framework 0); a one-GPU
+  // LoRA fine-tune is more often a PEFT run, so the plan line says so.
+  const auto r = test::run_cli("predict --gpu rtx_4090 --model llama3_8b --finetune lora --seq 2048 --recompute full");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  CHECK(r.out.find("megatron (assumed: no --framework)") != std::string::npos);
+  // Named, it is not an assumption; on two GPUs, or a full fine-tune, the default stands unmarked.
+  for (const char* flags : {"--framework megatron --finetune lora --dp 1", "--framework hf --finetune lora",
+                            "--finetune lora --dp 2", "--finetune full --dp 8"}) {
+    const auto x = test::run_cli(std::string("predict --gpu h100_sxm --model llama3_8b --seq 2048 --recompute full ") +
+                                 flags);
+    CAPTURE(flags);
+    CHECK(x.out.find("(assumed") == std::string::npos);
+  }
+  // --print-plan says it too.
+  const auto pp = test::run_cli("predict --gpu rtx_4090 --model llama3_8b --finetune lora --print-plan");
+  CHECK(pp.out.find("Plan: megatron (assumed: no --framework)") != std::string::npos);
 }

@@ -190,7 +190,10 @@ TEST_CASE("schemas: advise's JSON validates against advice.schema.json") {
        {"advise --dp 8 --zero 2 --global-batch 64 --format json",
         "advise --gpu h100_sxm --model llama3_70b --tp 8 --pp 4 --dp 16 --global-batch 2048 --format json",
         "advise --gpu rtx_4090 --finetune lora --seq 2048 --recompute full --format json",
-        "advise --dp 8 --global-batch 64 --format json"})  // does not fit
+        "advise --dp 8 --global-batch 64 --format json",  // does not fit
+        // imported: each suggestion's edit, the edits object
+        "advise --model llama3_8b --dp 8 --from-torchtitan tests/data/launch/torchtitan_llama3_8b.toml --format json",
+        "advise --model llama3_8b --from-megatron tests/data/launch/megatron_llama3_8b_h100_fp8.sh --format json"})
     check_valid(s, output_of(args, 0), args);
   const auto r = ridgeline::test::run_cli("advise --tp 3 --format json");
   CHECK(r.status == 2);

@@ -345,6 +345,14 @@ TEST_CASE("search equivalence: the fp8 recipe as a searched dimension") {
   CHECK(on_h100.size() == 3);
   CHECK(std::find(on_h100.begin(), on_h100.end(), spec::Fp8Recipe::kMxfp8) == on_h100.end());
   CHECK(search::searchable_fp8_recipes(m, b200, base).size() == 4);
+  // Rowwise is torchao's (spec::offers_fp8_recipe): searched under torchtitan,
+  // not under the default megatron, whose Transformer Engine has none.
+  CHECK(std::find(on_h100.begin(), on_h100.end(), spec::Fp8Recipe::kRowwise) == on_h100.end());
+  spec::PlanSpec titan = base;
+  REQUIRE(spec::apply_setting(titan, "framework", "torchtitan").empty());
+  const auto titan_h100 = search::searchable_fp8_recipes(m, h100, titan);
+  CHECK(titan_h100.size() == 4);
+  CHECK(std::find(titan_h100.begin(), titan_h100.end(), spec::Fp8Recipe::kRowwise) != titan_h100.end());
 
   search::SearchSpec s;
   s.gpus = 8;

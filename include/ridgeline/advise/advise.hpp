@@ -31,7 +31,13 @@
 // communication overlap, every ZeRO stage, every fusion level (compiled =
 // torch.compile), CUDA graphs, FlashAttention 2/3 and cuDNN attention, fp8
 // and its recipes, every recomputation granularity, memory-saving
-// optimizers, LoRA <-> QLoRA for a fine-tune. A change addresses the loss
+// optimizers, optimizer CPU offload where the framework has it, LoRA <->
+// QLoRA for a fine-tune. For a plan imported from a launch config, only the
+// changes its framework offers, each worded as that file's edit; for a
+// torchtitan config whose global batch follows its local batch (unset or
+// -1), also the local batch x2 and /2 with the global batch it gives (the one
+// change that does not keep the global batch: tokens per step differ, and
+// the gain is still in tokens/s). A change addresses the loss
 // category that fell the most between the two plans' decompositions.
 // Suggestions that fit rank by tokens/s gained; memory suggestions rank by
 // GiB freed, the ones that cost no time (under 0.5% of the step) first,
@@ -48,6 +54,7 @@
 
 #include "ridgeline/engine/engine.hpp"
 #include "ridgeline/spec/hardware.hpp"
+#include "ridgeline/spec/launch_config.hpp"
 #include "ridgeline/spec/model.hpp"
 #include "ridgeline/spec/plan.hpp"
 #include "ridgeline/uncertainty/interval.hpp"
@@ -127,6 +134,9 @@ struct Suggestion {
   /// each list keeps its best member.
   std::string_view family;
   std::string flags;        // the predict flags that differ from the plan: "--tp 4 --dp 4"
+  /// For a plan imported from a launch config: the change in that file's
+  /// words (spec::launch_edit: "training.local_batch_size = 2"); "" otherwise.
+  std::string edit;
   std::string predict_command;  // the whole `ridgeline predict` line of the changed plan (set by the CLI)
   std::vector<std::string> fields;  // the plan fields it changes (YAML keys)
   LossKind addresses = LossKind::kOther;
@@ -153,6 +163,7 @@ struct Combined {
   bool tried = false;
   std::vector<int> of;   // indices into Advice::speed
   std::string flags;
+  std::string edit;             // in the imported launch config's words (Suggestion::edit)
   std::string predict_command;  // set by the CLI
   Outcome outcome;
   double gain = 0;
@@ -164,6 +175,11 @@ struct Options {
   int top = 10;                                // suggestions kept per list
   double headroom = memory::kDefaultHeadroom;  // memory::fit's rule
   engine::EvalOptions eval;
+  /// The launch config the plan was imported from (--from-torchtitan,
+  /// --from-megatron, --from-deepspeed), or nullptr: each change is then
+  /// worded as that file's edit and only the changes its framework offers
+  /// are tried (spec::launch_edit).
+  const spec::ImportReport* imported = nullptr;
 };
 
 struct Advice {
@@ -176,6 +192,12 @@ struct Advice {
   Combined combined;
   int evaluated = 0;     // changed plans the engine evaluated
   int invalid = 0;       // of them, plans the model or GPU cannot run
+  /// Changes left out because the imported launch config's framework has
+  /// no setting for them (Options::imported).
+  int not_offered = 0;
+  /// The imported file's format ("torchtitan TOML") and path; "" when the
+  /// plan was not imported.
+  std::string edit_language, edit_file;
 };
 
 /// The decomposition of a prediction made with its kernels (keep_kernels)
@@ -189,8 +211,9 @@ Advice advise(const spec::ModelSpec& m, const spec::PlanSpec& plan, const spec::
               const Options& opt = {});
 
 /// Whether a family of changes alters the numerics of training (another
-/// precision, optimizer or quantized base), not only the layout, schedule or
-/// kernels: "precision", "optimizer", "finetune".
+/// precision, optimizer or quantized base, or a torchtitan local batch that
+/// takes the global batch with it), not only the layout, schedule or
+/// kernels: "precision", "optimizer", "finetune", "local_batch".
 bool changes_numerics(std::string_view family);
 
 /// A time cost below this fraction of the step counts as none when memory

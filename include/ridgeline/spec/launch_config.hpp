@@ -100,6 +100,9 @@ struct ImportReport {
   /// that the user can check that they change neither step time nor memory.
   std::vector<std::string> unknown;
   std::vector<std::string> notes;         // derived values and framework conventions
+  /// torchtitan: every dotted key the file gives ("training.local_batch_size"),
+  /// so that a suggested edit uses the key names of the file's release.
+  std::vector<std::string> keys;
 };
 
 /// Reads a file of Megatron-LM arguments: flags and values as a launch

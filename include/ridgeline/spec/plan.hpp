@@ -17,8 +17,10 @@ enum class Precision : std::uint8_t { kFp32, kTf32, kFp16, kBf16, kFp8, kNvfp4 }
 /// delayed (DelayedScaling: per-tensor scales from an amax history),
 /// tensorwise (Float8CurrentScaling: per-tensor scales from the tensor's own
 /// amax), blockwise (Float8BlockScaling: DeepSeek-V3 1x128 / 128x128 scales)
-/// and mxfp8 (MXFP8BlockScaling: OCP MX, an E8M0 scale per 32 elements).
-enum class Fp8Recipe : std::uint8_t { kDelayed, kTensorwise, kBlockwise, kMxfp8 };
+/// and mxfp8 (MXFP8BlockScaling: OCP MX, an E8M0 scale per 32 elements);
+/// and torchao's rowwise (Float8LinearRecipeName.ROWWISE: an fp32 scale per
+/// row of each GEMM operand, from that row's own amax).
+enum class Fp8Recipe : std::uint8_t { kDelayed, kTensorwise, kBlockwise, kMxfp8, kRowwise };
 /// kOp: per-op selective checkpointing (torchtitan's selective_ac_option
 /// "op"): every second matmul of a layer and every non-matmul op is
 /// recomputed; the other matmuls' and the fused attention's outputs saved.
@@ -179,6 +181,10 @@ struct PlanSpec {
   /// 0 = megatron. Setting it sets attention and fusion to the framework's
   /// defaults unless the plan gives them.
   std::uint8_t framework = 0;
+  /// Whether the plan named its framework (YAML, flag, --set or an imported
+  /// launch config); if not, framework 0 is assumed, and the plan's summary
+  /// says so where the assumption is doubtful (spec::framework_assumed).
+  bool framework_given = false;
   bool attention_given = false, fusion_given = false;
   /// Whether the plan gave main_grads; if not, the framework's default for
   /// the precision (spec::main_grads_of; apply_framework_defaults shows it).

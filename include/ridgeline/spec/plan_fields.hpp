@@ -73,8 +73,15 @@ bool is_default(const PlanField& f, const PlanSpec& p);
 
 bool applies(const PlanField& f, const PlanSpec& p);
 
+/// Whether the plan runs under the default framework without naming it
+/// where that default is doubtful: a LoRA or QLoRA fine-tune on one GPU,
+/// which is more often a Hugging Face PEFT run (--framework hf) than a
+/// Megatron-LM one. Its summary then says "megatron (assumed: no --framework)".
+bool framework_assumed(const PlanSpec& p);
+
 /// The field as a summary shows it ("TP8", "flash2 attention", "+SP"); ""
-/// when its Show rule hides it for this plan.
+/// when its Show rule hides it for this plan (the framework marked when
+/// framework_assumed).
 std::string summary_text(const PlanField& f, const PlanSpec& p);
 
 /// The field in its summary form whatever its Show rule ("mb2", "TP8").

@@ -36,6 +36,17 @@ struct QuantRecipe {
   /// One scale per tensor (delayed, tensorwise): a transposed copy is the same
   /// bytes transposed, which a GPU with non-TN fp8 GEMMs does not need.
   bool per_tensor_scale = false;
+  /// Bytes of scale per row of each quantized copy (rowwise: one fp32 per
+  /// row, so an R x C copy carries R scales, and its column-wise twin C);
+  /// 0 where the scales are per element (act_bytes_per_elem) or per tensor.
+  double scale_bytes_per_row = 0;
+  /// The weights are quantized in every micro-batch's forward and backward
+  /// from the 16-bit weight, not cached per step: no persistent quantized
+  /// copies (torchao Float8Linear without FSDP fp8 all-gather).
+  bool weight_cast_per_microbatch = false;
+  /// Backward reads the 16-bit input the forward saved and quantizes it
+  /// again, rather than a quantized copy saved in the forward.
+  bool saves_16bit_input = false;
 };
 
 struct PrecisionPolicy {
@@ -85,7 +96,22 @@ struct PrecisionPolicy {
 ///    (0.5 + 1/16 bytes) and a per-tensor fp32 scale from the tensor's amax
 ///    (an amax pass), 16x16 blocks for weights, a 16x16 random Hadamard
 ///    transform before the wgrad operands' quantization (16 multiply-adds
-///    per element), stochastic rounding of gradients (no extra pass).
+///    per element), stochastic rounding of gradients (no extra pass);
+///  - rowwise (torchao Float8LinearRecipeName.ROWWISE, torchtitan's
+///    recipe_name = "rowwise"; torchao/float8/config.py, pytorch/ao 36027d8,
+///    lines 157-162 and 334-351): dynamic AXISWISE scaling of input, weight
+///    and output gradient, E4M3 for all three (no E5M2 gradients), scales
+///    rounded to powers of two. Each operand's amax is reduced along the
+///    GEMM's inner dimension (float8_utils.py line 69, torch.amax(dim,
+///    keepdim=True)) and cast on the fly, as under tensorwise scaling; each
+///    scale is an fp32 per row (amax_to_scale, line 48), 4 bytes per row of
+///    each copy and no state kept between casts. The wgrad GEMM's operands
+///    are scaled along the other dimension, so each is its own quantization
+///    of the 16-bit tensor (float8_linear.py lines 173 and 191, axiswise_dim
+///    0); the forward saves the 16-bit input and weight (float8_linear.py
+///    line 45, ctx.save_for_backward(input_hp, weight_hp_t)), and the
+///    weights are cast in every forward and backward, not cached (config.py
+///    lines 270-274: FSDP fp8 all-gather is tensorwise only).
 inline QuantRecipe quant_recipe(const MicrobatchPlan& p) {
   QuantRecipe q;
   if (p.precision == Precision::kNvfp4) {
@@ -117,6 +143,13 @@ inline QuantRecipe quant_recipe(const MicrobatchPlan& p) {
     case Fp8Recipe::kMxfp8:
       q.separate_colwise = true;
       q.act_bytes_per_elem = q.weight_bytes_per_elem = 1 + 1.0 / 32;
+      break;
+    case Fp8Recipe::kRowwise:
+      q.amax_pass = true;
+      q.separate_colwise = true;
+      q.scale_bytes_per_row = 4;
+      q.weight_cast_per_microbatch = true;
+      q.saves_16bit_input = true;
       break;
   }
   return q;
@@ -166,7 +199,9 @@ inline PrecisionPolicy precision_policy(const MicrobatchPlan& p) {
   r.weight_bytes = r.activation_bytes;
   r.gradient_bytes = r.weight_bytes;
   const bool qlora = p.finetune.mode == FinetuneMode::kQlora;
-  r.frozen_fp8_primary = r.fp8_linear && p.finetune.mode == FinetuneMode::kLora;
+  // torchao's rowwise casts a frozen base's 16-bit weights every micro-batch
+  // as it does trained ones: no quantized primary weights.
+  r.frozen_fp8_primary = r.fp8_linear && p.finetune.mode == FinetuneMode::kLora && !r.quant.weight_cast_per_microbatch;
   r.fp8_primary = r.fp8_linear && !r.frozen_fp8_primary && !qlora && p.fp8_primary_weights;
   r.frozen_weight_bytes = qlora ? kNf4BytesPerWeight : r.weight_bytes;
   r.frozen_other_bytes = r.weight_bytes;
