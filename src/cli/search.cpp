@@ -407,12 +407,21 @@ void register_search(Commands& commands, int& rc) {
   cmd->add_option("--top", a->top, "Rows to show (exact ties are one row; each with its prediction interval, marked "
                                    "against the best)")
       ->capture_default_str();
+  // The dimensions and the defaults, from the axis table (search::axes).
+  std::string all_dims, off_by_default;
+  std::vector<std::string_view> off;
+  for (int i = 0; i < search::kDimCount; ++i) {
+    const search::Axis& x = search::axis(static_cast<Dim>(i));
+    all_dims += (i ? "," : "") + std::string(x.name);
+    if (!x.by_default && !x.follows) off.push_back(x.name);
+  }
+  for (size_t i = 0; i < off.size(); ++i)
+    off_by_default += (i == 0 ? "" : i + 1 == off.size() ? " and " : ", ") + std::string(off[i]);
   cmd->add_option("--search", a->search,
-                  "Search exactly these dimensions (tp,pp,dp,cp,ep,mb,vpp,zero,recompute,precision,framework,"
-                  "tp_overlap,fp8_recipe,offload,recompute_layers,stages); the rest take the plan's values (dp, "
+                  "Search exactly these dimensions (" + all_dims + "); the rest take the plan's values (dp, "
                   "unless given, is what the GPU count leaves). +NAME and -NAME change the defaults instead: "
-                  "--search +precision,+framework,-zero. Default: all but precision, framework, tp_overlap, "
-                  "fp8_recipe, offload, recompute_layers and stages (ep for MoE models only). offload tries none, the "
+                  "--search +precision,+framework,-zero. Default: all but " + off_by_default +
+                  " (ep for MoE models only). offload tries none, the "
                   "optimizer (ZeRO-Offload) and the optimizer with the parameters (ZeRO-Infinity) on the CPU; "
                   "recompute_layers has full recomputation also try block:K, K = 1/4, 1/2 and 3/4 of a stage's "
                   "layers (--recompute-method block); stages tries, with PP > 1, the last stage, both end stages and "
