@@ -205,8 +205,11 @@ Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std:
       continue;
     }
     if (!x.pin) continue;  // pinned with the axis whose plan field it shares
+    // Neither searched nor given: an axis the header leaves out keeps the
+    // search's own default for it (the plan's setting).
+    if (!x.shown_pinned && !given) continue;
     std::string value = x.pin(s, base);
-    if ((!x.shown_pinned || !applies) && !given) continue;  // the plan's setting, unless asked for
+    if (!applies && !given) continue;  // nothing to say (EP of a dense model)
     c.extras.fixed.emplace_back(x.name, std::move(value));
   }
   if (a.plan.given("parallel.sp")) {

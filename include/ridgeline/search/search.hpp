@@ -169,7 +169,9 @@ struct Axis {
   /// dp: a layout's value follows from the GPU count and the other
   /// degrees; searched whenever not given, never a digit of its own.
   bool follows = false;
-  /// The header lists the plan's value when the axis is neither searched nor given.
+  /// The header lists the plan's value when the axis is neither searched
+  /// nor given; false: it says nothing, and SearchSpec's default for the
+  /// axis stands (the plan's setting, or the axis's own rule).
   bool shown_pinned = true;
   /// Whether the axis means anything for a model (EP: a mixture of
   /// experts); nullptr: every model. Where false it is neither searched nor
