@@ -938,6 +938,13 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
       state_digits.push(step_digits.radix(i));
     }
   const size_t zo = state_digits.count();
+  // The step axes' effects, in digit order (the innermost loop reads them).
+  decltype(Axis::apply) step_apply[MixedRadix::kMaxDigits];
+  decltype(Axis::redundant) step_redundant[MixedRadix::kMaxDigits];
+  for (size_t i = 0; i < step_digits.size(); ++i) {
+    step_apply[i] = kAxes[step_axis[i]].apply;
+    step_redundant[i] = kAxes[step_axis[i]].redundant;
+  }
   std::atomic<size_t> next_item{0};
   auto worker = [&](int tid) {
     // The thread's result is its own until the end (parts[] side by side
@@ -998,18 +1005,17 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
               params_digits.index(params_key), [&](techniques::StageParams& e) { e = techniques::stage_params(m, p); });
           // The checks that read no step field, once for all the graph's layouts.
           const bool graph_refused = !engine::check_graph_field(m, p, hw).empty();
-          size_t z_digit[MixedRadix::kMaxDigits];
-          for (size_t z = 0; z < inner; ++z) {
-            step_digits.set(z, z_digit);
-            bool redundant = false;
-            for (size_t i = 0; i < step_digits.size(); ++i) {
+          // The step's points in order, counted digit by digit: each step
+          // sets only the axes whose digit changed (the last, mostly).
+          size_t z_digit[MixedRadix::kMaxDigits] = {};
+          for (size_t z = 0, changed = 0; z < inner; ++z, changed = step_digits.next(z_digit)) {
+            for (size_t i = changed; i < step_digits.size(); ++i) {
               u.digit[step_axis[i]] = z_digit[i];
-              kAxes[step_axis[i]].apply(l, d, z_digit[i]);
+              step_apply[i](l, d, z_digit[i]);
             }
-            for (size_t i = 0; i < step_digits.size(); ++i) {
-              const Axis& a = kAxes[step_axis[i]];
-              if (a.redundant && a.redundant(l, d, z_digit[i])) redundant = true;
-            }
+            bool redundant = false;
+            for (size_t i = 0; i < step_digits.size() && !redundant; ++i)
+              redundant = step_redundant[i] && step_redundant[i](l, d, z_digit[i]);
             if (redundant) {
               ++n.pruned;
               ++n.redundant;

@@ -225,6 +225,16 @@ class MixedRadix {
       index /= radix_[d];
     }
   }
+  /// Advances `digits` to the next point, the last digit fastest; returns
+  /// the first digit that changed (the ones after it changed too), or size()
+  /// past the last point, where every digit is back at 0.
+  std::size_t next(std::size_t* digits) const {
+    for (std::size_t d = size_; d-- > 0;) {
+      if (++digits[d] < radix_[d]) return d;
+      digits[d] = 0;
+    }
+    return size_;
+  }
   /// The place of `digits` in the product.
   std::size_t index(const std::size_t* digits) const {
     std::size_t i = 0;
