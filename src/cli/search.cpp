@@ -212,10 +212,6 @@ Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std:
     if (!applies && !given) continue;  // nothing to say (EP of a dense model)
     c.extras.fixed.emplace_back(x.name, std::move(value));
   }
-  if (a.plan.given("parallel.sp")) {
-    s.sp = base.parallel.sp ? 1 : 0;
-    c.extras.fixed.emplace_back("sp", base.parallel.sp ? "on" : "off");
-  }
   c.extras.sets = a.plan.sets;
   c.extras.sets_summary = settings_summary(a.plan.sets);
   c.extras.calibration = a.plan.stack_calibration();
@@ -434,7 +430,7 @@ void register_search(Commands& commands, int& rc) {
   cmd->add_option("--fix", a->fix, "Pin a dimension, as giving its flag does: tp=8, pp=4, dp=.., cp=.., ep=.., "
                                    "micro_batch=.., vpp=.., zero=.., recompute=.., precision=.., framework=.., "
                                    "tp_comm_overlap=true|false, fp8_recipe=.., offload_optimizer=.., offload_params=.., "
-                                   "first_stage_layers=.., last_stage_layers=..");
+                                   "first_stage_layers=.., last_stage_layers=.., sp=true|false");
   cmd->add_option("--headroom", a->headroom,
                   "Memory left free: a layout qualifies when its peak memory's upper end is at most capacity x (1 - "
                   "headroom); the default is the rule predict, compare and advise call \"fits\" (\"tight\": only "

@@ -55,6 +55,7 @@ struct AxisValues {
   std::vector<bool> ovl;
   std::vector<spec::Fp8Recipe> recipe;
   std::vector<spec::OffloadSpec> offload;
+  std::vector<int> sp;  // -1: on with TP > 1; 0 off; 1 on
   /// Stage splits; `stages_searched` false: the base plan's first and last
   /// stage layers, as given (one entry). run() forms each split's layers
   /// per PP degree.
@@ -245,6 +246,24 @@ constinit const Axis kAxes[] = {
      .redundant = [](const Layout& l, const AxisValues&, size_t i) {
        return i > 0 && l.precision != spec::Precision::kFp8;
      }},
+    // Sequence parallelism (Korthikanti et al. 2022): splits the norms' and
+    // dropouts' activations over the TP ranks and turns each TP all-reduce
+    // into a reduce-scatter and an all-gather (graph::build_forward).
+    {.dim = Dim::kSp, .name = "sp", .key = "parallel.sp", .shown_pinned = false,
+     .search = [](SearchSpec& s, const spec::ModelSpec&, const spec::HardwareSpec&, const spec::PlanSpec&) {
+       s.sp_searched = true;
+     },
+     .pin = [](SearchSpec& s, const spec::PlanSpec& b) {
+       s.sp = b.parallel.sp ? 1 : 0;
+       return std::string(b.parallel.sp ? "on" : "off");
+     },
+     .values = [](AxisValues& v, const SearchSpec& s, const spec::ModelSpec&, const spec::PlanSpec&) {
+       v.sp = s.sp_searched ? std::vector<int>{0, 1} : std::vector<int>{s.sp};
+     },
+     .count = [](const AxisValues& v) { return v.sp.size(); },
+     .apply = [](Layout& l, const AxisValues& v, size_t i) { l.sp = v.sp[i] < 0 ? l.tp > 1 : v.sp[i] == 1; },
+     // With TP 1 there is nothing to split: the same layout as off.
+     .redundant = [](const Layout& l, const AxisValues& v, size_t) { return v.sp.size() > 1 && l.sp && l.tp == 1; }},
     {.dim = Dim::kVpp, .name = "vpp", .key = "parallel.virtual_stages", .by_default = true,
      .pin = [](SearchSpec& s, const spec::PlanSpec& b) { return std::to_string(s.vpp = b.parallel.virtual_stages); },
      .values = [](AxisValues& v, const SearchSpec& s, const spec::ModelSpec&, const spec::PlanSpec&) {
@@ -795,7 +814,6 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
       u.digit[a] = g[i];
       kAxes[a].apply(u.l, d, g[i]);
     }
-    u.l.sp = s.sp < 0 ? u.l.tp > 1 : s.sp == 1;
     return u;
   };
   // Sets the stage split's digits of point j into `digit`, and its axes into l.

@@ -42,15 +42,15 @@ enum class Objective : std::uint8_t { kTime, kCost, kMfu };
 /// The dimensions a search varies, by their --search names.
 enum class Dim : std::uint8_t {
   kTp, kPp, kDp, kCp, kEp, kMicroBatch, kVpp, kZero, kRecompute, kPrecision, kFramework, kTpOverlap, kFp8Recipe,
-  kOffload, kRecomputeLayers, kStages
+  kOffload, kRecomputeLayers, kStages, kSp
 };
-inline constexpr int kDimCount = 16;
+inline constexpr int kDimCount = 17;
 /// "tp", "pp", "dp", "cp", "ep", "mb", "vpp", "zero", "recompute", "precision", "framework", "tp_overlap",
-/// "fp8_recipe", "offload", "recompute_layers", "stages".
+/// "fp8_recipe", "offload", "recompute_layers", "stages", "sp".
 std::string_view name(Dim d);
 std::optional<Dim> parse_dim(std::string_view s);
 /// "tp, pp, dp, cp, ep, mb, vpp, zero, recompute, precision, framework, tp_overlap, fp8_recipe, offload,
-/// recompute_layers, stages".
+/// recompute_layers, stages, sp".
 std::string dim_choices();
 
 /// The default memory headroom: a layout qualifies only when the upper end
@@ -82,6 +82,10 @@ struct SearchSpec {
   /// dimensions --search leaves out); -1 / empty = searched.
   int tp = -1, pp = -1, dp = -1, cp = -1, ep = -1, micro_batch = -1, vpp = -1, zero = -1;
   int sp = -1;  // -1: on with TP > 1 (Megatron's practice); 0 off; 1 on
+  /// Sequence parallelism searched (`--search +sp`): off and on at each TP
+  /// degree (`sp` unread). With TP 1 there is nothing to split: on is the
+  /// same layout as off and is pruned as redundant.
+  bool sp_searched = false;
   std::vector<spec::Recompute> recompute;       // empty = none, selective, full
   std::vector<spec::Precision> precision;       // empty = the base plan's precision
   std::vector<std::uint8_t> frameworks;         // empty = the base plan's framework
