@@ -757,6 +757,10 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
     if (x.dim == Dim::kPp) pp_axis = a;
     if (x.dim == Dim::kStages) stages_axis = a;
   }
+  // Which of the enumeration's digits are the step's (1).
+  std::uint8_t is_step_digit[MixedRadix::kMaxDigits] = {};
+  for (size_t i = 0; i < order_digits.size(); ++i)
+    is_step_digit[i] = scope_of(kAxes[order_axis[i]]) == spec::Scope::kStep ? 1 : 0;
   // Each stage's parameters read TP, EP and the stage split alone.
   params_digits.push(d.tp.size());
   params_digits.push(d.ep.size());
@@ -1014,6 +1018,12 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
             (cut == Cut::kShape ? n.shape : cut == Cut::kRedundant ? n.redundant : n.batch) += inner;
             continue;
           }
+          // The place in the enumeration of the graph's first layout: the
+          // step's digits come last in table order (search_axes_test), so
+          // layout z of the graph is at order_at + z.
+          size_t order_at = 0;
+          for (size_t i = 0; i < order_digits.size(); ++i)
+            order_at = order_at * order_digits.radix(i) + (is_step_digit[i] ? 0 : u.digit[order_axis[i]]);
           bool built = false, costed = false;
           spec::PlanSpec p = plan_for(base, l, gb);  // the step fields set per layout below
           // Each stage's parameters (the step fields leave them unchanged):
@@ -1043,10 +1053,8 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
             if (graph_refused || !engine::check_step_field(m, p, hw).empty()) {
               ++n.pruned;
               ++n.plan;
-              size_t digits[MixedRadix::kMaxDigits];
-              for (size_t i = 0; i < order_digits.size(); ++i) digits[i] = u.digit[order_axis[i]];
               // The message only for the one reported.
-              if (const size_t order = order_digits.index(digits); order < first_at) {
+              if (const size_t order = order_at + z; order < first_at) {
                 first_at = order;
                 r.first_problem = engine::check_plan(m, p, hw);
               }
