@@ -50,17 +50,6 @@ struct SearchArgs {
 
 using search::Dim;
 
-/// The plan field behind each searched dimension (by Dim), and a second one
-/// for a dimension over two fields ("" for none): either, given, fixes it.
-/// Block recomputation is a value of the recompute field (block:K), so
-/// --recompute fixes it as well as the recompute dimension.
-constexpr std::string_view kDimKey[search::kDimCount] = {
-    "parallel.tp",   "parallel.pp", "parallel.dp", "parallel.cp", "parallel.ep", "micro_batch",
-    "parallel.virtual_stages", "parallel.zero", "recompute", "precision", "framework", "parallel.tp_comm_overlap",
-    "fp8.recipe", "offload.optimizer", "recompute", "parallel.first_stage_layers"};
-constexpr std::string_view kDimAlsoKey[search::kDimCount] = {
-    "", "", "", "", "", "", "", "", "", "", "", "", "", "offload.params", "", "parallel.last_stage_layers"};
-
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
   std::string cur;
@@ -70,22 +59,37 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
-/// --fix key=value: read into the plan as the plan reads it; returns the dimension it pins.
-Dim apply_fix(spec::PlanSpec& base, const std::string& text) {
+/// Whether setting plan field `key` fixes axis `a` (its key or its second key).
+bool fixes(const search::Axis& a, std::string_view key) {
+  return a.key == key || (!a.also_key.empty() && a.also_key == key);
+}
+
+/// --fix key=value: read into the plan as the plan reads it; returns the
+/// plan field it sets (the key of a searchable axis).
+std::string apply_fix(spec::PlanSpec& base, const std::string& text) {
   const auto eq = text.find('=');
   if (eq == std::string::npos) throw UsageError{"--fix", fmt::format("expected key=value such as tp=8, got \"{}\"", text)};
   const std::string key = text.substr(0, eq), value = text.substr(eq + 1);
   const spec::PlanField* f = spec::find_plan_field(key);
-  int d = -1;
-  for (int i = 0; f && i < search::kDimCount && d < 0; ++i)  // recompute: the recompute dimension first
-    if (kDimKey[i] == f->key || kDimAlsoKey[i] == f->key) d = i;
-  if (d < 0)
-    throw UsageError{"--fix", fmt::format("unknown key '{}'; expected tp, pp, dp, cp, ep, micro_batch, vpp, zero, "
-                                          "recompute, precision, framework, tp_comm_overlap, fp8_recipe, "
-                                          "offload_optimizer, offload_params, first_stage_layers or "
-                                          "last_stage_layers", key)};
+  const auto axes = search::axes();
+  if (!f || std::none_of(axes.begin(), axes.end(), [&](const search::Axis& a) { return fixes(a, f->key); })) {
+    // The axes' plan fields by their setting names, in --search's order.
+    std::vector<std::string_view> names;
+    for (int i = 0; i < search::kDimCount; ++i) {
+      const search::Axis& a = search::axis(static_cast<Dim>(i));
+      for (std::string_view k : {a.key, a.also_key}) {
+        const spec::PlanField* g = k.empty() ? nullptr : spec::find_plan_field(k);
+        const std::string_view n = !g ? std::string_view() : g->setting.empty() ? g->key : g->setting;
+        if (!n.empty() && std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+      }
+    }
+    std::string list;
+    for (size_t i = 0; i < names.size(); ++i)
+      list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + std::string(names[i]);
+    throw UsageError{"--fix", fmt::format("unknown key '{}'; expected {}", key, list)};
+  }
   if (auto e = spec::set_field(*f, base, value); !e.empty()) throw UsageError{"--fix", fmt::format("{}: {}", key, e)};
-  return static_cast<Dim>(d);
+  return std::string(f->key);
 }
 
 /// The number at the start of `t` into `v`; how many characters it took (0: none).
@@ -142,7 +146,7 @@ struct Configured {
   report::SearchQueryExtras extras;
 };
 
-Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std::set<int>& fixed_by_fix,
+Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std::set<std::string>& fixed_by_fix,
                      const spec::ModelSpec& m, const spec::HardwareSpec& hw, int gpus) {
   Configured c;
   search::SearchSpec& s = c.spec;
@@ -172,88 +176,41 @@ Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std:
     throw UsageError{"--search", "dp is what the GPU count leaves; give --dp to fix it"};
   if (!a.search.empty() && listed.empty() && plus.empty() && minus.empty())
     throw UsageError{"--search", fmt::format("expected a list such as tp,pp,zero; one of {}", search::dim_choices())};
+  // Each axis, in --search's order: searched, pinned by a flag or --fix, or
+  // pinned to the plan's value (axis table: search::axes).
   for (int i = 0; i < search::kDimCount; ++i) {
     const Dim d = static_cast<Dim>(i);
-    // Offload and stages are each one dimension over two plan fields:
-    // either flag fixes it. The recompute field fixes recompute_layers too.
-    const bool given = a.plan.given(kDimKey[i]) || fixed_by_fix.count(i) ||
-                       (!kDimAlsoKey[i].empty() && a.plan.given(kDimAlsoKey[i])) ||
-                       (d == Dim::kRecomputeLayers && fixed_by_fix.count(static_cast<int>(Dim::kRecompute)));
+    const search::Axis& x = search::axis(d);
+    // An axis over two plan fields (offload, stages) is fixed by either;
+    // one plan field fixes every axis over it (recompute: recompute_layers too).
+    const bool by_flag = a.plan.given(x.key) || (!x.also_key.empty() && a.plan.given(x.also_key));
+    const bool by_fix = fixed_by_fix.count(std::string(x.key)) ||
+                        (!x.also_key.empty() && fixed_by_fix.count(std::string(x.also_key)));
+    const bool given = by_flag || by_fix;
     if (given && (listed.count(i) || plus.count(i))) {
-      const bool by_fix = fixed_by_fix.count(i) ||
-                          (d == Dim::kRecomputeLayers && fixed_by_fix.count(static_cast<int>(Dim::kRecompute)));
-      const auto* f = spec::find_plan_field(
-          !kDimAlsoKey[i].empty() && !a.plan.given(kDimKey[i]) ? kDimAlsoKey[i] : kDimKey[i]);
+      const auto* f = spec::find_plan_field(!x.also_key.empty() && !a.plan.given(x.key) ? x.also_key : x.key);
       throw UsageError{"--search", fmt::format("{} is fixed by {}; leave it out of --search or drop the flag",
-                                               search::name(d), by_fix ? std::string("--fix") : "--" + std::string(f->flag))};
+                                               x.name, by_fix ? std::string("--fix") : "--" + std::string(f->flag))};
     }
+    const bool applies = !x.applies || x.applies(m);
     bool searched = false;
-    if (!given) {
-      const bool by_default = d != Dim::kPrecision && d != Dim::kFramework && d != Dim::kTpOverlap &&
-                              d != Dim::kFp8Recipe && d != Dim::kOffload && d != Dim::kRecomputeLayers &&
-                              d != Dim::kStages && (d != Dim::kEp || m.is_moe());
-      if (d == Dim::kDp) searched = true;  // what the GPU count leaves, unless given
+    if (!given && applies) {
+      if (x.follows) searched = true;  // what the GPU count leaves, unless given
       else if (!listed.empty()) searched = listed.count(i) > 0;
-      else searched = (by_default || plus.count(i)) && !minus.count(i);
+      else searched = (x.by_default || plus.count(i)) && !minus.count(i);
     }
-    if (d == Dim::kEp && !m.is_moe() && !given) searched = false;
     if (searched) {
-      c.extras.searched.emplace_back(search::name(d));
-      if (d == Dim::kPrecision) s.precision = search::searchable_precisions(hw, base);
-      if (d == Dim::kFramework)
-        for (size_t k = 0; k < spec::framework_count(); ++k) s.frameworks.push_back(static_cast<std::uint8_t>(k));
-      if (d == Dim::kTpOverlap) s.tp_overlap = {false, true};
-      if (d == Dim::kFp8Recipe) s.fp8_recipe = search::searchable_fp8_recipes(m, hw, base);
-      if (d == Dim::kOffload) s.offload = search::searchable_offloads();
-      if (d == Dim::kRecomputeLayers) s.block_quarters = search::searchable_block_quarters();
-      if (d == Dim::kStages) s.stages = search::searchable_stage_trims();
+      c.extras.searched.emplace_back(x.name);
+      if (x.search) x.search(s, m, hw, base);
       continue;
     }
-    const auto& q = base.parallel;
-    std::string value;
-    switch (d) {
-      case Dim::kTp: s.tp = q.tp; value = std::to_string(q.tp); break;
-      case Dim::kPp: s.pp = q.pp; value = std::to_string(q.pp); break;
-      case Dim::kDp: s.dp = q.dp; value = std::to_string(q.dp); break;
-      case Dim::kCp: s.cp = q.cp; value = std::to_string(q.cp); break;
-      case Dim::kEp: s.ep = q.ep; value = std::to_string(q.ep); break;
-      case Dim::kMicroBatch: s.micro_batch = base.micro_batch; value = std::to_string(base.micro_batch); break;
-      case Dim::kVpp: s.vpp = q.virtual_stages; value = std::to_string(q.virtual_stages); break;
-      case Dim::kZero: s.zero = q.zero; value = std::to_string(q.zero); break;
-      case Dim::kRecompute: s.recompute = {base.recompute}; value = spec::to_string(base.recompute); break;
-      case Dim::kPrecision: s.precision = {base.precision}; value = spec::to_string(base.precision); break;
-      case Dim::kFramework: s.frameworks = {base.framework}; value = spec::framework(base.framework).id; break;
-      case Dim::kTpOverlap:
-        s.tp_overlap = {q.tp_comm_overlap};
-        value = q.tp_comm_overlap ? "on" : "off";
-        break;
-      case Dim::kFp8Recipe:
-        s.fp8_recipe = {base.fp8_recipe};
-        value = spec::to_string(base.fp8_recipe);
-        break;
-      case Dim::kOffload:
-        s.offload = {base.offload};
-        value = search::offload_text(base.offload);
-        break;
-      case Dim::kRecomputeLayers:
-        continue;  // the plan's recompute (the recompute dimension says it)
-      case Dim::kStages: {
-        // The base plan's split, as given (run() reads it when s.stages is empty).
-        search::Layout l;
-        l.first_stage_layers = q.first_stage_layers;
-        l.last_stage_layers = q.last_stage_layers;
-        value = search::stages_text(l);
-        break;
-      }
-    }
-    if ((d == Dim::kTpOverlap || d == Dim::kFp8Recipe || d == Dim::kOffload || d == Dim::kStages) && !given)
-      continue;  // the plan's setting, unless asked for
-    if (d == Dim::kEp && !m.is_moe() && !given) continue;  // nothing to say for a dense model
-    c.extras.fixed.emplace_back(search::name(d), value);
-  }
-  if (a.plan.given("parallel.sp")) {
-    s.sp = base.parallel.sp ? 1 : 0;
-    c.extras.fixed.emplace_back("sp", base.parallel.sp ? "on" : "off");
+    if (!x.pin) continue;  // pinned with the axis whose plan field it shares
+    // Neither searched nor given: an axis the header leaves out keeps the
+    // search's own default for it (the plan's setting).
+    if (!x.shown_pinned && !given) continue;
+    std::string value = x.pin(s, base);
+    if (!applies && !given) continue;  // nothing to say (EP of a dense model)
+    c.extras.fixed.emplace_back(x.name, std::move(value));
   }
   c.extras.sets = a.plan.sets;
   c.extras.sets_summary = settings_summary(a.plan.sets);
@@ -268,9 +225,9 @@ Configured configure(const SearchArgs& a, const spec::PlanSpec& base, const std:
     s.shard_count = n;
   }
   if (auto pr = search::check_fixed(s, m, base); !pr.field.empty()) {
-    for (int i = 0; i < search::kDimCount; ++i)
-      if (fixed_by_fix.count(i) && pr.field == "--" + std::string(search::name(static_cast<Dim>(i))))
-        pr.field = "--fix " + std::string(search::name(static_cast<Dim>(i)));
+    for (const search::Axis& x : search::axes())
+      if (fixed_by_fix.count(std::string(x.key)) && pr.field == "--" + std::string(x.name))
+        pr.field = "--fix " + std::string(x.name);
     throw UsageError{pr.field, pr.message};
   }
   // A fixed precision (or another technique) the GPU cannot run is an
@@ -366,7 +323,8 @@ struct Scan {
 /// The deadline: the fewest GPUs that meet it (with --objective cost, the
 /// cheapest); counts below deadline_floor are not tried. The budget: the
 /// fastest count whose GPU-hours the budget buys. `top` rows for the answer.
-Scan scan_counts(const SearchArgs& a, const Ask& ask, const spec::PlanSpec& base, const std::set<int>& fixed_by_fix,
+Scan scan_counts(const SearchArgs& a, const Ask& ask, const spec::PlanSpec& base,
+                 const std::set<std::string>& fixed_by_fix,
                  const spec::ModelSpec& m, const spec::HardwareSpec& gpu, const std::string& gpu_name, int top,
                  int threads = 0) {
   Scan s;
@@ -448,12 +406,21 @@ void register_search(Commands& commands, int& rc) {
   cmd->add_option("--top", a->top, "Rows to show (exact ties are one row; each with its prediction interval, marked "
                                    "against the best)")
       ->capture_default_str();
+  // The dimensions and the defaults, from the axis table (search::axes).
+  std::string all_dims, off_by_default;
+  std::vector<std::string_view> off;
+  for (int i = 0; i < search::kDimCount; ++i) {
+    const search::Axis& x = search::axis(static_cast<Dim>(i));
+    all_dims += (i ? "," : "") + std::string(x.name);
+    if (!x.by_default && !x.follows) off.push_back(x.name);
+  }
+  for (size_t i = 0; i < off.size(); ++i)
+    off_by_default += (i == 0 ? "" : i + 1 == off.size() ? " and " : ", ") + std::string(off[i]);
   cmd->add_option("--search", a->search,
-                  "Search exactly these dimensions (tp,pp,dp,cp,ep,mb,vpp,zero,recompute,precision,framework,"
-                  "tp_overlap,fp8_recipe,offload,recompute_layers,stages); the rest take the plan's values (dp, "
+                  "Search exactly these dimensions (" + all_dims + "); the rest take the plan's values (dp, "
                   "unless given, is what the GPU count leaves). +NAME and -NAME change the defaults instead: "
-                  "--search +precision,+framework,-zero. Default: all but precision, framework, tp_overlap, "
-                  "fp8_recipe, offload, recompute_layers and stages (ep for MoE models only). offload tries none, the "
+                  "--search +precision,+framework,-zero. Default: all but " + off_by_default +
+                  " (ep for MoE models only). offload tries none, the "
                   "optimizer (ZeRO-Offload) and the optimizer with the parameters (ZeRO-Infinity) on the CPU; "
                   "recompute_layers has full recomputation also try block:K, K = 1/4, 1/2 and 3/4 of a stage's "
                   "layers (--recompute-method block); stages tries, with PP > 1, the last stage, both end stages and "
@@ -463,7 +430,7 @@ void register_search(Commands& commands, int& rc) {
   cmd->add_option("--fix", a->fix, "Pin a dimension, as giving its flag does: tp=8, pp=4, dp=.., cp=.., ep=.., "
                                    "micro_batch=.., vpp=.., zero=.., recompute=.., precision=.., framework=.., "
                                    "tp_comm_overlap=true|false, fp8_recipe=.., offload_optimizer=.., offload_params=.., "
-                                   "first_stage_layers=.., last_stage_layers=..");
+                                   "first_stage_layers=.., last_stage_layers=.., sp=true|false");
   cmd->add_option("--headroom", a->headroom,
                   "Memory left free: a layout qualifies when its peak memory's upper end is at most capacity x (1 - "
                   "headroom); the default is the rule predict, compare and advise call \"fits\" (\"tight\": only "
@@ -553,8 +520,8 @@ void register_search(Commands& commands, int& rc) {
         return kExitOk;
       }
       base.source_file.clear();
-      std::set<int> fixed_by_fix;
-      for (const auto& fx : a->fix) fixed_by_fix.insert(static_cast<int>(apply_fix(base, fx)));
+      std::set<std::string> fixed_by_fix;  // the plan fields --fix sets
+      for (const auto& fx : a->fix) fixed_by_fix.insert(apply_fix(base, fx));
       if (base.global_batch > 0 && base.micro_batch > base.global_batch)
         throw UsageError{"--fix", fmt::format("micro-batch {} exceeds the global batch {}", base.micro_batch,
                                               base.global_batch)};

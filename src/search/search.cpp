@@ -17,16 +17,12 @@
 #include "ridgeline/engine/cost_memo.hpp"
 #include "ridgeline/memory/memory.hpp"
 #include "ridgeline/spec/framework.hpp"
+#include "ridgeline/spec/plan_fields.hpp"
 #include "ridgeline/techniques/passes.hpp"
 
 namespace ridgeline::search {
 
 namespace {
-
-constexpr std::string_view kDimNames[kDimCount] = {"tp",        "pp",        "dp",       "cp",  "ep",
-                                                   "mb",        "vpp",       "zero",     "recompute",
-                                                   "precision", "framework", "tp_overlap", "fp8_recipe",
-                                                   "offload",   "recompute_layers", "stages"};
 
 std::vector<int> values_or(int fixed, std::vector<int> all) {
   if (fixed > 0 || (fixed == 0 && !all.empty() && all.front() == 0)) return {fixed};
@@ -47,7 +43,11 @@ struct RecomputeChoice {
 /// stage, K = 2, 4, 6).
 int block_layers_at(int layers, int pp, int quarters) { return layers / pp * quarters / 4; }
 
-struct Dims {
+}  // namespace
+
+/// Each axis's values for one search (Axis::values fills its own).
+struct AxisValues {
+  int layers = 0;  // the model's decoder layers
   std::vector<int> tp, pp, cp, ep, micro, vpp, zero;
   std::vector<RecomputeChoice> rec;
   std::vector<spec::Precision> prec;
@@ -55,53 +55,256 @@ struct Dims {
   std::vector<bool> ovl;
   std::vector<spec::Fp8Recipe> recipe;
   std::vector<spec::OffloadSpec> offload;
+  std::vector<int> sp;  // -1: on with TP > 1; 0 off; 1 on
   /// Stage splits; `stages_searched` false: the base plan's first and last
-  /// stage layers, as given (one entry).
+  /// stage layers, as given (one entry). run() forms each split's layers
+  /// per PP degree.
   std::vector<StageTrim> stages;
   bool stages_searched = false;
 };
 
-Dims dims_for(const SearchSpec& s, const spec::ModelSpec& m, const spec::PlanSpec& base) {
-  Dims d;
-  d.tp = values_or(s.tp, {1, 2, 4, 8, 16, 32});
-  std::vector<int> pps;
-  for (int p = 1; p <= m.layers && p <= s.gpus; ++p)
-    if (m.layers % p == 0) pps.push_back(p);
-  d.pp = values_or(s.pp, pps);
-  d.cp = values_or(s.cp, {1, 2, 4, 8});
-  // Expert parallelism, for a mixture of experts: powers of two that divide
-  // the experts, up to the GPU count (engine::check_plan: EP | experts, EP | DP x CP).
-  std::vector<int> eps{1};
-  if (m.is_moe())
-    for (int e = 2; e <= m.moe.experts && e <= s.gpus; e *= 2)
-      if (m.moe.experts % e == 0) eps.push_back(e);
-  d.ep = values_or(s.ep, eps);
-  d.micro = values_or(s.micro_batch, {1, 2, 4, 8, 16});
-  d.vpp = values_or(s.vpp, {1, 2, 4});
-  d.zero = s.zero >= 0 ? std::vector<int>{s.zero} : std::vector<int>{0, 1, 2, 3};
-  const std::vector<spec::Recompute> recs =
-      s.recompute.empty() ? std::vector<spec::Recompute>{{spec::RecomputeKind::kNone, 0},
-                                                         {spec::RecomputeKind::kSelective, 0},
-                                                         {spec::RecomputeKind::kFull, 0}}
-                          : s.recompute;
-  // Each full recomputation of every layer is followed by its block variants.
-  for (const spec::Recompute& r : recs) {
-    d.rec.push_back({r, 0, 0});
-    const size_t first = d.rec.size();
-    if (r.kind == spec::RecomputeKind::kFull && r.block_layers == 0)
-      for (int q : s.block_quarters) d.rec.push_back({r, q, first});
-  }
-  d.prec = s.precision.empty() ? std::vector<spec::Precision>{base.precision} : s.precision;
-  d.fw = s.frameworks.empty() ? std::vector<std::uint8_t>{base.framework} : s.frameworks;
-  d.ovl = s.tp_overlap.empty() ? std::vector<bool>{base.parallel.tp_comm_overlap} : s.tp_overlap;
-  d.recipe = s.fp8_recipe.empty() ? std::vector<spec::Fp8Recipe>{base.fp8_recipe} : s.fp8_recipe;
-  d.offload = s.offload.empty() ? std::vector<spec::OffloadSpec>{base.offload} : s.offload;
-  d.stages_searched = !s.stages.empty();
-  d.stages = d.stages_searched ? s.stages
-                               : std::vector<StageTrim>{{base.parallel.first_stage_layers,
-                                                         base.parallel.last_stage_layers}};
-  return d;
+namespace {
+
+template <class T>
+std::string text_of(const T& v) {
+  return spec::to_string(v);
 }
+
+bool is_moe(const spec::ModelSpec& m) { return m.is_moe(); }
+
+// GCC 12 warns of members a designated initializer leaves to their
+// defaults, which is what the designators are for here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+/// The axis table, in enumeration order: the first digit varies slowest,
+/// and the first refused plan in this order is the one a search reports.
+/// Grouped by scope, the graph's digits form a unit of work, the stage
+/// split's the graphs within it, the step's the layouts that share a graph.
+constinit const Axis kAxes[] = {
+    {.dim = Dim::kTp, .name = "tp", .key = "parallel.tp", .by_default = true,
+     .pin = [](SearchSpec& s, const spec::PlanSpec& b) { return std::to_string(s.tp = b.parallel.tp); },
+     .values = [](AxisValues& v, const SearchSpec& s, const spec::ModelSpec&, const spec::PlanSpec&) {
+       v.tp = values_or(s.tp, {1, 2, 4, 8, 16, 32});
+     },
+     .count = [](const AxisValues& v) { return v.tp.size(); },
+     .apply = [](Layout& l, const AxisValues& v, size_t i) { l.tp = v.tp[i]; }},
+    {.dim = Dim::kPp, .name = "pp", .key = "parallel.pp", .by_default = true,
+     .pin = [](SearchSpec& s, const spec::PlanSpec& b) { return std::to_string(s.pp = b.parallel.pp); },
+     .values = [](AxisValues& v, const SearchSpec& s, const spec::ModelSpec& m, const spec::PlanSpec&) {
+       std::vector<int> pps;  // every divisor of the layers up to the GPU count
+       for (int p = 1; p <= m.layers && p <= s.gpus; ++p)
+         if (m.layers % p == 0) pps.push_back(p);
+       v.pp = values_or(s.pp, pps);
+     },
+     .count = [](const AxisValues& v) { return v.pp.size(); },
+     .apply = [](Layout& l, const AxisValues& v, size_t i) { l.pp = v.pp[i]; }},
+    // The split's layers at each PP degree are formed by run() (the least
+    // trim that leaves the other stages an even share).
+    {.dim = Dim::kStages, .name = "stages", .key = "parallel.first_stage_layers",
+     .also_key = "parallel.last_stage_layers", .shown_pinned = false,
+     .search = [](SearchSpec& s, const spec::ModelSpec&, const spec::HardwareSpec&, const spec::PlanSpec&) {
+       s.stages = searchable_stage_trims();
+     },
+     .pin = [](SearchSpec&, const spec::PlanSpec& b) {  // run() reads the base plan's split when s.stages is empty
+       Layout l;
+       l.first_stage_layers = b.parallel.first_stage_layers;
+       l.last_stage_layers = b.parallel.last_stage_layers;
+       return stages_text(l);
+     },
+     .values = [](AxisValues& v, const SearchSpec& s, const spec::ModelSpec&, const spec::PlanSpec& b) {
+       v.stages_searched = !s.stages.empty();
+       v.stages = v.stages_searched
+                      ? s.stages
+                      : std::vector<StageTrim>{{b.parallel.first_stage_layers, b.parallel.last_stage_layers}};
+     },
+     .count = [](const AxisValues& v) { return v.stages.size(); }},
+    {.dim = Dim::kDp, .name = "dp", .key = "parallel.dp", .follows = true,
+     .pin = [](SearchSpec& s, const spec::PlanSpec& b) { return std::to_string(s.dp = b.parallel.dp); }},
+    {.dim = Dim::kCp, .name = "cp", .key = "parallel.cp", .by_default = true,
+     .pin = [](SearchSpec& s, const spec::PlanSpec& b) { return std::to_string(s.cp = b.parallel.cp); },
+     .values = [](AxisValues& v, const SearchSpec& s, const spec::ModelSpec&, const spec::PlanSpec&) {
+       v.cp = values_or(s.cp, {1, 2, 4, 8});
+     },
+     .count = [](const AxisValues& v) { return v.cp.size(); },
+     .apply = [](Layout& l, const AxisValues& v, size_t i) { l.cp = v.cp[i]; }},
+    {.dim = Dim::kEp, .name = "ep", .key = "parallel.ep", .by_default = true, .applies = is_moe,
+     .pin = [](SearchSpec& s, const spec::PlanSpec& b) { return std::to_string(s.ep = b.parallel.ep); },
+     .values = [](AxisValues& v, const SearchSpec& s, const spec::ModelSpec& m, const spec::PlanSpec&) {
+       // Expert parallelism, for a mixture of experts: powers of two that divide
+       // the experts, up to the GPU count (engine::check_plan: EP | experts, EP | DP x CP).
+       std::vector<int> eps{1};
+       if (m.is_moe())
+         for (int e = 2; e <= m.moe.experts && e <= s.gpus; e *= 2)
+           if (m.moe.experts % e == 0) eps.push_back(e);
+       v.ep = values_or(s.ep, eps);
+     },
+     .count = [](const AxisValues& v) { return v.ep.size(); },
+     .apply = [](Layout& l, const AxisValues& v, size_t i) { l.ep = v.ep[i]; }},
+    {.dim = Dim::kMicroBatch, .name = "mb", .key = "micro_batch", .by_default = true,
+     .pin = [](SearchSpec& s, const spec::PlanSpec& b) { return std::to_string(s.micro_batch = b.micro_batch); },
+     .values = [](AxisValues& v, const SearchSpec& s, const spec::ModelSpec&, const spec::PlanSpec&) {
+       v.micro = values_or(s.micro_batch, {1, 2, 4, 8, 16});
+     },
+     .count = [](const AxisValues& v) { return v.micro.size(); },
+     .apply = [](Layout& l, const AxisValues& v, size_t i) { l.micro_batch = v.micro[i]; }},
+    // Its values include block recomputation's (recompute_layers): each full
+    // recomputation of every layer is followed by its block variants, whose
+    // K run() sets per PP degree.
+    {.dim = Dim::kRecompute, .name = "recompute", .key = "recompute", .by_default = true,
+     .pin = [](SearchSpec& s, const spec::PlanSpec& b) {
+       s.recompute = {b.recompute};
+       return spec::to_string(b.recompute);
+     },
+     .values = [](AxisValues& v, const SearchSpec& s, const spec::ModelSpec&, const spec::PlanSpec&) {
+       const std::vector<spec::Recompute> recs =
+           s.recompute.empty() ? std::vector<spec::Recompute>{{spec::RecomputeKind::kNone, 0},
+                                                              {spec::RecomputeKind::kSelective, 0},
+                                                              {spec::RecomputeKind::kFull, 0}}
+                               : s.recompute;
+       for (const spec::Recompute& r : recs) {
+         v.rec.push_back({r, 0, 0});
+         const size_t first = v.rec.size();
+         if (r.kind == spec::RecomputeKind::kFull && r.block_layers == 0)
+           for (int q : s.block_quarters) v.rec.push_back({r, q, first});
+       }
+     },
+     .count = [](const AxisValues& v) { return v.rec.size(); },
+     .apply = [](Layout& l, const AxisValues& v, size_t i) { l.recompute = v.rec[i].policy; },
+     // block:K of a share of the stage's L layers: K = 0 (block:0) and K = L
+     // both recompute every layer, plain full recomputation again; a K an
+     // earlier share gave at this PP repeats that layout.
+     .redundant = [](const Layout& l, const AxisValues& v, size_t i) {
+       const RecomputeChoice& rc = v.rec[i];
+       if (rc.quarters == 0) return false;
+       const int k = l.recompute.block_layers;  // set by run() for this PP
+       bool same = k < 1 || k >= v.layers / l.pp;
+       for (size_t e = rc.first_block; e < i && !same; ++e)
+         same = block_layers_at(v.layers, l.pp, v.rec[e].quarters) == k;
+       return same;
+     }},
+    {.dim = Dim::kRecomputeLayers, .name = "recompute_layers", .key = "recompute",
+     .search = [](SearchSpec& s, const spec::ModelSpec&, const spec::HardwareSpec&, const spec::PlanSpec&) {
+       s.block_quarters = searchable_block_quarters();
+     }},
+    {.dim = Dim::kPrecision, .name = "precision", .key = "precision",
+     .search = [](SearchSpec& s, const spec::ModelSpec&, const spec::HardwareSpec& hw, const spec::PlanSpec& b) {
+       s.precision = searchable_precisions(hw, b);
+     },
+     .pin = [](SearchSpec& s, const spec::PlanSpec& b) {
+       s.precision = {b.precision};
+       return text_of(b.precision);
+     },
+     .values = [](AxisValues& v, const SearchSpec& s, const spec::ModelSpec&, const spec::PlanSpec& b) {
+       v.prec = s.precision.empty() ? std::vector<spec::Precision>{b.precision} : s.precision;
+     },
+     .count = [](const AxisValues& v) { return v.prec.size(); },
+     .apply = [](Layout& l, const AxisValues& v, size_t i) { l.precision = v.prec[i]; }},
+    {.dim = Dim::kFramework, .name = "framework", .key = "framework",
+     .search = [](SearchSpec& s, const spec::ModelSpec&, const spec::HardwareSpec&, const spec::PlanSpec&) {
+       for (size_t k = 0; k < spec::framework_count(); ++k) s.frameworks.push_back(static_cast<std::uint8_t>(k));
+     },
+     .pin = [](SearchSpec& s, const spec::PlanSpec& b) {
+       s.frameworks = {b.framework};
+       return spec::framework(b.framework).id;
+     },
+     .values = [](AxisValues& v, const SearchSpec& s, const spec::ModelSpec&, const spec::PlanSpec& b) {
+       v.fw = s.frameworks.empty() ? std::vector<std::uint8_t>{b.framework} : s.frameworks;
+     },
+     .count = [](const AxisValues& v) { return v.fw.size(); },
+     .apply = [](Layout& l, const AxisValues& v, size_t i) { l.framework = v.fw[i]; }},
+    {.dim = Dim::kTpOverlap, .name = "tp_overlap", .key = "parallel.tp_comm_overlap", .shown_pinned = false,
+     .search = [](SearchSpec& s, const spec::ModelSpec&, const spec::HardwareSpec&, const spec::PlanSpec&) {
+       s.tp_overlap = {false, true};
+     },
+     .pin = [](SearchSpec& s, const spec::PlanSpec& b) {
+       s.tp_overlap = {b.parallel.tp_comm_overlap};
+       return std::string(b.parallel.tp_comm_overlap ? "on" : "off");
+     },
+     .values = [](AxisValues& v, const SearchSpec& s, const spec::ModelSpec&, const spec::PlanSpec& b) {
+       v.ovl = s.tp_overlap.empty() ? std::vector<bool>{b.parallel.tp_comm_overlap} : s.tp_overlap;
+     },
+     .count = [](const AxisValues& v) { return v.ovl.size(); },
+     .apply = [](Layout& l, const AxisValues& v, size_t i) { l.tp_overlap = v.ovl[i]; },
+     // With TP 1 there is nothing to overlap: the same layout as off.
+     .redundant = [](const Layout& l, const AxisValues& v, size_t) {
+       return v.ovl.size() > 1 && l.tp_overlap && l.tp == 1;
+     }},
+    {.dim = Dim::kFp8Recipe, .name = "fp8_recipe", .key = "fp8.recipe", .shown_pinned = false,
+     .search = [](SearchSpec& s, const spec::ModelSpec& m, const spec::HardwareSpec& hw, const spec::PlanSpec& b) {
+       s.fp8_recipe = searchable_fp8_recipes(m, hw, b);
+     },
+     .pin = [](SearchSpec& s, const spec::PlanSpec& b) {
+       s.fp8_recipe = {b.fp8_recipe};
+       return text_of(b.fp8_recipe);
+     },
+     .values = [](AxisValues& v, const SearchSpec& s, const spec::ModelSpec&, const spec::PlanSpec& b) {
+       v.recipe = s.fp8_recipe.empty() ? std::vector<spec::Fp8Recipe>{b.fp8_recipe} : s.fp8_recipe;
+     },
+     .count = [](const AxisValues& v) { return v.recipe.size(); },
+     .apply = [](Layout& l, const AxisValues& v, size_t i) { l.fp8_recipe = v.recipe[i]; },
+     // No fp8 GEMM: the recipe reads nothing, every recipe but the first is the same layout.
+     .redundant = [](const Layout& l, const AxisValues&, size_t i) {
+       return i > 0 && l.precision != spec::Precision::kFp8;
+     }},
+    // Sequence parallelism (Korthikanti et al. 2022): splits the norms' and
+    // dropouts' activations over the TP ranks and turns each TP all-reduce
+    // into a reduce-scatter and an all-gather (graph::build_forward).
+    {.dim = Dim::kSp, .name = "sp", .key = "parallel.sp", .shown_pinned = false,
+     .search = [](SearchSpec& s, const spec::ModelSpec&, const spec::HardwareSpec&, const spec::PlanSpec&) {
+       s.sp_searched = true;
+     },
+     .pin = [](SearchSpec& s, const spec::PlanSpec& b) {
+       s.sp = b.parallel.sp ? 1 : 0;
+       return std::string(b.parallel.sp ? "on" : "off");
+     },
+     .values = [](AxisValues& v, const SearchSpec& s, const spec::ModelSpec&, const spec::PlanSpec&) {
+       v.sp = s.sp_searched ? std::vector<int>{0, 1} : std::vector<int>{s.sp};
+     },
+     .count = [](const AxisValues& v) { return v.sp.size(); },
+     .apply = [](Layout& l, const AxisValues& v, size_t i) { l.sp = v.sp[i] < 0 ? l.tp > 1 : v.sp[i] == 1; },
+     // With TP 1 there is nothing to split: the same layout as off.
+     .redundant = [](const Layout& l, const AxisValues& v, size_t) { return v.sp.size() > 1 && l.sp && l.tp == 1; }},
+    {.dim = Dim::kVpp, .name = "vpp", .key = "parallel.virtual_stages", .by_default = true,
+     .pin = [](SearchSpec& s, const spec::PlanSpec& b) { return std::to_string(s.vpp = b.parallel.virtual_stages); },
+     .values = [](AxisValues& v, const SearchSpec& s, const spec::ModelSpec&, const spec::PlanSpec&) {
+       v.vpp = values_or(s.vpp, {1, 2, 4});
+     },
+     .count = [](const AxisValues& v) { return v.vpp.size(); },
+     .apply = [](Layout& l, const AxisValues& v, size_t i) { l.vpp = v.vpp[i]; },
+     // Interleaving needs whole chunks.
+     .redundant = [](const Layout& l, const AxisValues& v, size_t) {
+       return l.vpp > 1 && (l.pp == 1 || v.layers % (l.pp * l.vpp) != 0);
+     }},
+    {.dim = Dim::kZero, .name = "zero", .key = "parallel.zero", .by_default = true,
+     .pin = [](SearchSpec& s, const spec::PlanSpec& b) { return std::to_string(s.zero = b.parallel.zero); },
+     .values = [](AxisValues& v, const SearchSpec& s, const spec::ModelSpec&, const spec::PlanSpec&) {
+       v.zero = s.zero >= 0 ? std::vector<int>{s.zero} : std::vector<int>{0, 1, 2, 3};
+     },
+     .count = [](const AxisValues& v) { return v.zero.size(); },
+     .apply = [](Layout& l, const AxisValues& v, size_t i) { l.zero = v.zero[i]; },
+     // Nothing to shard: the same layout as ZeRO-0.
+     .redundant = [](const Layout& l, const AxisValues&, size_t) {
+       return l.zero > 0 && l.dp * l.cp == 1 && !l.offload.any();
+     }},
+    {.dim = Dim::kOffload, .name = "offload", .key = "offload.optimizer", .also_key = "offload.params",
+     .shown_pinned = false,
+     .search = [](SearchSpec& s, const spec::ModelSpec&, const spec::HardwareSpec&, const spec::PlanSpec&) {
+       s.offload = searchable_offloads();
+     },
+     .pin = [](SearchSpec& s, const spec::PlanSpec& b) {
+       s.offload = {b.offload};
+       return offload_text(b.offload);
+     },
+     .values = [](AxisValues& v, const SearchSpec& s, const spec::ModelSpec&, const spec::PlanSpec& b) {
+       v.offload = s.offload.empty() ? std::vector<spec::OffloadSpec>{b.offload} : s.offload;
+     },
+     .count = [](const AxisValues& v) { return v.offload.size(); },
+     .apply = [](Layout& l, const AxisValues& v, size_t i) { l.offload = v.offload[i]; }},
+};
+#pragma GCC diagnostic pop
+
+constexpr size_t kAxisCount = std::size(kAxes);
+static_assert(kAxisCount == kDimCount);
 
 double score(Objective o, const engine::Prediction& p) {
   switch (o) {
@@ -273,18 +476,31 @@ void add_counts(SearchCounts& a, const SearchCounts& b) {
 
 }  // namespace
 
-std::string_view name(Dim d) { return kDimNames[static_cast<int>(d)]; }
+std::span<const Axis> axes() { return kAxes; }
+
+const Axis& axis(Dim d) {
+  for (const Axis& a : kAxes)
+    if (a.dim == d) return a;
+  return kAxes[0];  // unreachable: every Dim has its entry (static_assert above, axes_test)
+}
+
+spec::Scope scope_of(const Axis& a) {
+  const spec::PlanField* f = spec::find_plan_field(a.key);
+  return f ? f->scope : spec::Scope::kNone;
+}
+
+std::string_view name(Dim d) { return axis(d).name; }
 
 std::optional<Dim> parse_dim(std::string_view s) {
   if (s == "micro_batch") return Dim::kMicroBatch;
-  for (int i = 0; i < kDimCount; ++i)
-    if (kDimNames[i] == s) return static_cast<Dim>(i);
+  for (const Axis& a : kAxes)
+    if (a.name == s) return a.dim;
   return std::nullopt;
 }
 
 std::string dim_choices() {
   std::string o;
-  for (int i = 0; i < kDimCount; ++i) o += (i ? ", " : "") + std::string(kDimNames[i]);
+  for (int i = 0; i < kDimCount; ++i) o += (i ? ", " : "") + std::string(name(static_cast<Dim>(i)));
   return o;
 }
 
@@ -478,7 +694,10 @@ engine::Problem check_fixed(const SearchSpec& s, const spec::ModelSpec& m, const
 SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::PlanSpec& base,
                  const spec::HardwareSpec& hw, bool use_calibration, Workspace* workspace) {
   const auto t0 = std::chrono::steady_clock::now();
-  const Dims d = dims_for(s, m, base);
+  AxisValues d;
+  d.layers = m.layers;
+  for (const Axis& a : kAxes)
+    if (a.values) a.values(d, s, m, base);
   // The space's framework profiles are read here, on the calling thread
   // (spec::framework reads each on first use): a malformed one is then the
   // search's error, not a worker's. A plan with CPU offload that its
@@ -493,18 +712,63 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
   const int gb = s.global_batch > 0 ? s.global_batch : base.global_batch;
   const int seq = graph::seq_len(m, base);
   const double memory_limit = hw.memory_bytes * (1 - s.headroom);
-  // A unit of work: one micro-batch shape (tp, cp, ep, micro, recompute
-  // with its share of block recomputation, precision, framework, TP
-  // overlap, fp8 recipe). Within it, one graph per PP degree and stage
-  // split: those graphs hold the same kernels at other counts, so their
-  // costs are formed once (engine::CostMemo). Within a graph, the layouts
-  // that share it (dp follows from the GPU count; virtual stages, ZeRO
-  // stages and offload).
-  const size_t units =
-      d.tp.size() * d.cp.size() * d.ep.size() * d.micro.size() * d.rec.size() * d.prec.size() * d.fw.size() *
-      d.ovl.size() * d.recipe.size();
-  const size_t per_unit = d.pp.size() * d.stages.size();
-  const size_t inner = d.vpp.size() * d.zero.size() * d.offload.size();
+  // A layout is one value index (digit) per axis with values of its own.
+  // The digits by scope: a unit of work is one point of the graph's axes (a
+  // micro-batch shape: tp, cp, ep, micro, recompute with its share of block
+  // recomputation, precision, framework, TP overlap, fp8 recipe); within
+  // it, one graph per point of the stage split's axes (PP degree, stage
+  // split): those graphs hold the same kernels at other counts, so their
+  // costs are formed once (engine::CostMemo); within a graph, the layouts
+  // at each point of the step's axes (virtual stages, ZeRO stages and
+  // offload) share it, and dp follows from the GPU count. `order_digits` counts
+  // every digit in table order: a layout's place in the enumeration.
+  MixedRadix graph_digits, layout_digits, step_digits, order_digits, base_digits, params_digits;
+  size_t graph_axis[MixedRadix::kMaxDigits], layout_axis[MixedRadix::kMaxDigits],
+      step_axis[MixedRadix::kMaxDigits], order_axis[MixedRadix::kMaxDigits], base_axis[MixedRadix::kMaxDigits];
+  size_t rec_axis = 0, tp_axis = 0, ep_axis = 0, pp_axis = 0, stages_axis = 0;
+  for (size_t a = 0; a < kAxisCount; ++a) {
+    const Axis& x = kAxes[a];
+    if (!x.count) continue;
+    const size_t r = x.count(d);
+    order_axis[order_digits.size()] = a;
+    order_digits.push(r);
+    switch (scope_of(x)) {
+      case spec::Scope::kGraph:
+        graph_axis[graph_digits.size()] = a;
+        graph_digits.push(r);
+        // Units that differ only in recomputation share their graph's base
+        // (techniques::build_microbatch_base): they form one work item.
+        if (x.dim != Dim::kRecompute) {
+          base_axis[base_digits.size()] = a;
+          base_digits.push(r);
+        }
+        break;
+      case spec::Scope::kLayout:
+        layout_axis[layout_digits.size()] = a;
+        layout_digits.push(r);
+        break;
+      default:
+        step_axis[step_digits.size()] = a;
+        step_digits.push(r);
+        break;
+    }
+    if (x.dim == Dim::kRecompute) rec_axis = a;
+    if (x.dim == Dim::kTp) tp_axis = a;
+    if (x.dim == Dim::kEp) ep_axis = a;
+    if (x.dim == Dim::kPp) pp_axis = a;
+    if (x.dim == Dim::kStages) stages_axis = a;
+  }
+  // Which of the enumeration's digits are the step's (1).
+  std::uint8_t is_step_digit[MixedRadix::kMaxDigits] = {};
+  for (size_t i = 0; i < order_digits.size(); ++i)
+    is_step_digit[i] = scope_of(kAxes[order_axis[i]]) == spec::Scope::kStep ? 1 : 0;
+  // Each stage's parameters read TP, EP and the stage split alone.
+  params_digits.push(d.tp.size());
+  params_digits.push(d.ep.size());
+  params_digits.push(layout_digits.count());
+  const size_t units = graph_digits.count();
+  const size_t per_unit = layout_digits.count();
+  const size_t inner = step_digits.count();
   const size_t keep = keep_count(s.top);
   // This shard's units: u = shard_index, shard_index + shard_count, ...
   const size_t shard_units =
@@ -525,8 +789,8 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
   std::vector<SearchResult> parts(threads);
   std::vector<size_t> first_problem_at(threads, std::numeric_limits<size_t>::max());
   // Each qualifying layout's step time is appended to its thread's list,
-  // unit by unit; a unit's times come out in layout order (pp, stage
-  // split, then vpp, ZeRO and offload), and unit_times[k] says where unit k's are. The
+  // unit by unit; a unit's times come out in layout order (stage split,
+  // then the step's axes), and unit_times[k] says where unit k's are. The
   // interval count (search::search_intervals) reads them in layout order
   // whatever thread evaluated them. The lists are each worker's in the
   // caller's Workspace and outlive the search, so with the same workspace
@@ -539,44 +803,42 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
   };
   std::vector<UnitTimes> unit_times(shard_units);
   std::vector<std::vector<double>*> thread_times(threads, nullptr);
-  // Unit k of the shard as its indices into the dimensions and its layout
-  // (all but pp, the stage split, dp, vpp, ZeRO and offload; block:K is set per PP).
+  // Unit k of the shard: every axis's digit (those of the stage split and
+  // the step set per layout) and its layout with the graph's axes applied
+  // (block:K is set per PP).
   struct Unit {
-    size_t recipe, ovl, fw, prec, rec, mb, ep, cp, tp;
+    size_t digit[kAxisCount] = {};
     Layout l;
   };
   auto unit_of = [&](size_t k) {
-    size_t rem = k * static_cast<size_t>(s.shard_count) + static_cast<size_t>(s.shard_index);
-    auto take = [&rem](size_t count) {
-      const size_t i = rem % count;
-      rem /= count;
-      return i;
-    };
-    Unit u{};
-    u.recipe = take(d.recipe.size()), u.ovl = take(d.ovl.size()), u.fw = take(d.fw.size());
-    u.prec = take(d.prec.size()), u.rec = take(d.rec.size()), u.mb = take(d.micro.size());
-    u.ep = take(d.ep.size()), u.cp = take(d.cp.size()), u.tp = take(d.tp.size());
-    Layout& l = u.l;
-    l.framework = d.fw[u.fw];
-    l.precision = d.prec[u.prec];
-    l.recompute = d.rec[u.rec].policy;
-    l.micro_batch = d.micro[u.mb];
-    l.ep = d.ep[u.ep];
-    l.cp = d.cp[u.cp];
-    l.tp = d.tp[u.tp];
-    l.tp_overlap = d.ovl[u.ovl];
-    l.fp8_recipe = d.recipe[u.recipe];
-    l.sp = s.sp < 0 ? l.tp > 1 : s.sp == 1;
+    Unit u;
+    size_t g[MixedRadix::kMaxDigits];
+    graph_digits.set(k * static_cast<size_t>(s.shard_count) + static_cast<size_t>(s.shard_index), g);
+    for (size_t i = 0; i < graph_digits.size(); ++i) {
+      const size_t a = graph_axis[i];
+      u.digit[a] = g[i];
+      kAxes[a].apply(u.l, d, g[i]);
+    }
     return u;
+  };
+  // Sets the stage split's digits of point j into `digit`, and its axes into l.
+  auto set_split = [&](size_t* digit, Layout& l, size_t j) {
+    size_t g[MixedRadix::kMaxDigits];
+    layout_digits.set(j, g);
+    for (size_t i = 0; i < layout_digits.size(); ++i) {
+      const size_t a = layout_axis[i];
+      digit[a] = g[i];
+      if (kAxes[a].apply) kAxes[a].apply(l, d, g[i]);
+    }
   };
   // Why a unit's layouts at one PP degree and stage split are left out
   // before any is evaluated; kKept when they are not.
   enum class Cut : std::uint8_t { kKept, kShape, kRedundant, kBatch };
-  // The stage splits at each PP degree (index pi x stages + si), formed
-  // once: the layers of the first and last stage, and whether the split is
-  // left out. Searched, a trim at PP 1 is the even layout again; a split
-  // whose other stages cannot share the rest evenly (spec::check_stage_layers,
-  // as engine::check_plan reads it) does not divide. Not searched, the base
+  // The stage splits at each point of the split's axes, formed once: the
+  // layers of the first and last stage, and whether the split is left out.
+  // Searched, a trim at PP 1 is the even layout again; a split whose other
+  // stages cannot share the rest evenly (spec::check_stage_layers, as
+  // engine::check_plan reads it) does not divide. Not searched, the base
   // plan's split, which engine::check_plan judges per layout.
   struct Split {
     int first = 0, last = 0;
@@ -584,8 +846,11 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
   };
   std::vector<Split> splits(per_unit);
   for (size_t j = 0; j < per_unit; ++j) {
-    const int pp = d.pp[j / d.stages.size()];
-    const StageTrim& t = d.stages[j % d.stages.size()];
+    size_t digit[kAxisCount] = {};
+    Layout l;
+    set_split(digit, l, j);
+    const int pp = l.pp;
+    const StageTrim& t = d.stages[digit[stages_axis]];
     Split& sp = splits[j];
     if (!d.stages_searched) {
       sp.first = t.first, sp.last = t.last;
@@ -609,8 +874,10 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
       }
     }
   }
-  // Sets l.dp, the stage split and block:K (index j = pi x stages + si).
-  auto cut_of = [&](const Unit& u, Layout& l, size_t j) {
+  // Sets the stage split's axes (point j), l.dp and block:K, and says
+  // whether the layouts at j are left out.
+  auto cut_of = [&](Unit& u, Layout& l, size_t j) {
+    set_split(u.digit, l, j);
     const int tpc = l.tp * l.pp * l.cp;
     const bool valid_shape = s.gpus % tpc == 0 && m.heads % l.tp == 0 && m.layers % l.pp == 0 &&
                              seq % l.cp == 0 && (l.cp == 1 || seq / l.cp >= 128);
@@ -622,27 +889,20 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
     l.first_stage_layers = sp.first;
     l.last_stage_layers = sp.last;
     if (sp.cut == Cut::kShape) return Cut::kShape;
-    // block:K of a share of the stage's L layers: K = 0 (block:0) and K = L
-    // both recompute every layer, plain full recomputation again; a K an
-    // earlier share gave at this PP repeats that layout.
-    bool same_block = false;
-    if (const RecomputeChoice& rc = d.rec[u.rec]; rc.quarters > 0) {
-      const int k = block_layers_at(m.layers, l.pp, rc.quarters);
-      l.recompute.block_layers = k;
-      same_block = k < 1 || k >= m.layers / l.pp;
-      for (size_t e = rc.first_block; e < u.rec && !same_block; ++e)
-        same_block = block_layers_at(m.layers, l.pp, d.rec[e].quarters) == k;
+    if (const RecomputeChoice& rc = d.rec[u.digit[rec_axis]]; rc.quarters > 0)
+      l.recompute.block_layers = block_layers_at(m.layers, l.pp, rc.quarters);
+    bool redundant = sp.cut == Cut::kRedundant;
+    for (size_t i = 0; i < graph_digits.size(); ++i) {
+      const Axis& a = kAxes[graph_axis[i]];
+      if (a.redundant && a.redundant(l, d, u.digit[graph_axis[i]])) redundant = true;
     }
-    if ((d.ovl.size() > 1 && l.tp_overlap && l.tp == 1) ||  // nothing to overlap: the same layout as off
-        (u.recipe > 0 && l.precision != spec::Precision::kFp8) ||  // no fp8 GEMM: the recipe reads nothing
-        sp.cut == Cut::kRedundant || same_block)
-      return Cut::kRedundant;
+    if (redundant) return Cut::kRedundant;
     if (gb % (static_cast<long long>(l.micro_batch) * l.dp) != 0) return Cut::kBatch;
     return Cut::kKept;
   };
   // Threads take the units with the most PP degrees left to evaluate first
   // (longest first, so that no thread ends on a long unit while the other
-  // waits); ties by their base (every unit index but the recomputation's),
+  // waits); ties by their base (every graph digit but the recomputation's),
   // then in unit order. Units of one base that follow each other form one
   // work item: they differ only in recomputation, so at each PP degree and
   // stage split they share the micro-batch graph's base
@@ -660,30 +920,29 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
   // 175B search's six recomputations; it was 2% of a two-thread search).
   struct Ordered {
     std::uint32_t kept;  // the base's PP degrees and stage splits not left out for their shape or batch
-    std::uint32_t base;  // the unit's indices but the recomputation's
+    std::uint32_t base;  // the unit's graph digits but the recomputation's
     std::uint32_t unit;
   };
   constexpr std::uint32_t kUncounted = std::numeric_limits<std::uint32_t>::max();
-  std::vector<std::uint32_t> kept_of_base(units / d.rec.size(), kUncounted);
+  std::vector<std::uint32_t> kept_of_base(base_digits.count(), kUncounted);
   std::vector<Ordered> unit_order(shard_units);
   for (size_t k = 0; k < shard_units; ++k) {
     const Unit u = unit_of(k);
-    const size_t base =
-        ((((((u.tp * d.cp.size() + u.cp) * d.ep.size() + u.ep) * d.micro.size() + u.mb) * d.prec.size() + u.prec) *
-              d.fw.size() + u.fw) * d.ovl.size() + u.ovl) * d.recipe.size() + u.recipe;
-    std::uint32_t& kept = kept_of_base[base];
+    size_t b[MixedRadix::kMaxDigits];
+    for (size_t i = 0; i < base_digits.size(); ++i) b[i] = u.digit[base_axis[i]];
+    const size_t base_at = base_digits.index(b);
+    std::uint32_t& kept = kept_of_base[base_at];
     if (kept == kUncounted) {
       Unit v = u;
-      v.rec = 0;
-      v.l.recompute = d.rec[0].policy;
+      v.digit[rec_axis] = 0;
+      kAxes[rec_axis].apply(v.l, d, 0);
       kept = 0;
       for (size_t j = 0; j < per_unit; ++j) {
-        v.l.pp = d.pp[j / d.stages.size()];
         const Cut cut = cut_of(v, v.l, j);
         kept += cut == Cut::kKept || cut == Cut::kRedundant ? 1 : 0;
       }
     }
-    unit_order[k] = {kept, static_cast<std::uint32_t>(base), static_cast<std::uint32_t>(k)};
+    unit_order[k] = {kept, static_cast<std::uint32_t>(base_at), static_cast<std::uint32_t>(k)};
   }
   std::sort(unit_order.begin(), unit_order.end(), [](const Ordered& a, const Ordered& b) {
     return a.kept != b.kept ? a.kept > b.kept : a.base != b.base ? a.base < b.base : a.unit < b.unit;
@@ -693,6 +952,22 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
     if (i == 0 || unit_order[i].base != unit_order[i - 1].base) item_start.push_back(static_cast<std::uint32_t>(i));
   item_start.push_back(static_cast<std::uint32_t>(shard_units));
   const size_t items = item_start.size() - 1;
+  // The step's axes but the virtual stages: what the model state reads.
+  MixedRadix state_digits;
+  size_t state_axis[MixedRadix::kMaxDigits];
+  for (size_t i = 0; i < step_digits.size(); ++i)
+    if (kAxes[step_axis[i]].dim != Dim::kVpp) {
+      state_axis[state_digits.size()] = step_axis[i];
+      state_digits.push(step_digits.radix(i));
+    }
+  const size_t zo = state_digits.count();
+  // The step axes' effects, in digit order (the innermost loop reads them).
+  decltype(Axis::apply) step_apply[MixedRadix::kMaxDigits];
+  decltype(Axis::redundant) step_redundant[MixedRadix::kMaxDigits];
+  for (size_t i = 0; i < step_digits.size(); ++i) {
+    step_apply[i] = kAxes[step_axis[i]].apply;
+    step_redundant[i] = kAxes[step_axis[i]].redundant;
+  }
   std::atomic<size_t> next_item{0};
   auto worker = [&](int tid) {
     // The thread's result is its own until the end (parts[] side by side
@@ -711,31 +986,8 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
     memo.kernels.clear();
     memo.costs.clear();
     memo.params = nullptr;
-    const size_t zo = d.zero.size() * d.offload.size();  // (ZeRO, offload) pairs
-    // The model-state bound by stage split and (ZeRO, offload): it reads
-    // neither the virtual stages nor the recomputation, so a work item
-    // forms it once for all its units (-1: not yet).
-    std::vector<double> state_bound(per_unit * zo);
-    // Each stage's parameters by (TP, EP, PP and stage split): what they
-    // read of a plan (techniques::stage_params), formed at first use.
-    std::vector<techniques::StageParams> split_params(d.tp.size() * d.ep.size() * per_unit);
-    std::vector<std::uint8_t> split_formed(split_params.size(), 0);
-    // The work item's micro-batch graph bases, by PP degree and stage split.
-    std::vector<graph::Graph> bases(per_unit);
-    std::vector<std::uint8_t> base_built(per_unit, 0);
-    // The work item's step kernels, by stage split and (vpp, ZeRO, offload):
-    // they read the graph's facts and stage parameters, which its units,
-    // differing only in recomputation, share (engine::StepKernels). The
-    // worker's own, kept across searches in the caller's workspace as
-    // kept_times is (their kernel lists grow once).
-    std::vector<engine::StepKernels>& steps = own_ws.steps;
-    if (steps.size() < per_unit * inner) steps.resize(per_unit * inner);
-    std::vector<std::uint8_t> step_built(per_unit * inner, 0);
-    // Likewise the stages' model state (memory::stage_states), by stage
-    // split and (ZeRO, offload): it reads neither the virtual stages nor the
-    // recomputation.
-    std::vector<memory::StageStates> states(per_unit * zo);
-    std::vector<std::uint8_t> states_formed(states.size(), 0);
+    ScopeMemos& memos = own_ws.memos;
+    memos.stage_params.reset(params_digits.count());
     engine::Prediction pred;
     Candidate scratch;  // every field is set before keep_top reads it
     const bool totals_scored = s.objective == Objective::kCost;
@@ -750,50 +1002,50 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
     thread_times[tid] = &kept_times;
     for (size_t item = next_item.fetch_add(1, std::memory_order_relaxed); item < items;
          item = next_item.fetch_add(1, std::memory_order_relaxed)) {
-      std::fill(base_built.begin(), base_built.end(), 0);
-      std::fill(step_built.begin(), step_built.end(), 0);
-      std::fill(states_formed.begin(), states_formed.end(), 0);
-      std::fill(state_bound.begin(), state_bound.end(), -1.0);
+      memos.graph_bases.reset(per_unit);
+      memos.steps.reset(per_unit * inner);
+      memos.states.reset(per_unit * zo);
+      memos.state_bounds.reset(per_unit * zo);
       for (size_t next = item_start[item]; next < item_start[item + 1]; ++next) {
         const size_t k = unit_order[next].unit;
-        const Unit u = unit_of(k);
+        Unit u = unit_of(k);
         Layout l = u.l;
         unit_times[k].thread = static_cast<std::uint32_t>(tid);
         unit_times[k].begin = static_cast<std::uint32_t>(kept_times.size());
         for (size_t j = 0; j < per_unit; ++j) {
-          // The layout's place in the enumeration order (tp, pp, stage split,
-          // cp, ep, mb, recompute, precision, framework, TP overlap, fp8
-          // recipe, then vpp, ZeRO and offload): the first refused plan in
-          // this order is the one reported, on any thread.
-          const size_t order =
-              ((((((((u.tp * per_unit + j) * d.cp.size() + u.cp) * d.ep.size() + u.ep) * d.micro.size() + u.mb) *
-                    d.rec.size() + u.rec) * d.prec.size() + u.prec) * d.fw.size() + u.fw) * d.ovl.size() + u.ovl) *
-                  d.recipe.size() + u.recipe;
-          l.pp = d.pp[j / d.stages.size()];
           n.enumerated += inner;
           if (const Cut cut = cut_of(u, l, j); cut != Cut::kKept) {
             n.pruned += inner;
             (cut == Cut::kShape ? n.shape : cut == Cut::kRedundant ? n.redundant : n.batch) += inner;
             continue;
           }
+          // The place in the enumeration of the graph's first layout: the
+          // step's digits come last in table order (search_axes_test), so
+          // layout z of the graph is at order_at + z.
+          size_t order_at = 0;
+          for (size_t i = 0; i < order_digits.size(); ++i)
+            order_at = order_at * order_digits.radix(i) + (is_step_digit[i] ? 0 : u.digit[order_axis[i]]);
           bool built = false, costed = false;
           spec::PlanSpec p = plan_for(base, l, gb);  // the step fields set per layout below
           // Each stage's parameters (the step fields leave them unchanged):
           // the larger end's bound the model state; the graph's summary keeps them all.
-          const size_t at = (u.tp * d.ep.size() + u.ep) * per_unit + j;
-          if (!split_formed[at]) {
-            split_params[at] = techniques::stage_params(m, p);
-            split_formed[at] = 1;
-          }
-          const techniques::StageParams& held = split_params[at];
+          const size_t params_key[3] = {u.digit[tp_axis], u.digit[ep_axis], j};
+          const techniques::StageParams& held = memos.stage_params.get(
+              params_digits.index(params_key), [&](techniques::StageParams& e) { e = techniques::stage_params(m, p); });
           // The checks that read no step field, once for all the graph's layouts.
           const bool graph_refused = !engine::check_graph_field(m, p, hw).empty();
-          for (size_t z = 0; z < inner; ++z) {
-            l.vpp = d.vpp[z / zo];
-            l.zero = d.zero[z / d.offload.size() % d.zero.size()];
-            l.offload = d.offload[z % d.offload.size()];
-            if ((l.zero > 0 && l.dp * l.cp == 1 && !l.offload.any()) ||  // nothing to shard: same as ZeRO-0
-                (l.vpp > 1 && (l.pp == 1 || m.layers % (l.pp * l.vpp) != 0))) {  // interleaving needs whole chunks
+          // The step's points in order, counted digit by digit: each step
+          // sets only the axes whose digit changed (the last, mostly).
+          size_t z_digit[MixedRadix::kMaxDigits] = {};
+          for (size_t z = 0, changed = 0; z < inner; ++z, changed = step_digits.next(z_digit)) {
+            for (size_t i = changed; i < step_digits.size(); ++i) {
+              u.digit[step_axis[i]] = z_digit[i];
+              step_apply[i](l, d, z_digit[i]);
+            }
+            bool redundant = false;
+            for (size_t i = 0; i < step_digits.size() && !redundant; ++i)
+              redundant = step_redundant[i] && step_redundant[i](l, d, z_digit[i]);
+            if (redundant) {
               ++n.pruned;
               ++n.redundant;
               continue;
@@ -802,36 +1054,35 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
             if (graph_refused || !engine::check_step_field(m, p, hw).empty()) {
               ++n.pruned;
               ++n.plan;
-              if (order * inner + z < first_at) {  // the message only for the one reported
-                first_at = order * inner + z;
+              // The message only for the one reported.
+              if (const size_t order = order_at + z; order < first_at) {
+                first_at = order;
                 r.first_problem = engine::check_plan(m, p, hw);
               }
               continue;
             }
-            const size_t at_zo = j * zo + z % zo;  // stage split and (ZeRO, offload)
-            double& bound = state_bound[at_zo];
-            if (bound < 0) bound = memory::model_state(p, held.largest).total();
+            size_t state_key[MixedRadix::kMaxDigits];
+            for (size_t i = 0; i < state_digits.size(); ++i) state_key[i] = u.digit[state_axis[i]];
+            const size_t at_zo = j * zo + state_digits.index(state_key);  // stage split and (ZeRO, offload)
+            const double bound = memos.state_bounds.get(
+                at_zo, [&](double& e) { e = memory::model_state(p, held.largest).total(); });
             if (bound > memory_limit) {  // a lower bound on the peak's upper end
               ++n.pruned;
               ++n.state;
               continue;
             }
             if (!built) {
-              if (!base_built[j]) {
-                techniques::build_microbatch_base(bases[j], m, p, hw);
-                base_built[j] = 1;
-              }
-              engine::summarize_graph(sum, g, m, p, hw, &held, &bases[j]);
+              const graph::Graph& graph_base = memos.graph_bases.get(
+                  j, [&](graph::Graph& e) { techniques::build_microbatch_base(e, m, p, hw); });
+              engine::summarize_graph(sum, g, m, p, hw, &held, &graph_base);
               ++n.graphs;
               built = true;
             }
             // Memory first: a layout over it needs no step time (what it
             // would have been is read nowhere).
-            if (!states_formed[at_zo]) {
-              states[at_zo] = memory::stage_states(sum.facts, p, sum.params);
-              states_formed[at_zo] = 1;
-            }
-            engine::finish_memory(pred, sum, m, p, hw, &states[at_zo]);
+            const memory::StageStates& states = memos.states.get(
+                at_zo, [&](memory::StageStates& e) { e = memory::stage_states(sum.facts, p, sum.params); });
+            engine::finish_memory(pred, sum, m, p, hw, &states);
             ++n.evaluated;
             // memory::fit's rule: the peak's upper end within capacity x (1 - headroom).
             const double hi = memory_upper_bytes(pred.memory);
@@ -844,12 +1095,10 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
               engine::summarize_costs(sum, g, m, p, c, memo);
               costed = true;
             }
-            const size_t at_step = j * inner + z;
-            if (!step_built[at_step]) {
-              engine::build_step_kernels(steps[at_step], sum, m, p, c, &memo.cache);
-              step_built[at_step] = 1;
-            }
-            engine::finish_time(pred, sum, steps[at_step], m, p, hw, opt);
+            const engine::StepKernels& step = memos.steps.get(j * inner + z, [&](engine::StepKernels& e) {
+              engine::build_step_kernels(e, sum, m, p, c, &memo.cache);
+            });
+            engine::finish_time(pred, sum, step, m, p, hw, opt);
             kept_times.push_back(pred.step.time_s);
             // The training totals only for a layout the top keeps, unless the score reads them.
             if (totals_scored) engine::finish_totals(pred, sum, p, hw);

@@ -31,7 +31,8 @@ bool is_mixed(const PlanSpec& p) { return p.precision != Precision::kFp32 && p.p
 // of layout sizes overflow); engine::check_plan checks the combinations.
 constinit const PlanField kFields[] = {
     {.key = "micro_batch", .flag = "micro-batch", .help = "Micro-batch size per GPU", .type = FieldType::kInt,
-     .lo = 1, .hi = 1 << 24, .int_ref = [](PlanSpec& p) -> int& { return p.micro_batch; }, .summary = "mb{}"},
+     .lo = 1, .hi = 1 << 24, .int_ref = [](PlanSpec& p) -> int& { return p.micro_batch; }, .summary = "mb{}",
+     .scope = Scope::kGraph},
     {.key = "global_batch", .flag = "global-batch",
      .help = "Global batch in sequences, or in tokens with a K, M or G suffix (binary, as batch sizes are "
              "quoted: 4M = 4 x 2^20 tokens = 512 sequences of 8192; it must be a whole number of sequences) "
@@ -57,12 +58,12 @@ constinit const PlanField kFields[] = {
        return true;
      },
      .word = [](const PlanSpec& p) { return spec::framework(p.framework).id; }, .choices = framework_choices,
-     .group = SummaryGroup::kTechnique, .show = Show::kAlways, .summary = "{}"},
+     .group = SummaryGroup::kTechnique, .show = Show::kAlways, .summary = "{}", .scope = Scope::kGraph},
     {.key = "precision", .flag = "precision",
      .help = "Training precision (fp8: the decoder layers' linear GEMMs in fp8 by fp8.recipe; nvfp4: in NVFP4, "
              "E2M1 with an E4M3 scale per 16 elements, Blackwell only; the LM head stays bf16)", .type = FieldType::kWord,
      RIDGELINE_WORD(precision, parse_precision, to_string), .choices = precision_choices,
-     .group = SummaryGroup::kTechnique, .show = Show::kAlways},
+     .group = SummaryGroup::kTechnique, .show = Show::kAlways, .scope = Scope::kGraph},
     {.key = "fp8.recipe", .setting = "fp8_recipe", .flag = "fp8-recipe",
      .help = "fp8 scaling recipe (Transformer Engine's, and torchao's rowwise): delayed = per-tensor scales from an amax history of "
              "1024 steps, E4M3 forward and E5M2 gradients (DelayedScaling, HYBRID format); tensorwise = "
@@ -75,7 +76,7 @@ constinit const PlanField kFields[] = {
              "the 16-bit input saved for backward",
      .type = FieldType::kWord, RIDGELINE_WORD(fp8_recipe, parse_fp8_recipe, to_string),
      .choices = fp8_recipe_choices, .applies = is_fp8, .group = SummaryGroup::kTechnique,
-     .show = Show::kIfChanged, .summary = " {}"},
+     .show = Show::kIfChanged, .summary = " {}", .scope = Scope::kGraph},
     {.key = "fp8.primary_weights", .setting = "fp8_primary_weights", .flag = "fp8-primary-weights",
      .help = "fp8: hold the trained linear weights only as their fp8 copies (and transposes), no 16-bit weight "
              "in the model; the optimizer keeps the master: fp32 with master_weights fp32, the 16-bit weight "
@@ -123,7 +124,7 @@ constinit const PlanField kFields[] = {
        return v.has_value();
      },
      .word = [](const PlanSpec& p) { return to_string(p.recompute); }, .choices = recompute_choices,
-     .group = SummaryGroup::kTechnique, .show = Show::kAlways, .summary = "recompute {}"},
+     .group = SummaryGroup::kTechnique, .show = Show::kAlways, .summary = "recompute {}", .scope = Scope::kGraph},
     {.key = "optimizer.kind", .setting = "optimizer", .flag = "optimizer", .help = "Optimizer",
      .type = FieldType::kWord, RIDGELINE_WORD(optimizer.kind, parse_optimizer, to_string),
      .choices = optimizer_choices, .group = SummaryGroup::kTechnique, .show = Show::kAlways,
@@ -161,29 +162,30 @@ constinit const PlanField kFields[] = {
      .group = SummaryGroup::kTechnique, .show = Show::kIfChanged, .summary = "CUDA graphs"},
     {.key = "parallel.tp", .setting = "tp", .flag = "tp", .help = "Tensor-parallel degree", .type = FieldType::kInt,
      .lo = 1, .hi = 4096, .int_ref = [](PlanSpec& p) -> int& { return p.parallel.tp; },
-     .group = SummaryGroup::kLayout, .show = Show::kAlways, .summary = "TP{}"},
+     .group = SummaryGroup::kLayout, .show = Show::kAlways, .summary = "TP{}", .scope = Scope::kGraph},
     {.key = "parallel.pp", .setting = "pp", .flag = "pp", .help = "Pipeline-parallel degree",
      .type = FieldType::kInt, .lo = 1, .hi = 4096, .int_ref = [](PlanSpec& p) -> int& { return p.parallel.pp; },
-     .group = SummaryGroup::kLayout, .show = Show::kAlways, .summary = "PP{}"},
+     .group = SummaryGroup::kLayout, .show = Show::kAlways, .summary = "PP{}", .scope = Scope::kLayout},
     {.key = "parallel.dp", .setting = "dp", .flag = "dp", .help = "Data-parallel degree", .type = FieldType::kInt,
      .lo = 1, .hi = 1 << 20, .int_ref = [](PlanSpec& p) -> int& { return p.parallel.dp; },
-     .group = SummaryGroup::kLayout, .show = Show::kAlways, .summary = "DP{}"},
+     .group = SummaryGroup::kLayout, .show = Show::kAlways, .summary = "DP{}", .scope = Scope::kLayout},
     {.key = "parallel.cp", .setting = "cp", .flag = "cp", .help = "Context-parallel degree",
      .type = FieldType::kInt, .lo = 1, .hi = 4096, .int_ref = [](PlanSpec& p) -> int& { return p.parallel.cp; },
-     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "CP{}"},
+     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "CP{}", .scope = Scope::kGraph},
     {.key = "parallel.ep", .setting = "ep", .flag = "ep", .help = "Expert-parallel degree (MoE)",
      .type = FieldType::kInt, .lo = 1, .hi = 4096, .int_ref = [](PlanSpec& p) -> int& { return p.parallel.ep; },
-     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "EP{}"},
+     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "EP{}", .scope = Scope::kGraph},
     {.key = "parallel.sp", .setting = "sp", .flag = "sp", .help = "Sequence parallelism (with TP)",
      .type = FieldType::kBool, .bool_ref = [](PlanSpec& p) -> bool& { return p.parallel.sp; },
-     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "+SP"},
+     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "+SP",
+     .scope = Scope::kGraph},
     {.key = "parallel.zero", .setting = "zero", .flag = "zero", .help = "ZeRO stage", .type = FieldType::kInt,
      .lo = 0, .hi = 3, .int_ref = [](PlanSpec& p) -> int& { return p.parallel.zero; },
-     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "ZeRO-{}"},
+     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "ZeRO-{}", .scope = Scope::kStep},
     {.key = "parallel.virtual_stages", .setting = "vpp", .flag = "vpp",
      .help = "Virtual pipeline stages per GPU (interleaved 1F1B when > 1)", .type = FieldType::kInt, .lo = 1,
      .hi = 1024, .int_ref = [](PlanSpec& p) -> int& { return p.parallel.virtual_stages; },
-     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "v{}"},
+     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "v{}", .scope = Scope::kStep},
     // Uneven pipeline stages (Megatron-LM --decoder-first-pipeline-num-layers
     // / --decoder-last-pipeline-num-layers; Llama 3 405B: 126 layers on PP16,
     // the first and last stages 7, the others 8). 0 = an even share.
@@ -192,15 +194,15 @@ constinit const PlanField kFields[] = {
              "(default 0: an even share)",
      .type = FieldType::kInt, .lo = 0, .hi = 1 << 16,
      .int_ref = [](PlanSpec& p) -> int& { return p.parallel.first_stage_layers; },
-     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "first-stage:{}L"},
+     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "first-stage:{}L", .scope = Scope::kLayout},
     {.key = "parallel.last_stage_layers", .setting = "last_stage_layers", .flag = "last-stage-layers",
      .help = "Decoder layers on the last pipeline stage (default 0: an even share)", .type = FieldType::kInt,
      .lo = 0, .hi = 1 << 16, .int_ref = [](PlanSpec& p) -> int& { return p.parallel.last_stage_layers; },
-     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "last-stage:{}L"},
+     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "last-stage:{}L", .scope = Scope::kLayout},
     {.key = "parallel.tp_comm_overlap", .setting = "tp_comm_overlap", .flag = "tp-comm-overlap",
      .help = "Overlap TP communication with GEMMs", .type = FieldType::kBool,
      .bool_ref = [](PlanSpec& p) -> bool& { return p.parallel.tp_comm_overlap; },
-     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "+TP-overlap"},
+     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "+TP-overlap", .scope = Scope::kGraph},
     {.key = "parallel.ep_comm_overlap", .setting = "ep_comm_overlap", .flag = "ep-comm-overlap",
      .help = "MoE: run the expert-parallel dispatch and combine all-to-alls beside another micro-batch's compute "
              "(Megatron-Core --overlap-moe-expert-parallel-comm; DeepSeek-V3's DualPipe) instead of in line; needs "
@@ -325,14 +327,14 @@ constinit const PlanField kFields[] = {
              "link to the CPU and the updated parameter shard back every step",
      .type = FieldType::kWord, RIDGELINE_WORD(offload.optimizer, parse_offload_device, to_string),
      .choices = offload_device_choices, .group = SummaryGroup::kTechnique, .show = Show::kIfChanged,
-     .summary = "optimizer offload {}"},
+     .summary = "optimizer offload {}", .scope = Scope::kStep},
     {.key = "offload.params", .setting = "offload_params", .flag = "offload-params",
      .help = "cpu = ZeRO-Infinity parameter offload: the 16-bit parameter shard lives in host memory and is "
              "fetched over the host link before each layer's forward and backward (DeepSpeed offload_param; "
              "needs ZeRO-3 and optimizer offload)",
      .type = FieldType::kWord, RIDGELINE_WORD(offload.params, parse_offload_device, to_string),
      .choices = offload_device_choices, .group = SummaryGroup::kTechnique, .show = Show::kIfChanged,
-     .summary = "parameter offload {}"},
+     .summary = "parameter offload {}", .scope = Scope::kStep},
     {.key = "moe.capacity_factor", .setting = "capacity_factor", .flag = "moe-capacity-factor",
      .help = "MoE: tokens an expert takes per step, x its even share top_k x tokens / experts; tokens beyond "
              "are dropped (0 = dropless)",

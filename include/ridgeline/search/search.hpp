@@ -6,7 +6,10 @@
 // (model state alone above capacity), evaluates the rest with the engine
 // (reusing one micro-batch graph across the layouts that share it, and its
 // kernels' costs across the PP degrees of one micro-batch shape:
-// engine::CostMemo) and keeps the best K rows. A dimension given a value
+// engine::CostMemo) and keeps the best K rows. Each dimension is declared
+// once in the axis table (axes(): its plan field, values and effect); a
+// layout is one value index per axis, counted by one MixedRadix, and each
+// scope level's memo (ScopeMemos) lives in the caller's Workspace. A dimension given a value
 // (SearchSpec's fixed fields) is not searched. Exact ties (the same step time
 // and peak memory) are one row that lists its equivalent layouts
 // (Candidate::equivalent). Threads (a pool kept across searches) take
@@ -22,12 +25,14 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "ridgeline/engine/cost_memo.hpp"
 #include "ridgeline/engine/engine.hpp"
+#include "ridgeline/spec/plan_fields.hpp"
 #include "ridgeline/uncertainty/interval.hpp"
 
 namespace ridgeline::search {
@@ -37,15 +42,15 @@ enum class Objective : std::uint8_t { kTime, kCost, kMfu };
 /// The dimensions a search varies, by their --search names.
 enum class Dim : std::uint8_t {
   kTp, kPp, kDp, kCp, kEp, kMicroBatch, kVpp, kZero, kRecompute, kPrecision, kFramework, kTpOverlap, kFp8Recipe,
-  kOffload, kRecomputeLayers, kStages
+  kOffload, kRecomputeLayers, kStages, kSp
 };
-inline constexpr int kDimCount = 16;
+inline constexpr int kDimCount = 17;
 /// "tp", "pp", "dp", "cp", "ep", "mb", "vpp", "zero", "recompute", "precision", "framework", "tp_overlap",
-/// "fp8_recipe", "offload", "recompute_layers", "stages".
+/// "fp8_recipe", "offload", "recompute_layers", "stages", "sp".
 std::string_view name(Dim d);
 std::optional<Dim> parse_dim(std::string_view s);
 /// "tp, pp, dp, cp, ep, mb, vpp, zero, recompute, precision, framework, tp_overlap, fp8_recipe, offload,
-/// recompute_layers, stages".
+/// recompute_layers, stages, sp".
 std::string dim_choices();
 
 /// The default memory headroom: a layout qualifies only when the upper end
@@ -77,6 +82,10 @@ struct SearchSpec {
   /// dimensions --search leaves out); -1 / empty = searched.
   int tp = -1, pp = -1, dp = -1, cp = -1, ep = -1, micro_batch = -1, vpp = -1, zero = -1;
   int sp = -1;  // -1: on with TP > 1 (Megatron's practice); 0 off; 1 on
+  /// Sequence parallelism searched (`--search +sp`): off and on at each TP
+  /// degree (`sp` unread). With TP 1 there is nothing to split: on is the
+  /// same layout as off and is pruned as redundant.
+  bool sp_searched = false;
   std::vector<spec::Recompute> recompute;       // empty = none, selective, full
   std::vector<spec::Precision> precision;       // empty = the base plan's precision
   std::vector<std::uint8_t> frameworks;         // empty = the base plan's framework
@@ -141,6 +150,106 @@ std::vector<StageTrim> searchable_stage_trims();
 /// engine::check_plan accepts for an fp8 plan on it (mxfp8 needs Blackwell).
 std::vector<spec::Fp8Recipe> searchable_fp8_recipes(const spec::ModelSpec& m, const spec::HardwareSpec& hw,
                                                     const spec::PlanSpec& base);
+
+struct Layout;
+struct AxisValues;  // the value lists of one search, one per axis (search.cpp)
+
+/// A searched dimension, declared once in the axis table (axes()): the plan
+/// field it varies, whether a search varies it unless told otherwise, and
+/// its effect: the values it takes for a model, GPU, GPU count and base plan,
+/// how a value sets a layout, and which of its values are the same layout as
+/// another. Its scope (the stage that reads it) is its plan field's
+/// (spec::PlanField::scope): run() enumerates a layout as one value index per
+/// axis with a mixed-radix counter whose digits are grouped by scope (the
+/// micro-batch graph's outermost, then the stage split's, then the step's),
+/// and keeps one memo per level (ScopeMemos). `--search`, `--fix` and the
+/// search header read the same table.
+struct Axis {
+  Dim dim;
+  std::string_view name;      // its --search and --fix name ("tp", "mb", "fp8_recipe")
+  std::string_view key;       // the plan field (YAML key); its flag or --fix fixes the axis
+  std::string_view also_key;  // a second plan field of the same axis ("": none); either fixes it
+  bool by_default = false;    // searched unless --search leaves it out
+  /// dp: a layout's value follows from the GPU count and the other
+  /// degrees; searched whenever not given, never a digit of its own.
+  bool follows = false;
+  /// The header lists the plan's value when the axis is neither searched
+  /// nor given; false: it says nothing, and SearchSpec's default for the
+  /// axis stands (the plan's setting, or the axis's own rule).
+  bool shown_pinned = true;
+  /// Whether the axis means anything for a model (EP: a mixture of
+  /// experts); nullptr: every model. Where false it is neither searched nor
+  /// shown unless given.
+  bool (*applies)(const spec::ModelSpec&) = nullptr;
+  /// Asks `s` to search the axis's values on this GPU for this base plan.
+  void (*search)(SearchSpec& s, const spec::ModelSpec& m, const spec::HardwareSpec& hw,
+                 const spec::PlanSpec& base) = nullptr;
+  /// Pins `s` to the base plan's value; returns the value as the header
+  /// shows it. nullptr: the axis is pinned by another (recompute_layers by recompute).
+  std::string (*pin)(SearchSpec& s, const spec::PlanSpec& base) = nullptr;
+  /// The values a search enumerates for `s` (its GPU count, fixed and
+  /// searched lists), the model and the base plan. nullptr: no digit of
+  /// its own (dp; recompute_layers adds values to recompute's).
+  void (*values)(AxisValues& v, const SearchSpec& s, const spec::ModelSpec& m, const spec::PlanSpec& base) = nullptr;
+  std::size_t (*count)(const AxisValues& v) = nullptr;
+  /// Sets value i into the layout (applied in table order).
+  void (*apply)(Layout& l, const AxisValues& v, std::size_t i) = nullptr;
+  /// Whether value i makes the layout the same as one enumerated at another
+  /// value (pruned as redundant); nullptr: never.
+  bool (*redundant)(const Layout& l, const AxisValues& v, std::size_t i) = nullptr;
+};
+
+/// The axis table, in enumeration order (the first digit varies slowest).
+std::span<const Axis> axes();
+const Axis& axis(Dim d);
+/// The scope of an axis: its plan field's.
+spec::Scope scope_of(const Axis& a);
+
+/// A mixed-radix counter over a list of digit radices (Timeloop's
+/// CartesianCounter): a point of a cartesian product is an array of digits,
+/// the first varying slowest; index() and set() convert to and from its
+/// place in the product. A radix of 1 is a dimension with one value: it
+/// changes no index.
+class MixedRadix {
+ public:
+  static constexpr std::size_t kMaxDigits = 24;
+  void push(std::size_t radix) { radix_[size_++] = radix; }
+  std::size_t size() const { return size_; }
+  std::size_t radix(std::size_t d) const { return radix_[d]; }
+  /// The product of the radices (the number of points).
+  std::size_t count() const {
+    std::size_t n = 1;
+    for (std::size_t d = 0; d < size_; ++d) n *= radix_[d];
+    return n;
+  }
+  /// The digits of point `index` into `digits[0 .. size())`.
+  void set(std::size_t index, std::size_t* digits) const {
+    for (std::size_t d = size_; d-- > 0;) {
+      digits[d] = index % radix_[d];
+      index /= radix_[d];
+    }
+  }
+  /// Advances `digits` to the next point, the last digit fastest; returns
+  /// the first digit that changed (the ones after it changed too), or size()
+  /// past the last point, where every digit is back at 0.
+  std::size_t next(std::size_t* digits) const {
+    for (std::size_t d = size_; d-- > 0;) {
+      if (++digits[d] < radix_[d]) return d;
+      digits[d] = 0;
+    }
+    return size_;
+  }
+  /// The place of `digits` in the product.
+  std::size_t index(const std::size_t* digits) const {
+    std::size_t i = 0;
+    for (std::size_t d = 0; d < size_; ++d) i = i * radix_[d] + digits[d];
+    return i;
+  }
+
+ private:
+  std::size_t radix_[kMaxDigits] = {};
+  std::size_t size_ = 0;
+};
 
 struct Layout {
   int tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, micro_batch = 1, vpp = 1, zero = 0;
@@ -212,14 +321,61 @@ struct SearchResult {
 /// Fixed values that can never be valid are errors (field, message); "" when fine.
 engine::Problem check_fixed(const SearchSpec& s, const spec::ModelSpec& m, const spec::PlanSpec& base);
 
+/// A memo keyed by a point of some axes (its index in their MixedRadix):
+/// each entry formed at first use; reset() forgets what was formed and keeps
+/// the storage, so once grown it allocates nothing.
+template <class T>
+class LevelMemo {
+ public:
+  /// Room for `n` keys, none formed.
+  void reset(std::size_t n) {
+    if (values_.size() < n) values_.resize(n);
+    formed_.assign(n, 0);
+  }
+  /// The entry at `key`, formed by form(entry) the first time.
+  template <class Form>
+  T& get(std::size_t key, Form&& form) {
+    if (!formed_[key]) {
+      form(values_[key]);
+      formed_[key] = 1;
+    }
+    return values_[key];
+  }
+
+ private:
+  std::vector<T> values_;
+  std::vector<std::uint8_t> formed_;
+};
+
+/// A search worker's memos, one per scope level of the axes
+/// (spec::Scope), each keyed by the value indices of the axes it reads:
+///   - the stage split's level, per search: each stage's parameters
+///     (techniques::stage_params) by TP, EP and the stage split (PP and
+///     uneven stages), which is all they read of a layout;
+///   - the stage split's level, per work item (the micro-batch shapes that
+///     differ only in recomputation): the micro-batch graph's base
+///     (techniques::build_microbatch_base) by the split;
+///   - the step's level, per work item: the step kernels
+///     (engine::StepKernels) by the split and every step axis (virtual
+///     stages, ZeRO, offload); the stages' model state
+///     (memory::stage_states) and its total, the model-state bound, by the
+///     split and the step axes but the virtual stages, which they do not read.
+struct ScopeMemos {
+  LevelMemo<techniques::StageParams> stage_params;
+  LevelMemo<graph::Graph> graph_bases;
+  LevelMemo<engine::StepKernels> steps;
+  LevelMemo<memory::StageStates> states;
+  LevelMemo<double> state_bounds;
+};
+
 /// What a search's workers keep from one search to the next, one entry per
-/// worker thread: the step kernel lists and kept step times (their buffers
-/// grow once, so a second search allocates nothing per layout), and the
-/// cost memo with its shape and collective cache. Owned by the caller, one
+/// worker thread: the scope-level memos, the kept step times and the cost
+/// memo with its shape and collective cache (their buffers grow once, so a
+/// second search allocates nothing per layout). Owned by the caller, one
 /// per search running at a time; run() without one uses a fresh one.
 struct Workspace {
   struct Worker {
-    std::vector<engine::StepKernels> steps;
+    ScopeMemos memos;
     std::vector<double> kept_times;
     engine::CostMemo memo;
   };

@@ -25,6 +25,22 @@ enum class SummaryGroup : std::uint8_t { kNone, kTechnique, kLayout };
 /// When a summary shows a field: always, or only when it differs from the default.
 enum class Show : std::uint8_t { kAlways, kIfChanged, kNever };
 
+/// Which stage of an evaluation reads a field, outermost last. The search
+/// (search::axes) enumerates a searched field's values at its scope's level
+/// and shares what the inner levels form across them:
+///   kGraph:  the micro-batch graph's kernels (TP, micro-batch, precision,
+///            recomputation, ...): one graph per value;
+///   kLayout: which layers each pipeline stage holds (PP, uneven stages):
+///            the graph is rebuilt per value, its kernels' costs are shared
+///            (engine::CostMemo);
+///   kStep:   the step around the micro-batches (virtual stages, ZeRO,
+///            offload): the schedule, model state and optimizer read it, the
+///            micro-batch graph and its summary do not;
+///   kRun:    the training run beyond one step (tokens, failures,
+///            checkpoints, energy).
+/// kNone: not stated (a field no search axis varies).
+enum class Scope : std::uint8_t { kNone, kGraph, kLayout, kStep, kRun };
+
 struct PlanField {
   std::string_view key;      // YAML path: "micro_batch", "parallel.tp", "optimizer.kind"
   std::string_view setting;  // short key for --vary / --fix ("tp", "lora_rank"); the key works too
@@ -52,6 +68,8 @@ struct PlanField {
   /// YAML only: the parent key may hold this field's value as a plain word
   /// ("optimizer: adamw" for optimizer.kind).
   bool shorthand = false;
+  /// The stage that reads it; stated for every field a search axis varies.
+  Scope scope = Scope::kNone;
 };
 
 /// Every plan field, in the order summaries, JSON and --help list them.
