@@ -326,8 +326,8 @@ auto layout_key(const Layout& l) {
   const auto& [recompute_kind, every_k, block_layers, recompute_modules] = recompute;
   const auto& [offload_optimizer, offload_params] = offload;
   return std::tuple(tp, pp, cp, dp, ep, micro_batch, vpp, zero, sp, static_cast<int>(recompute_kind), every_k,
-                    block_layers, static_cast<int>(recompute_modules), static_cast<int>(precision), static_cast<int>(framework), tp_overlap,
-                    static_cast<int>(fp8_recipe), static_cast<int>(offload_optimizer),
+                    block_layers, static_cast<int>(recompute_modules), static_cast<int>(precision),
+                    static_cast<int>(framework), tp_overlap, static_cast<int>(fp8_recipe), static_cast<int>(offload_optimizer),
                     static_cast<int>(offload_params), first_stage_layers, last_stage_layers);
 }
 
