@@ -40,8 +40,7 @@ void register_advise(Commands& commands, int& rc) {
   if (!cmd) return;
   add_gpu_and_model(*cmd, args->gpu, args->model);
   args->plan.add_to(*cmd);
-  cmd->add_option("--format", args->format, "table | json | markdown")->capture_default_str();
-  cmd->add_option("--output,-o", args->output, "Write to FILE instead of standard output (atomically)");
+  add_format_and_output(*cmd, args->format, args->output, {Format::kTable, Format::kJson, Format::kMarkdown});
   cmd->add_option("--top", args->top, "Suggestions shown per list")->capture_default_str()->check(CLI::Range(1, 1000));
   cmd->add_flag("--wide", args->wide, "Show every column and leave long lines whole (by default the table keeps "
                                   "to 120 columns)");
@@ -55,8 +54,7 @@ void register_advise(Commands& commands, int& rc) {
       "the edit to that file (TOML keys, Megatron-LM arguments, DeepSpeed JSON keys).");
   cmd->callback([args, &rc] {
     rc = guarded([&] {
-      if (args->format != "table" && args->format != "json" && args->format != "markdown")
-        throw UsageError{"--format", fmt::format("expected one of table, json, markdown, got \"{}\"", args->format)};
+      (void)parse_format(args->format, {Format::kTable, Format::kJson, Format::kMarkdown});
       check_interval_level(args->interval_level);
       auto [gpu, model, plan] = args->plan.resolve(args->gpu, args->model);
       advise::Options opt;

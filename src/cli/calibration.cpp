@@ -464,12 +464,11 @@ void register_validate(Commands& commands, int& rc) {
   cmd->add_option("--holdout", a->holdout, "Fraction of each class held out for testing (0 = in sample)")
       ->capture_default_str();
   cmd->add_option("--seed", a->seed, "Seed of the train/test split")->capture_default_str();
-  cmd->add_option("--format", a->format, "table | json | csv")->capture_default_str();
-  cmd->add_option("--output,-o", a->output, "Write to FILE instead of standard output (atomically)");
+  add_format_and_output(*cmd, a->format, a->output, {Format::kTable, Format::kJson, Format::kCsv});
   cmd->add_flag("--force", a->force, "Use measurements whose device does not match the profile");
   cmd->callback([a, &rc] {
     rc = guarded([&] {
-      const Format fmt_kind = parse_format(a->format);
+      const Format fmt_kind = parse_format(a->format, {Format::kTable, Format::kJson, Format::kCsv});
       if (!(a->holdout >= 0.0 && a->holdout < 1.0))
         throw UsageError{"--holdout", fmt::format("expected a fraction from 0 to below 1, got {}", a->holdout)};
       const spec::HardwareSpec hw = resolve_gpu(a->gpu);
@@ -480,7 +479,8 @@ void register_validate(Commands& commands, int& rc) {
       switch (fmt_kind) {
         case Format::kJson: text = report_json(rep); break;
         case Format::kCsv: text = report_csv(rep); break;
-        case Format::kTable: text = report_table(rep); break;
+        case Format::kTable:
+        case Format::kMarkdown: text = report_table(rep); break;  // markdown is not offered here
       }
       write_output(a->output, text);
       return kExitOk;

@@ -297,11 +297,29 @@ std::string problem_line(const engine::Problem& p) {
   return fmt::format("error: {}: {}", p.field, p.message);
 }
 
-Format parse_format(const std::string& s) {
-  if (s == "table") return Format::kTable;
-  if (s == "json") return Format::kJson;
-  if (s == "csv") return Format::kCsv;
-  throw UsageError{"--format", fmt::format("expected one of table, json, csv, got \"{}\"", s)};
+namespace {
+constexpr std::string_view kFormatWords[] = {"table", "json", "csv", "markdown"};
+std::string_view word_of(Format f) { return kFormatWords[static_cast<int>(f)]; }
+std::string format_list(std::initializer_list<Format> offered, std::string_view sep) {
+  std::string out;
+  for (Format f : offered) out += (out.empty() ? "" : std::string(sep)) + std::string(word_of(f));
+  return out;
+}
+}  // namespace
+
+void add_format_and_output(CLI::App& app, std::string& format, std::string& output,
+                           std::initializer_list<Format> offered, std::string_view format_note,
+                           std::string_view output_help) {
+  std::string help = format_list(offered, " | ");
+  if (!format_note.empty()) help += " " + std::string(format_note);
+  app.add_option("--format", format, help)->capture_default_str();
+  app.add_option("--output,-o", output, std::string(output_help));
+}
+
+Format parse_format(const std::string& s, std::initializer_list<Format> offered) {
+  for (Format f : offered)
+    if (s == word_of(f)) return f;
+  throw UsageError{"--format", fmt::format("expected one of {}, got \"{}\"", format_list(offered, ", "), s)};
 }
 
 int guarded(const std::function<int()>& body) {

@@ -89,7 +89,18 @@ void add_gpu_and_model(CLI::App& app, std::string& gpu, std::string& model);
 /// A UsageError for --interval-level outside [0.5, 0.99].
 void check_interval_level(double level);
 
-enum class Format { kTable, kJson, kCsv };
-Format parse_format(const std::string& s);
+/// An output format, as its --format word.
+enum class Format { kTable, kJson, kCsv, kMarkdown };
+/// The help text of --output/-o for a command that writes one file.
+inline constexpr std::string_view kOutputHelp = "Write to FILE instead of standard output (atomically)";
+/// --format (one of `offered`, "table" by default; the help lists them, with
+/// `format_note` after) and --output/-o on `app`: the registration every
+/// command that prints a result shares.
+void add_format_and_output(CLI::App& app, std::string& format, std::string& output,
+                           std::initializer_list<Format> offered, std::string_view format_note = {},
+                           std::string_view output_help = kOutputHelp);
+/// The Format `s` names among `offered`; otherwise a UsageError on --format:
+/// "expected one of table, json, ..., got "s"".
+Format parse_format(const std::string& s, std::initializer_list<Format> offered);
 
 }  // namespace ridgeline::cli

@@ -112,18 +112,17 @@ void register_compare(Commands& commands, int& rc) {
                   "is the one that fits with the most tokens/s, or by the sort key: the least peak memory, the "
                   "highest MFU, the least cost per token)")
       ->capture_default_str();
-  cmd->add_option("--format", a->format, "table | json | csv | markdown")->capture_default_str();
-  cmd->add_option("--output,-o", a->output, "Write to FILE (atomically)");
+  add_format_and_output(*cmd, a->format, a->output, {Format::kTable, Format::kJson, Format::kCsv, Format::kMarkdown},
+                        {}, "Write to FILE (atomically)");
   cmd->add_flag("--wide", a->wide, "Show every column and leave long lines whole (by default the table keeps "
                                   "to 120 columns)");
   add_interval_level(*cmd, a->interval_level);
   a->plan.add_to(*cmd);
   cmd->callback([a, &rc] {
     rc = guarded([&] {
-      const bool markdown = a->format == "markdown";
-      if (!markdown && a->format != "table" && a->format != "json" && a->format != "csv")
-        throw UsageError{"--format", fmt::format("expected one of table, json, csv, markdown, got \"{}\"", a->format)};
-      const Format f = markdown ? Format::kTable : parse_format(a->format);
+      const Format parsed = parse_format(a->format, {Format::kTable, Format::kJson, Format::kCsv, Format::kMarkdown});
+      const bool markdown = parsed == Format::kMarkdown;
+      const Format f = markdown ? Format::kTable : parsed;  // markdown: the table's rows, rendered as Markdown
       check_interval_level(a->interval_level);
       search::SortKey sort = search::SortKey::kNone;
       if (a->sort == "time") sort = search::SortKey::kTime;

@@ -239,8 +239,7 @@ void add_common(CLI::App* cmd, CommonArgs& a) {
       ->type_name("W");
   cmd->add_flag("--no-calibration", a.no_calibration, "Ignore the profile's calibration block");
   cmd->add_flag("--cuda-graphs", a.cuda_graphs, "Launch at the CUDA-graph replay cost");
-  cmd->add_option("--format", a.format, "table | json")->capture_default_str();
-  cmd->add_option("--output,-o", a.output, "Write to FILE instead of standard output (atomically)");
+  add_format_and_output(*cmd, a.format, a.output, {Format::kTable, Format::kJson});
   add_interval_level(*cmd, a.interval_level);
 }
 
@@ -252,9 +251,7 @@ struct Options {
 
 Options parse_common(const CommonArgs& a) {
   Options o;
-  if (a.format == "json") o.json = true;
-  else if (a.format != "table")
-    throw UsageError{"--format", fmt::format("expected one of table, json, got \"{}\"", a.format)};
+  o.json = parse_format(a.format, {Format::kTable, Format::kJson}) == Format::kJson;
   o.eval.use_calibration = !a.no_calibration;
   o.eval.cuda_graphs = a.cuda_graphs;
   check_interval_level(a.interval_level);

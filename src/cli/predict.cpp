@@ -31,15 +31,12 @@ struct PredictArgs {
 };
 
 PredictFormat parse_predict_format(const std::string& s) {
-  if (s == "markdown") return PredictFormat::kMarkdown;
-  if (s == "table" || s == "json" || s == "csv") {
-    switch (parse_format(s)) {
-      case Format::kTable: return PredictFormat::kTable;
-      case Format::kJson: return PredictFormat::kJson;
-      case Format::kCsv: return PredictFormat::kCsv;
-    }
+  switch (parse_format(s, {Format::kTable, Format::kJson, Format::kCsv, Format::kMarkdown})) {
+    case Format::kJson: return PredictFormat::kJson;
+    case Format::kCsv: return PredictFormat::kCsv;
+    case Format::kMarkdown: return PredictFormat::kMarkdown;
+    default: return PredictFormat::kTable;
   }
-  throw UsageError{"--format", fmt::format("expected one of table, json, csv, markdown, got \"{}\"", s)};
 }
 
 /// Names what does not fit and the levers that would make it fit: only the
@@ -180,10 +177,10 @@ void register_predict(Commands& commands, int& rc) {
                   "Tokens in one epoch of the data set (\"2B\"): the run's totals are one epoch's (a fine-tune's "
                   "default is per 1B tokens; a pre-training's 20 tokens per parameter)")
       ->type_name("N");
-  cmd->add_option("--format", args->format, "table | json | csv | markdown")->capture_default_str();
+  add_format_and_output(*cmd, args->format, args->output,
+                        {Format::kTable, Format::kJson, Format::kCsv, Format::kMarkdown});
   cmd->add_flag("--kernels", args->kernels, "With --format csv: the kernel table (one row per kernel) instead of the "
                                             "summary row");
-  cmd->add_option("--output,-o", args->output, "Write to FILE instead of standard output (atomically)");
   cmd->add_option("--top", args->top, "Kernels shown in the table")->capture_default_str();
   cmd->add_flag("--wide", args->wide, "Show every column and leave long lines whole (by default the table keeps "
                                   "to 120 columns)");

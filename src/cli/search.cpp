@@ -452,14 +452,15 @@ void register_search(Commands& commands, int& rc) {
                   "i/N: evaluate slice i of N (write JSON with every feasible step time, combine with --merge)");
   cmd->add_option("--merge", a->merge, "Combine shard JSON files instead of searching");
   cmd->add_option("--threads", a->threads, "Worker threads (default: all cores)");
-  cmd->add_option("--format", a->format, "table | json | csv | markdown")->capture_default_str();
-  cmd->add_option("--output,-o", a->output, "Write to FILE (atomically)");
+  add_format_and_output(*cmd, a->format, a->output, {Format::kTable, Format::kJson, Format::kCsv, Format::kMarkdown},
+                        {}, "Write to FILE (atomically)");
   add_interval_level(*cmd, a->interval_level);
   a->plan.add_to(*cmd);
   cmd->callback([a, &rc] {
     rc = guarded([&] {
-      const bool md = a->format == "markdown";
-      const Format f = md ? Format::kTable : parse_format(a->format);
+      const Format parsed = parse_format(a->format, {Format::kTable, Format::kJson, Format::kCsv, Format::kMarkdown});
+      const bool md = parsed == Format::kMarkdown;
+      const Format f = md ? Format::kTable : parsed;  // markdown: the table's rows, rendered as Markdown
       check_interval_level(a->interval_level);
       if (a->top < 1) throw UsageError{"--top", "expected at least 1"};
       const auto render = [&](const search::SearchResult& r, const nlohmann::json& q,

@@ -85,9 +85,8 @@ void register_validate_published(Commands& commands, int& rc) {
   cmd->add_option("file", args->file,
                   "Published-measurements YAML (default: validation/published.yaml of the repository)");
   cmd->add_option("--group", args->group, "Only rows of this group (e.g. korthikanti2022)");
-  cmd->add_option("--format", args->format, "table | json | csv | markdown (summary tables only)")
-      ->capture_default_str();
-  cmd->add_option("--output,-o", args->output, "Write to FILE instead of standard output (atomically)");
+  add_format_and_output(*cmd, args->format, args->output,
+                        {Format::kTable, Format::kJson, Format::kCsv, Format::kMarkdown}, "(summary tables only)");
   auto* leave_out = cmd->add_option("--leave-out", args->leave_out,
                                     "Predict with the cost-model defaults fitted on this group's rows at their priors");
   cmd->add_flag("--leave-one-group-out", args->leave_one_group_out,
@@ -109,8 +108,7 @@ void register_validate_published(Commands& commands, int& rc) {
   cmd->callback([args, &rc] {
     rc = guarded([&] {
       const std::string& f = args->format;
-      if (f != "table" && f != "json" && f != "csv" && f != "markdown")
-        throw UsageError{"--format", fmt::format("expected one of table, json, csv, markdown, got \"{}\"", f)};
+      (void)parse_format(f, {Format::kTable, Format::kJson, Format::kCsv, Format::kMarkdown});
       std::string path = args->file;
       if (path.empty()) {
         path = default_published_file();
