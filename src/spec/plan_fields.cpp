@@ -38,10 +38,10 @@ constinit const PlanField kFields[] = {
              "quoted: 4M = 4 x 2^20 tokens = 512 sequences of 8192; it must be a whole number of sequences) "
              "(default: micro-batch x DP, one micro-batch per step)",
      .type = FieldType::kInt, .lo = 1, .hi = 1 << 30,
-     .int_ref = [](PlanSpec& p) -> int& { return p.global_batch; }},
+     .int_ref = [](PlanSpec& p) -> int& { return p.global_batch; }, .scope = Scope::kStep},
     {.key = "seq_len", .setting = "seq", .flag = "seq",
      .help = "Sequence length (default: 8192 capped at the model's maximum)", .type = FieldType::kInt, .lo = 1,
-     .hi = 1 << 30, .int_ref = [](PlanSpec& p) -> int& { return p.seq_len; }},
+     .hi = 1 << 30, .int_ref = [](PlanSpec& p) -> int& { return p.seq_len; }, .scope = Scope::kGraph},
     {.key = "framework", .flag = "framework",
      .help = "Training framework (frameworks/NAME.yaml): its fused kernels, default attention, host dispatch "
              "cost, how parameters and gradients are gathered and reduced, allocator reserve, recompute "
@@ -83,11 +83,11 @@ constinit const PlanField kFields[] = {
              "with none (Transformer Engine fp8_model_init; NeMo fp8_params)",
      .type = FieldType::kBool, .bool_ref = [](PlanSpec& p) -> bool& { return p.fp8_primary_weights; },
      .applies = is_fp8, .group = SummaryGroup::kTechnique, .show = Show::kIfChanged,
-     .summary = "fp8 primary weights"},
+     .summary = "fp8 primary weights", .scope = Scope::kGraph},
     {.key = "loss_scaling.skipped_step_rate", .setting = "skipped_step_rate", .flag = "skipped-step-rate",
      .help = "fp16: fraction of steps skipped on overflow", .type = FieldType::kNumber, .lo = 0, .hi = 0.5,
      .num_ref = [](PlanSpec& p) -> double& { return p.skipped_step_rate; },
-     .applies = [](const PlanSpec& p) { return p.precision == Precision::kFp16; }},
+     .applies = [](const PlanSpec& p) { return p.precision == Precision::kFp16; }, .scope = Scope::kStep},
     {.key = "attention", .flag = "attention", .help = "Attention kernel (default: the framework's)",
      .type = FieldType::kWord,
      .parse_word = [](PlanSpec& p, std::string_view s) {
@@ -96,7 +96,7 @@ constinit const PlanField kFields[] = {
        return v.has_value();
      },
      .word = [](const PlanSpec& p) { return to_string(p.attention); }, .choices = attention_choices,
-     .group = SummaryGroup::kTechnique, .show = Show::kAlways, .summary = "{} attention"},
+     .group = SummaryGroup::kTechnique, .show = Show::kAlways, .summary = "{} attention", .scope = Scope::kGraph},
     {.key = "fusion", .flag = "fusion", .help = "Kernel fusion level (default: the framework's)",
      .type = FieldType::kWord,
      .parse_word = [](PlanSpec& p, std::string_view s) {
@@ -105,7 +105,7 @@ constinit const PlanField kFields[] = {
        return v.has_value();
      },
      .word = [](const PlanSpec& p) { return to_string(p.fusion); }, .choices = fusion_choices,
-     .group = SummaryGroup::kTechnique, .show = Show::kAlways, .summary = "fusion {}"},
+     .group = SummaryGroup::kTechnique, .show = Show::kAlways, .summary = "fusion {}", .scope = Scope::kGraph},
     {.key = "recompute", .flag = "recompute",
      .help = "Activation recomputation (selective: the attention core, Megatron-LM's; selective:M+M: "
              "Megatron-Core's --recompute-modules, M among core_attn, layernorm, mla_up_proj, mlp, "
@@ -128,25 +128,25 @@ constinit const PlanField kFields[] = {
     {.key = "optimizer.kind", .setting = "optimizer", .flag = "optimizer", .help = "Optimizer",
      .type = FieldType::kWord, RIDGELINE_WORD(optimizer.kind, parse_optimizer, to_string),
      .choices = optimizer_choices, .group = SummaryGroup::kTechnique, .show = Show::kAlways,
-     .shorthand = true},
+     .shorthand = true, .scope = Scope::kGraph},
     {.key = "optimizer.momentum", .setting = "momentum", .flag = "momentum", .help = "sgd: with momentum",
      .type = FieldType::kBool, .bool_ref = [](PlanSpec& p) -> bool& { return p.optimizer.momentum; },
-     .applies = [](const PlanSpec& p) { return p.optimizer.kind == OptimizerKind::kSgd; }},
+     .applies = [](const PlanSpec& p) { return p.optimizer.kind == OptimizerKind::kSgd; }, .scope = Scope::kGraph},
     {.key = "optimizer.first_moment", .setting = "first_moment", .flag = "first-moment",
      .help = "adafactor: keep a first moment", .type = FieldType::kBool,
      .bool_ref = [](PlanSpec& p) -> bool& { return p.optimizer.first_moment; },
-     .applies = [](const PlanSpec& p) { return p.optimizer.kind == OptimizerKind::kAdafactor; }},
+     .applies = [](const PlanSpec& p) { return p.optimizer.kind == OptimizerKind::kAdafactor; }, .scope = Scope::kGraph},
     {.key = "optimizer.hessian_interval", .setting = "hessian_interval", .flag = "hessian-interval",
      .help = "sophia: Hessian estimate every k steps", .type = FieldType::kInt, .lo = 1, .hi = 1000000,
      .int_ref = [](PlanSpec& p) -> int& { return p.optimizer.hessian_interval; },
-     .applies = [](const PlanSpec& p) { return p.optimizer.kind == OptimizerKind::kSophia; }},
+     .applies = [](const PlanSpec& p) { return p.optimizer.kind == OptimizerKind::kSophia; }, .scope = Scope::kGraph},
     {.key = "finetune.mode", .setting = "finetune", .flag = "finetune", .help = "Fine-tuning mode",
      .type = FieldType::kWord, RIDGELINE_WORD(finetune.mode, parse_finetune, to_string),
      .choices = finetune_choices, .group = SummaryGroup::kTechnique, .show = Show::kIfChanged,
-     .shorthand = true},
+     .shorthand = true, .scope = Scope::kGraph},
     {.key = "finetune.rank", .setting = "lora_rank", .flag = "lora-rank", .help = "LoRA rank r",
      .type = FieldType::kInt, .lo = 1, .hi = 1 << 16, .int_ref = [](PlanSpec& p) -> int& { return p.finetune.rank; },
-     .applies = is_adapter, .group = SummaryGroup::kTechnique, .show = Show::kAlways, .summary = " r={}"},
+     .applies = is_adapter, .group = SummaryGroup::kTechnique, .show = Show::kAlways, .summary = " r={}", .scope = Scope::kGraph},
     {.key = "finetune.targets", .setting = "lora_targets", .flag = "lora-targets",
      .help = "LoRA target matrices", .type = FieldType::kWord,
      .parse_word = [](PlanSpec& p, std::string_view s) {
@@ -156,10 +156,10 @@ constinit const PlanField kFields[] = {
      },
      .word = [](const PlanSpec& p) { return lora_targets_to_string(p.finetune.targets); },
      .choices = lora_target_choices, .applies = is_adapter, .group = SummaryGroup::kTechnique,
-     .show = Show::kAlways, .summary = " on {}"},
+     .show = Show::kAlways, .summary = " on {}", .scope = Scope::kGraph},
     {.key = "cuda_graphs", .flag = "cuda-graphs", .help = "Capture the step in CUDA graphs",
      .type = FieldType::kBool, .bool_ref = [](PlanSpec& p) -> bool& { return p.cuda_graphs; },
-     .group = SummaryGroup::kTechnique, .show = Show::kIfChanged, .summary = "CUDA graphs"},
+     .group = SummaryGroup::kTechnique, .show = Show::kIfChanged, .summary = "CUDA graphs", .scope = Scope::kGraph},
     {.key = "parallel.tp", .setting = "tp", .flag = "tp", .help = "Tensor-parallel degree", .type = FieldType::kInt,
      .lo = 1, .hi = 4096, .int_ref = [](PlanSpec& p) -> int& { return p.parallel.tp; },
      .group = SummaryGroup::kLayout, .show = Show::kAlways, .summary = "TP{}", .scope = Scope::kGraph},
@@ -208,13 +208,13 @@ constinit const PlanField kFields[] = {
              "(Megatron-Core --overlap-moe-expert-parallel-comm; DeepSeek-V3's DualPipe) instead of in line; needs "
              "EP > 1",
      .type = FieldType::kBool, .bool_ref = [](PlanSpec& p) -> bool& { return p.parallel.ep_comm_overlap; },
-     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "+EP-overlap"},
+     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "+EP-overlap", .scope = Scope::kGraph},
     {.key = "parallel.overlap_param_gather", .setting = "overlap_param_gather", .flag = "overlap-param-gather",
      .help = "ZeRO-1/2: all-gather the updated parameters bucket by bucket beside the next step's first forward "
              "(Megatron-LM --overlap-param-gather); only the first bucket is exposed (default: the framework's)",
      .type = FieldType::kBool,
      .bool_ref = [](PlanSpec& p) -> bool& { return p.parallel.overlap_param_gather; },
-     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "+param-gather-overlap"},
+     .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "+param-gather-overlap", .scope = Scope::kStep},
     {.key = "parallel.grad_reduce", .setting = "grad_reduce", .flag = "grad-reduce",
      .help = "Data-parallel gradient reduction: overlapped (bucket by bucket beside the last micro-batch's "
              "backward; Megatron-LM --overlap-grad-reduce, DeepSpeed overlap_comm) or exposed (after the backward)",
@@ -226,53 +226,53 @@ constinit const PlanField kFields[] = {
      },
      .word = [](const PlanSpec& p) { return std::string(p.parallel.grad_reduce_exposed ? "exposed" : "overlapped"); },
      .choices = [] { return std::string("overlapped, exposed"); }, .group = SummaryGroup::kLayout,
-     .show = Show::kIfChanged, .summary = "grad-reduce-{}"},
+     .show = Show::kIfChanged, .summary = "grad-reduce-{}", .scope = Scope::kStep},
     {.key = "tokens", .flag = "tokens", .help = "Tokens to train on, e.g. 15T (default: 20 per parameter)",
      .type = FieldType::kQuantity, .dim = units::Dimension::kCount,
-     .num_ref = [](PlanSpec& p) -> double& { return p.tokens; }},
+     .num_ref = [](PlanSpec& p) -> double& { return p.tokens; }, .scope = Scope::kRun},
     {.key = "attention_flops", .flag = "attention-flops",
      .help = "Attention FLOPs credited to MFU: causal (Megatron, causal half skipped) or full (older papers)",
      .type = FieldType::kWord, RIDGELINE_WORD(attention_flops, parse_attention_flops, to_string),
-     .choices = attention_flops_choices},
+     .choices = attention_flops_choices, .scope = Scope::kGraph},
     {.key = "power_utilization", .flag = "power-utilization",
      .help = "Average fraction of TDP drawn, for energy (default: the power model, idle to TDP by the "
              "step's compute-bound share)",
      .type = FieldType::kNumber, .lo = 0.01, .hi = 1.0,
      .num_ref = [](PlanSpec& p) -> double& { return p.power_utilization; },
-     .applies = [](const PlanSpec& p) { return p.power_utilization > 0; }},
+     .applies = [](const PlanSpec& p) { return p.power_utilization > 0; }, .scope = Scope::kRun},
     {.key = "failure_rate", .flag = "failure-rate",
      .help = "Unexpected job interruptions per GPU-hour, e.g. 2e-5 (default: the profile's "
              "reliability.failure_rate_per_gpu_hour, else Llama 3's 1.973e-5: 419 in 54 days on 16,384 GPUs)",
      .type = FieldType::kNumber, .lo = 0.0, .hi = 1.0,
      .num_ref = [](PlanSpec& p) -> double& { return p.failure_rate_per_gpu_hour; },
-     .applies = [](const PlanSpec& p) { return p.failure_rate_per_gpu_hour >= 0; }},
+     .applies = [](const PlanSpec& p) { return p.failure_rate_per_gpu_hour >= 0; }, .scope = Scope::kRun},
     {.key = "checkpoint_bandwidth", .flag = "checkpoint-bandwidth",
      .help = "Aggregate checkpoint write (and read) bandwidth of the job's storage, e.g. \"100 GB/s\" "
              "(default: 122 MB/s per GPU, the job's share of Llama 3's 2 TB/s for 16,384 GPUs)",
      .type = FieldType::kQuantity, .dim = units::Dimension::kByteRate,
      .num_ref = [](PlanSpec& p) -> double& { return p.checkpoint_bandwidth_bytes_per_s; },
-     .applies = [](const PlanSpec& p) { return p.checkpoint_bandwidth_bytes_per_s > 0; }},
+     .applies = [](const PlanSpec& p) { return p.checkpoint_bandwidth_bytes_per_s > 0; }, .scope = Scope::kRun},
     {.key = "restart_time", .flag = "restart-time",
      .help = "Time to restart after an interruption (reschedule, start, initialise), before the "
              "checkpoint read, e.g. \"5 min\" (default: 10 min)",
      .type = FieldType::kQuantity, .dim = units::Dimension::kTime,
      .num_ref = [](PlanSpec& p) -> double& { return p.restart_s; },
-     .applies = [](const PlanSpec& p) { return p.restart_s > 0; }},
+     .applies = [](const PlanSpec& p) { return p.restart_s > 0; }, .scope = Scope::kRun},
     {.key = "checkpoint_interval", .flag = "checkpoint-interval",
      .help = "Training time between checkpoints, e.g. \"30 min\" (default: Young/Daly's sqrt(2 x write "
              "time x MTBF))",
      .type = FieldType::kQuantity, .dim = units::Dimension::kTime,
      .num_ref = [](PlanSpec& p) -> double& { return p.checkpoint_interval_s; },
-     .applies = [](const PlanSpec& p) { return p.checkpoint_interval_s > 0; }},
+     .applies = [](const PlanSpec& p) { return p.checkpoint_interval_s > 0; }, .scope = Scope::kRun},
     {.key = "pue", .flag = "pue",
      .help = "Power usage effectiveness: facility energy / IT energy (default 1: the GPUs' energy only)",
      .type = FieldType::kNumber, .lo = 1.0, .hi = 5.0,
-     .num_ref = [](PlanSpec& p) -> double& { return p.pue; }},
+     .num_ref = [](PlanSpec& p) -> double& { return p.pue; }, .scope = Scope::kRun},
     {.key = "grid_carbon", .flag = "grid-carbon",
      .help = "Grid carbon intensity in gCO2e/kWh, e.g. 400; gives the run's emissions (default: none)",
      .type = FieldType::kNumber, .lo = 0.0, .hi = 5000.0,
      .num_ref = [](PlanSpec& p) -> double& { return p.grid_carbon_g_per_kwh; },
-     .applies = [](const PlanSpec& p) { return p.grid_carbon_g_per_kwh >= 0; }},
+     .applies = [](const PlanSpec& p) { return p.grid_carbon_g_per_kwh >= 0; }, .scope = Scope::kRun},
     // A power such as "500 W" (set_field rejects 0 and below); 0 in PlanSpec
     // means not given, so the field applies (and prints) only when set.
     {.key = "power_limit", .flag = "power-limit",
@@ -281,7 +281,7 @@ constinit const PlanField kFields[] = {
      .type = FieldType::kQuantity, .dim = units::Dimension::kPower,
      .num_ref = [](PlanSpec& p) -> double& { return p.power_limit_w; },
      .applies = [](const PlanSpec& p) { return p.power_limit_w > 0; }, .group = SummaryGroup::kTechnique,
-     .show = Show::kIfChanged, .summary = "{} power limit"},
+     .show = Show::kIfChanged, .summary = "{} power limit", .scope = Scope::kGraph},
     {.key = "master_weights", .flag = "master-weights",
      .help = "fp32 = an fp32 master copy of the trained weights (mixed precision); remainder = the fp32 "
              "master as the 16 bits the bf16 weight lacks, 2 bytes per parameter (Apex DistributedFusedAdam "
@@ -290,7 +290,7 @@ constinit const PlanField kFields[] = {
              "moments, momentum, Sophia's Hessian) in their dtype, as torch.optim does",
      .type = FieldType::kWord, RIDGELINE_WORD(master_weights, parse_master_weights, to_string),
      .choices = master_weights_choices, .applies = is_mixed, .group = SummaryGroup::kTechnique,
-     .show = Show::kIfChanged, .summary = "{} master weights"},
+     .show = Show::kIfChanged, .summary = "{} master weights", .scope = Scope::kGraph},
     {.key = "main_grads", .flag = "main-grads",
      .help = "Gradient accumulation and reduction: working = at the working precision; fp32 = fp32 main "
              "gradients (Megatron-LM's accumulate_allreduce_grads_in_fp32: 18 bytes per parameter with Adam) "
@@ -303,7 +303,7 @@ constinit const PlanField kFields[] = {
      },
      .word = [](const PlanSpec& p) { return to_string(p.main_grads); },
      .choices = main_grads_choices, .applies = is_mixed, .group = SummaryGroup::kTechnique,
-     .show = Show::kIfChanged, .summary = "{} main grads"},
+     .show = Show::kIfChanged, .summary = "{} main grads", .scope = Scope::kGraph},
     {.key = "cross_entropy", .flag = "cross-entropy",
      .help = "The loss over the logits: fused = one kernel over the 16-bit logits (Megatron-LM "
              "--cross-entropy-loss-fusion, flash-attn's xentropy, a compiled loss); eager = the fp32 chain that "
@@ -317,7 +317,7 @@ constinit const PlanField kFields[] = {
      },
      .word = [](const PlanSpec& p) { return to_string(p.cross_entropy); },
      .choices = cross_entropy_choices, .group = SummaryGroup::kTechnique, .show = Show::kIfChanged,
-     .summary = "{} cross-entropy"},
+     .summary = "{} cross-entropy", .scope = Scope::kGraph},
     // CPU offload (ZeRO-Offload, Ren et al. 2021; ZeRO-Infinity, Rajbhandari
     // et al. 2021); engine::check_plan refuses what the framework refuses.
     {.key = "offload.optimizer", .setting = "offload_optimizer", .flag = "offload-optimizer",
@@ -340,13 +340,13 @@ constinit const PlanField kFields[] = {
              "are dropped (0 = dropless)",
      .type = FieldType::kNumber, .lo = 0, .hi = 1024,
      .num_ref = [](PlanSpec& p) -> double& { return p.moe.capacity_factor; }, .group = SummaryGroup::kTechnique,
-     .show = Show::kIfChanged, .summary = "capacity factor {}"},
+     .show = Show::kIfChanged, .summary = "capacity factor {}", .scope = Scope::kGraph},
     {.key = "moe.imbalance", .setting = "moe_imbalance", .flag = "moe-imbalance",
      .help = "MoE: the busiest expert's tokens / the even share (1 = perfectly balanced); it sets the expert "
              "GEMMs' time",
      .type = FieldType::kNumber, .lo = 1, .hi = 1024,
      .num_ref = [](PlanSpec& p) -> double& { return p.moe.imbalance; }, .group = SummaryGroup::kTechnique,
-     .show = Show::kIfChanged, .summary = "expert imbalance {}"},
+     .show = Show::kIfChanged, .summary = "expert imbalance {}", .scope = Scope::kGraph},
     {.key = "moe.dispatcher", .setting = "moe_dispatcher", .flag = "moe-dispatcher",
      .help = "MoE: how tokens reach their experts under EP: alltoall = one NCCL all-to-all, every token-expert "
              "pair sent at the activations' width (Megatron-Core --moe-token-dispatcher-type alltoall); deepep = DeepEP's "
@@ -356,12 +356,12 @@ constinit const PlanField kFields[] = {
              "--moe-token-dispatcher-type flex --moe-enable-deepep)",
      .type = FieldType::kWord, RIDGELINE_WORD(moe.dispatcher, parse_moe_dispatcher, to_string),
      .choices = moe_dispatcher_choices, .group = SummaryGroup::kTechnique, .show = Show::kIfChanged,
-     .summary = "{} dispatcher"},
+     .summary = "{} dispatcher", .scope = Scope::kGraph},
     {.key = "moe.shared_expert_overlap", .setting = "shared_expert_overlap", .flag = "moe-shared-expert-overlap",
      .help = "MoE: run the shared expert on its own stream beside the dispatch and combine all-to-alls, forward "
              "and backward (Megatron-Core --moe-shared-expert-overlap); needs EP > 1 and a shared expert",
      .type = FieldType::kBool, .bool_ref = [](PlanSpec& p) -> bool& { return p.moe.shared_expert_overlap; },
-     .group = SummaryGroup::kTechnique, .show = Show::kIfChanged, .summary = "+shared-expert-overlap"},
+     .group = SummaryGroup::kTechnique, .show = Show::kIfChanged, .summary = "+shared-expert-overlap", .scope = Scope::kGraph},
 };
 
 #pragma GCC diagnostic pop

@@ -207,3 +207,56 @@ TEST_CASE("plan fields: every field moves from its default in one of the test pl
     CHECK_MESSAGE(moved, f.key);
   }
 }
+
+TEST_CASE("plan fields: every field states its scope; a step or run field leaves the micro-batch graph alone") {
+  // The contract the search's memos rely on (spec::Scope): a field of step or
+  // run scope is not read by the micro-batch graph, and one of run scope
+  // moves neither the step time nor the peak memory. Each field takes its
+  // value from the plans above that move it, on a default plan otherwise.
+  const auto m = test::model("llama3_8b");
+  const auto hw = test::gpu("h100_sxm");
+  const spec::PlanSpec base = test::plan(1, 2048);
+  auto graph_of = [&](const spec::PlanSpec& p) {
+    graph::Graph g;
+    techniques::build_microbatch(g, m, p, hw);
+    return g;
+  };
+  auto same_graph = [](const graph::Graph& a, const graph::Graph& b) {
+    if (a.kernels.size() != b.kernels.size()) return false;
+    for (size_t i = 0; i < a.kernels.size(); ++i) {
+      const auto &x = a.kernels[i], &y = b.kernels[i];
+      if (x.name != y.name || x.phase != y.phase || x.flops != y.flops || x.read_bytes != y.read_bytes ||
+          x.write_bytes != y.write_bytes || x.count != y.count || x.saved_bytes != y.saved_bytes ||
+          x.dtype != y.dtype || x.flags != y.flags)
+        return false;
+    }
+    return true;
+  };
+  const graph::Graph g0 = graph_of(base);
+  const auto r0 = engine::evaluate(m, base, hw);
+  int step_fields = 0, run_fields = 0;
+  for (const auto& f : spec::plan_fields()) {
+    CHECK_MESSAGE(f.scope != spec::Scope::kNone, f.key);
+    if (f.scope != spec::Scope::kStep && f.scope != spec::Scope::kRun) continue;
+    for (const spec::PlanSpec& from : {unusual_plan(), conditional_plan(spec::OptimizerKind::kAdamW)}) {
+      if (spec::is_default(f, from)) continue;
+      spec::PlanSpec p = base;
+      if (!spec::set_field(f, p, spec::field_text(f, from)).empty()) continue;  // applies beside another choice only
+      CHECK_MESSAGE(same_graph(graph_of(p), g0), f.key);
+      if (f.scope == spec::Scope::kRun) {
+        const auto r = engine::evaluate(m, p, hw);
+        CHECK_MESSAGE(r.step.time_s == r0.step.time_s, f.key);
+        CHECK_MESSAGE(r.memory.total == r0.memory.total, f.key);
+        ++run_fields;
+      } else {
+        ++step_fields;
+      }
+      break;
+    }
+  }
+  // Moved here: the global batch, ZeRO, virtual stages, the parameter
+  // gather's overlap and the gradient reduction (step); the tokens and the
+  // seven power, failure, checkpoint and carbon settings (run).
+  CHECK(step_fields >= 5);
+  CHECK(run_fields >= 8);
+}

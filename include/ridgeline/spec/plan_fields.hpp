@@ -28,8 +28,9 @@ enum class Show : std::uint8_t { kAlways, kIfChanged, kNever };
 /// Which stage of an evaluation reads a field, outermost last. The search
 /// (search::axes) enumerates a searched field's values at its scope's level
 /// and shares what the inner levels form across them:
-///   kGraph:  the micro-batch graph's kernels (TP, micro-batch, precision,
-///            recomputation, ...): one graph per value;
+///   kGraph:  the micro-batch graph's kernels or their costs (TP,
+///            micro-batch, precision, recomputation, the power limit, CUDA
+///            graphs, ...): one graph per value;
 ///   kLayout: which layers each pipeline stage holds (PP, uneven stages):
 ///            the graph is rebuilt per value, its kernels' costs are shared
 ///            (engine::CostMemo);
@@ -38,7 +39,9 @@ enum class Show : std::uint8_t { kAlways, kIfChanged, kNever };
 ///            micro-batch graph and its summary do not;
 ///   kRun:    the training run beyond one step (tokens, failures,
 ///            checkpoints, energy).
-/// kNone: not stated (a field no search axis varies).
+/// Every field states one (plan_fields_test checks that a step or run field
+/// leaves the micro-batch graph alone, and a run field the step too).
+/// kNone: not stated.
 enum class Scope : std::uint8_t { kNone, kGraph, kLayout, kStep, kRun };
 
 struct PlanField {
@@ -68,7 +71,7 @@ struct PlanField {
   /// YAML only: the parent key may hold this field's value as a plain word
   /// ("optimizer: adamw" for optimizer.kind).
   bool shorthand = false;
-  /// The stage that reads it; stated for every field a search axis varies.
+  /// The stage that reads it, outermost; stated for every field.
   Scope scope = Scope::kNone;
 };
 
