@@ -54,7 +54,7 @@ void register_advise(Commands& commands, int& rc) {
       "the edit to that file (TOML keys, Megatron-LM arguments, DeepSpeed JSON keys).");
   cmd->callback([args, &rc] {
     rc = guarded([&] {
-      (void)parse_format(args->format, {Format::kTable, Format::kJson, Format::kMarkdown});
+      const Format f = parse_format(args->format, {Format::kTable, Format::kJson, Format::kMarkdown});
       check_interval_level(args->interval_level);
       auto [gpu, model, plan] = args->plan.resolve(args->gpu, args->model);
       advise::Options opt;
@@ -67,16 +67,16 @@ void register_advise(Commands& commands, int& rc) {
       report::Inputs in{&gpu, &model, &plan, opt.level};
       in.calibration = args->plan.stack_calibration();
       if (a.base.status == engine::Status::kInvalid) {
-        if (args->format == "json" && (args->output.empty() || args->output == "-"))
+        if (f == Format::kJson && (args->output.empty() || args->output == "-"))
           write_output("", report::advice_json(a, in).dump(2) + "\n");
         std::cerr << problem_line(a.prediction.problem) << "\n";
         return kExitBadInput;
       }
       args->plan.warn(plan, true);
       std::string text;
-      if (args->format == "json")
+      if (f == Format::kJson)
         text = report::advice_json(a, in).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-      else if (args->format == "markdown")
+      else if (f == Format::kMarkdown)
         text = report::advice_markdown(a, in);
       else
         text = args->wide ? report::advice_table(a, in) : report::text::fit_width(report::advice_table(a, in, false));

@@ -140,11 +140,21 @@ constinit const MegatronArg kMegatronArgs[] = {
 };
 
 /// Megatron-LM arguments that change neither step time nor memory, by name
-/// or by prefix (a name ending in '-' or '*'), with the reason.
+/// or by prefix (a name ending in '*'), with the reason.
 struct NoEffect {
   std::string_view name;
   std::string_view reason;
 };
+
+/// The reason `name` has no effect, from a table of NoEffect entries whose
+/// name ending in '*' is a prefix; "" when the table does not list it.
+template <size_t N>
+std::string_view no_effect_reason(const NoEffect (&table)[N], std::string_view name) {
+  for (const auto& n : table)
+    if (n.name.ends_with('*') ? name.starts_with(n.name.substr(0, n.name.size() - 1)) : n.name == name)
+      return n.reason;
+  return {};
+}
 constinit const NoEffect kMegatronNoEffect[] = {
     {"lr", "learning rate"}, {"lr-*", "learning-rate schedule"}, {"min-lr", "learning rate"},
     {"weight-decay", "optimizer hyper-parameter"}, {"weight-decay-incr-style", "optimizer hyper-parameter"},
@@ -197,16 +207,7 @@ constinit const NoEffect kMegatronNoEffect[] = {
 };
 
 /// Why a Megatron argument has no effect on step time or memory; "" when it is not known to have none.
-std::string_view megatron_no_effect(std::string_view name) {
-  for (const auto& n : kMegatronNoEffect) {
-    if (n.name.ends_with('*')) {
-      if (name.starts_with(n.name.substr(0, n.name.size() - 1))) return n.reason;
-    } else if (n.name == name) {
-      return n.reason;
-    }
-  }
-  return {};
-}
+std::string_view megatron_no_effect(std::string_view name) { return no_effect_reason(kMegatronNoEffect, name); }
 
 const MegatronArg* find_megatron(std::string_view name) {
   for (const auto& a : kMegatronArgs)
@@ -700,14 +701,7 @@ std::string_view torchtitan_no_effect(std::string_view key) {
       {"float8.filter_fqns", "layers kept in bf16 (the output layer)"},
       {"quantize.linear.float8.filter_fqns", "layers kept in bf16 (the output layer)"},
   };
-  for (const auto& n : kKeys) {
-    if (n.name.ends_with('*')) {
-      if (key.starts_with(n.name.substr(0, n.name.size() - 1))) return n.reason;
-    } else if (n.name == key) {
-      return n.reason;
-    }
-  }
-  return {};
+  return no_effect_reason(kKeys, key);
 }
 
 /// Every leaf of a TOML table with its dotted key, in file order.
@@ -1038,9 +1032,7 @@ std::string_view deepspeed_no_effect(std::string_view key) {
       {"zero_optimization.elastic_checkpoint", "checkpointing"},
       {"zero_optimization.ignore_unused_parameters", "a check"},
   };
-  for (const auto& k : kKeys)
-    if (k.name == key) return k.reason;
-  return {};
+  return no_effect_reason(kKeys, key);  // no DeepSpeed key ends in '*'
 }
 
 /// The key in the ignored list with its reason, or in the unknown list.

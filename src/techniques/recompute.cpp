@@ -164,6 +164,7 @@ void recompute_layernorms(graph::Graph& g) {
   for (size_t i = 0; i < n; ++i) moe = moe || (ks[i].phase == spec::Phase::kForward && ks[i].op == graph::Op::kRouter);
   enum class After { kNone, kNorm1, kNorm2 } after = After::kNone;
   bool routed = false;  // between an MoE layer's dispatch and combine
+  size_t norm1 = n;     // the input norm the next projection reads
   for (size_t i = 0; i < n; ++i) {
     if (!layer_forward(ks[i])) continue;
     const Kernel k = ks[i];
@@ -171,6 +172,7 @@ void recompute_layernorms(graph::Graph& g) {
     if (k.op == graph::Op::kCombine) routed = false;
     if (k.op == graph::Op::kNorm1) {
       after = After::kNorm1;
+      norm1 = i;
       continue;
     }
     if (k.op == graph::Op::kNorm2) {
@@ -181,11 +183,7 @@ void recompute_layernorms(graph::Graph& g) {
     if (after == After::kNorm1 && k.cls == spec::KernelClass::kGemm && k.has(graph::kHasWeight)) {
       after = After::kNone;
       if (k.op != graph::Op::kQDown && k.op != graph::Op::kQUp) continue;  // a fused norm: Megatron skips it
-      for (size_t j = i; j-- > 0;)
-        if (ks[j].op == graph::Op::kNorm1 && layer_forward(ks[j])) {
-          push_recompute(ks, ks[j], ks[j].chain_bytes);
-          break;
-        }
+      push_recompute(ks, ks[norm1], ks[norm1].chain_bytes);
       ks[i].saved_bytes = 0;
       continue;
     }

@@ -56,6 +56,12 @@ namespace {
 
 /// The step and memory objects of a JSON prediction (the plan's own object
 /// names where it came from, so it is left out).
+/// An error's first line from its ":LINE:COL:" on (the temporary file's path left out).
+std::string located(const std::string& err) {
+  const size_t colon = err.find(':');
+  return err.substr(colon, err.find('\n') - colon);
+}
+
 nlohmann::json step_and_memory(const std::string& args) {
   const auto r = rl::test::run_cli("predict " + args + " --format json");
   INFO(args << "\n" << r.err);
@@ -358,7 +364,7 @@ TEST_SUITE("launch config") {
                                                 "  \"offload_param\": {\"device\": \"cpu\"}}}\n");
     const auto refused = rl::test::run_cli("predict --model llama3_8b --dp 4 --from-deepspeed " + po);
     CHECK(refused.status == 2);
-    CHECK(refused.err.substr(refused.err.find(':'), refused.err.find('\n') - refused.err.find(':')) ==
+    CHECK(located(refused.err) ==
           ":4:31: error: zero_optimization.offload_param.device: parameter offload without optimizer offload "
           "(zero_optimization.offload_optimizer) is not modelled");
     // bf16 at stage 0 under PP: BF16_Optimizer (runtime/engine.py lines
@@ -373,7 +379,7 @@ TEST_SUITE("launch config") {
     const auto bad = temp_file("bad.json", head + " \"data_types\": {\"grad_accum_dtype\": \"fp32\"}}\n");
     const auto r = rl::test::run_cli("predict --model llama3_8b --dp 4 --from-deepspeed " + bad);
     CHECK(r.status == 2);
-    CHECK(r.err.substr(r.err.find(':'), r.err.find('\n') - r.err.find(':')) ==
+    CHECK(located(r.err) ==
           ":3:37: error: data_types.grad_accum_dtype: fp32 accumulation of bf16 gradients at ZeRO stage 0: DeepSpeed "
           "raises NotImplementedError (unsupported mix of model and gradient accumulation dtypes)");
   }
@@ -386,7 +392,7 @@ TEST_SUITE("launch config") {
     const auto u = temp_file("uly.sh", "--bf16 --ds-sequence-parallel-size 4\n");
     const auto r = rl::test::run_cli("predict --model llama3_8b --from-megatron " + u);
     CHECK(r.status == 2);
-    CHECK(r.err.substr(r.err.find(':'), r.err.find('\n') - r.err.find(':')) ==
+    CHECK(located(r.err) ==
           ":1:8: error: --ds-sequence-parallel-size: DeepSpeed-Ulysses sequence parallelism (4 ranks) is not "
           "modelled; the plan's context parallelism (--cp) is ring attention");
   }
@@ -404,7 +410,7 @@ TEST_SUITE("launch config") {
     const auto unsure = temp_file("if2.sh", "if [ -n \"$FP8\" ]; then\n  ARGS=(--fp8-format hybrid)\nfi\n");
     const auto r = rl::test::run_cli("predict --model llama3_8b --from-megatron " + unsure);
     CHECK(r.status == 2);
-    CHECK(r.err.substr(r.err.find(':'), r.err.find('\n') - r.err.find(':')) ==
+    CHECK(located(r.err) ==
           ":2:3: error: --fp8-format: is inside the `if` of line 1, whose condition Ridgeline does not evaluate (it "
           "reads [[ \"$VAR\" == value ]] over the script's assignments): write the branch the run takes");
   }

@@ -499,19 +499,13 @@ TEST_CASE("DeepSeek-V3's published layout: 180K H800 GPU-hours per trillion toke
   // batch 15360 sequences (Sec. 4.2: the batch after its ramp).
   const auto m = test::model("deepseek_v3");
   const auto hw = test::gpu("h800_sxm");
-  spec::PlanSpec p;
-  p.seq_len = 4096;
-  p.micro_batch = 1;
+  spec::PlanSpec p = deepseek_ep64();  // EP 64, fp8 blockwise, DeepEP, sequence 4096
   p.global_batch = 15360;
   p.parallel.pp = 16;
-  p.parallel.ep = 64;
   p.parallel.dp = 128;
   p.parallel.zero = 1;
   p.parallel.first_stage_layers = 1;
   p.parallel.ep_comm_overlap = true;
-  p.precision = spec::Precision::kFp8;
-  p.fp8_recipe = spec::Fp8Recipe::kBlockwise;
-  p.moe.dispatcher = spec::MoeDispatcher::kDeepEp;
   // Sec. 3.2.3: RMSNorm and the MLA up-projections recomputed in backward;
   // Sec. 3.3.2: SwiGLU's output recomputed from its cached input.
   p.recompute = *spec::parse_recompute("selective:layernorm+mla_up_proj+moe_act");
