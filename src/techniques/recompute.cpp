@@ -203,13 +203,15 @@ void recompute_layernorms(graph::Graph& g) {
 void recompute_mla_up_proj(graph::Graph& g) {
   auto& ks = g.kernels;
   const size_t n = ks.size();
+  // Without latent attention there is no up-projection to recompute
+  // (Megatron-Core reads the word in its MLA module only).
+  if (std::none_of(ks.begin(), ks.end(), [](const Kernel& k) { return k.op == graph::Op::kKvUp; })) return;
   bool first = true;
   for (size_t i = 0; i < n; ++i) {
     const Kernel k = ks[i];
     if (!layer_forward(k)) continue;
     const bool up = k.op == graph::Op::kQUp || k.op == graph::Op::kKvUp || k.op == graph::Op::kKvConcat ||
-                    (k.op == graph::Op::kRope && g.attention_qkv_bytes > 0) ||
-                    (k.op == graph::Op::kLatentNorm);
+                    k.op == graph::Op::kRope || k.op == graph::Op::kLatentNorm;
     if (up) {
       // The rebuilt Q, K, V alive again: charged once, on the first copy.
       push_recompute(ks, k, first ? g.attention_qkv_bytes : 0.0);

@@ -84,6 +84,13 @@ TEST_CASE("recompute mla_up_proj: attention keeps no Q, K, V; the up-projections
   CHECK(find(g, "mla_kv_up_proj", spec::Phase::kRecompute) != nullptr);
   CHECK(find(g, "mla_q_down_proj", spec::Phase::kRecompute) == nullptr);  // the latents stay saved
   CHECK(find(g, "mla_q_up_proj")->saved_bytes / T == doctest::Approx(1536 * 2.0));
+  // A model without latent attention has no up-projection: nothing changes.
+  const auto llama = test::model("llama3_8b");
+  const auto lp = test::step(llama, plan_with("none", 2048));
+  const auto lm = test::step(llama, plan_with("selective:mla_up_proj", 2048));
+  CHECK(find(lm, "flash_attention")->saved_bytes == find(lp, "flash_attention")->saved_bytes);
+  CHECK(rebuilt(lm) == 0);
+  CHECK(recompute_gemm_flops(lm) == 0);
 }
 
 TEST_CASE("recompute layernorm: a norm of its own gives up its output; a fused one is skipped") {
