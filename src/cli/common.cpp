@@ -186,7 +186,19 @@ std::string resolve_gpu_path(const std::string& name) {
     }
     if (hit) hits.push_back(e.id), hit_path = e.path;
   }
-  if (hits.size() == 1) return hit_path;
+  if (hits.size() == 1) {
+    // A family name one profile answers to ("A100" is the SXM4 80GB board's
+    // alias) also begins other profiles' names: say which was taken.
+    std::vector<std::string> others;
+    for (const auto& [n, id] : names)
+      if (id != hits.front() && n.rfind(want, 0) == 0 &&
+          std::find(others.begin(), others.end(), id) == others.end())
+        others.push_back(id);
+    if (!others.empty())
+      std::cerr << fmt::format("note: --gpu {} is taken as {}; also {}: {}\n", name, hits.front(),
+                               others.size() == 1 ? "this profile" : "these profiles", join(others));
+    return hit_path;
+  }
   if (hits.size() > 1) ambiguous("--gpu", "GPU profile", name, hits);
   unknown("--gpu", "GPU", name, want, all, names);
 }

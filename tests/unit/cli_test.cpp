@@ -215,6 +215,14 @@ TEST_CASE("cli: other tools' spellings, --gpus on predict and a part of a GPU's 
   const auto gpu = test::run_cli("predict --gpu 4090");
   CHECK(gpu.status == 2);
   CHECK(gpu.err.rfind("error: --gpu: unknown GPU '4090' (did you mean 'rtx_4090'?); known: ", 0) == 0);
+  // "A100" is an alias of hardware_profiles/a100_sxm_80gb.yaml alone (its
+  // aliases line), and three other profiles' names begin with it: the
+  // choice is said, not made silently. An id names one profile: no note.
+  const auto a100 = test::run_cli("predict --gpu A100 --dp 8 --zero 3");
+  CHECK(a100.status <= 1);
+  CHECK(a100.err.find("note: --gpu A100 is taken as a100_sxm_80gb; also these profiles: a100_pcie_40gb, "
+                      "a100_pcie_80gb, a100_sxm_40gb\n") != std::string::npos);
+  CHECK(test::run_cli("predict --gpu a100_sxm_80gb --dp 8 --zero 3").err.find("note: --gpu") == std::string::npos);
 }
 
 TEST_CASE("cli: predict says how the step counts a model's MTP module (DeepSeek-V3's)") {
