@@ -589,6 +589,26 @@ TEST_CASE("HF config: GPT-OSS-120B (sliding-window layers, attention sinks, bias
   CHECK(y.sliding_window == 128);
 }
 
+// GPT-OSS-20B (openai/gpt-oss-20b config.json): the same block as the 120B
+// above with 32 experts, 24 layers (12 windowed).
+//   router 2880 x 32 + 32 = 92,192
+//   layer 26,550,144 + 32 x 24,891,840 + 92,192 + 5,760 = 823,186,976
+//   active layer 26,550,144 + 4 x 24,891,840 + 92,192 + 5,760 = 126,215,456
+// Total 2 x 201088 x 2880 + 2880 + 24 x 823,186,976 = 20,914,757,184
+//   (model card, arXiv:2508.10925, Table 1: 20.91B);
+// active less the embedding lookup: 579,136,320 + 24 x 126,215,456
+//   = 3,608,307,264 (the card's 3.61B).
+TEST_CASE("model YAML: GPT-OSS-20B's parameter counts are the model card's") {
+  const auto m = test::model("gpt_oss_20b");
+  CHECK(m.window_layers == 12);
+  CHECK(m.moe.experts == 32);
+  const auto c = spec::count_params(m);
+  CHECK(c.per_layer == 823186976.0);
+  CHECK(c.per_layer_active == 126215456.0);
+  CHECK(c.total == 20914757184.0);
+  CHECK(c.active - c.embedding == 3608307264.0);
+}
+
 TEST_CASE("model YAML: window_layers without sliding_window, and a window without its layers, are refused") {
   const auto dir = std::filesystem::temp_directory_path();
   const auto a = dir / "ridgeline_window_a.yaml";
