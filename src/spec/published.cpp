@@ -98,7 +98,7 @@ const std::map<std::string, std::vector<std::string>>& whole_fields() {
   static const std::map<std::string, std::vector<std::string>> f = {
       {"hardware", {"num_gpus"}},
       {"model", {"layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "seq_len"}},
-      {"training", {"global_batch", "micro_batch", "tp", "pp", "dp", "cp", "virtual_pp_interleave", "grad_accum"}},
+      {"training", {"global_batch", "micro_batch", "tp", "pp", "dp", "cp", "ep", "virtual_pp_interleave", "grad_accum"}},
       {"kernel", {"M", "N", "K", "batch", "seq_len", "seqlen", "heads", "kv_heads", "head_dim"}},
   };
   return f;
@@ -108,7 +108,7 @@ const std::map<std::string, std::vector<std::string>>& whole_fields() {
 const std::map<std::string, std::vector<std::string>>& positive_fields() {
   static const std::map<std::string, std::vector<std::string>> f = {
       {"hardware", {"peak_tflops_used_by_source"}},
-      {"training", {"global_batch_tokens"}},
+      {"training", {"global_batch_tokens", "moe_imbalance"}},
   };
   return f;
 }

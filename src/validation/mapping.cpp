@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <span>
 #include <fmt/format.h>
 
 #include "ridgeline/graph/kernels.hpp"
 #include "ridgeline/spec/framework.hpp"
+#include "ridgeline/spec/model.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
 #include "ridgeline/support/diagnostics.hpp"
 #include "ridgeline/validation/conventions.hpp"
@@ -79,8 +81,28 @@ constexpr spec::Norm kNorms[] = {spec::Norm::kLayerNorm, spec::Norm::kRmsNorm};
 /// Model from the row's fields. GPT-style unless the architecture text says
 /// llama/swiglu/rmsnorm; explicit activation/norm/bias/dropout/
 /// tied_embeddings keys win.
-OrSkip<spec::ModelSpec> map_model(const spec::PublishedRow& row, std::vector<std::string>& notes) {
+OrSkip<spec::ModelSpec> map_model(const spec::PublishedRow& row, const PredictOptions& opt,
+                                  std::vector<std::string>& notes) {
   const auto& m = row.model;
+  if (m.has("spec")) {
+    // A shipped model file (models/ID.yaml): the layouts the row's fields
+    // cannot describe (latent attention, routed and shared experts, dense
+    // first layers, windowed layers), counted as the file counts them. The
+    // row's model.seq_len is the sequence trained.
+    const std::string id = m.text("spec");
+    const std::string path = (std::filesystem::path(opt.models_dir) / (id + ".yaml")).string();
+    if (!std::filesystem::exists(path)) return Skip{fmt::format("model.spec '{}': no models/{}.yaml", id, id)};
+    auto seq = whole(m, "model", "seq_len");
+    if (!seq) return seq.skip();
+    try {
+      spec::ModelSpec s = spec::load_model(path);
+      s.max_seq_len = *seq;
+      notes.push_back(fmt::format("model from models/{}.yaml (model.spec)", id));
+      return s;
+    } catch (const support::SpecError& e) {
+      return Skip{fmt::format("model.spec '{}' rejected: {}", id, first_problem(e))};
+    }
+  }
   spec::ModelSpec s;
   s.id = row.id;
   s.name = m.has("name") ? m.text("name") : row.id;
@@ -298,6 +320,11 @@ constexpr std::string_view kFlashTraining =
 
 constexpr FrameworkRule kFrameworkRules[] = {
     {"torchtitan", "torchtitan", "torchtitan (FSDP2 + DTensor)"},
+    // NeMo AutoModel's PyTorch backend: FSDP2 (fully_shard) over DTensor
+    // meshes with TP, CP, expert parallelism and torch.distributed.pipelining
+    // (nemo_automodel/components/distributed/config.py FSDP2Config,
+    // components/moe/parallelizer.py): torchtitan's stack.
+    {"automodel", "torchtitan", "NeMo AutoModel (PyTorch FSDP2 + DTensor, torchtitan's stack)"},
     {"megatron-deepspeed", "deepspeed", "Megatron-DeepSpeed"},
     {"deepspeed", "deepspeed", "DeepSpeed"},
     {"bloom", "deepspeed", "Megatron-DeepSpeed (BLOOM)"},
@@ -409,7 +436,7 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
   TrainingCase out;
   auto& notes = out.assumptions;
   const SourceConvention& conv = convention_of(row.group);
-  auto model = map_model(row, notes);
+  auto model = map_model(row, opt, notes);
   if (!model) return model.skip();
   out.model = std::move(*model);
   const auto& tr = row.training;
@@ -440,10 +467,34 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
   const std::string impl = lower(tr.text("implementation"));
   p.fusion = (contains(impl, "huggingface") || contains(impl, "eager")) ? spec::Fusion::kEager
                                                                          : spec::framework(p.framework).fusion;
+  if (tr.has("fusion")) {  // a spec word: eager, fused, compiled (torch.compile), xla
+    const auto f = spec::parse_fusion(lower(tr.text("fusion")));
+    if (!f) return Skip{fmt::format("unrecognised training.fusion '{}'", tr.text("fusion"))};
+    p.fusion = *f;
+    notes.push_back(fmt::format("fusion {} (training.fusion)", tr.text("fusion")));
+  }
   auto& q = p.parallel;
   q.tp = whole_or(tr, "tp", 1);
   q.pp = whole_or(tr, "pp", 1);
   q.cp = whole_or(tr, "cp", 1);
+  // Expert parallelism, within DP x CP as Megatron-Core and FSDP2 meshes
+  // place it; the dispatcher and the routing imbalance where stated
+  // (1 = balanced, as a benchmark's fake balanced gate routes).
+  q.ep = whole_or(tr, "ep", 1);
+  if (tr.has("moe_dispatcher")) {
+    const auto d = spec::parse_moe_dispatcher(lower(tr.text("moe_dispatcher")));
+    if (!d) return Skip{fmt::format("unrecognised training.moe_dispatcher '{}'", tr.text("moe_dispatcher"))};
+    p.moe.dispatcher = *d;
+    notes.push_back(fmt::format("MoE dispatcher {} (training.moe_dispatcher)", tr.text("moe_dispatcher")));
+  }
+  if (auto im = tr.number("moe_imbalance")) p.moe.imbalance = std::max(1.0, *im);
+  if (tr.has("cross_entropy")) {
+    const auto ce = spec::parse_cross_entropy(lower(tr.text("cross_entropy")));
+    if (!ce) return Skip{fmt::format("unrecognised training.cross_entropy '{}'", tr.text("cross_entropy"))};
+    p.cross_entropy = *ce;
+    p.cross_entropy_given = true;
+    notes.push_back(fmt::format("cross-entropy {} (training.cross_entropy)", tr.text("cross_entropy")));
+  }
   if (tr.has("sequence_parallel")) q.sp = spec::parse_published_bool(tr.text("sequence_parallel")).value_or(false);
   for (const char* key : {"virtual_pp_interleave", "virtual_pp"})
     if (auto v = tr.number(key); v && *v > 1) q.virtual_stages = static_cast<int>(*v);

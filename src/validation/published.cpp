@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fmt/format.h>
 #include <map>
 
@@ -134,6 +135,7 @@ PublishedReport validate_published(const spec::PublishedFile& file, const Profil
   PredictOptions po;
   po.use_calibration = opt.use_calibration;
   po.fit_without_group = opt.fit_without_group;
+  po.models_dir = (std::filesystem::path(opt.profiles_dir).parent_path() / "models").string();
   for (const auto& row : file.rows)
     if (opt.group.empty() || row.group == opt.group) rep.results.push_back(predict(row, profiles, po));
   std::vector<const PublishedResult*> all;

@@ -367,3 +367,75 @@ TEST_CASE("anchored validation: each stack's fewest-GPU run sets its time scale;
   CHECK(g.unanchored.p90_abs_pct == doctest::Approx(19.0).epsilon(1e-9));
   CHECK(r.all.anchored.predicted == 2);
 }
+
+TEST_CASE("validation framework: a row naming its model file (model.spec) maps MoE layouts the fields cannot state") {
+  // A NeMo AutoModel row as published.yaml states it
+  // (examples/benchmark/configs/qwen3_moe_30b_te_deepep.yaml): Qwen3-30B-A3B
+  // from models/qwen3_30b_a3b.yaml (128 experts, top-8), EP 8 within the 8
+  // data-parallel ranks, DeepEP, compiled, the loss over 16-bit logits.
+  const fs::path dir = fs::temp_directory_path() / ("ridgeline_spec_rows_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "rows.yaml").string();
+  std::ofstream(path) << R"(schema_version: 1
+row_count: 3
+rows:
+- id: moe_row
+  group: g
+  category: end_to_end_training
+  source: {citation: NVIDIA NeMo AutoModel docs, 'Performance Summary'}
+  hardware: {gpu: H100-SXM-80GB, num_gpus: 8}
+  model: {name: Qwen3-30B-A3B, spec: qwen3_30b_a3b, seq_len: 4096}
+  training: {implementation: 'NeMo AutoModel (FSDP2 + EP)', global_batch: 512, micro_batch: 4, tp: 1, pp: 1, ep: 8,
+             dp: 8, zero: 3, precision: bf16, recompute: full, attention: cudnn, moe_dispatcher: deepep,
+             moe_imbalance: 1.25, fusion: compiled, cross_entropy: fused, master_weights: none}
+  measured: {tokens_per_s_per_gpu: 12040}
+- id: unknown_spec
+  group: g
+  category: end_to_end_training
+  hardware: {gpu: H100-SXM-80GB, num_gpus: 8}
+  model: {spec: no_such_model, seq_len: 4096}
+  training: {global_batch: 8, micro_batch: 1, dp: 8, precision: bf16, recompute: none}
+  measured: {tokens_per_s_per_gpu: 1000}
+- id: spec_without_seq
+  group: g
+  category: end_to_end_training
+  hardware: {gpu: H100-SXM-80GB, num_gpus: 8}
+  model: {spec: qwen3_30b_a3b}
+  training: {global_batch: 8, micro_batch: 1, dp: 8, precision: bf16, recompute: none}
+  measured: {tokens_per_s_per_gpu: 1000}
+)";
+  const auto file = spec::load_published(path);
+  fs::remove_all(dir);
+  REQUIRE(file.rows.size() == 3);
+  validation::PredictOptions opt;
+  opt.models_dir = std::string(RIDGELINE_SOURCE_DIR) + "/models";
+  const auto hw = test::gpu("h100_sxm");
+  const auto tc = validation::map_training_row(file.rows[0], hw, opt);
+  REQUIRE(tc);
+  // The file's model: 48 layers, 128 experts of 768, top-8 (Qwen3-30B-A3B config.json).
+  CHECK(tc->model.layers == 48);
+  CHECK(tc->model.moe.experts == 128);
+  CHECK(tc->model.moe.top_k == 8);
+  CHECK(tc->model.max_seq_len == 4096);  // the row's sequence, not the file's 40960
+  CHECK(tc->plan.seq_len == 4096);
+  CHECK(tc->plan.parallel.ep == 8);
+  CHECK(tc->plan.parallel.dp == 8);
+  CHECK(tc->plan.parallel.zero == 3);
+  CHECK(tc->plan.moe.dispatcher == spec::MoeDispatcher::kDeepEp);
+  CHECK(tc->plan.moe.imbalance == 1.25);
+  CHECK(tc->plan.fusion == spec::Fusion::kCompiled);
+  CHECK(tc->plan.cross_entropy == spec::CrossEntropy::kFused);
+  CHECK(tc->plan.master_weights == spec::MasterWeights::kNone);
+  CHECK(tc->plan.attention == spec::AttentionKind::kCudnn);
+  // AutoModel is PyTorch FSDP2 over DTensor meshes: torchtitan's profile.
+  CHECK(tc->plan.framework == index_of("torchtitan"));
+  CHECK(has_line_starting(tc->assumptions, "model from models/qwen3_30b_a3b.yaml (model.spec)"));
+  CHECK(has_line_starting(tc->assumptions, "framework torchtitan: NeMo AutoModel"));
+  // A model file that is not there, and a file without the row's sequence: skipped with the reason.
+  const auto none = validation::map_training_row(file.rows[1], hw, opt);
+  REQUIRE_FALSE(none);
+  CHECK(none.reason() == "model.spec 'no_such_model': no models/no_such_model.yaml");
+  const auto noseq = validation::map_training_row(file.rows[2], hw, opt);
+  REQUIRE_FALSE(noseq);
+  CHECK(noseq.reason().find("seq_len") != std::string::npos);
+}

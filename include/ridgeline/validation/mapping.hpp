@@ -35,6 +35,9 @@ namespace ridgeline::validation {
 struct PredictOptions {
   bool use_calibration = true;
   std::string_view fit_without_group;
+  /// Where a row's `model.spec` names its model file (ID.yaml): the shipped
+  /// models/ beside the hardware profiles' folder.
+  std::string models_dir = "models";
 
   engine::EvalOptions eval() const;
   engine::KernelEvalOptions kernel(bool cuda_graphs = false) const;

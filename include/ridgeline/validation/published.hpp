@@ -77,7 +77,7 @@ struct PublishedReport {
 };
 
 struct PublishedOptions {
-  std::string profiles_dir = "hardware_profiles";
+  std::string profiles_dir = "hardware_profiles";  // and a row's model.spec in the models/ folder beside it
   std::string group;  // only rows of this group ("" = all)
   bool use_calibration = true;
   /// Predict with the cost-model defaults fitted on this group's rows at
