@@ -125,7 +125,8 @@ double training_clock_fraction(const ResolveOptions& opt) {
   };
   static constexpr Group kGroups[] = {{"korthikanti2022", 0.873},    {"flashattention2_paper", 0.873},
                                       {"flashattention_repo", 0.924}, {"llm_foundry", 0.862},
-                                      {"megatron_lm_readme", 0.885},  {"nemo_24_07", 0.837}};
+                                      {"megatron_lm_readme", 0.885},  {"nemo_24_07", 0.837},
+                                      {"nemo_automodel", 0.871}};
   std::array<double, std::size(kGroups)> f{};
   std::size_t n = 0;
   for (const Group& g : kGroups)
