@@ -238,7 +238,21 @@ DispatchCopies node_dispatch_copies(const spec::ModelSpec& m, double nodes, doub
   }
   out.nodes = std::min({D, k, N});
   out.network = out.nodes * (N - 1) / N;
-  out.link = k * (g - 1) / g;
+  // NVLink: DeepEP sends a token to a rank once, whatever number of that
+  // rank's experts it chose (deepseek-ai/DeepEP deep_ep/buffer.py,
+  // Buffer.get_dispatch_layout: is_token_in_rank "[num_tokens, num_ranks]
+  // ... whether a token be sent to a rank"), and the combine returns one
+  // partial sum per rank. A node the token reaches receives k / D of its
+  // experts, drawn without replacement from the node's E / N (routing
+  // balanced), each rank holding E / (N g): a rank is missed with
+  // probability C(E/N - E/(Ng), k/D) / C(E/N, k/D) (lgamma: k/D need not be
+  // whole). Every rank hit but the one the copy lands on is an NVLink copy.
+  const double E = m.moe.experts, En = E / N, Er = En / g, kn = k / std::max(1.0, out.nodes);
+  double miss = 0;
+  if (E > 0 && kn <= En - Er)
+    miss = std::exp(std::lgamma(En - Er + 1) + std::lgamma(En - kn + 1) - std::lgamma(En - Er - kn + 1) -
+                    std::lgamma(En + 1));
+  out.link = E > 0 ? out.nodes * (g - 1) * (1 - miss) : k * (g - 1) / g;
   return out;
 }
 

@@ -356,22 +356,41 @@ TEST_CASE("node-limited routing: a token's copies through the NIC and over NVLin
   // 8 groups of 32 experts, 4 groups a token, EP 64 on 8 nodes: one group
   // a node, so the 4 chosen groups are 4 nodes (report Sec. 2.1.2: "each
   // token will be sent to at most 4 nodes"); 1 - C(7,4)/C(8,4) = 1 - 35/70
-  // of the 8 nodes = 4. Remote: 4 x 7/8 = 3.5 copies through the NIC; the
-  // 8 experts' GPUs but the one each copy lands on: 8 x 7/8 = 7 over NVLink.
+  // of the 8 nodes = 4. Remote: 4 x 7/8 = 3.5 copies through the NIC.
+  // NVLink: DeepEP sends a token to a GPU once (Buffer.get_dispatch_layout's
+  // is_token_in_rank). Each reached node gets 8 / 4 = 2 of the token's
+  // experts among its 32, 4 a GPU: a GPU is missed with probability
+  // C(28,2) / C(32,2) = 378 / 496; the GPUs hit but the one the copy lands
+  // on: 4 x 7 x (1 - 378/496) = 6.6613 copies (7 if every expert sat on a
+  // GPU of its own).
   auto c = techniques::node_dispatch_copies(m, 8, 8);
   CHECK(c.nodes == doctest::Approx(4));
   CHECK(c.network == doctest::Approx(3.5));
-  CHECK(c.link == doctest::Approx(7));
-  // Within one node (EP 8): no network, 7 NVLink copies.
+  CHECK(c.link == doctest::Approx(4 * 7 * (1 - 378.0 / 496)));
+  // Within one node (EP 8, 32 experts a GPU): no network; the 8 experts of
+  // 256 miss a GPU with probability C(224,8) / C(256,8) = prod_{i<8}
+  // (224 - i) / (256 - i) = 0.33817: 7 x 0.66183 = 4.6328 NVLink copies.
   c = techniques::node_dispatch_copies(m, 1, 8);
   CHECK(c.network == 0);
-  CHECK(c.link == doctest::Approx(7));
+  double miss = 1;
+  for (int i = 0; i < 8; ++i) miss *= (224.0 - i) / (256.0 - i);
+  CHECK(miss == doctest::Approx(0.33817).epsilon(1e-4));
+  CHECK(c.link == doctest::Approx(7 * (1 - miss)));
   // Without the node limit the 8 experts fall on 8 (1 - (7/8)^8) = 5.2511
   // nodes on average, 4.5947 of them remote.
   m.moe.groups = m.moe.topk_groups = 0;
   c = techniques::node_dispatch_copies(m, 8, 8);
   CHECK(c.nodes == doctest::Approx(8 * (1 - std::pow(7.0 / 8, 8))));
   CHECK(c.network == doctest::Approx(8 * (1 - std::pow(7.0 / 8, 8)) * 7 / 8));
+  // Qwen3-30B-A3B on EP 8 in one node: 128 experts, 16 a GPU, top-8: a GPU
+  // is missed with probability prod_{i<8} (112 - i) / (128 - i) = 0.33258,
+  // so 7 x 0.66742 = 4.6719 NVLink copies a token, not 7.
+  const auto q = test::model("qwen3_30b_a3b");
+  c = techniques::node_dispatch_copies(q, 1, 8);
+  miss = 1;
+  for (int i = 0; i < 8; ++i) miss *= (112.0 - i) / (128.0 - i);
+  CHECK(miss == doctest::Approx(0.33258).epsilon(1e-4));
+  CHECK(c.link == doctest::Approx(7 * (1 - miss)));
 }
 
 TEST_CASE("DeepEP all-to-all bytes: fp8 dispatch, bf16 combine, node-limited (DeepSeek-V3 report Sec. 3.2.2, 3.3)") {
@@ -381,21 +400,22 @@ TEST_CASE("DeepEP all-to-all bytes: fp8 dispatch, bf16 combine, node-limited (De
   techniques::build_step(g, m, deepseek_ep64(), hw);
   // T = 4096 tokens; a token towards the experts in fp8 with one fp32
   // scale per 128 channels: 7168 + 7168 / 128 x 4 = 7392 bytes; back in
-  // bf16: 14336 bytes. Through the NIC 3.5 copies, over NVLink 7.
-  const double T = 4096, to = 7168 + 7168.0 / 128 * 4, from = 7168 * 2;
+  // bf16: 14336 bytes. Through the NIC 3.5 copies, over NVLink
+  // 4 x 7 x (1 - 378/496) = 6.6613 (the test above).
+  const double T = 4096, to = 7168 + 7168.0 / 128 * 4, from = 7168 * 2, L = 4 * 7 * (1 - 378.0 / 496);
   int seen = 0;
   for (const auto& k : g.kernels) {
     if (k.name != "ep_dispatch" && k.name != "ep_combine") continue;
     const double tb = k.name == "ep_dispatch" ? to : from;
     CHECK(k.comm.kind == graph::Collective::kNodeAllToAll);
     CHECK(k.comm.bytes == doctest::Approx(T * 3.5 * tb));
-    CHECK(k.comm.link_bytes == doctest::Approx(T * 7 * tb));
+    CHECK(k.comm.link_bytes == doctest::Approx(T * L * tb));
     CHECK(k.count == 59);  // each MoE layer once a phase, and the MTP module's block
     ++seen;
   }
   CHECK(seen == 4);  // dispatch and combine, forward and backward
   // The forward dispatch's time: IB-bound, 105,971,712 B at 50 GB/s x 0.95
-  // = 2.2310 ms (NVLink: 211,943,424 B at 200 GB/s x 0.8 = 1.3246 ms), plus
+  // = 2.2310 ms (NVLink: 201,688,097 B at 200 GB/s x 0.8 = 1.2606 ms), plus
   // Simple's 8.4 us base, 7 NVLink steps of 3 us and 7 network steps of 10
   // us: 2.3304 ms (DeepEP V1's docs/legacy.md measures 43-58 GB/s of RDMA
   // bandwidth on H800 at EP 16-64 in this setting, 51 GB/s at EP 64, so the
@@ -403,7 +423,7 @@ TEST_CASE("DeepEP all-to-all bytes: fp8 dispatch, bf16 combine, node-limited (De
   const auto c = cost::resolve(hw);
   REQUIRE(c.net_frac == doctest::Approx(0.95));
   REQUIRE(c.comm_frac == doctest::Approx(0.80));
-  const auto cc = cost::collective_cost(graph::Collective::kNodeAllToAll, T * 3.5 * to, 64, 64, c, T * 7 * to);
+  const auto cc = cost::collective_cost(graph::Collective::kNodeAllToAll, T * 3.5 * to, 64, 64, c, T * L * to);
   CHECK(cc.time_s == doctest::Approx(105971712 / 47.5e9 + 8.4e-6 + 7 * 3e-6 + 7 * 10e-6).epsilon(1e-6));
   CHECK(cc.algorithm == cost::CommAlgorithm::kDeepEp);
   CHECK(cc.channels == 20);  // report Sec. 3.2.2: 20 SMs

@@ -63,10 +63,13 @@ int segment_layers(const spec::Recompute& r, int layers);
 ///    N (1 - (1 - 1/N)^k); at most top_k and N;
 ///  - network: one copy for each destination node but the GPU's own,
 ///    D (N - 1) / N (the token goes once to the GPU of its local index there);
-///  - NVLink: one copy for each destination GPU but the one it arrived at,
-///    at most top_k of them, k (g - 1) / g.
+///  - NVLink: one copy for each destination GPU but the one it arrived at
+///    (DeepEP sends a token to a rank once however many of its experts the
+///    rank holds): in each of the D nodes, k / D experts of the node's E / N,
+///    each GPU holding E / (N g), hit a GPU with probability
+///    1 - C(E/N - E/(Ng), k/D) / C(E/N, k/D): D (g - 1) (1 - that miss).
 /// DeepSeek-V3 on EP 64 over 8 nodes (8 groups, 4 chosen, top-8): D = 4,
-/// 3.5 network copies, 7 NVLink copies a token.
+/// 3.5 network copies, 4 x 7 x (1 - C(28,2)/C(32,2)) = 6.66 NVLink copies.
 struct DispatchCopies {
   double nodes = 0;    // D
   double network = 0;  // copies through the GPU's NIC
