@@ -352,6 +352,61 @@ TEST_CASE("published: a measured peak memory is compared with the memory model's
   fs::remove(f);
 }
 
+TEST_CASE("published: torch.compile, a named optimizer, QLoRA and FSDP CPU offload map onto the plan") {
+  const std::string model =
+      "  model: {architecture: llama, layers: 2, hidden: 1024, heads: 8, kv_heads: 8, ffn_hidden: 4096, vocab: 32000, "
+      "seq_len: 1024}\n";
+  const std::string f = write_rows(
+      "words.yaml",
+      "schema_version: 1\nrows:\n"
+      "- id: qlora_paged\n  group: fixture\n  category: end_to_end_training\n"
+      "  hardware: {gpu: A100-SXM4-80GB, num_gpus: 1}\n" + model +
+          "  training: {framework: torchtitan, task: QLoRA, lora_rank: 16, lora_targets: all, micro_batch: 2, "
+          "recompute: full, compile: true, optimizer: bitsandbytes.optim.PagedAdamW8bit}\n"
+          "  measured: {tokens_per_s_per_gpu: 1000}\n"
+          "- id: offload_full_shard\n  group: fixture\n  category: end_to_end_training\n"
+          "  hardware: {gpu: A100-SXM4-80GB, num_gpus: 8}\n" + model +
+          "  training: {framework: deepspeed, task: SFT, micro_batch: 2, recompute: full, dp_type: FULL_SHARD, "
+          "cpu_offload: true, optimizer: torch.optim.AdamW}\n"
+          "  measured: {tokens_per_s_per_gpu: 1000}\n"
+          "- id: offload_unsharded\n  group: fixture\n  category: end_to_end_training\n"
+          "  hardware: {gpu: A100-SXM4-80GB, num_gpus: 8}\n" + model +
+          "  training: {framework: deepspeed, micro_batch: 2, recompute: full, cpu_offload: true}\n"
+          "  measured: {tokens_per_s_per_gpu: 1000}\n"
+          "- id: compile_not_a_bool\n  group: fixture\n  category: end_to_end_training\n"
+          "  hardware: {gpu: A100-SXM4-80GB, num_gpus: 1}\n" + model +
+          "  training: {micro_batch: 2, compile: sometimes}\n"
+          "  measured: {tokens_per_s_per_gpu: 1000}\n");
+  const auto file = spec::load_published(f);
+  REQUIRE(file.rows.size() == 4);
+  const auto hw = test::gpu("a100_sxm_80gb");
+  // bitsandbytes' PagedAdamW8bit is an 8-bit Adam (two 8-bit states); QLoRA
+  // is finetune qlora; training.compile true is fusion compiled.
+  const auto q = validation::map_training_row(file.rows[0], hw);
+  REQUIRE(q);
+  CHECK(q->plan.optimizer.kind == spec::OptimizerKind::kAdam8bit);
+  CHECK(q->plan.finetune.mode == spec::FinetuneMode::kQlora);
+  CHECK(q->plan.finetune.rank == 16);
+  CHECK(q->plan.fusion == spec::Fusion::kCompiled);
+  CHECK_FALSE(q->plan.offload.any());
+  // FSDP CPU offload with FULL_SHARD: parameters, gradients and optimizer
+  // state on the host (FSDP2 CPUOffloadPolicy) = optimizer and parameter offload at ZeRO-3.
+  const auto o = validation::map_training_row(file.rows[1], hw);
+  REQUIRE(o);
+  CHECK(o->plan.parallel.zero == 3);
+  CHECK(o->plan.offload.optimizer_on_cpu());
+  CHECK(o->plan.offload.params_on_cpu());
+  CHECK(o->plan.optimizer.kind == spec::OptimizerKind::kAdamW);
+  // Without sharded parameters the row is skipped with its reason.
+  const auto u = validation::map_training_row(file.rows[2], hw);
+  REQUIRE_FALSE(u);
+  CHECK(u.reason() == "unsupported technique: CPU offload without sharded parameters (FSDP FULL_SHARD, ZeRO-3)");
+  const auto c = validation::map_training_row(file.rows[3], hw);
+  REQUIRE_FALSE(c);
+  CHECK(c.reason() == "unrecognised training.compile 'sometimes' (true or false)");
+  fs::remove(f);
+}
+
 TEST_CASE("published: rows Ridgeline cannot predict are skipped with their reason") {
   const auto file = spec::load_published(kFixtures + "skipped_rows.yaml");
   REQUIRE(file.rows.size() == 6);
