@@ -11,7 +11,7 @@
 # out-of-sample residuals behind every prediction interval go to
 # validation/residuals.json. The README's section between the markers
 # "<!-- accuracy:begin -->" and "<!-- accuracy:end -->" is docs/accuracy.md's
-# summary (by category, by framework, the intervals' coverage); review the
+# summary (by category, by framework, peak memory, the intervals' coverage); review the
 # diff like any golden output.
 #
 #   scripts/accuracy_table.sh [PUBLISHED_YAML]   # default validation/published.yaml
@@ -57,7 +57,7 @@ trap 'rm -rf "$tmp" "$logo" "$out"' EXIT
   echo "\`--leave-out G\`; every group in turn: \`--leave-one-group-out\`."
 } > "$out/accuracy.md"
 # The README's section: the summary of docs/accuracy.md (its headline, the
-# tables by category and by framework, the intervals' coverage; headings one
+# tables by category, by framework and of peak memory, the intervals' coverage; headings one
 # level down) and a link to the rest.
 awk -v acc="$out/accuracy.md" '
   BEGIN {
@@ -66,7 +66,7 @@ awk -v acc="$out/accuracy.md" '
     while ((getline l < acc) > 0) {
       if (l ~ /^## /) break          # docs/accuracy_basis.md begins here
       if (l ~ /^<!-- Generated/) continue
-      if (l ~ /^### /) keep = (l == "### By category" || l == "### By framework" || l == "### Prediction-interval coverage")
+      if (l ~ /^### /) keep = (l == "### By category" || l == "### By framework" || l == "### Peak memory" || l == "### Prediction-interval coverage")
       if (!keep) continue
       if (l ~ /^###/) l = "#" l
       body[++n] = l

@@ -97,6 +97,43 @@ constexpr const char* kErrorDefinition =
     "error = (predicted - measured) / measured; speed bias = median signed error of the predicted speed "
     "(+ = Ridgeline predicts faster than measured); median and p90 of |error| by linear interpolation";
 
+constexpr const char* kMemoryNote =
+    "the end-to-end rows that state a measured peak memory per GPU, beside the memory model's peak of the kind the "
+    "source measured (reserved = predicted allocated x (1 + the framework's allocator reserve); allocated = the "
+    "tensors alone); error = (predicted - measured) / measured; bias = median signed error (+ = Ridgeline predicts "
+    "more memory than measured)";
+
+/// The memory section's per-row lines: id, group, profile, framework, kind, measured, predicted, error, fits.
+std::vector<std::vector<std::string>> memory_cells(const PublishedReport& r) {
+  std::vector<std::vector<std::string>> t;
+  for (const auto& x : r.results) {
+    if (!x.memory_measured) continue;
+    if (!x.memory) {
+      t.push_back({x.id, x.group, x.profile.empty() ? "-" : x.profile, x.framework.empty() ? "-" : x.framework, "-",
+                   "-", "-", "skipped", "-"});
+      continue;
+    }
+    const auto& c = *x.memory;
+    t.push_back({x.id, x.group, x.profile, x.framework, x.memory_kind, fmt::format("{:.1f} GiB", c.measured),
+                 fmt::format("{:.1f} GiB", c.predicted), signed_pct(c.error_pct), x.fits ? "yes" : "no"});
+  }
+  return t;
+}
+
+const std::vector<std::string> kMemoryHead = {"id", "group", "profile", "framework", "kind",
+                                              "measured", "predicted", "error", "fits"};
+const std::vector<bool> kMemoryRight = {false, false, false, false, false, true, true, true, false};
+
+/// "8 rows state a peak: 8 compared; median |error| 12.3%, p90 30.1%, bias +4.0%; 1 predicted not to fit".
+std::string memory_summary(const validation::MemoryStats& m) {
+  std::string s = fmt::format("{} row{} state{} a peak: {} compared", m.stats.rows, m.stats.rows == 1 ? "" : "s",
+                              m.stats.rows == 1 ? "s" : "", m.stats.predicted);
+  if (m.stats.predicted > 0)
+    s += fmt::format("; median |error| {}, p90 {}, bias {}; {} predicted not to fit", abs_pct(m.stats.median_abs_pct),
+                     abs_pct(m.stats.p90_abs_pct), signed_pct(m.median_error_pct), m.not_fitting);
+  return s;
+}
+
 std::string render_table(const PublishedReport& r, bool show_skipped) {
   std::string out = fmt::format("Ridgeline vs published measurements: {}\n{}\n{}\n\n", r.file, headline(r),
                                 kErrorDefinition);
@@ -138,6 +175,9 @@ std::string render_table(const PublishedReport& r, bool show_skipped) {
     out += stats(fmt::format("By GPU generation ({})", kGenerationNote), "generation", r.by_generation,
                  r.end_to_end);
   }
+  if (r.memory.stats.rows > 0)
+    out += fmt::format("\nPeak memory ({})\n{}\n", kMemoryNote, memory_summary(r.memory)) +
+           text_table(kMemoryHead, memory_cells(r), kMemoryRight);
   if (!r.skip_reasons.empty()) {
     std::vector<std::vector<std::string>> t;
     for (const auto& [reason, n] : r.skip_reasons) t.push_back({std::to_string(n), reason});
@@ -195,6 +235,11 @@ std::string render_json(const PublishedReport& r) {
   j["end_to_end"] = stats_json(r.end_to_end);
   j["by_framework"] = named_json(r.by_framework, "framework");
   j["by_generation"] = named_json(r.by_generation, "generation");
+  j["memory"] = stats_json(r.memory.stats);
+  j["memory"].erase("median_speed_error_pct");
+  j["memory"]["median_error_pct"] = r.memory.stats.predicted ? json_number(r.memory.median_error_pct) : json(nullptr);
+  j["memory"]["predicted_not_fitting"] = r.memory.not_fitting;
+  j["memory"]["definition"] = kMemoryNote;
   j["skip_reasons"] = json::array();
   for (const auto& [reason, n] : r.skip_reasons) j["skip_reasons"].push_back({{"reason", reason}, {"rows", n}});
   j["rows"] = json::array();
@@ -213,6 +258,12 @@ std::string render_json(const PublishedReport& r) {
       o["secondary"] = json::array();
       for (const auto& c : x.secondary) o["secondary"].push_back(comparison_json(c));
       o["fits"] = x.fits;
+      if (x.memory) {
+        o["memory"] = comparison_json(*x.memory);
+        o["memory"].erase("speed_error_pct");
+        o["memory"].erase("higher_is_faster");
+        o["memory"]["memory_kind"] = x.memory_kind;
+      }
       o["config"] = x.config;
       o["assumptions"] = x.assumptions;
     } else {
@@ -234,7 +285,7 @@ std::string csv_cell(const std::string& s) {
 std::string render_csv(const PublishedReport& r) {
   std::string out =
       "id,group,category,gpu,profile,status,quantity,unit,measured,predicted,error_pct,speed_error_pct,fits,precision,"
-      "framework,generation,reason\n";
+      "framework,generation,reason,memory_kind,memory_measured_gib,memory_predicted_gib,memory_error_pct\n";
   for (const auto& x : r.results) {
     std::vector<std::string> c = {x.id, x.group, std::string(spec::name(x.category)), x.gpu, x.profile,
                                   x.predicted ? "predicted" : "skipped"};
@@ -246,6 +297,11 @@ std::string render_csv(const PublishedReport& r) {
     } else {
       c.insert(c.end(), {"", "", "", "", "", "", "", "", x.framework, x.generation, x.skip_reason});
     }
+    if (x.memory)
+      c.insert(c.end(), {x.memory_kind, fmt::format("{}", x.memory->measured), fmt::format("{:.6g}", x.memory->predicted),
+                         fmt::format("{:.2f}", x.memory->error_pct)});
+    else
+      c.insert(c.end(), {"", "", "", ""});
     for (size_t i = 0; i < c.size(); ++i) {
       if (i) out += ',';
       out += csv_cell(c[i]);
@@ -313,6 +369,9 @@ std::string render_markdown(const PublishedReport& r) {
     out += fmt::format("### By GPU generation\n\n{}.\n\n", sentence(kGenerationNote)) +
            table("generation", r.by_generation, r.end_to_end) + "\n";
   }
+  if (r.memory.stats.rows > 0)
+    out += fmt::format("### Peak memory\n\n{}: {}.\n\n", sentence(kMemoryNote), memory_summary(r.memory)) +
+           md_table(kMemoryHead, memory_cells(r), kMemoryRight) + "\n";
   if (r.predicted_not_fitting > 0)
     out += fmt::format("Ridgeline's memory model says {} of the predicted runs do not fit, though their sources ran "
                        "them (`fits: false` in `--format json`).\n\n",

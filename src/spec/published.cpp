@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fmt/format.h>
 
+#include "ridgeline/spec/runs.hpp"
 #include "ridgeline/spec/yaml_reader.hpp"
 
 namespace ridgeline::spec {
@@ -104,11 +105,26 @@ const std::map<std::string, std::vector<std::string>>& whole_fields() {
   return f;
 }
 
-/// Positive real-number fields Ridgeline reads.
+/// Positive real-number fields Ridgeline reads. measured.peak_memory_gib: a
+/// run's peak device memory per GPU in GiB (2^30 bytes), the figure
+/// torch.cuda.max_memory_reserved / max_memory_allocated gives divided by
+/// 1024**3, as runs.yaml's field of the same name.
 const std::map<std::string, std::vector<std::string>>& positive_fields() {
   static const std::map<std::string, std::vector<std::string>> f = {
       {"hardware", {"peak_tflops_used_by_source"}},
       {"training", {"global_batch_tokens", "moe_imbalance"}},
+      {"measured", {"peak_memory_gib"}},
+  };
+  return f;
+}
+
+/// Fields Ridgeline reads that take one of a few words. measured.memory_kind:
+/// which peak measured.peak_memory_gib is, spec::MemoryKind's words (runs.yaml's
+/// memory_kind): reserved (torch.cuda.max_memory_reserved, the default) or
+/// allocated (max_memory_allocated).
+const std::map<std::string, std::vector<std::pair<std::string, std::vector<std::string>>>>& word_fields() {
+  static const std::map<std::string, std::vector<std::pair<std::string, std::vector<std::string>>>> f = {
+      {"measured", {{"memory_kind", {std::string(name(MemoryKind::kReserved)), std::string(name(MemoryKind::kAllocated))}}}},
   };
   return f;
 }
@@ -134,6 +150,7 @@ class RowReader {
 
   /// Reads a section's scalars and checks the fields Ridgeline reads.
   void section(const YamlNode& row, const char* key, const std::string& label, PublishedSection& out) {
+    nulls_.clear();
     const YamlNode n = row[key];
     if (!n.IsDefined() || n.IsNull()) return;
     if (!n.IsMap()) {
@@ -145,6 +162,10 @@ class RowReader {
       const YamlNode& v = p.second;
       if (!k.IsScalar()) {
         error(k, label, fmt::format("{}: expected a field name", key));
+        continue;
+      }
+      if (v.IsNull()) {
+        nulls_.emplace(k.Scalar(), loc_of(file_, v));
         continue;
       }
       if (!v.IsScalar()) continue;  // nested detail (lists, maps) is for readers, not for predictions
@@ -159,6 +180,10 @@ class RowReader {
       auto it = table.find(sec);
       if (it == table.end()) return;
       for (const auto& f : it->second) {
+        // A field Ridgeline reads left empty ("peak_memory_gib: null" or "~")
+        // is an error, not a silent absence.
+        if (auto n = nulls_.find(f); n != nulls_.end())
+          d_.error(n->second, label, fmt::format("{}.{}: expected {}, got null", sec, f, expected));
         const PublishedValue* v = out.get(f);
         if (!v || ok(*v)) continue;
         d_.error(v->loc, label, fmt::format("{}.{}: expected {}, got \"{}\"", sec, f, expected, v->text));
@@ -172,11 +197,29 @@ class RowReader {
           "a number greater than zero");
     check(bool_fields(), [](const PublishedValue& v) { return parse_published_bool(v.text).has_value(); },
           "true or false");
+    if (auto it = word_fields().find(sec); it != word_fields().end()) {
+      for (const auto& [f, words] : it->second) {
+        std::string choices;
+        for (const auto& w : words) choices += (choices.empty() ? "" : " or ") + w;
+        if (auto n = nulls_.find(f); n != nulls_.end())
+          d_.error(n->second, label, fmt::format("{}.{}: expected {}, got null", sec, f, choices));
+        const PublishedValue* v = out.get(f);
+        if (!v || std::find(words.begin(), words.end(), v->text) != words.end()) continue;
+        d_.error(v->loc, label, fmt::format("{}.{}: expected {}, got \"{}\"{}", sec, f, choices, v->text,
+                                            support::did_you_mean(v->text, words)));
+        out.fields.erase(f);
+      }
+    }
+    // runs.yaml's rule (spec/runs.cpp): the kind says what the peak measured.
+    if (sec == "measured" && out.has("memory_kind") && !out.has("peak_memory_gib") && !nulls_.count("peak_memory_gib"))
+      d_.error(out.get("memory_kind")->loc, label,
+               "measured.memory_kind says what measured.peak_memory_gib measured; give peak_memory_gib too");
   }
 
  private:
   const std::string& file_;
   support::DiagnosticList& d_;
+  std::map<std::string, support::SourceLoc> nulls_;  // the current section's fields left null, at their values
 };
 
 }  // namespace

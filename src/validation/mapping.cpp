@@ -443,8 +443,8 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
   spec::PlanSpec& p = out.plan;
   p.seq_len = out.model.max_seq_len;
   p.attention_flops = conv.attention_flops;
-  if (tr.has("cpu_offload") && spec::parse_published_bool(tr.text("cpu_offload")).value_or(false))
-    return Skip{"unsupported technique: CPU offload"};
+  const bool cpu_offload =
+      tr.has("cpu_offload") && spec::parse_published_bool(tr.text("cpu_offload")).value_or(false);
   auto prec = precision_of(tr.text("precision"), notes);
   if (!prec) return Skip{fmt::format("unrecognised training.precision '{}'", tr.text("precision"))};
   p.precision = *prec;
@@ -463,15 +463,18 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
   }
   p.attention = attention_of(row, conv, hw.generation, spec::framework(p.framework), notes);
   p.attention_given = true;  // the row's kernel, or its source's, whatever the GPU
-  // Fusion: eager when the row says so, else the framework's.
+  // Fusion: eager when the row says so, compiled when it says torch.compile
+  // ran (training.compile), else the framework's.
   const std::string impl = lower(tr.text("implementation"));
   p.fusion = (contains(impl, "huggingface") || contains(impl, "eager")) ? spec::Fusion::kEager
                                                                          : spec::framework(p.framework).fusion;
-  if (tr.has("fusion")) {  // a spec word: eager, fused, compiled (torch.compile), xla
-    const auto f = spec::parse_fusion(lower(tr.text("fusion")));
-    if (!f) return Skip{fmt::format("unrecognised training.fusion '{}'", tr.text("fusion"))};
-    p.fusion = *f;
-    notes.push_back(fmt::format("fusion {} (training.fusion)", tr.text("fusion")));
+  if (tr.has("compile")) {
+    const auto c = spec::parse_published_bool(tr.text("compile"));
+    if (!c) return Skip{fmt::format("unrecognised training.compile '{}' (true or false)", tr.text("compile"))};
+    if (*c) {
+      p.fusion = spec::Fusion::kCompiled;
+      notes.push_back("torch.compile (training.compile): fusion compiled");
+    }
   }
   auto& q = p.parallel;
   q.tp = whole_or(tr, "tp", 1);
@@ -536,18 +539,32 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
     p.main_grads_given = true;
     notes.push_back(fmt::format("main gradients {} (training.main_grads)", spec::to_string(*v)));
   }
+  // The optimizer where the row states it: a spec word (adamw, adam8bit, ...),
+  // or a bitsandbytes 8-bit Adam class name (bitsandbytes/optim/adamw.py
+  // AdamW8bit, PagedAdamW8bit: optim_bits=8, two 8-bit states per parameter)
+  // as adam8bit.
+  if (tr.has("optimizer")) {
+    const std::string o = lower(tr.text("optimizer"));
+    auto k = spec::parse_optimizer(o);
+    if (!k && (contains(o, "adamw8bit") || contains(o, "adam8bit"))) k = spec::OptimizerKind::kAdam8bit;
+    if (!k && (contains(o, "adamw") || contains(o, "fusedadam") || contains(o, "fused_adam"))) k = spec::OptimizerKind::kAdamW;
+    if (!k) return Skip{fmt::format("unrecognised training.optimizer '{}'", tr.text("optimizer"))};
+    p.optimizer.kind = *k;
+    notes.push_back(fmt::format("optimizer {} (training.optimizer '{}')", spec::to_string(*k), tr.text("optimizer")));
+  }
   // Fine-tuning: training.task (SFT: every weight trains, as in pre-training;
-  // LoRA: adapters on a frozen base).
+  // LoRA: adapters on a frozen base; QLoRA: the frozen base stored in NF4).
   const std::string task = lower(tr.text("task"));
   if (contains(task, "lora")) {
-    p.finetune.mode = spec::FinetuneMode::kLora;
+    p.finetune.mode = contains(task, "qlora") ? spec::FinetuneMode::kQlora : spec::FinetuneMode::kLora;
     if (auto r = tr.number("lora_rank")) p.finetune.rank = static_cast<int>(*r);
     if (tr.has("lora_targets")) {
       auto t = lora_targets_of(tr.text("lora_targets"));
       if (!t) return Skip{fmt::format("unrecognised training.lora_targets '{}'", tr.text("lora_targets"))};
       p.finetune.targets = *t;
     }
-    notes.push_back(fmt::format("LoRA rank {} on {}{}", p.finetune.rank,
+    notes.push_back(fmt::format("{} rank {} on {}{}", p.finetune.mode == spec::FinetuneMode::kQlora ? "QLoRA" : "LoRA",
+                                p.finetune.rank,
                                 spec::lora_targets_to_string(p.finetune.targets),
                                 tr.has("lora_targets") ? "" : " (targets not stated: the plan default)"));
   } else if (contains(task, "sft") || contains(task, "fine")) {
@@ -573,6 +590,20 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
     return missing("hardware", "num_gpus");
   }
   if (q.zero > 0 && q.dp == 1) q.zero = 0;
+  if (cpu_offload) {
+    // FSDP's CPU offload (FSDP2 CPUOffloadPolicy, FSDP1 CPUOffload(offload_params=True)):
+    // the parameter shard, its gradient and the optimizer state live in host
+    // memory and the optimizer steps there (torch/distributed/fsdp/_fully_shard/
+    // _fsdp_api.py CPUOffloadPolicy), each layer's parameters copied in before
+    // its all-gather: Ridgeline's optimizer and parameter offload (ZeRO-Infinity),
+    // which needs the parameters sharded (ZeRO-3).
+    if (q.zero != 3)
+      return Skip{"unsupported technique: CPU offload without sharded parameters (FSDP FULL_SHARD, ZeRO-3)"};
+    p.offload.optimizer = spec::OffloadDevice::kCpu;
+    p.offload.params = spec::OffloadDevice::kCpu;
+    notes.push_back("CPU offload (training.cpu_offload): parameters, gradients and optimizer state in host memory, "
+                    "modelled as optimizer and parameter offload");
+  }
 
   // Batch: micro-batch per GPU, global batch in sequences.
   const double seq = p.seq_len;

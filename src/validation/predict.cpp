@@ -9,6 +9,8 @@
 #include "ridgeline/engine/engine.hpp"
 #include "ridgeline/engine/kernel_eval.hpp"
 #include "ridgeline/graph/graph.hpp"
+#include "ridgeline/spec/framework.hpp"
+#include "ridgeline/spec/runs.hpp"
 #include "ridgeline/support/diagnostics.hpp"
 #include "ridgeline/techniques/passes.hpp"
 #include "ridgeline/validation/conventions.hpp"
@@ -80,6 +82,22 @@ OrSkip<RowPrediction> predict_end_to_end(const PublishedRow& row, const Context&
   if (!r.fits)
     r.assumptions.push_back(fmt::format("Ridgeline predicts this run does not fit: {:.1f} of {:.1f} GiB",
                                         pr->memory.total / (1 << 30), pr->memory.capacity / (1 << 30)));
+  if (auto v = measured(row, "peak_memory_gib")) {
+    // The kind the source measured (the loader checked the word; reserved by
+    // default, as runs.yaml): reserved = allocated x (1 + reserve), the peak
+    // calibrate --runs compares with max_memory_reserved.
+    const bool allocated = row.measured.text("memory_kind") == spec::name(spec::MemoryKind::kAllocated);
+    const auto& m = pr->memory;
+    r.memory_kind = std::string(spec::name(allocated ? spec::MemoryKind::kAllocated : spec::MemoryKind::kReserved));
+    r.memory = compare("peak_memory_gib", "GiB", *v, (allocated ? m.allocated : m.reserved) / (1 << 30), false);
+    r.assumptions.push_back(
+        allocated ? fmt::format("peak memory compared as allocated (max_memory_allocated): {:.2f} GiB",
+                                m.allocated / (1 << 30))
+                  : fmt::format("peak memory compared as reserved (max_memory_reserved): allocated {:.2f} GiB x "
+                                "(1 + allocator reserve {:g} of frameworks/{}.yaml) = {:.2f} GiB",
+                                m.allocated / (1 << 30), m.allocator_reserve,
+                                spec::framework(tc->plan.framework).id, m.reserved / (1 << 30)));
+  }
   const auto& st = pr->step;
   const double gpus = st.gpus;
   const double flops = st.model_flops + (conv.tflops_count_recompute ? st.recompute_flops : 0.0);

@@ -30,6 +30,7 @@ PublishedResult predict(const spec::PublishedRow& row, const ProfileSet& profile
   r.group = row.group;
   r.category = row.category;
   r.gpu = row.hardware.text("gpu");
+  r.memory_measured = row.category == spec::PublishedCategory::kEndToEndTraining && row.measured.has("peak_memory_gib");
   if (row.category == spec::PublishedCategory::kEndToEndTraining)
     r.framework = spec::framework(framework_of(row).index).id;
   auto skipped = [&](Skip s) {
@@ -52,6 +53,8 @@ PublishedResult predict(const spec::PublishedRow& row, const ProfileSet& profile
   r.config = std::move(p->config);
   r.assumptions = std::move(p->assumptions);
   r.fits = p->fits;
+  r.memory = std::move(p->memory);
+  r.memory_kind = std::move(p->memory_kind);
   r.precision = std::move(p->precision);
   r.run = p->run;
   r.kernel = p->kernel;
@@ -71,6 +74,24 @@ ErrorStats summarize(const std::vector<const PublishedResult*>& rows) {
   for (const auto* r : rows)
     if (r->predicted) predicted.push_back(&r->primary);
   return summarize(static_cast<int>(rows.size()), predicted);
+}
+
+MemoryStats summarize_memory(const std::vector<const PublishedResult*>& rows) {
+  MemoryStats m;
+  std::vector<const Comparison*> compared;
+  std::vector<double> signed_pct;
+  int measured = 0;
+  for (const auto* r : rows) {
+    if (!r->memory_measured) continue;
+    ++measured;
+    if (!r->memory) continue;
+    compared.push_back(&*r->memory);
+    signed_pct.push_back(r->memory->error_pct);
+    if (!r->fits) ++m.not_fitting;
+  }
+  m.stats = summarize(measured, compared);
+  m.median_error_pct = percentile(std::move(signed_pct), 0.5);
+  return m;
 }
 
 std::vector<NamedStats> split_by(const std::vector<const PublishedResult*>& rows,
@@ -163,6 +184,7 @@ PublishedReport validate_published(const spec::PublishedFile& file, const Profil
   rep.end_to_end = summarize_end_to_end(all);
   rep.by_framework = split_by_framework(all);
   rep.by_generation = split_by_generation(all);
+  rep.memory = summarize_memory(all);
   rep.skip_reasons.assign(reasons.begin(), reasons.end());
   std::stable_sort(rep.skip_reasons.begin(), rep.skip_reasons.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });

@@ -229,6 +229,7 @@ TEST_CASE("hardware: each shipped profile's capabilities match its spec sheet") 
       {"rtx_4090", G::kAda, false, true, false, false, false, false},
       {"rtx_5090", G::kRtxBlackwell, false, true, true, false, false, false},
       {"rtx_6000_ada", G::kAda, false, true, false, false, false, false},
+      {"rtx_a6000", G::kAmpere, false, false, false, false, false, false},
   };
   size_t shipped = 0;
   for (const auto& e : fs::directory_iterator(fs::path(RIDGELINE_SOURCE_DIR) / "hardware_profiles"))

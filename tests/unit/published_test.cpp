@@ -179,6 +179,234 @@ TEST_CASE("published: a file that is not a map of rows is one clear error") {
   fs::remove_all(dir);
 }
 
+namespace {
+
+/// Writes `text` to a fresh file under the temporary directory and returns its path.
+std::string write_rows(const std::string& name, const std::string& text) {
+  const fs::path dir = fs::temp_directory_path() / ("ridgeline_published_mem_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string f = (dir / name).string();
+  std::ofstream(f) << text;
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("published: a measured peak memory is checked where it is written") {
+  const std::string f = write_rows("bad_peaks.yaml",
+                                   "schema_version: 1\n"
+                                   "rows:\n"
+                                   "- id: negative_peak\n"
+                                   "  group: fixture\n"
+                                   "  category: end_to_end_training\n"
+                                   "  measured: {tokens_per_s_per_gpu: 1000, peak_memory_gib: -3}\n"
+                                   "- id: null_peak\n"
+                                   "  group: fixture\n"
+                                   "  category: end_to_end_training\n"
+                                   "  measured:\n"
+                                   "    tokens_per_s_per_gpu: 1000\n"
+                                   "    peak_memory_gib: null\n"
+                                   "- id: misspelt_kind\n"
+                                   "  group: fixture\n"
+                                   "  category: end_to_end_training\n"
+                                   "  measured: {peak_memory_gib: 20, memory_kind: reservd}\n"
+                                   "- id: kind_without_peak\n"
+                                   "  group: fixture\n"
+                                   "  category: end_to_end_training\n"
+                                   "  measured: {tokens_per_s_per_gpu: 1000, memory_kind: allocated}\n");
+  std::vector<std::string> got;
+  try {
+    spec::load_published(f);
+  } catch (const support::SpecError& e) {
+    for (const auto& d : e.diagnostics()) got.push_back(d.format());
+  }
+  // Columns counted on the lines above: "-3" at 59, "null" at 22, "reservd" at 48, "allocated" at 55.
+  const std::vector<std::string> want = {
+      f + ":6:59: error: rows[0] (id negative_peak): measured.peak_memory_gib: expected a number greater than zero, "
+          "got \"-3\"",
+      f + ":12:22: error: rows[1] (id null_peak): measured.peak_memory_gib: expected a number greater than zero, "
+          "got null",
+      f + ":16:48: error: rows[2] (id misspelt_kind): measured.memory_kind: expected reserved or allocated, got "
+          "\"reservd\"; did you mean 'reserved'?",
+      f + ":20:55: error: rows[3] (id kind_without_peak): measured.memory_kind says what measured.peak_memory_gib "
+          "measured; give peak_memory_gib too",
+  };
+  CHECK(got == want);
+  // The command prints them and exits 2 (bad input), the first with its line and a caret.
+  const auto r = test::run_cli("validate-published " + f);
+  CHECK(r.status == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err.find(want[0] + "\n") != std::string::npos);
+  CHECK(r.err.find("peak_memory_gib: -3}\n") != std::string::npos);
+  fs::remove(f);
+}
+
+TEST_CASE("published: a measured peak memory is compared with the memory model's of its kind") {
+  // A two-layer Llama-style model on one H100 under torchtitan's profile,
+  // measured at 2 GiB; the same run stated as allocated, as reserved and
+  // with no kind (reserved, runs.yaml's default); a 70B model on one GPU,
+  // which cannot fit; and a row that states no peak.
+  const std::string small =
+      "  group: fixture\n"
+      "  category: end_to_end_training\n"
+      "  hardware: {gpu: H100-SXM, num_gpus: 1}\n"
+      "  model: {architecture: llama, layers: 2, hidden: 1024, heads: 8, kv_heads: 8, ffn_hidden: 4096, vocab: 32000, "
+      "seq_len: 1024}\n"
+      "  training: {framework: torchtitan, global_batch: 1, micro_batch: 1, precision: bf16, recompute: none}\n";
+  const std::string f = write_rows(
+      "peaks.yaml",
+      "schema_version: 1\nrows:\n"
+      "- id: small_allocated\n" + small +
+          "  measured: {tokens_per_s_per_gpu: 10000, peak_memory_gib: 2, memory_kind: allocated}\n"
+          "- id: small_reserved\n" + small +
+          "  measured: {tokens_per_s_per_gpu: 10000, peak_memory_gib: 2, memory_kind: reserved}\n"
+          "- id: small_kind_unstated\n" + small +
+          "  measured: {tokens_per_s_per_gpu: 10000, peak_memory_gib: 2}\n"
+          "- id: small_no_peak\n" + small +
+          "  measured: {tokens_per_s_per_gpu: 10000}\n"
+          "- id: big_on_one_gpu\n"
+          "  group: fixture\n"
+          "  category: end_to_end_training\n"
+          "  hardware: {gpu: H100-SXM, num_gpus: 1}\n"
+          "  model: {architecture: llama, layers: 80, hidden: 8192, heads: 64, kv_heads: 8, ffn_hidden: 28672, "
+          "vocab: 128256, seq_len: 2048}\n"
+          "  training: {framework: torchtitan, global_batch: 1, micro_batch: 1, precision: bf16, recompute: full}\n"
+          "  measured: {tokens_per_s_per_gpu: 100, peak_memory_gib: 70}\n");
+  const auto file = spec::load_published(f);
+  const auto rep = validation::validate_published(file, options());
+  const auto hw = test::gpu("h100_sxm");
+
+  // The memory model's own footprint of the small run, through the same mapping.
+  const auto tc = validation::map_training_row(file.rows[0], hw);
+  REQUIRE(tc);
+  const auto pr = validation::predict_case(*tc, hw);
+  REQUIRE(pr);
+  // Hand count of the bf16 weights: embedding and untied LM head 2 x 32000 x
+  // 1024 = 65,536,000; per layer Q, K, V, O 4 x 1024^2 = 4,194,304, gate, up,
+  // down 3 x 1024 x 4096 = 12,582,912, two RMSNorms 2,048: 16,779,264; two
+  // layers 33,558,528; final norm 1,024: 99,095,552 parameters x 2 bytes.
+  CHECK(pr->memory.weights == doctest::Approx(2.0 * 99'095'552).epsilon(1e-9));
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  const double allocated_gib = pr->memory.allocated / gib;
+  CHECK(allocated_gib > pr->memory.weights / gib);
+
+  const auto* a = find(rep, "small_allocated");
+  REQUIRE(a);
+  REQUIRE(a->memory);
+  CHECK(a->memory_kind == "allocated");
+  CHECK(a->memory->measured == 2.0);
+  CHECK(a->memory->predicted == doctest::Approx(allocated_gib));
+  CHECK(a->memory->error_pct == doctest::Approx((allocated_gib - 2.0) / 2.0 * 100.0));
+  // Reserved = allocated x (1 + 0.05): frameworks/torchtitan.yaml allocator_reserve 0.05.
+  const double reserved_gib = allocated_gib * 1.05;
+  for (const char* id : {"small_reserved", "small_kind_unstated"}) {
+    CAPTURE(id);
+    const auto* r = find(rep, id);
+    REQUIRE(r);
+    REQUIRE(r->memory);
+    CHECK(r->memory_kind == "reserved");
+    CHECK(r->memory->predicted == doctest::Approx(reserved_gib));
+    CHECK(r->memory->error_pct == doctest::Approx((reserved_gib - 2.0) / 2.0 * 100.0));
+    // The time comparison is still the primary one; memory is kept apart.
+    CHECK(r->primary.quantity == "tokens_per_s_per_gpu");
+  }
+  const auto* none = find(rep, "small_no_peak");
+  REQUIRE(none);
+  CHECK_FALSE(none->memory_measured);
+  CHECK_FALSE(none->memory);
+  const auto* big = find(rep, "big_on_one_gpu");
+  REQUIRE(big);
+  REQUIRE(big->memory);
+  CHECK_FALSE(big->fits);  // 70B parameters in bf16 alone are about 131 GiB, beyond the H100's 80 GB
+
+  // The section: four rows state a peak, all four compared, one predicted
+  // not to fit; with the four |errors| sorted, e1 <= e2 <= e3 <= e4, the
+  // median is (e2 + e3) / 2 and the p90 lies at position 0.9 x 3 = 2.7:
+  // e3 + 0.7 (e4 - e3).
+  CHECK(rep.memory.stats.rows == 4);
+  CHECK(rep.memory.stats.predicted == 4);
+  CHECK(rep.memory.not_fitting == 1);
+  std::vector<double> e = {std::fabs(a->memory->error_pct), std::fabs((reserved_gib - 2.0) / 2.0 * 100.0),
+                           std::fabs((reserved_gib - 2.0) / 2.0 * 100.0), std::fabs(big->memory->error_pct)};
+  std::sort(e.begin(), e.end());
+  CHECK(rep.memory.stats.median_abs_pct == doctest::Approx((e[1] + e[2]) / 2));
+  CHECK(rep.memory.stats.p90_abs_pct == doctest::Approx(e[2] + 0.7 * (e[3] - e[2])));
+
+  // Every format carries it.
+  const auto json = test::run_cli("validate-published " + f + " --format json");
+  REQUIRE(json.status == 0);
+  const auto j = nlohmann::json::parse(json.out);
+  CHECK(j["memory"]["rows"] == 4);
+  CHECK(j["memory"]["predicted_not_fitting"] == 1);
+  CHECK(j["rows"][0]["memory"]["memory_kind"] == "allocated");
+  CHECK(j["rows"][0]["memory"]["measured"] == 2.0);
+  const auto csv = test::run_cli("validate-published " + f + " --format csv");
+  CHECK(csv.out.find(",memory_kind,memory_measured_gib,memory_predicted_gib,memory_error_pct\n") !=
+        std::string::npos);
+  CHECK(csv.out.find(",allocated,2,") != std::string::npos);
+  const auto md = test::run_cli("validate-published " + f + " --format markdown");
+  CHECK(md.out.find("### Peak memory") != std::string::npos);
+  CHECK(md.out.find("4 rows state a peak: 4 compared;") != std::string::npos);
+  const auto table = test::run_cli("validate-published " + f);
+  CHECK(table.out.find("\nPeak memory (") != std::string::npos);
+  fs::remove(f);
+}
+
+TEST_CASE("published: torch.compile, a named optimizer, QLoRA and FSDP CPU offload map onto the plan") {
+  const std::string model =
+      "  model: {architecture: llama, layers: 2, hidden: 1024, heads: 8, kv_heads: 8, ffn_hidden: 4096, vocab: 32000, "
+      "seq_len: 1024}\n";
+  const std::string f = write_rows(
+      "words.yaml",
+      "schema_version: 1\nrows:\n"
+      "- id: qlora_paged\n  group: fixture\n  category: end_to_end_training\n"
+      "  hardware: {gpu: A100-SXM4-80GB, num_gpus: 1}\n" + model +
+          "  training: {framework: torchtitan, task: QLoRA, lora_rank: 16, lora_targets: all, micro_batch: 2, "
+          "recompute: full, compile: true, optimizer: bitsandbytes.optim.PagedAdamW8bit}\n"
+          "  measured: {tokens_per_s_per_gpu: 1000}\n"
+          "- id: offload_full_shard\n  group: fixture\n  category: end_to_end_training\n"
+          "  hardware: {gpu: A100-SXM4-80GB, num_gpus: 8}\n" + model +
+          "  training: {framework: deepspeed, task: SFT, micro_batch: 2, recompute: full, dp_type: FULL_SHARD, "
+          "cpu_offload: true, optimizer: torch.optim.AdamW}\n"
+          "  measured: {tokens_per_s_per_gpu: 1000}\n"
+          "- id: offload_unsharded\n  group: fixture\n  category: end_to_end_training\n"
+          "  hardware: {gpu: A100-SXM4-80GB, num_gpus: 8}\n" + model +
+          "  training: {framework: deepspeed, micro_batch: 2, recompute: full, cpu_offload: true}\n"
+          "  measured: {tokens_per_s_per_gpu: 1000}\n"
+          "- id: compile_not_a_bool\n  group: fixture\n  category: end_to_end_training\n"
+          "  hardware: {gpu: A100-SXM4-80GB, num_gpus: 1}\n" + model +
+          "  training: {micro_batch: 2, compile: sometimes}\n"
+          "  measured: {tokens_per_s_per_gpu: 1000}\n");
+  const auto file = spec::load_published(f);
+  REQUIRE(file.rows.size() == 4);
+  const auto hw = test::gpu("a100_sxm_80gb");
+  // bitsandbytes' PagedAdamW8bit is an 8-bit Adam (two 8-bit states); QLoRA
+  // is finetune qlora; training.compile true is fusion compiled.
+  const auto q = validation::map_training_row(file.rows[0], hw);
+  REQUIRE(q);
+  CHECK(q->plan.optimizer.kind == spec::OptimizerKind::kAdam8bit);
+  CHECK(q->plan.finetune.mode == spec::FinetuneMode::kQlora);
+  CHECK(q->plan.finetune.rank == 16);
+  CHECK(q->plan.fusion == spec::Fusion::kCompiled);
+  CHECK_FALSE(q->plan.offload.any());
+  // FSDP CPU offload with FULL_SHARD: parameters, gradients and optimizer
+  // state on the host (FSDP2 CPUOffloadPolicy) = optimizer and parameter offload at ZeRO-3.
+  const auto o = validation::map_training_row(file.rows[1], hw);
+  REQUIRE(o);
+  CHECK(o->plan.parallel.zero == 3);
+  CHECK(o->plan.offload.optimizer_on_cpu());
+  CHECK(o->plan.offload.params_on_cpu());
+  CHECK(o->plan.optimizer.kind == spec::OptimizerKind::kAdamW);
+  // Without sharded parameters the row is skipped with its reason.
+  const auto u = validation::map_training_row(file.rows[2], hw);
+  REQUIRE_FALSE(u);
+  CHECK(u.reason() == "unsupported technique: CPU offload without sharded parameters (FSDP FULL_SHARD, ZeRO-3)");
+  const auto c = validation::map_training_row(file.rows[3], hw);
+  REQUIRE_FALSE(c);
+  CHECK(c.reason() == "unrecognised training.compile 'sometimes' (true or false)");
+  fs::remove(f);
+}
+
 TEST_CASE("published: rows Ridgeline cannot predict are skipped with their reason") {
   const auto file = spec::load_published(kFixtures + "skipped_rows.yaml");
   REQUIRE(file.rows.size() == 6);

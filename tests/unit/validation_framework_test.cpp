@@ -387,7 +387,7 @@ rows:
   model: {name: Qwen3-30B-A3B, spec: qwen3_30b_a3b, seq_len: 4096}
   training: {implementation: 'NeMo AutoModel (FSDP2 + EP)', global_batch: 512, micro_batch: 4, tp: 1, pp: 1, ep: 8,
              dp: 8, zero: 3, precision: bf16, recompute: full, attention: cudnn, moe_dispatcher: deepep,
-             moe_imbalance: 1.25, fusion: compiled, cross_entropy: fused, master_weights: none}
+             moe_imbalance: 1.25, compile: true, cross_entropy: fused, master_weights: none}
   measured: {tokens_per_s_per_gpu: 12040}
 - id: unknown_spec
   group: g

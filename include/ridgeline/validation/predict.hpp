@@ -26,6 +26,14 @@ struct RowPrediction {
   std::string config;                    // the mapped configuration, in words
   std::vector<std::string> assumptions;  // what Ridgeline had to assume
   bool fits = true;                      // end-to-end: the memory model agrees the run fits
+  /// End-to-end rows that state measured.peak_memory_gib: that peak beside the
+  /// memory model's, of the kind the row measured (memory_kind: reserved =
+  /// engine allocated x (1 + the framework's allocator reserve), the
+  /// MemoryResult::reserved that calibrate --runs compares; allocated =
+  /// MemoryResult::allocated), in GiB. Not among primary or secondary: the
+  /// statistics of time and of memory are kept apart.
+  std::optional<Comparison> memory;
+  std::string memory_kind;  // "reserved" or "allocated" when memory is set
   std::string precision;                 // the plan's precision or the kernel's dtype ("bf16", "fp8"); "" when none
   /// End-to-end rows: what makes the run comparable to another (its interval pool).
   std::optional<uncertainty::RunTraits> run;

@@ -7,8 +7,10 @@
 // training framework (validation::framework_of) and per GPU generation of
 // the row's profile; and leave-one-group-out, each
 // group predicted with the cost-model defaults fitted on its own rows at
-// their priors. A row Ridgeline cannot predict is skipped with its reason; it
-// never aborts the run.
+// their priors. End-to-end rows that state a measured peak memory
+// (measured.peak_memory_gib) are also compared with the memory model's peak
+// of the kind measured, apart from the time statistics (MemoryStats). A row
+// Ridgeline cannot predict is skipped with its reason; it never aborts the run.
 //
 // Units: every comparison keeps the unit the source prints; errors are
 // signed percentages, (predicted - measured) / measured x 100 (stats.hpp).
@@ -39,6 +41,11 @@ struct PublishedResult {
   std::string config;                 // the mapped configuration, in words
   std::vector<std::string> assumptions;  // what Ridgeline had to assume
   bool fits = true;  // end-to-end: the memory model agrees the run fits
+  /// End-to-end rows: whether the row states measured.peak_memory_gib, and
+  /// when predicted its comparison with the predicted peak (RowPrediction::memory).
+  bool memory_measured = false;
+  std::optional<Comparison> memory;
+  std::string memory_kind;  // "reserved" or "allocated" when memory is set
   std::string precision;  // the plan's precision or the kernel's dtype, when mapped
   /// End-to-end rows: the framework's id ("fsdp"), skipped rows too; "" for
   /// every other category (a kernel benchmark runs under no framework).
@@ -49,6 +56,17 @@ struct PublishedResult {
   /// The row's subset of its group: "PROFILE PRECISION" ("h100_sxm fp8"),
   /// the GPU name when no profile claims it, without precision when unmapped.
   std::string subset() const;
+};
+
+/// The peak-memory comparisons of the end-to-end rows that state a measured
+/// peak: |error| statistics in stats (rows: those that state one; predicted:
+/// those compared), the median signed error (+ = Ridgeline predicts more
+/// memory than measured), and how many of the compared rows the memory model
+/// says would not fit on their GPU though the source ran them.
+struct MemoryStats {
+  ErrorStats stats;
+  double median_error_pct = 0;
+  int not_fitting = 0;
 };
 
 /// The statistics of one subset of a group.
@@ -74,7 +92,11 @@ struct PublishedReport {
   std::vector<NamedStats> by_generation;  // split_by_generation of the results
   std::vector<std::pair<std::string, int>> skip_reasons;  // most frequent first
   int predicted_not_fitting = 0;  // predicted end-to-end rows the memory model says would not fit
+  MemoryStats memory;             // the rows with a measured peak memory
 };
+
+/// The peak-memory statistics of `rows` (MemoryStats).
+MemoryStats summarize_memory(const std::vector<const PublishedResult*>& rows);
 
 struct PublishedOptions {
   std::string profiles_dir = "hardware_profiles";  // and a row's model.spec in the models/ folder beside it
