@@ -28,15 +28,8 @@ Moments moments(const std::vector<double>& x) {
   return m;
 }
 
-/// The time scale of one stack's runs, with its t-interval and note.
-void fit_time(const std::vector<const RunPoint*>& runs, spec::StackCalibrationEntry& e) {
-  std::vector<double> r;
-  for (const RunPoint* p : runs) r.push_back(std::log(p->measured_step_s / p->predicted_step_s));
-  const Moments m = moments(r);
-  spec::StackCorrection& c = e.correction;
-  c.time_scale = std::exp(m.mean);
-  c.time_runs = static_cast<int>(r.size());
-  c.time_log_sd = m.sd;
+/// The stack's GPU-count and model-size range.
+void set_range(const std::vector<const RunPoint*>& runs, spec::StackCorrection& c) {
   for (const RunPoint* p : runs) {
     if (p->gpus > 0) {
       c.gpus_lo = c.gpus_lo > 0 ? std::min(c.gpus_lo, p->gpus) : p->gpus;
@@ -46,6 +39,37 @@ void fit_time(const std::vector<const RunPoint*>& runs, spec::StackCalibrationEn
       c.params_lo = c.params_lo > 0 ? std::min(c.params_lo, p->params) : p->params;
       c.params_hi = std::max(c.params_hi, p->params);
     }
+  }
+}
+
+/// The time scale of one stack's runs, with its interval and note: the
+/// posterior under `prior` (runs.hpp), or the runs' geometric mean and
+/// t-interval without one.
+void fit_time(const std::vector<const RunPoint*>& runs, spec::StackCalibrationEntry& e,
+              const uncertainty::ScalePrior* prior) {
+  std::vector<double> r;
+  for (const RunPoint* p : runs) r.push_back(std::log(p->measured_step_s / p->predicted_step_s));
+  const Moments m = moments(r);
+  spec::StackCorrection& c = e.correction;
+  c.time_scale = std::exp(m.mean);
+  c.time_runs = static_cast<int>(r.size());
+  c.time_log_sd = m.sd;
+  set_range(runs, c);
+  if (prior && prior->valid()) {
+    const double n = static_cast<double>(r.size());
+    const auto post = uncertainty::scale_posterior(*prior, c.time_runs, m.mean * n, m.sd);
+    c.time_scale = std::exp(post.log_mean);
+    const double half = uncertainty::normal_quantile(0.9) * post.sd;
+    e.time_interval_lo = std::exp(post.log_mean - half);
+    e.time_interval_hi = std::exp(post.log_mean + half);
+    e.time_note = fmt::format(
+        "{} run{} (geometric mean of measured / predicted {:.3f}) weighted {:.2f} against the prior, the shipped "
+        "model (scale 1): tau {:.3f}, sigma_w {:.3f} ({} published sources, {} runs); the runs weighed with sd {:.3f} "
+        "({}); posterior sd of ln(scale) {:.4f}, 80% interval on the scale {:.3f}-{:.3f}",
+        r.size(), r.size() == 1 ? "" : "s", std::exp(m.mean), post.weight, prior->tau, prior->sigma_w,
+        prior->sources, prior->rows, post.s, post.own_scatter ? "their own" : "sigma_w: under three runs",
+        post.sd, e.time_interval_lo, e.time_interval_hi);
+    return;
   }
   if (r.size() >= 2) {
     const double n = static_cast<double>(r.size());
@@ -110,7 +134,8 @@ void fit_reserve(const std::vector<const RunPoint*>& runs, spec::StackCalibratio
 
 }  // namespace
 
-spec::StackCalibrationSpec fit_runs(const std::vector<RunPoint>& runs, const std::string& runs_file) {
+spec::StackCalibrationSpec fit_runs(const std::vector<RunPoint>& runs, const std::string& runs_file,
+                                    const uncertainty::ScalePrior* prior) {
   spec::StackCalibrationSpec out;
   out.runs_file = runs_file;
   std::vector<std::vector<const RunPoint*>> groups;
@@ -138,7 +163,7 @@ spec::StackCalibrationSpec fit_runs(const std::vector<RunPoint>& runs, const std
       if (p->measured_memory_bytes > 0) x.memory_kind = std::string(spec::name(p->memory_kind));
       e.residuals.push_back(std::move(x));
     }
-    fit_time(g, e);
+    fit_time(g, e, prior);
     fit_reserve(g, e);
     out.stacks.push_back(std::move(e));
   }

@@ -243,7 +243,10 @@ int calibrate_runs(const std::string& runs_file, const std::string& output) {
     lines[r.name] = std::move(line);
     points.push_back(std::move(p));
   }
-  spec::StackCalibrationSpec cal = calibrate::fit_runs(points, runs_file);
+  // The scale's prior: the shipped model, with the spread of the published
+  // sources' offsets (uncertainty/scale_prior.hpp); none without the residual file.
+  const uncertainty::ScalePrior prior = uncertainty::scale_prior(uncertainty::shipped().rows());
+  spec::StackCalibrationSpec cal = calibrate::fit_runs(points, runs_file, prior.valid() ? &prior : nullptr);
   write_output(output, spec::to_yaml(cal));
   std::ostream& out = (output.empty() || output == "-") ? std::cerr : std::cout;
   out << fmt::format("Calibrated {} stack{} from {} runs of {}{}\n", cal.stacks.size(),

@@ -97,9 +97,10 @@ void register_validate_published(Commands& commands, int& rc) {
                   "to FILE, as validation/residuals.json")
       ->needs(cmd->get_option("--leave-one-group-out"));
   cmd->add_option("--anchored", args->anchored,
-                  "Each stack (group, GPU profile, framework) calibrated on K of its runs (the fewest GPUs first) "
-                  "and its other runs predicted with it, beside the same runs unanchored; base predictions with "
-                  "each group's own fits left out")
+                  "Each stack (group, GPU profile, framework) calibrated on K of its runs (the fewest GPUs first), "
+                  "weighed against the prior of the published sources' offsets as calibrate --runs does, and its "
+                  "other runs predicted with it, beside the same runs unanchored, with the share inside their "
+                  "anchored 80% interval; base predictions and the prior with each group's own rows left out")
       ->check(CLI::Range(1, 1000))
       ->excludes(leave_out)
       ->excludes(cmd->get_option("--leave-one-group-out"));

@@ -15,6 +15,7 @@
 #include "ridgeline/spec/json_reader.hpp"
 #include "ridgeline/spec/plan.hpp"
 #include "ridgeline/spec/yaml_reader.hpp"
+#include "ridgeline/uncertainty/scale_prior.hpp"
 
 namespace ridgeline::uncertainty {
 
@@ -642,10 +643,23 @@ Interval IntervalModel::anchored_interval(const RunTraits& t, double level, std:
   iv.anchored = true;
   iv.rows = n;
   iv.pool = fmt::format("anchored on {} run{} ({})", n, n == 1 ? "" : "s", names);
-  double half = 0;  // half-width in log space
-  if (n >= 2) {
+  const ScalePrior prior = scale_prior(rows_, exclude_group);
+  double var = 0;  // log-space variance of a new run's ln(measured / calibrated prediction)
+  if (prior.valid()) {
+    // The scale's posterior (scale_prior.hpp) and a new run's own scatter:
+    // the runs' spread from three runs on, never below a published source's.
+    const ScalePosterior post = scale_posterior(prior, n, 0.0, s.time_log_sd);
+    const double s_new = post.own_scatter ? std::max(s.time_log_sd, prior.sigma_w) : prior.sigma_w;
+    var = post.sd * post.sd + s_new * s_new;
+    iv.note = fmt::format("the scale's posterior sd {:.3f} (runs weighted {:.2f} against the prior: tau {:.3f}, "
+                          "sigma_w {:.3f}) with a new run's scatter, sd {:.3f} ({})",
+                          post.sd, post.weight, prior.tau, prior.sigma_w, s_new,
+                          post.own_scatter && s.time_log_sd > prior.sigma_w ? "the runs' own"
+                                                                           : "a published source's within-source");
+  } else if (n >= 2) {
     const double floor = base.valid() ? base.log_sd_within : 0.0;
     const double widen = std::sqrt(1.0 + 1.0 / n);
+    double half = 0;
     if (s.time_log_sd >= floor) {
       half = t_quantile(q, n - 1) * s.time_log_sd * widen;
       iv.note = fmt::format("the runs' spread of ln(measured / predicted) (sd {:.3f}) x sqrt(1 + 1/{}), Student's t "
@@ -657,8 +671,9 @@ Interval IntervalModel::anchored_interval(const RunTraits& t, double level, std:
                             "within-source spread (sd {:.3f}, {}) x sqrt(1 + 1/{})",
                             s.time_log_sd, floor, base.pool, n);
     }
+    var = (half / z) * (half / z);
   } else if (base.valid()) {
-    half = z * base.log_sd;
+    var = base.log_sd * base.log_sd;
     iv.note = fmt::format("one run has no spread of its own: the unanchored interval's (sd {:.3f}, {}) about the "
                           "calibrated point",
                           base.log_sd, base.pool);
@@ -667,14 +682,33 @@ Interval IntervalModel::anchored_interval(const RunTraits& t, double level, std:
     iv.note = "one run has no spread of its own, and there is no unanchored interval: " + base.note;
     return iv;
   }
-  // Beyond the runs' GPU counts or model sizes, the stack's error drifts
-  // as the published sources' errors drift with scale (beyond_range).
-  const Widening far =
-      beyond_range(rows_, t, exclude_group, {s.gpus_lo, s.gpus_hi, s.params_lo, s.params_hi}, "calibration runs'");
-  if (far.var > 0) {
-    half = std::sqrt(half * half + z * z * far.var);
-    iv.widened = fmt::format("widened (sd +{:.3f}): {}", std::sqrt(far.var), far.why);
+  // Beyond the runs' GPU counts or model sizes: the variance within-source
+  // pairs of published runs grow by per doubling apart (scale_prior.hpp);
+  // without a prior, the published sources' slope spread (beyond_range).
+  if (prior.valid()) {
+    auto beyond = [](double v, double lo, double hi) {
+      return hi <= 0 || v <= 0 ? 0.0 : v > hi ? std::log2(v / hi) : v < lo ? std::log2(lo / v) : 0.0;
+    };
+    const double dg = beyond(static_cast<double>(std::max(1LL, t.gpus)), s.gpus_lo, s.gpus_hi);
+    const double dp = beyond(t.params, s.params_lo, s.params_hi);
+    const DistanceGrowth growth = distance_growth(rows_, exclude_group);
+    if (dg + dp > 0 && growth.beta > 0) {
+      const double add = growth.beta * (dg + dp);
+      var += add;
+      iv.widened = fmt::format("widened (sd +{:.3f}): {:.1f} doublings of GPU count and {:.1f} of model size beyond "
+                               "the calibration runs', + {:.5f} variance per doubling (within-source pairs of "
+                               "published runs)",
+                               std::sqrt(add), dg, dp, growth.beta);
+    }
+  } else {
+    const Widening far = beyond_range(rows_, t, exclude_group, {s.gpus_lo, s.gpus_hi, s.params_lo, s.params_hi},
+                                      "calibration runs'");
+    if (far.var > 0) {
+      var += far.var;
+      iv.widened = fmt::format("widened (sd +{:.3f}): {}", std::sqrt(far.var), far.why);
+    }
   }
+  const double half = z * std::sqrt(var);
   iv.lo = std::exp(-half);
   iv.hi = std::exp(half);
   iv.log_sd = half / z;

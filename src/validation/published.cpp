@@ -8,6 +8,8 @@
 
 #include "ridgeline/calibrate/runs.hpp"
 #include "ridgeline/spec/framework.hpp"
+#include "ridgeline/uncertainty/interval.hpp"
+#include "ridgeline/uncertainty/scale_prior.hpp"
 #include "ridgeline/validation/mapping.hpp"
 #include "ridgeline/validation/predict.hpp"
 
@@ -244,7 +246,7 @@ LeaveOneOutReport leave_one_group_out(const spec::PublishedFile& file, const Pub
   return leave_one_group_out(file, ProfileSet::load(opt.profiles_dir), opt);
 }
 
-AnchoredReport anchored(const std::vector<PublishedResult>& rows, int k) {
+AnchoredReport anchored(const std::vector<PublishedResult>& rows, int k, const uncertainty::IntervalModel& model) {
   AnchoredReport out;
   out.k = std::max(1, k);
   // The stacks, in order of first appearance.
@@ -265,7 +267,7 @@ AnchoredReport anchored(const std::vector<PublishedResult>& rows, int k) {
   // statistics take pointers).
   struct Kept {
     std::vector<Comparison> plain, anchored;
-    int stacks = 0, anchors = 0;
+    int stacks = 0, anchors = 0, interval_rows = 0, interval_covered = 0;
   };
   std::vector<std::string> order;
   std::map<std::string, Kept> by_group;
@@ -285,9 +287,15 @@ AnchoredReport anchored(const std::vector<PublishedResult>& rows, int k) {
       pt.gpu = s.profile;
       pt.predicted_step_s = c.higher_is_faster ? 1 / c.predicted : c.predicted;
       pt.measured_step_s = c.higher_is_faster ? 1 / c.measured : c.measured;
+      pt.gpus = static_cast<double>(s.runs[i]->run->gpus);
+      pt.params = s.runs[i]->run->params;
       anchors.push_back(std::move(pt));
     }
-    const double scale = calibrate::fit_runs(anchors, "").stacks.front().correction.time_scale;
+    // The prior from the published residuals with this group's own left out.
+    const uncertainty::ScalePrior prior = uncertainty::scale_prior(model.rows(), s.group);
+    const spec::StackCorrection fitted =
+        calibrate::fit_runs(anchors, "", prior.valid() ? &prior : nullptr).stacks.front().correction;
+    const double scale = fitted.time_scale;
     if (std::find(order.begin(), order.end(), s.group) == order.end()) order.push_back(s.group);
     Kept& g = by_group[s.group];
     for (Kept* x : {&g, &all}) ++x->stacks, x->anchors += out.k;
@@ -297,6 +305,16 @@ AnchoredReport anchored(const std::vector<PublishedResult>& rows, int k) {
       const double scaled = c.higher_is_faster ? c.predicted / scale : c.predicted * scale;
       const Comparison a = compare(c.quantity, c.unit, c.measured, scaled, c.higher_is_faster);
       for (Kept* x : {&g, &all}) x->plain.push_back(c), x->anchored.push_back(a);
+      // The anchored 80% interval, drawn with the group's own residuals left out.
+      uncertainty::RunTraits t = *s.runs[i]->run;
+      t.stack = &fitted;
+      t.calibration = nullptr;  // the profiles the rows were predicted with may be gone
+      const uncertainty::Interval iv = model.run_interval(t, uncertainty::kDefaultLevel, s.group);
+      if (!iv.valid()) continue;
+      const double time_pred = c.higher_is_faster ? 1 / scaled : scaled;
+      const double time_meas = c.higher_is_faster ? 1 / c.measured : c.measured;
+      const bool inside = time_meas >= iv.time_lo(time_pred) && time_meas <= iv.time_hi(time_pred);
+      for (Kept* x : {&g, &all}) ++x->interval_rows, x->interval_covered += inside ? 1 : 0;
     }
   }
   auto stats = [](const std::vector<Comparison>& v) {
@@ -310,6 +328,8 @@ AnchoredReport anchored(const std::vector<PublishedResult>& rows, int k) {
     o.anchors = x.anchors;
     o.unanchored = stats(x.plain);
     o.anchored = stats(x.anchored);
+    o.interval_rows = x.interval_rows;
+    o.interval_covered = x.interval_covered;
   };
   for (const auto& name : order) fill(out.groups.emplace_back(), name, by_group[name]);
   fill(out.all, "all", all);

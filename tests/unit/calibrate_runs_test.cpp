@@ -78,6 +78,10 @@ TEST_CASE("calibrate --runs: runs at 1.15 x the predicted step time and 1.05 x i
   const auto& s = file.stacks[0].correction;
   CHECK(s.time_scale == doctest::Approx(1.15).epsilon(0.01));
   CHECK(s.time_scale == doctest::Approx(1.15).epsilon(1e-9));  // every run says exactly 1.15
+  // Three runs are weighed with their own spread (uncertainty/scale_prior.hpp), here 0: the prior of the
+  // published sources' offsets gets no weight against runs that agree exactly.
+  CHECK(cal.out.find("3 runs (geometric mean of measured / predicted 1.150) weighted 1.00 against the prior") !=
+        std::string::npos);
   // Reserved = allocated x (1 + rho): the fitted reserve over torchtitan's 5% is the memory factor.
   CHECK(s.reserve_prior == 0.05);
   CHECK((1 + s.allocator_reserve) / (1 + s.reserve_prior) == doctest::Approx(1.05).epsilon(0.01));

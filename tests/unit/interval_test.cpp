@@ -184,9 +184,13 @@ TEST_CASE("intervals: outside what was validated the spread widens, by hand") {
 
 TEST_CASE("intervals: an anchored interval widens with the distance from the calibration runs, by hand") {
   const std::uint8_t fsdp = spec::find_framework("fsdp").value();
-  // The published sources' slopes per doubling of GPUs are +0.04 and
-  // -0.04, spread 0.0565685 (scale_rows).
+  // scale_rows: sources A and B, 20 runs each, 10 at 8 GPUs and 10 at 16 of a 7B model, at 0.08 and 0.12
+  // (B: -0.08, -0.12). The prior (uncertainty/scale_prior.hpp): within, sums of squares 2 x 20 x 0.02^2 =
+  // 0.016 over 40 - 2 degrees of freedom, sigma_w^2 = 0.000421053; the means 0.1 and -0.1 vary by 0.02,
+  // less 0.000421053 / 20: tau^2 = 0.0199789. Distance growth: in each source 90 pairs at d 0 with y 0
+  // and 100 at d 1 (8 -> 16 GPUs) with y = 0.04^2 / 2 = 0.0008: beta = 0.0008 per doubling.
   const IntervalModel m(scale_rows(fsdp));
+  const double sw2 = 0.016 / 38, tau2 = 0.02 - sw2 / 20;
   // Two calibration runs at 8 and 16 GPUs of a 7B model, sd of ln(measured / predicted) 0.05.
   spec::StackCorrection s;
   s.framework = fsdp;
@@ -196,21 +200,21 @@ TEST_CASE("intervals: an anchored interval widens with the distance from the cal
   s.gpus_lo = 8, s.gpus_hi = 16, s.params_lo = 7e9, s.params_hi = 7e9;
   RunTraits t = traits(fsdp, spec::Generation::kAmpere, 16, 7e9);
   t.stack = &s;
-  // Inside the runs' range: t_{0.9, 1} x 0.05 x sqrt(1 + 1/2) (the pool's
-  // within-source spread is 0, below the runs').
-  const double half_t = 3.0776835 * 0.05 * std::sqrt(1.5);
+  // Inside the runs' range: two runs are weighed with sigma_w, posterior variance 1 / (1/tau^2 + 2/sigma_w^2)
+  // = 0.000208331; a new run adds sigma_w^2: half = z sqrt(0.000629384) = z x 0.0250876.
+  const double z = 1.2815516, post = 1 / (1 / tau2 + 2 / sw2);
   const Interval in = m.run_interval(t, 0.8);
   REQUIRE(in.anchored);
   CHECK(in.widened.empty());
-  CHECK(in.hi == doctest::Approx(std::exp(half_t)).epsilon(1e-6));
-  // 64 GPUs: 2 doublings beyond the runs' 16, + (0.0565685 x 2)^2 = 0.0128 in log variance.
+  CHECK(in.hi == doctest::Approx(std::exp(z * std::sqrt(post + sw2))).epsilon(1e-6));
+  CHECK(in.note.find("runs weighted 0.99 against the prior: tau 0.141, sigma_w 0.021") != std::string::npos);
+  // 64 GPUs: 2 doublings beyond the runs' 16, + 2 x 0.0008 = 0.0016 in log variance.
   t.gpus = 64;
   const Interval far = m.run_interval(t, 0.8);
-  const double z = 1.2815516;
-  CHECK(far.hi == doctest::Approx(std::exp(std::sqrt(half_t * half_t + z * z * 0.0128))).epsilon(1e-6));
-  CHECK(far.lo == doctest::Approx(std::exp(-std::sqrt(half_t * half_t + z * z * 0.0128))).epsilon(1e-6));
-  CHECK(far.widened ==
-        "widened (sd +0.113): 64 GPUs is 2.0 doublings outside the calibration runs' 8-16: + 0.057 per doubling");
+  CHECK(far.hi == doctest::Approx(std::exp(z * std::sqrt(post + sw2 + 0.0016))).epsilon(1e-6));
+  CHECK(far.lo == doctest::Approx(std::exp(-z * std::sqrt(post + sw2 + 0.0016))).epsilon(1e-6));
+  CHECK(far.widened == "widened (sd +0.040): 2.0 doublings of GPU count and 0.0 of model size beyond the "
+                       "calibration runs', + 0.00080 variance per doubling (within-source pairs of published runs)");
   // A file written without the runs' range: no widening.
   s.gpus_lo = s.gpus_hi = s.params_lo = s.params_hi = 0;
   CHECK(m.run_interval(t, 0.8).widened.empty());

@@ -22,6 +22,7 @@
 #include "ridgeline/spec/stack_calibration.hpp"
 #include "ridgeline/support/diagnostics.hpp"
 #include "ridgeline/uncertainty/interval.hpp"
+#include "ridgeline/uncertainty/scale_prior.hpp"
 #include "ridgeline/units/units.hpp"
 #include "test_support.hpp"
 
@@ -334,20 +335,39 @@ TEST_CASE("intervals: anchored on a stack's runs") {
   CHECK(iv.anchored);
   CHECK(iv.rows == 3);
   CHECK(iv.pool == "anchored on 3 runs (a, b, c)");
-  // t_{0.9, 2} = 0.8 / sqrt(2 x 0.9 x 0.1) = 1.8856181; half = t x 0.2 x sqrt(1 + 1/3).
-  const double half = 0.8 / std::sqrt(0.18) * 0.2 * std::sqrt(4.0 / 3.0);
+  // The prior of uncertainty/scale_prior.hpp from the same residuals (tested by hand in scale_prior_test).
+  const auto prior = uncertainty::scale_prior(model.rows());
+  REQUIRE(prior.valid());
+  REQUIRE(prior.sigma_w < 0.2);
+  const double z = uncertainty::normal_quantile(0.9);
+  // Three runs: weighed with their own sd 0.2; posterior sd 1 / sqrt(1/tau^2 + 3 / 0.04); a new run's
+  // scatter the runs' own 0.2 (above sigma_w): half = z sqrt(post_sd^2 + 0.04).
+  const double post_sd = 1 / std::sqrt(1 / (prior.tau * prior.tau) + 3 / 0.04);
+  const double half = z * std::sqrt(post_sd * post_sd + 0.04);
   CHECK(iv.lo == doctest::Approx(std::exp(-half)).epsilon(1e-9));
   CHECK(iv.hi == doctest::Approx(std::exp(half)).epsilon(1e-9));
-  // Runs that agree closer than a published source's: its within-source spread, normal quantile.
+  CHECK(iv.widened.empty());  // no GPU count or model size recorded for the runs: no distance
+  // Runs that agree exactly: the scale is known (posterior sd 0); a new run scatters as a published
+  // source's runs do, sigma_w.
   hw.stacks[0].time_log_sd = 0.0;
   iv = model.run_interval(uncertainty::traits_of(pred, p, hw), 0.8);
-  const double z = uncertainty::normal_quantile(0.9);
-  CHECK(iv.hi == doctest::Approx(std::exp(z * unanchored.log_sd_within * std::sqrt(4.0 / 3.0))).epsilon(1e-9));
-  // One run: the unanchored interval's whole spread about the calibrated point.
+  CHECK(iv.hi == doctest::Approx(std::exp(z * prior.sigma_w)).epsilon(1e-9));
+  // One run: weighed with sigma_w; posterior sd 1 / sqrt(1/tau^2 + 1/sigma_w^2), plus a new run's sigma_w.
   hw.stacks[0].time_runs = 1;
   hw.stacks[0].runs = {"a"};
   iv = model.run_interval(uncertainty::traits_of(pred, p, hw), 0.8);
   CHECK(iv.pool == "anchored on 1 run (a)");
-  CHECK(iv.hi == doctest::Approx(std::exp(z * unanchored.log_sd)).epsilon(1e-9));
-  CHECK(iv.lo == doctest::Approx(std::exp(-z * unanchored.log_sd)).epsilon(1e-9));
+  const double sw2 = prior.sigma_w * prior.sigma_w;
+  const double one = 1 / (1 / (prior.tau * prior.tau) + 1 / sw2) + sw2;
+  CHECK(iv.hi == doctest::Approx(std::exp(z * std::sqrt(one))).epsilon(1e-9));
+  CHECK(iv.lo == doctest::Approx(std::exp(-z * std::sqrt(one))).epsilon(1e-9));
+  // The run on 1 GPU of an 8-GPU plan, the same model: 3 doublings away, + 3 beta of variance.
+  hw.stacks[0].gpus_lo = hw.stacks[0].gpus_hi = 1;
+  hw.stacks[0].params_lo = hw.stacks[0].params_hi = pred.params.total;
+  const auto growth = uncertainty::distance_growth(model.rows());
+  REQUIRE(growth.beta > 0);
+  iv = model.run_interval(uncertainty::traits_of(pred, p, hw), 0.8);
+  CHECK(iv.hi == doctest::Approx(std::exp(z * std::sqrt(one + 3 * growth.beta))).epsilon(1e-9));
+  CHECK(iv.widened.find("3.0 doublings of GPU count and 0.0 of model size beyond the calibration runs'") !=
+        std::string::npos);
 }

@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "ridgeline/report/validation_view.hpp"
 #include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/published.hpp"
 #include "ridgeline/validation/mapping.hpp"
@@ -356,7 +358,8 @@ TEST_CASE("anchored validation: each stack's fewest-GPU run sets its time scale;
   };
   const std::vector<v::PublishedResult> rows = {run("c", "p", 32, 0.99), run("a", "p", 8, 1.10),
                                                 run("b", "p", 16, 1.21), run("z", "q", 8, 1.5)};
-  const auto r = v::anchored(rows, 1);
+  // No residuals, so no prior: the anchor's ratio is the scale.
+  const auto r = v::anchored(rows, 1, ridgeline::uncertainty::IntervalModel());
   REQUIRE(r.groups.size() == 1);
   const auto& g = r.groups[0];
   CHECK(g.stacks == 1);
@@ -366,6 +369,48 @@ TEST_CASE("anchored validation: each stack's fewest-GPU run sets its time scale;
   CHECK(g.unanchored.median_abs_pct == doctest::Approx(11.0).epsilon(1e-9));
   CHECK(g.unanchored.p90_abs_pct == doctest::Approx(19.0).epsilon(1e-9));
   CHECK(r.all.anchored.predicted == 2);
+  CHECK(g.interval_rows == 0);  // one run and no residuals: no spread to draw an interval from
+
+  // With a prior (uncertainty/scale_prior.hpp) from two sources of two runs each: a at 0.1, -0.1 and b at
+  // 0.3, 0.1. sigma_w^2 = (0.02 + 0.02) / (4 - 2) = 0.02; the means 0 and 0.2 vary by 0.02, less 0.02 x
+  // mean(1/2, 1/2): tau^2 = 0.01. One run weighs 1 / (1 + 0.02 / 0.01) = 1/3: the scale is 1.10^(1/3) =
+  // 1.0322801, the others' predicted speeds 1.21 / 1.0322801 = 1.1721626 and 0.99 / 1.0322801 = 0.9590421
+  // of the measured: |err| 17.216% and 4.096%, median 10.656%.
+  namespace u = ridgeline::uncertainty;
+  auto residual = [](std::string group, double r) {
+    u::Residual x;
+    x.id = group;
+    x.group = std::move(group);
+    x.run.gpus = 8;
+    x.log_residual = r;
+    return x;
+  };
+  const u::IntervalModel model({residual("a", 0.1), residual("a", -0.1), residual("b", 0.3), residual("b", 0.1)});
+  const auto p = v::anchored(rows, 1, model);
+  const double k = std::cbrt(1.10);
+  const double median = 50 * ((1.21 / k - 1) + (1 - 0.99 / k));
+  CHECK(p.groups[0].anchored.median_abs_pct == doctest::Approx(median).epsilon(1e-9));
+  // Their 80% intervals: posterior variance 1 / (1/0.01 + 1/0.02) = 0.0066667, a new run's 0.02 (all
+  // runs at 8 GPUs: no distance growth): half-width z sqrt(0.0266667) = 0.2093: [0.811, 1.233] of the
+  // calibrated time; both measurements (1.172 and 0.959 of it) inside.
+  CHECK(p.groups[0].interval_rows == 2);
+  CHECK(p.groups[0].interval_covered == 2);
+  // The views: the share inside as a column of the table (within 120 columns), the counts in the JSON.
+  const std::string table = ridgeline::report::render_anchored(p, "f.yaml", "table");
+  CHECK(table.find("in 80%\n") != std::string::npos);
+  CHECK(table.find("   100%\nall ") != std::string::npos);  // group g: 2 of 2 inside
+  size_t widest = 0, from = table.find("\ngroup ");
+  REQUIRE(from != std::string::npos);
+  for (size_t at = from + 1, end; at < table.size(); at = end + 1) {
+    end = table.find('\n', at);
+    widest = std::max(widest, end - at);
+  }
+  CHECK(widest <= 120);
+  const auto j = nlohmann::json::parse(ridgeline::report::render_anchored(p, "f.yaml", "json"));
+  CHECK(j["all"]["anchored_interval_80"]["rows"] == 2);
+  CHECK(j["all"]["anchored_interval_80"]["covered"] == 2);
+  CHECK(ridgeline::report::render_anchored(p, "f.yaml", "markdown").find("| in anchored 80% interval |") !=
+        std::string::npos);
 }
 
 TEST_CASE("validation framework: a row naming its model file (model.spec) maps MoE layouts the fields cannot state") {

@@ -5,11 +5,15 @@
 //   step time    measured = predicted x k: the stack's training clock, its
 //                kernels' efficiency and its framework overheads taken together
 //                (a run cannot tell them apart). With r_i = ln(measured_i /
-//                predicted_i) over the stack's n runs, ln k = mean(r) (k's
-//                prior is 1, the shipped model; the fit is the prior's
-//                correction, unpenalised); its uncertainty: s = sd(r), n - 1
-//                degrees of freedom, the 80% t-interval on k
-//                exp(mean(r) -+ t_{0.9, n-1} s / sqrt(n)); one run has no s.
+//                predicted_i) over the stack's n runs and a prior (the shipped
+//                model, scale 1, with the spread of the published sources'
+//                offsets, uncertainty/scale_prior.hpp): ln k = sum(r) / (n +
+//                s^2 / tau^2), the runs' mean shrunk toward 0 (the shipped
+//                value) by as much as one source's scatter s outweighs the
+//                sources' offsets tau; the 80% interval on k is
+//                exp(ln k -+ z_0.9 sd), sd the posterior's. Without a prior:
+//                ln k = mean(r), the 80% t-interval exp(mean(r) -+ t_{0.9,
+//                n-1} s / sqrt(n)); one run has no s.
 //   memory       peak reserved (torch.cuda.max_memory_reserved) = predicted
 //                allocated x (1 + rho): with q_i = ln(measured_i / allocated_i),
 //                1 + rho = exp(mean(q)), kept in [0, 1] (the framework
@@ -27,6 +31,7 @@
 
 #include "ridgeline/spec/runs.hpp"
 #include "ridgeline/spec/stack_calibration.hpp"
+#include "ridgeline/uncertainty/scale_prior.hpp"
 
 namespace ridgeline::calibrate {
 
@@ -47,7 +52,10 @@ struct RunPoint {
 };
 
 /// Fits every stack (GPU profile, framework) the runs cover, in the order
-/// of their first run. `runs_file` is recorded in the result.
-spec::StackCalibrationSpec fit_runs(const std::vector<RunPoint>& runs, const std::string& runs_file);
+/// of their first run. `runs_file` is recorded in the result. With `prior`,
+/// each stack's scale is the posterior mean of ln(scale) (scale_posterior);
+/// without, the runs' geometric mean.
+spec::StackCalibrationSpec fit_runs(const std::vector<RunPoint>& runs, const std::string& runs_file,
+                                    const uncertainty::ScalePrior* prior = nullptr);
 
 }  // namespace ridgeline::calibrate

@@ -16,7 +16,7 @@
 //         prior: 1                    # the shipped model's
 //         runs: 2
 //         log_sd: 0.012               # sample sd of ln(measured / predicted); n >= 2
-//         interval_80: [1.10, 1.20]   # t-interval on the scale; n >= 2
+//         interval_80: [1.10, 1.20]   # 80% interval on the scale (posterior; no prior: t); n >= 2
 //         note: "..."
 //       allocator_reserve:            # peak reserved = allocated x (1 + value)
 //         value: 0.1025               # absent: kept at the prior (note says why)
@@ -55,7 +55,7 @@ struct StackRunResidual {
 
 struct StackCalibrationEntry {
   StackCorrection correction;
-  /// The scale's t-interval at 80% (n >= 2; both 0 otherwise).
+  /// The scale's 80% interval: the posterior's, or without a prior the t-interval (written for n >= 2).
   double time_interval_lo = 0, time_interval_hi = 0;
   std::string time_note;     // how the scale's uncertainty was made
   std::string reserve_note;  // how the reserve was fitted, or why it kept its prior

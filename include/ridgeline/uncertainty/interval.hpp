@@ -50,18 +50,19 @@
 // interval is the allocator's: memory_interval().
 //
 // A prediction on a stack calibrated on the user's own runs (calibrate
-// --runs, --calibration) has had the stack's offset taken out: its time
-// interval is anchored on those n runs, centred on the calibrated point,
-// in log space
-//   n >= 2: -+ t_{n-1, (1+l)/2} s sqrt(1 + 1/n), s the runs' sample standard
-//           deviation of ln(measured / predicted) (the prediction interval of
-//           a new draw from a normal sample of n); where s is below the
-//           unanchored pool's within-source spread s_w (the runs agree better
-//           than one published source's runs do), s_w with the normal
-//           quantile instead: a new plan differs from the runs as a source's
-//           runs differ from each other;
-//   n = 1:  -+ z_{(1+l)/2} sd, sd the unanchored interval's whole spread (one
-//           run has no spread of its own).
+// --runs, --calibration) has had the stack's offset estimated: its time
+// interval is anchored on those K runs, centred on the calibrated point, in
+// log space -+ z_{(1+l)/2} sqrt(sd_post^2 + s_new^2 + beta d) (scale_prior.hpp):
+// sd_post the posterior sd of ln(scale) under the prior of the published
+// sources' offsets (tau) and scatter (sigma_w), s_new a new run's scatter
+// (sigma_w; from three runs the runs' own sd where larger), beta the
+// variance within-source pairs of published runs grow by per doubling
+// apart, d the doublings of GPU count and model size the plan lies beyond
+// the runs'. Without residuals to draw a prior from:
+//   n >= 2: -+ t_{n-1, (1+l)/2} s sqrt(1 + 1/n), s the runs' sample sd of
+//           ln(measured / predicted), or the unanchored pool's s_w with the
+//           normal quantile where s is below it;
+//   n = 1:  -+ z_{(1+l)/2} sd, sd the unanchored interval's whole spread.
 #pragma once
 
 #include <cstddef>

@@ -164,21 +164,30 @@ LeaveOneOutReport leave_one_group_out(const spec::PublishedFile& file, const Pub
 /// Anchored validation: the end-to-end rows of each stack (group, GPU
 /// profile, framework) predicted after calibrating the stack on K of its
 /// own runs, as `calibrate --runs` does for a user's pilot: the K with the
-/// fewest GPUs (then the first by id) set the stack's step-time scale, the
-/// geometric mean of their measured / predicted times, and every other run
-/// of the stack is predicted with it. Figures over those other runs, beside
-/// the same runs unanchored. Stacks with no more than K runs add none.
+/// fewest GPUs (then the first by id) set the stack's step-time scale (the
+/// posterior of their measured / predicted times under the prior of
+/// uncertainty/scale_prior.hpp, its tau and sigma_w from the residuals with
+/// the stack's group left out), and every other run of the stack is
+/// predicted with it. Figures over those other runs, beside the same runs
+/// unanchored, and how many lay inside their anchored 80% interval
+/// (IntervalModel::run_interval on the calibrated stack, the group left out).
+/// Stacks with no more than K runs add none.
 struct AnchoredGroup {
   std::string name;
   int stacks = 0;   // stacks with runs beyond the anchors
   int anchors = 0;  // runs used as anchors in them
   ErrorStats unanchored, anchored;
+  int interval_rows = 0;     // predicted runs given an anchored interval
+  int interval_covered = 0;  // of them, measured inside it
 };
 struct AnchoredReport {
   int k = 1;
   std::vector<AnchoredGroup> groups;  // order of first appearance
   AnchoredGroup all;
 };
-AnchoredReport anchored(const std::vector<PublishedResult>& rows, int k);
+/// `model`: the residuals the prior, the distance growth and the intervals
+/// are drawn from (an empty model: no prior, the anchors' geometric mean).
+AnchoredReport anchored(const std::vector<PublishedResult>& rows, int k,
+                        const uncertainty::IntervalModel& model = uncertainty::shipped());
 
 }  // namespace ridgeline::validation
