@@ -825,10 +825,11 @@ ImportReport import_torchtitan(const std::string& path) {
     }
     if ((dotted == "float8.recipe_name" || dotted == "quantize.linear.float8.recipe_name") && val) {
       // job_config.py (torchtitan 238fa99) line 738: "tensorwise", "rowwise"
-      // or "rowwise_with_gw_hp" (torchao Float8LinearRecipeName); the last
-      // keeps the wgrad GEMM in 16 bits, which no plan recipe does.
-      if (*val == "tensorwise" || *val == "rowwise") v.fp8_recipe = {*val, said, loc};
-      else d.error(loc, dotted, fmt::format("fp8 recipe \"{}\" is not modelled; tensorwise and rowwise are", *val));
+      // or "rowwise_with_gw_hp" (torchao Float8LinearRecipeName, config.py
+      // lines 141-176), each a plan recipe of the same name.
+      if (*val == "tensorwise" || *val == "rowwise" || *val == "rowwise_with_gw_hp") v.fp8_recipe = {*val, said, loc};
+      else d.error(loc, dotted, fmt::format("fp8 recipe \"{}\" is not one of torchao's: tensorwise, rowwise, "
+                                            "rowwise_with_gw_hp", *val));
       continue;
     }
     // The 2024 [float8] section (config_manager.py lines 466-510):

@@ -89,8 +89,8 @@ void append_casts(std::vector<Kernel>& out, const Kernel& gemm, const spec::Quan
 /// R rows, its column-wise twin C); per-tensor scales (tensorwise): one fp32.
 void append_scaled_cast(std::vector<Kernel>& out, const Kernel& gemm, const spec::QuantRecipe& q,
                         std::string_view amax_name, std::string_view cast_name, spec::Dtype dtype,
-                        spec::Phase phase, double elems, double rows, double e) {
-  const double scales = q.scale_bytes_per_row > 0 ? rows * q.scale_bytes_per_row : 4.0;
+                        spec::Phase phase, double elems, double rows, double e, bool per_tensor = false) {
+  const double scales = q.scale_bytes_per_row > 0 && !per_tensor ? rows * q.scale_bytes_per_row : 4.0;
   Kernel a;
   a.name = amax_name;
   a.op = Op::kAmax;
@@ -124,7 +124,8 @@ void append_scaled_cast(std::vector<Kernel>& out, const Kernel& gemm, const spec
 ///    wgrad.
 /// Under tensorwise each is one fp32 scale; the source casts dY twice and W
 /// in both passes as it does under rowwise (eager; torch.compile may merge
-/// the two identical casts of dY).
+/// the two identical casts of dY). Under rowwise_with_gw_hp dgrad's W is
+/// scaled per tensor (one fp32) and wgrad's operands are not cast at all.
 void append_torchao_linear_casts(std::vector<Kernel>& out, const Kernel& gemm, const spec::QuantRecipe& q,
                                  double e) {
   const double b = gemm.gemm.batch, t = gemm.gemm.m, k = gemm.gemm.k, n = gemm.gemm.n;
@@ -137,7 +138,8 @@ void append_torchao_linear_casts(std::vector<Kernel>& out, const Kernel& gemm, c
   append_scaled_cast(out, gemm, q, "fp8_amax_grad_rowwise", "fp8_quantize_grad_rowwise", q.grad, bwd, b * t * n,
                      b * t, e);
   append_scaled_cast(out, gemm, q, "fp8_amax_weight_colwise", "fp8_quantize_weight_colwise", d, bwd, b * n * k,
-                     b * k, e);
+                     b * k, e, q.dgrad_weight_per_tensor);
+  if (q.wgrad_16bit) return;
   append_scaled_cast(out, gemm, q, "fp8_amax_grad_colwise", "fp8_quantize_grad_colwise", q.grad, bwd, b * t * n,
                      b * n, e);
   append_scaled_cast(out, gemm, q, "fp8_amax_input_colwise", "fp8_quantize_input_colwise", d, bwd, b * t * k, b * k,
@@ -176,7 +178,10 @@ void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
   (void)m;
   const spec::PrecisionPolicy pol = spec::precision_policy(p);
   g.fp8_weight_copies = 2;
+  g.fp8_wgrad_16bit = false;
   if (!pol.fp8_linear) return;
+  g.fp8_wgrad_16bit = pol.quant.wgrad_16bit;
+  g.fp8_wgrad_dtype = pol.linear_gemm;
   const spec::QuantRecipe& q = pol.quant;
   // The weight copies Transformer Engine keeps: the row-wise copy (fprop) and
   // the column-wise one (dgrad reads W untransposed), except where one scale

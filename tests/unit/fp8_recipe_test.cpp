@@ -15,6 +15,7 @@
 #include <fstream>
 #include <unistd.h>
 
+#include "ridgeline/cost/cost.hpp"
 #include "ridgeline/engine/engine.hpp"
 #include "ridgeline/memory/memory.hpp"
 #include "ridgeline/spec/framework.hpp"
@@ -221,13 +222,98 @@ TEST_CASE("fp8: rowwise has no fp8 primary weights, and torchtitan's recipe_name
   const auto r = test::run_cli("predict --model gpt3_350m --dp 8 --print-plan --from-torchtitan " + toml);
   REQUIRE_MESSAGE(r.status == 0, r.err);
   CHECK(r.out.find("fp8_recipe           rowwise") != std::string::npos);
-  const std::string gw = write_temp("gw.toml",
-                                    "[model]\nconverters = [\"quantize.linear.float8\"]\n"
-                                    "[quantize.linear.float8]\nrecipe_name = \"rowwise_with_gw_hp\"\n");
-  const auto e = test::run_cli("predict --model gpt3_350m --dp 8 --from-torchtitan " + gw);
+  // Another recipe name: the error at its value.
+  const std::string bad = write_temp("bad.toml",
+                                     "[model]\nconverters = [\"quantize.linear.float8\"]\n"
+                                     "[quantize.linear.float8]\nrecipe_name = \"blockwise\"\n");
+  const auto e = test::run_cli("predict --model gpt3_350m --dp 8 --from-torchtitan " + bad);
   CHECK(e.status == 2);
-  CHECK(test::first_line(e.err) == gw + ":4:15: error: quantize.linear.float8.recipe_name: fp8 recipe "
-                                        "\"rowwise_with_gw_hp\" is not modelled; tensorwise and rowwise are\n");
+  CHECK(test::first_line(e.err) == bad + ":4:15: error: quantize.linear.float8.recipe_name: fp8 recipe "
+                                         "\"blockwise\" is not one of torchao's: tensorwise, rowwise, "
+                                         "rowwise_with_gw_hp\n");
+}
+
+TEST_CASE("fp8: rowwise_with_gw_hp (torchao) imports from both torchtitan spellings and shows in the plan") {
+  // torchtitan/config/job_config.py (238fa99) line 738: recipe_name
+  // "tensorwise", "rowwise" or "rowwise_with_gw_hp"; the 2025 converter
+  // "float8" reads [float8], the 2026 "quantize.linear.float8" its own table.
+  const std::string now = write_temp("gw.toml",
+                                     "[model]\nconverters = [\"quantize.linear.float8\"]\n"
+                                     "[quantize.linear.float8]\nrecipe_name = \"rowwise_with_gw_hp\"\n");
+  const std::string old = write_temp("gw_2025.toml",
+                                     "[model]\nconverters = [\"float8\"]\n"
+                                     "[float8]\nrecipe_name = \"rowwise_with_gw_hp\"\n");
+  for (const std::string& f : {now, old}) {
+    const auto r = test::run_cli("predict --model gpt3_350m --dp 8 --print-plan --from-torchtitan " + f);
+    REQUIRE_MESSAGE(r.status == 0, r.err);
+    CHECK(r.out.find("fp8_recipe           rowwise_with_gw_hp") != std::string::npos);
+    CHECK(r.out.find("precision            fp8") != std::string::npos);
+  }
+  // The plan field reads it too; Transformer Engine frameworks do not offer it.
+  const auto flag = test::run_cli("predict --model gpt3_350m --framework torchtitan --precision fp8 "
+                                  "--fp8-recipe rowwise_with_gw_hp --print-plan");
+  REQUIRE_MESSAGE(flag.status == 0, flag.err);
+  CHECK(flag.out.find("Plan: torchtitan, fp8 rowwise_with_gw_hp,") != std::string::npos);
+  CHECK_FALSE(spec::offers_fp8_recipe(spec::framework(*spec::find_framework("megatron")), spec::Fp8Recipe::kRowwiseGwHp));
+  CHECK(spec::offers_fp8_recipe(spec::framework(*spec::find_framework("torchtitan")), spec::Fp8Recipe::kRowwiseGwHp));
+}
+
+TEST_CASE("fp8: rowwise_with_gw_hp runs the weight-gradient GEMM in bf16 and casts nothing for it") {
+  // torchao/float8/config.py (pytorch/ao v0.16.0) lines 353-378:
+  //   output      X, W per row, E4M3            (as rowwise)
+  //   grad_input  dY per row E4M3, W TENSORWISE (one fp32 scale)
+  //   grad_weight X, dY ScalingType.DISABLED: the 16-bit tensors, a bf16 GEMM.
+  // GPT-3 Medium per layer (the header's counts, W 12,582,912 elements):
+  //   forward as rowwise: 136,454,144 bytes in 16 kernels;
+  //   backward dY row-wise: 5 x 18,874,368 + 2 x 4 x 8,192 (T = 2,048 fp32
+  //            scales per linear, amax and cast) = 94,437,376;
+  //            W per tensor: 5 x 12,582,912 + 4 x 2 x 4 = 62,914,592;
+  //            157,351,968 bytes in 16 kernels (no wgrad casts).
+  spec::PlanSpec p = fp8_plan(spec::Fp8Recipe::kRowwiseGwHp);
+  p.framework = *spec::find_framework("torchtitan");
+  const graph::Graph g = step_graph(p);
+  Casts f = layer_casts(g, spec::Phase::kForward, "fp8_");
+  CHECK(f.kernels == 16);
+  CHECK(f.bytes == doctest::Approx(136'454'144).epsilon(1e-12));
+  Casts b = layer_casts(g, spec::Phase::kBackward, "fp8_");
+  CHECK(b.kernels == 16);
+  CHECK(b.bytes == doctest::Approx(157'351'968).epsilon(1e-12));
+  for (const auto& k : g.kernels) {
+    const bool wgrad_cast = k.name.find("colwise") != std::string::npos && k.name.find("weight") == std::string::npos;
+    CHECK_FALSE(wgrad_cast);
+    CHECK(k.name != "fp8_weight_cast_transpose");
+  }
+  // The down projection (K = 4096, N = 1024, T = 2048): fprop and dgrad in
+  // E4M3, wgrad dW = dY^T X in bf16, 2 x 2048 x 1024 x 4096 =
+  // 17,179,869,184 FLOPs, reading the 16-bit dY and X: 2 x 2048 x (1024 +
+  // 4096) = 20,971,520 bytes.
+  const auto hw = test::gpu("h100_sxm");
+  const cost::CostParams c = cost::resolve(hw);
+  spec::PlanSpec bf16 = p, row = p;
+  bf16.precision = spec::Precision::kBf16;
+  row.fp8_recipe = spec::Fp8Recipe::kRowwise;
+  const graph::Graph gb = step_graph(bf16), gr = step_graph(row);
+  const auto find = [](const graph::Graph& x, std::string_view name) {
+    for (const auto& k : x.kernels)
+      if (k.name == name) return k;
+    FAIL("no " << name);
+    return graph::Kernel{};
+  };
+  CHECK(find(g, "mlp_down_proj").dtype == spec::Dtype::kFp8E4M3);
+  CHECK(find(g, "mlp_down_proj.dgrad").dtype == spec::Dtype::kFp8E4M3);
+  const graph::Kernel w = find(g, "mlp_down_proj.wgrad");
+  CHECK(w.dtype == spec::Dtype::kBf16);
+  CHECK_FALSE(w.has(graph::kFp8Gemm));
+  CHECK(w.flops == doctest::Approx(17'179'869'184.0));
+  CHECK(w.read_bytes == doctest::Approx(20'971'520.0));
+  // At the bf16 rate: its time that of the bf16 plan's wgrad (the same
+  // operands); rowwise's fp8 one runs at twice the peak (H100: 989 vs 1979
+  // dense TFLOPS) at main-loop efficiency 0.82 against 0.895
+  // (docs/accuracy_basis.md), 1979 x 0.82 / (989 x 0.895) = 1.83 times the
+  // rate, less the launch and fill time both pay.
+  const double t = cost::cost_kernel(w, c, false).time_s;
+  CHECK(t == doctest::Approx(cost::cost_kernel(find(gb, "mlp_down_proj.wgrad"), c, false).time_s).epsilon(0.02));
+  CHECK(t > 1.3 * cost::cost_kernel(find(gr, "mlp_down_proj.wgrad"), c, false).time_s);
 }
 
 TEST_CASE("fp8: torchtitan's tensorwise (torchao) saves the 16-bit input; Megatron's (Transformer Engine) the fp8 copy") {

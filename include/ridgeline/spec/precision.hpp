@@ -48,6 +48,12 @@ struct QuantRecipe {
   /// again, rather than a quantized copy saved in the forward (torchao's
   /// Float8Linear under every recipe).
   bool saves_16bit_input = false;
+  /// The weight-gradient GEMM in the 16-bit dtype on the 16-bit input and
+  /// output gradient, with no cast for it (torchao ROWWISE_WITH_GW_HP).
+  bool wgrad_16bit = false;
+  /// The input-gradient GEMM's weight cast with one scale per tensor (torchao
+  /// ROWWISE_WITH_GW_HP) where the other operands are scaled per row.
+  bool dgrad_weight_per_tensor = false;
 };
 
 /// Whether the plan's fp8 linears are torchao's Float8Linear rather than
@@ -58,7 +64,7 @@ struct QuantRecipe {
 /// recipe_name: Float8LinearConfig(), tensorwise).
 inline bool torchao_float8(const MicrobatchPlan& p) {
   if (p.precision != Precision::kFp8) return false;
-  if (p.fp8_recipe == Fp8Recipe::kRowwise) return true;
+  if (p.fp8_recipe == Fp8Recipe::kRowwise || p.fp8_recipe == Fp8Recipe::kRowwiseGwHp) return true;
   return p.fp8_recipe == Fp8Recipe::kTensorwise && framework_id(p.framework) == "torchtitan";
 }
 
@@ -125,6 +131,17 @@ struct PrecisionPolicy {
 ///    line 45, ctx.save_for_backward(input_hp, weight_hp_t)), and the
 ///    weights are cast in every forward and backward, not cached (config.py
 ///    lines 270-274: FSDP fp8 all-gather is tensorwise only);
+///  - rowwise_with_gw_hp (torchao Float8LinearRecipeName.ROWWISE_WITH_GW_HP,
+///    torchtitan's recipe_name = "rowwise_with_gw_hp"; config.py, pytorch/ao
+///    v0.16.0, lines 353-378): as rowwise for the output GEMM (input and
+///    weight per row, E4M3) and the input-gradient GEMM's output gradient
+///    (per row, E4M3, line 359-361), but the input-gradient GEMM's weight
+///    cast with one scale per tensor (cc_w_gi TENSORWISE, line 362), and
+///    the weight-gradient GEMM on the 16-bit input and output gradient
+///    (cc_i_gw and cc_go_gw ScalingType.DISABLED, lines 365-368; float8_
+///    linear.py lines 161-165 and 182-183 pass them through uncast), so it
+///    runs at the 16-bit rate and nothing is cast for it. The same 16-bit
+///    input and weight saved (float8_linear.py line 45);
 ///  - tensorwise under torchtitan (torchao_float8): torchao's default
 ///    Float8LinearConfig, one fp32 scale per tensor from its amax, E4M3
 ///    input and weight, E5M2 gradient, cast where each GEMM needs it as
@@ -179,11 +196,13 @@ inline QuantRecipe quant_recipe(const MicrobatchPlan& p) {
       q.act_bytes_per_elem = q.weight_bytes_per_elem = 1 + 1.0 / 32;
       break;
     case Fp8Recipe::kRowwise:
+    case Fp8Recipe::kRowwiseGwHp:
       q.amax_pass = true;
       q.separate_colwise = true;
       q.scale_bytes_per_row = 4;
       q.weight_cast_per_microbatch = true;
       q.saves_16bit_input = true;
+      q.wgrad_16bit = q.dgrad_weight_per_tensor = p.fp8_recipe == Fp8Recipe::kRowwiseGwHp;
       break;
   }
   return q;
