@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "ridgeline/spec/framework.hpp"
+#include "ridgeline/spec/precision.hpp"
 #include "ridgeline/techniques/params.hpp"
 #include "ridgeline/techniques/passes.hpp"
 
@@ -317,12 +318,13 @@ std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec&
     return refuse(message, "fp8.primary_weights", [&] {
       return fmt::format("fp8 primary weights need --precision fp8, not {}", spec::to_string(p.precision));
     });
-  // torchao's rowwise recipe quantizes the 16-bit weights in every forward
-  // and backward (spec::quant_recipe): there are no fp8 weights to hold.
-  if (graph && p.fp8_primary_weights && p.fp8_recipe == spec::Fp8Recipe::kRowwise)
+  // torchao's Float8Linear (rowwise; tensorwise under torchtitan)
+  // quantizes the 16-bit weights in every forward and backward
+  // (spec::quant_recipe): there are no fp8 weights to hold.
+  if (graph && p.fp8_primary_weights && spec::torchao_float8(p))
     return refuse(message, "fp8.primary_weights", [&] {
-      return std::string("the rowwise recipe (torchao) casts the 16-bit weights every micro-batch; it holds no fp8 "
-                         "primary weights");
+      return fmt::format("the {} recipe (torchao) casts the 16-bit weights every micro-batch; it holds no fp8 "
+                         "primary weights", spec::to_string(p.fp8_recipe));
     });
   if (graph && p.fp8_primary_weights && p.master_weights == spec::MasterWeights::kRemainder)
     return refuse(message, "master_weights", [&] {

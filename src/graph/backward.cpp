@@ -110,8 +110,17 @@ void derive_backward(Graph& g) {
       push_backward_gemm(g.kernels, f, dgrad_name(f.op), M, K, N, B * M * N * e + w_bytes, B * M * K * e);
       // Weight gradient dW[N,K] = dY^T * X (none for a frozen weight); for
       // activation-activation GEMMs the second operand's gradient.
-      if (!f.has(kFrozen))
+      if (!f.has(kFrozen) && f.has(kFp8Gemm) && g.fp8_wgrad_16bit) {
+        // A 16-bit weight gradient of an fp8 linear (torchao
+        // ROWWISE_WITH_GW_HP): the 16-bit dY and saved X, the GEMM at the
+        // 16-bit rate.
+        push_backward_gemm(g.kernels, f, wgrad_name(f.op), N, K, M, B * M * N * e + B * M * K * e, w_bytes);
+        Kernel& w = g.kernels.back();
+        w.dtype = g.fp8_wgrad_dtype;
+        w.flags = static_cast<std::uint16_t>(w.flags & ~kFp8Gemm);
+      } else if (!f.has(kFrozen)) {
         push_backward_gemm(g.kernels, f, wgrad_name(f.op), N, K, M, B * M * N * e + B * M * K * in_b, w_bytes);
+      }
       continue;
     }
     // Built in place (room reserved above); `f` stays valid.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <map>
 #include <filesystem>
 #include <fmt/format.h>
@@ -450,8 +451,114 @@ std::optional<std::string> expand_shell(std::string_view text, const std::map<st
 
 }  // namespace
 
+namespace {
+
+ImportReport import_deepspeed_json(const JsonValue& root, const std::string& path);
+
+/// A here-document (`cat <<EOT > $DS_CONFIG`, its lines, `EOT`): data the
+/// script writes to a file, not arguments.
+struct Heredoc {
+  std::string target;  // the word after `>` on the `<<` line, as written; empty if none
+  std::string body;    // its lines, each ending in a newline
+  int line = 0;        // the `<<` line
+  int body_line = 0;   // its first line
+  bool expands = true; // an unquoted delimiter: the shell expands $NAME in the body
+};
+
+/// The script's here-documents (`<<WORD`, `<<-WORD`, `<<'WORD'`), their
+/// bodies and delimiter lines blanked in `text` (its lines kept) so that
+/// the arguments' reader does not take their lines for commands.
+std::vector<Heredoc> take_heredocs(std::string& text) {
+  std::vector<Heredoc> out;
+  size_t pos = 0;
+  int line = 1;
+  auto blank = [&](size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i)
+      if (text[i] != '\n') text[i] = ' ';
+  };
+  while (pos < text.size()) {
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string::npos) eol = text.size();
+    const std::string l = text.substr(pos, eol - pos);
+    const auto at = l.find("<<");
+    // None, in a comment, a here-string (<<<), or a shift ($((1<<3))): a
+    // here-document's << follows a blank.
+    if (at == std::string::npos || at == 0 || (l[at - 1] != ' ' && l[at - 1] != '\t') ||
+        l.substr(0, at).find('#') != std::string::npos || (at + 2 < l.size() && l[at + 2] == '<')) {
+      pos = eol + 1;
+      ++line;
+      continue;
+    }
+    size_t k = at + 2;
+    const bool tabs = k < l.size() && l[k] == '-';
+    if (tabs) ++k;
+    while (k < l.size() && l[k] == ' ') ++k;
+    Heredoc h;
+    std::string delim;
+    if (k < l.size() && (l[k] == '\'' || l[k] == '"')) {
+      const char q = l[k++];
+      while (k < l.size() && l[k] != q) delim += l[k++];
+      h.expands = false;
+    } else {
+      while (k < l.size() && (std::isalnum(static_cast<unsigned char>(l[k])) || l[k] == '_')) delim += l[k++];
+    }
+    // Whether text[q, e) is the delimiter line (<<- strips leading tabs).
+    const auto is_end = [&](size_t q, size_t e) {
+      std::string_view c(text.data() + q, e - q);
+      if (!c.empty() && c.back() == '\r') c.remove_suffix(1);
+      if (tabs)
+        while (!c.empty() && c.front() == '\t') c.remove_prefix(1);
+      return c == delim;
+    };
+    // The delimiter line must come: without it this is no here-document Ridgeline reads.
+    bool closed = false;
+    for (size_t q = eol + 1; q < text.size() && !delim.empty() && !closed;) {
+      size_t e = text.find('\n', q);
+      if (e == std::string::npos) e = text.size();
+      closed = is_end(q, e);
+      q = e + 1;
+    }
+    if (delim.empty() || !closed) {
+      pos = eol + 1;
+      ++line;
+      continue;
+    }
+    for (size_t g = 0; g < l.size(); ++g) {
+      if (l[g] != '>' || (g >= at && g < at + 2)) continue;
+      size_t w = g + 1;
+      if (w < l.size() && l[w] == '>') ++w;  // >> appends
+      while (w < l.size() && l[w] == ' ') ++w;
+      while (w < l.size() && l[w] != ' ' && l[w] != '\t' && l[w] != ';' && l[w] != '<')
+        if (l[w] != '"' && l[w] != '\'') h.target += l[w++];
+        else ++w;
+      break;
+    }
+    h.line = line;
+    h.body_line = line + 1;
+    size_t p = eol + 1;
+    int ln = line + 1;
+    while (p < text.size()) {
+      size_t e = text.find('\n', p);
+      if (e == std::string::npos) e = text.size();
+      const bool end = is_end(p, e);
+      if (!end) h.body += text.substr(p, e - p) + "\n";
+      blank(p, e);
+      p = e + 1;
+      ++ln;
+      if (end) break;
+    }
+    out.push_back(std::move(h));
+    pos = p;
+    line = ln;
+  }
+  return out;
+}
+
+}  // namespace
+
 ImportReport import_megatron(const std::string& path) {
-  const std::string text = read_text_file(path);
+  std::string text = read_text_file(path);
+  const std::vector<Heredoc> heredocs = take_heredocs(text);
   ImportReport r;
   r.kind = "Megatron-LM args";
   r.file = path;
@@ -490,10 +597,26 @@ ImportReport import_megatron(const std::string& path) {
     }
     const bool dbl = w.size() == 5 && w[0] == "[[" && w[4] == "]]";
     const bool sgl = w.size() == 5 && w[0] == "[" && w[4] == "]";
-    if (!(dbl || sgl) || (w[2] != "==" && w[2] != "=" && w[2] != "!=")) return -1;
+    if (!(dbl || sgl)) return -1;
     const auto lhs = expand_shell(w[1], vars), rhs = expand_shell(w[3], vars);
     if (!lhs || !rhs) return -1;
-    return ((*lhs == *rhs) == (w[2] != "!=")) ? 1 : 0;
+    if (w[2] == "==" || w[2] == "=" || w[2] == "!=") return ((*lhs == *rhs) == (w[2] != "!=")) ? 1 : 0;
+    // test(1)'s integer comparisons: -eq -ne -lt -le -gt -ge over whole numbers.
+    const auto whole = [](const std::string& s) -> std::optional<long long> {
+      long long n = 0;
+      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+      if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+      return n;
+    };
+    const auto a = whole(*lhs), b = whole(*rhs);
+    if (!a || !b) return -1;
+    if (w[2] == "-eq") return *a == *b ? 1 : 0;
+    if (w[2] == "-ne") return *a != *b ? 1 : 0;
+    if (w[2] == "-lt") return *a < *b ? 1 : 0;
+    if (w[2] == "-le") return *a <= *b ? 1 : 0;
+    if (w[2] == "-gt") return *a > *b ? 1 : 0;
+    if (w[2] == "-ge") return *a >= *b ? 1 : 0;
+    return -1;
   };
   std::vector<Token> tokens;
   std::vector<int> uncertain;  // per token: the `if` line of an unevaluated branch, or 0
@@ -606,11 +729,14 @@ ImportReport import_megatron(const std::string& path) {
       continue;
     }
     if (name == "deepspeed_config" || name == "deepspeed-config") {
-      if (!value || has_shell_variable(*value)) {
+      // A path in a variable: the script's own assignment (DS_CONFIG=...).
+      std::optional<std::string> json = value;
+      if (json && has_shell_variable(*json)) json = expand_shell(*json, vars);
+      if (!json) {
         d.error(loc, "--" + name, "expected the path of the ds_config JSON");
         continue;
       }
-      ds_config = {*value, "--" + name + " " + *value, loc};
+      ds_config = {*json, "--" + name + " " + *value, loc};
       continue;
     }
     if (take_megatron_arg(r.values, name, value.value_or(""), loc, d)) continue;
@@ -623,7 +749,46 @@ ImportReport import_megatron(const std::string& path) {
   // the arguments do not say (the ZeRO stage, overlap_comm, offload, the
   // accumulation dtype) comes from it; Megatron-DeepSpeed's own arguments
   // (--zero-stage, the batch sizes, --bf16) come first.
-  if (ds_config.given()) {
+  // What the ds_config gives and the arguments do not, with its ignored and
+  // unread keys under `from`.
+  auto merge = [&](const ImportReport& ds, const std::string& from) {
+    LaunchValue LaunchValues::*const kFromJson[] = {
+        &LaunchValues::zero, &LaunchValues::grad_reduce, &LaunchValues::offload_optimizer,
+        &LaunchValues::offload_params, &LaunchValues::grad_accum_dtype, &LaunchValues::precision,
+        &LaunchValues::micro_batch, &LaunchValues::global_batch, &LaunchValues::grad_accum, &LaunchValues::optimizer};
+    for (auto m : kFromJson)
+      if (!(r.values.*m).given() && (ds.values.*m).given()) r.values.*m = ds.values.*m;
+    for (const auto& x : ds.ignored) r.ignored.push_back(from + ": " + x);
+    for (const auto& x : ds.unknown) r.unknown.push_back(from + ": " + x);
+  };
+  // A ds_config the script writes itself with a here-document to the path
+  // it passes (cat <<EOT > $DS_CONFIG): its body, with the script's
+  // assignments expanded as the shell does under an unquoted delimiter.
+  const Heredoc* written = nullptr;
+  for (const Heredoc& h : heredocs)
+    if (!h.target.empty() && expand_shell(h.target, vars) == ds_config.text) written = &h;
+  if (ds_config.given() && written) {
+    std::string json(static_cast<size_t>(written->body_line - 1), '\n');  // the script's line numbers
+    int ln = written->body_line;
+    for (size_t at = 0; at < written->body.size(); ++ln) {
+      const size_t e = written->body.find('\n', at);
+      const std::string l = written->body.substr(at, e - at);
+      at = e + 1;
+      const auto x = written->expands && has_shell_variable(l) ? expand_shell(l, vars) : std::optional<std::string>(l);
+      if (!x)
+        throw support::SpecError(support::SourceLoc{path, ln, static_cast<int>(l.find('$')) + 1}, field_of(ds_config),
+                                 fmt::format("the ds_config written by the here-document of line {} uses an expansion "
+                                             "Ridgeline does not read ($NAME, ${{NAME}}, ${{NAME:-default}} over the "
+                                             "script's assignments): write the value",
+                                             written->line));
+      json += *x + "\n";
+    }
+    merge(import_deepspeed_json(parse_json(json, path), path),
+          fmt::format("ds_config (here-document, line {})", written->line));
+    r.notes.push_back(fmt::format("{} (line {}): the DeepSpeed settings the arguments do not give, from the "
+                                  "here-document of line {} that writes {}",
+                                  ds_config.said, ds_config.loc.line, written->line, ds_config.text));
+  } else if (ds_config.given()) {
     namespace fs = std::filesystem;
     fs::path json = fs::path(path).parent_path() / ds_config.text;
     if (!fs::exists(json)) json = ds_config.text;
@@ -632,15 +797,7 @@ ImportReport import_megatron(const std::string& path) {
                                fmt::format("cannot read \"{}\" beside the script or from here; import it with "
                                            "--from-deepspeed and give the script's layout as flags",
                                            ds_config.text));
-    ImportReport ds = import_deepspeed(json.string());
-    LaunchValue LaunchValues::*const kFromJson[] = {
-        &LaunchValues::zero, &LaunchValues::grad_reduce, &LaunchValues::offload_optimizer,
-        &LaunchValues::offload_params, &LaunchValues::grad_accum_dtype, &LaunchValues::precision,
-        &LaunchValues::micro_batch, &LaunchValues::global_batch, &LaunchValues::grad_accum, &LaunchValues::optimizer};
-    for (auto m : kFromJson)
-      if (!(r.values.*m).given() && (ds.values.*m).given()) r.values.*m = ds.values.*m;
-    for (auto& x : ds.ignored) r.ignored.push_back(json.filename().string() + ": " + x);
-    for (auto& x : ds.unknown) r.unknown.push_back(json.filename().string() + ": " + x);
+    merge(import_deepspeed(json.string()), json.filename().string());
     r.notes.push_back(fmt::format("{} (line {}): the DeepSpeed settings the arguments do not give", ds_config.said,
                                   ds_config.loc.line));
   }
@@ -825,10 +982,11 @@ ImportReport import_torchtitan(const std::string& path) {
     }
     if ((dotted == "float8.recipe_name" || dotted == "quantize.linear.float8.recipe_name") && val) {
       // job_config.py (torchtitan 238fa99) line 738: "tensorwise", "rowwise"
-      // or "rowwise_with_gw_hp" (torchao Float8LinearRecipeName); the last
-      // keeps the wgrad GEMM in 16 bits, which no plan recipe does.
-      if (*val == "tensorwise" || *val == "rowwise") v.fp8_recipe = {*val, said, loc};
-      else d.error(loc, dotted, fmt::format("fp8 recipe \"{}\" is not modelled; tensorwise and rowwise are", *val));
+      // or "rowwise_with_gw_hp" (torchao Float8LinearRecipeName, config.py
+      // lines 141-176), each a plan recipe of the same name.
+      if (*val == "tensorwise" || *val == "rowwise" || *val == "rowwise_with_gw_hp") v.fp8_recipe = {*val, said, loc};
+      else d.error(loc, dotted, fmt::format("fp8 recipe \"{}\" is not one of torchao's: tensorwise, rowwise, "
+                                            "rowwise_with_gw_hp", *val));
       continue;
     }
     // The 2024 [float8] section (config_manager.py lines 466-510):
@@ -1044,8 +1202,19 @@ void deepspeed_unread(ImportReport& r, const std::string& key, int line) {
 
 }  // namespace
 
-ImportReport import_deepspeed(const std::string& path) {
-  const JsonValue root = load_json_file(path);
+namespace {
+
+ImportReport import_deepspeed_json(const JsonValue& root, const std::string& path);
+
+}  // namespace
+
+ImportReport import_deepspeed(const std::string& path) { return import_deepspeed_json(load_json_file(path), path); }
+
+namespace {
+
+/// The DeepSpeed settings of a parsed ds_config (a file, or the heredoc a
+/// Megatron-DeepSpeed script writes it with); `path` names it in the report.
+ImportReport import_deepspeed_json(const JsonValue& root, const std::string& path) {
   ImportReport r;
   r.kind = "DeepSpeed JSON";
   r.file = path;
@@ -1169,6 +1338,8 @@ ImportReport import_deepspeed(const std::string& path) {
   d.throw_if_errors();
   return r;
 }
+
+}  // namespace
 
 // ---- Applying ----
 

@@ -71,9 +71,9 @@ Float8Names float8_names(const ImportReport& r) {
 ///    batch is always batch_size x DP;
 ///  - compile.enable (line 722; 2024: training.compile): fusion compiled or
 ///    eager, nothing between;
-///  - model.converters (line 118) with float8's recipe_name "tensorwise" or
-///    "rowwise" (line 738; torchao has no delayed scaling there, and
-///    "rowwise_with_gw_hp" is no plan recipe); the converters' names
+///  - model.converters (line 118) with float8's recipe_name "tensorwise",
+///    "rowwise" or "rowwise_with_gw_hp" (line 738; torchao has no delayed
+///    scaling there); the converters' names
 ///    "quantize.linear.float8" and "quantize.linear.mx" (mxfp8) are
 ///    registered in components/quantization/float8.py line 238 and mx.py
 ///    line 171;
@@ -178,7 +178,8 @@ void torchtitan_edit(const ImportReport& r, const PlanSpec& a, const PlanSpec& b
       const bool quantize = names == Float8Names::kQuantize;
       if (b.fp8_recipe == Fp8Recipe::kMxfp8) {
         e.add(fmt::format("model.converters = [{}]", quoted(quantize ? "quantize.linear.mx" : "mx")));
-      } else if (b.fp8_recipe == Fp8Recipe::kTensorwise || b.fp8_recipe == Fp8Recipe::kRowwise) {
+      } else if (b.fp8_recipe == Fp8Recipe::kTensorwise || b.fp8_recipe == Fp8Recipe::kRowwise ||
+                 b.fp8_recipe == Fp8Recipe::kRowwiseGwHp) {
         if (!fp8_from || a.fp8_recipe == Fp8Recipe::kMxfp8)
           e.add(fmt::format("model.converters = [{}]", quoted(quantize ? "quantize.linear.float8" : "float8")));
         e.add(fmt::format("{}.recipe_name = {}", quantize ? "quantize.linear.float8" : "float8",
@@ -298,7 +299,7 @@ void megatron_edit(const ImportReport& r, const PlanSpec& a, const PlanSpec& b, 
     } else if (k == "precision" || k == "fp8.recipe") {
       const bool fp8_to = b.precision == Precision::kFp8, fp8_from = a.precision == Precision::kFp8;
       if (mds || (!fp8_to && !(fp8_from && b.precision == Precision::kBf16)) ||
-          b.fp8_recipe == Fp8Recipe::kRowwise) {
+          b.fp8_recipe == Fp8Recipe::kRowwise || b.fp8_recipe == Fp8Recipe::kRowwiseGwHp) {
         e.refuse();
       } else if (!fp8_to) {
         e.add("drop --fp8-format and --fp8-recipe (--bf16 stays)");

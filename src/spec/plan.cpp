@@ -57,7 +57,8 @@ constexpr std::pair<std::string_view, Fp8Recipe> kRecipes[] = {{"delayed", Fp8Re
                                                               {"tensorwise", Fp8Recipe::kTensorwise},
                                                               {"blockwise", Fp8Recipe::kBlockwise},
                                                               {"mxfp8", Fp8Recipe::kMxfp8},
-                                                              {"rowwise", Fp8Recipe::kRowwise}};
+                                                              {"rowwise", Fp8Recipe::kRowwise},
+                                                              {"rowwise_with_gw_hp", Fp8Recipe::kRowwiseGwHp}};
 constexpr std::pair<std::string_view, std::uint8_t> kTargets[] = {
     {"q", kTargetQ}, {"k", kTargetK}, {"v", kTargetV}, {"o", kTargetO},
     {"gate", kTargetGate}, {"up", kTargetUp}, {"down", kTargetDown}};

@@ -65,7 +65,8 @@ constinit const PlanField kFields[] = {
      RIDGELINE_WORD(precision, parse_precision, to_string), .choices = precision_choices,
      .group = SummaryGroup::kTechnique, .show = Show::kAlways, .scope = Scope::kGraph},
     {.key = "fp8.recipe", .setting = "fp8_recipe", .flag = "fp8-recipe",
-     .help = "fp8 scaling recipe (Transformer Engine's, and torchao's rowwise): delayed = per-tensor scales from an amax history of "
+     .help = "fp8 scaling recipe (Transformer Engine's, and torchao's; tensorwise under torchtitan is torchao's, "
+             "every operand cast per micro-batch and the 16-bit input saved): delayed = per-tensor scales from an amax history of "
              "1024 steps, E4M3 forward and E5M2 gradients (DelayedScaling, HYBRID format); tensorwise = "
              "per-tensor current scaling, an amax pass over each tensor before its cast (Float8CurrentScaling); "
              "blockwise = DeepSeek-V3 1x128 activation and 128x128 weight fp32 scales, computed in the cast, "
@@ -73,7 +74,9 @@ constinit const PlanField kFields[] = {
              "elements, row- and column-wise quantized copies, Blackwell block-scaled tensor cores only "
              "(MXFP8BlockScaling); rowwise = torchao's (torchtitan recipe_name \"rowwise\"): an fp32 scale per "
              "row of each GEMM operand from the row's amax, E4M3 throughout, weights cast every micro-batch, "
-             "the 16-bit input saved for backward",
+             "the 16-bit input saved for backward; rowwise_with_gw_hp = torchao's (recipe_name "
+             "\"rowwise_with_gw_hp\"): rowwise for the output and input-gradient GEMMs (the latter's weight with "
+             "one scale per tensor), the weight-gradient GEMM in 16 bits on the 16-bit input and gradient",
      .type = FieldType::kWord, RIDGELINE_WORD(fp8_recipe, parse_fp8_recipe, to_string),
      .choices = fp8_recipe_choices, .applies = is_fp8, .group = SummaryGroup::kTechnique,
      .show = Show::kIfChanged, .summary = " {}", .scope = Scope::kGraph},

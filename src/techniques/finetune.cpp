@@ -74,7 +74,10 @@ void apply_finetune(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
     // The 16-bit O: held by the projection (as its input) unless fp8 made
     // that a quantized copy, in which case the precision pass gave it to the
     // flash kernel already.
-    const bool out_o = k.op == Op::kOut && flash < n && !k.has(graph::kFp8Gemm);
+    // torchao's Float8Linear saves the 16-bit input itself (saves_16bit_input):
+    // the projection still holds O.
+    const bool o_moved = k.has(graph::kFp8Gemm) && !spec::precision_policy(p).quant.saves_16bit_input;
+    const bool out_o = k.op == Op::kOut && flash < n && !o_moved;
     if (tg.count == 0) {
       if (out_o) ks[flash].saved_bytes += T * d_in * e;
       ks[i].saved_bytes = 0;  // no adapter and no weight gradient: the input is not needed
@@ -106,7 +109,7 @@ void apply_finetune(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
     a.chain_bytes = a.write_bytes;
     a.saved_bytes = T * d_in * e;  // the shared input
     // Under fp8 the flash kernel holds the 16-bit O the adapter reads.
-    if (k.op == Op::kOut && flash < n && k.has(graph::kFp8Gemm)) a.saved_bytes = 0;
+    if (k.op == Op::kOut && flash < n && o_moved) a.saved_bytes = 0;
     a.weight_params = d_in * r * tg.count;
     ks[i].saved_bytes = 0;  // saved once, by the adapter
     ks.push_back(a);

@@ -82,13 +82,15 @@ void append_casts(std::vector<Kernel>& out, const Kernel& gemm, const spec::Quan
   out.push_back(c);
 }
 
-/// One quantized copy under per-row scales (rowwise): the amax of each of
-/// its `rows` rows (read e bytes per element, write an fp32 per row), then
-/// the cast (read e, write 1 byte per element and the fp32 scale per row).
-/// The row-wise copy of an R x C operand has R rows, its column-wise twin C.
-void append_row_scaled_cast(std::vector<Kernel>& out, const Kernel& gemm, const spec::QuantRecipe& q,
-                            std::string_view amax_name, std::string_view cast_name, spec::Dtype dtype,
-                            spec::Phase phase, double elems, double rows, double e) {
+/// One quantized copy of a torchao Float8Linear operand: the amax pass
+/// (read e bytes per element, write the scales), then the cast (read e,
+/// write 1 byte per element and the scales). Per-row scales (rowwise): an
+/// fp32 per row, `rows` of them (the row-wise copy of an R x C operand has
+/// R rows, its column-wise twin C); per-tensor scales (tensorwise): one fp32.
+void append_scaled_cast(std::vector<Kernel>& out, const Kernel& gemm, const spec::QuantRecipe& q,
+                        std::string_view amax_name, std::string_view cast_name, spec::Dtype dtype,
+                        spec::Phase phase, double elems, double rows, double e, bool per_tensor = false) {
+  const double scales = q.scale_bytes_per_row > 0 && !per_tensor ? rows * q.scale_bytes_per_row : 4.0;
   Kernel a;
   a.name = amax_name;
   a.op = Op::kAmax;
@@ -98,44 +100,50 @@ void append_row_scaled_cast(std::vector<Kernel>& out, const Kernel& gemm, const 
   a.flags = gemm.flags & graph::kLayer;
   a.count = gemm.count;
   a.read_bytes = elems * e;
-  a.write_bytes = rows * q.scale_bytes_per_row;
+  a.write_bytes = scales;
   a.flops = elems;
   out.push_back(a);
   Kernel c = a;
   c.name = cast_name;
   c.op = Op::kCast;
   c.cls = spec::KernelClass::kCast;
-  c.write_bytes = elems * 1.0 + rows * q.scale_bytes_per_row;
+  c.write_bytes = elems * 1.0 + scales;
   c.flops = 2 * elems;
   out.push_back(c);
 }
 
-/// torchao's Float8Linear under per-row scales (spec::quant_recipe, rowwise)
-/// for one linear with input X (T x K), weight W (N x K) and output gradient
-/// dY (T x N), each operand quantized where its GEMM needs it
-/// (torchao/float8/float8_linear.py, pytorch/ao 36027d8, lines 53-88 and
-/// 108-195):
+/// torchao's Float8Linear (spec::quant_recipe: rowwise, and tensorwise under
+/// torchtitan) for one linear with input X (T x K), weight W (N x K) and
+/// output gradient dY (T x N): each operand quantized where its GEMM needs
+/// it, one hp_tensor_to_float8_dynamic call each (torchao/float8/
+/// float8_linear.py, pytorch/ao v0.16.0 and 36027d8, lines 53-88 and
+/// 108-195), the gradient's in q.grad (E5M2 under tensorwise):
 ///  - forward: X along K (T scales) and W along K (N scales) for fprop;
 ///  - backward: dY along N (T scales) and W along N (K scales) for dgrad;
 ///    dY along T (N scales) and the saved 16-bit X along T (K scales) for
 ///    wgrad.
-void append_rowwise_linear_casts(std::vector<Kernel>& out, const Kernel& gemm, const spec::QuantRecipe& q,
+/// Under tensorwise each is one fp32 scale; the source casts dY twice and W
+/// in both passes as it does under rowwise (eager; torch.compile may merge
+/// the two identical casts of dY). Under rowwise_with_gw_hp dgrad's W is
+/// scaled per tensor (one fp32) and wgrad's operands are not cast at all.
+void append_torchao_linear_casts(std::vector<Kernel>& out, const Kernel& gemm, const spec::QuantRecipe& q,
                                  double e) {
   const double b = gemm.gemm.batch, t = gemm.gemm.m, k = gemm.gemm.k, n = gemm.gemm.n;
   const auto fwd = spec::Phase::kForward, bwd = spec::Phase::kBackward;
   const spec::Dtype d = q.gemm;
-  append_row_scaled_cast(out, gemm, q, "fp8_amax_input_rowwise", "fp8_quantize_input_rowwise", d, fwd, b * t * k,
-                         b * t, e);
-  append_row_scaled_cast(out, gemm, q, "fp8_amax_weight_rowwise", "fp8_quantize_weight_rowwise", d, fwd, b * n * k,
-                         b * n, e);
-  append_row_scaled_cast(out, gemm, q, "fp8_amax_grad_rowwise", "fp8_quantize_grad_rowwise", d, bwd, b * t * n,
-                         b * t, e);
-  append_row_scaled_cast(out, gemm, q, "fp8_amax_weight_colwise", "fp8_quantize_weight_colwise", d, bwd, b * n * k,
-                         b * k, e);
-  append_row_scaled_cast(out, gemm, q, "fp8_amax_grad_colwise", "fp8_quantize_grad_colwise", d, bwd, b * t * n,
-                         b * n, e);
-  append_row_scaled_cast(out, gemm, q, "fp8_amax_input_colwise", "fp8_quantize_input_colwise", d, bwd, b * t * k,
-                         b * k, e);
+  append_scaled_cast(out, gemm, q, "fp8_amax_input_rowwise", "fp8_quantize_input_rowwise", d, fwd, b * t * k, b * t,
+                     e);
+  append_scaled_cast(out, gemm, q, "fp8_amax_weight_rowwise", "fp8_quantize_weight_rowwise", d, fwd, b * n * k,
+                     b * n, e);
+  append_scaled_cast(out, gemm, q, "fp8_amax_grad_rowwise", "fp8_quantize_grad_rowwise", q.grad, bwd, b * t * n,
+                     b * t, e);
+  append_scaled_cast(out, gemm, q, "fp8_amax_weight_colwise", "fp8_quantize_weight_colwise", d, bwd, b * n * k,
+                     b * k, e, q.dgrad_weight_per_tensor);
+  if (q.wgrad_16bit) return;
+  append_scaled_cast(out, gemm, q, "fp8_amax_grad_colwise", "fp8_quantize_grad_colwise", q.grad, bwd, b * t * n,
+                     b * n, e);
+  append_scaled_cast(out, gemm, q, "fp8_amax_input_colwise", "fp8_quantize_input_colwise", d, bwd, b * t * k, b * k,
+                     e);
 }
 
 }  // namespace
@@ -157,10 +165,10 @@ void append_rowwise_linear_casts(std::vector<Kernel>& out, const Kernel& gemm, c
 ///  - once per step, when the weights change: W's quantized copies (row-wise
 ///    and transposed), read e per pass (two passes where the column-wise copy
 ///    is its own quantization, mxfp8; an amax pass under current scaling).
-/// torchao's rowwise recipe instead quantizes every operand where its GEMM
-/// needs it, weights included, in every micro-batch
-/// (append_rowwise_linear_casts), and saves the 16-bit input: no quantized
-/// copy is saved or kept.
+/// torchao's Float8Linear (rowwise; tensorwise under torchtitan) instead
+/// quantizes every operand where its GEMM needs it, weights included, in
+/// every micro-batch (append_torchao_linear_casts), and saves the 16-bit
+/// input: no quantized copy is saved or kept.
 /// Not modelled: NVFP4's bf16 last blocks (the paper keeps about 15% of the
 /// linear layers, mostly the final ones, in bf16: the graph's decoder layers
 /// are one kernel each with count = layers) and the amax-history update
@@ -170,7 +178,10 @@ void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
   (void)m;
   const spec::PrecisionPolicy pol = spec::precision_policy(p);
   g.fp8_weight_copies = 2;
+  g.fp8_wgrad_16bit = false;
   if (!pol.fp8_linear) return;
+  g.fp8_wgrad_16bit = pol.quant.wgrad_16bit;
+  g.fp8_wgrad_dtype = pol.linear_gemm;
   const spec::QuantRecipe& q = pol.quant;
   // The weight copies Transformer Engine keeps: the row-wise copy (fprop) and
   // the column-wise one (dgrad reads W untransposed), except where one scale
@@ -205,7 +216,7 @@ void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
     if (q.saves_16bit_input) {
       // The 16-bit input stays what the GEMM saves (the bf16 graph's tensors).
       const Kernel gemm = k;
-      append_rowwise_linear_casts(ks, gemm, q, e);
+      append_torchao_linear_casts(ks, gemm, q, e);
       continue;
     }
     if (k.op == Op::kOut && flash < n) ks[flash].saved_bytes += in_elems * e;  // the 16-bit O

@@ -15,8 +15,10 @@
 #include <fstream>
 #include <unistd.h>
 
+#include "ridgeline/cost/cost.hpp"
 #include "ridgeline/engine/engine.hpp"
 #include "ridgeline/memory/memory.hpp"
+#include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
 #include "ridgeline/support/diagnostics.hpp"
 #include "ridgeline/techniques/passes.hpp"
@@ -220,13 +222,202 @@ TEST_CASE("fp8: rowwise has no fp8 primary weights, and torchtitan's recipe_name
   const auto r = test::run_cli("predict --model gpt3_350m --dp 8 --print-plan --from-torchtitan " + toml);
   REQUIRE_MESSAGE(r.status == 0, r.err);
   CHECK(r.out.find("fp8_recipe           rowwise") != std::string::npos);
-  const std::string gw = write_temp("gw.toml",
-                                    "[model]\nconverters = [\"quantize.linear.float8\"]\n"
-                                    "[quantize.linear.float8]\nrecipe_name = \"rowwise_with_gw_hp\"\n");
-  const auto e = test::run_cli("predict --model gpt3_350m --dp 8 --from-torchtitan " + gw);
+  // Another recipe name: the error at its value.
+  const std::string bad = write_temp("bad.toml",
+                                     "[model]\nconverters = [\"quantize.linear.float8\"]\n"
+                                     "[quantize.linear.float8]\nrecipe_name = \"blockwise\"\n");
+  const auto e = test::run_cli("predict --model gpt3_350m --dp 8 --from-torchtitan " + bad);
   CHECK(e.status == 2);
-  CHECK(test::first_line(e.err) == gw + ":4:15: error: quantize.linear.float8.recipe_name: fp8 recipe "
-                                        "\"rowwise_with_gw_hp\" is not modelled; tensorwise and rowwise are\n");
+  CHECK(test::first_line(e.err) == bad + ":4:15: error: quantize.linear.float8.recipe_name: fp8 recipe "
+                                         "\"blockwise\" is not one of torchao's: tensorwise, rowwise, "
+                                         "rowwise_with_gw_hp\n");
+}
+
+TEST_CASE("fp8: rowwise_with_gw_hp (torchao) imports from both torchtitan spellings and shows in the plan") {
+  // torchtitan/config/job_config.py (238fa99) line 738: recipe_name
+  // "tensorwise", "rowwise" or "rowwise_with_gw_hp"; the 2025 converter
+  // "float8" reads [float8], the 2026 "quantize.linear.float8" its own table.
+  const std::string now = write_temp("gw.toml",
+                                     "[model]\nconverters = [\"quantize.linear.float8\"]\n"
+                                     "[quantize.linear.float8]\nrecipe_name = \"rowwise_with_gw_hp\"\n");
+  const std::string old = write_temp("gw_2025.toml",
+                                     "[model]\nconverters = [\"float8\"]\n"
+                                     "[float8]\nrecipe_name = \"rowwise_with_gw_hp\"\n");
+  for (const std::string& f : {now, old}) {
+    const auto r = test::run_cli("predict --model gpt3_350m --dp 8 --print-plan --from-torchtitan " + f);
+    REQUIRE_MESSAGE(r.status == 0, r.err);
+    CHECK(r.out.find("fp8_recipe           rowwise_with_gw_hp") != std::string::npos);
+    CHECK(r.out.find("precision            fp8") != std::string::npos);
+  }
+  // The plan field reads it too; Transformer Engine frameworks do not offer it.
+  const auto flag = test::run_cli("predict --model gpt3_350m --framework torchtitan --precision fp8 "
+                                  "--fp8-recipe rowwise_with_gw_hp --print-plan");
+  REQUIRE_MESSAGE(flag.status == 0, flag.err);
+  CHECK(flag.out.find("Plan: torchtitan, fp8 rowwise_with_gw_hp,") != std::string::npos);
+  CHECK_FALSE(spec::offers_fp8_recipe(spec::framework(*spec::find_framework("megatron")), spec::Fp8Recipe::kRowwiseGwHp));
+  CHECK(spec::offers_fp8_recipe(spec::framework(*spec::find_framework("torchtitan")), spec::Fp8Recipe::kRowwiseGwHp));
+}
+
+TEST_CASE("fp8: rowwise_with_gw_hp runs the weight-gradient GEMM in bf16 and casts nothing for it") {
+  // torchao/float8/config.py (pytorch/ao v0.16.0) lines 353-378:
+  //   output      X, W per row, E4M3            (as rowwise)
+  //   grad_input  dY per row E4M3, W TENSORWISE (one fp32 scale)
+  //   grad_weight X, dY ScalingType.DISABLED: the 16-bit tensors, a bf16 GEMM.
+  // GPT-3 Medium per layer (the header's counts, W 12,582,912 elements):
+  //   forward as rowwise: 136,454,144 bytes in 16 kernels;
+  //   backward dY row-wise: 5 x 18,874,368 + 2 x 4 x 8,192 (T = 2,048 fp32
+  //            scales per linear, amax and cast) = 94,437,376;
+  //            W per tensor: 5 x 12,582,912 + 4 x 2 x 4 = 62,914,592;
+  //            157,351,968 bytes in 16 kernels (no wgrad casts).
+  spec::PlanSpec p = fp8_plan(spec::Fp8Recipe::kRowwiseGwHp);
+  p.framework = *spec::find_framework("torchtitan");
+  const graph::Graph g = step_graph(p);
+  Casts f = layer_casts(g, spec::Phase::kForward, "fp8_");
+  CHECK(f.kernels == 16);
+  CHECK(f.bytes == doctest::Approx(136'454'144).epsilon(1e-12));
+  Casts b = layer_casts(g, spec::Phase::kBackward, "fp8_");
+  CHECK(b.kernels == 16);
+  CHECK(b.bytes == doctest::Approx(157'351'968).epsilon(1e-12));
+  for (const auto& k : g.kernels) {
+    const bool wgrad_cast = k.name.find("colwise") != std::string::npos && k.name.find("weight") == std::string::npos;
+    CHECK_FALSE(wgrad_cast);
+    CHECK(k.name != "fp8_weight_cast_transpose");
+  }
+  // The down projection (K = 4096, N = 1024, T = 2048): fprop and dgrad in
+  // E4M3, wgrad dW = dY^T X in bf16, 2 x 2048 x 1024 x 4096 =
+  // 17,179,869,184 FLOPs, reading the 16-bit dY and X: 2 x 2048 x (1024 +
+  // 4096) = 20,971,520 bytes.
+  const auto hw = test::gpu("h100_sxm");
+  const cost::CostParams c = cost::resolve(hw);
+  spec::PlanSpec bf16 = p, row = p;
+  bf16.precision = spec::Precision::kBf16;
+  row.fp8_recipe = spec::Fp8Recipe::kRowwise;
+  const graph::Graph gb = step_graph(bf16), gr = step_graph(row);
+  const auto find = [](const graph::Graph& x, std::string_view name) {
+    for (const auto& k : x.kernels)
+      if (k.name == name) return k;
+    FAIL("no " << name);
+    return graph::Kernel{};
+  };
+  CHECK(find(g, "mlp_down_proj").dtype == spec::Dtype::kFp8E4M3);
+  CHECK(find(g, "mlp_down_proj.dgrad").dtype == spec::Dtype::kFp8E4M3);
+  const graph::Kernel w = find(g, "mlp_down_proj.wgrad");
+  CHECK(w.dtype == spec::Dtype::kBf16);
+  CHECK_FALSE(w.has(graph::kFp8Gemm));
+  CHECK(w.flops == doctest::Approx(17'179'869'184.0));
+  CHECK(w.read_bytes == doctest::Approx(20'971'520.0));
+  // At the bf16 rate: its time that of the bf16 plan's wgrad (the same
+  // operands); rowwise's fp8 one runs at twice the peak (H100: 989 vs 1979
+  // dense TFLOPS) at main-loop efficiency 0.82 against 0.895
+  // (docs/accuracy_basis.md), 1979 x 0.82 / (989 x 0.895) = 1.83 times the
+  // rate, less the launch and fill time both pay.
+  const double t = cost::cost_kernel(w, c, false).time_s;
+  CHECK(t == doctest::Approx(cost::cost_kernel(find(gb, "mlp_down_proj.wgrad"), c, false).time_s).epsilon(0.02));
+  CHECK(t > 1.3 * cost::cost_kernel(find(gr, "mlp_down_proj.wgrad"), c, false).time_s);
+}
+
+TEST_CASE("fp8: torchtitan's tensorwise (torchao) saves the 16-bit input; Megatron's (Transformer Engine) the fp8 copy") {
+  // torchao/float8/float8_linear.py (pytorch/ao v0.16.0, unchanged to
+  // 36027d8) line 45: matmul_with_hp_or_float8_args.forward runs
+  // ctx.save_for_backward(input_hp, weight_hp_t) under every recipe, so the
+  // linear's 16-bit input is what it saves. Llama-3-8B (models/llama3_8b.yaml:
+  // h = 4096, 32 heads of 128, 8 KV heads, FFN f = 14336, SwiGLU), TP 1, per
+  // token per layer, 2-byte elements:
+  //   QKV input   h = 4096 x 2 =  8,192
+  //   out input   h = 4096 x 2 =  8,192  (O, a h-wide concat of the heads)
+  //   up input    h = 4096 x 2 =  8,192  (gate and up share it)
+  //   down input  f = 14336 x 2 = 28,672
+  //   total                      53,248 bytes, as under bf16.
+  // Transformer Engine (linear.py:614-616) keeps X's 1-byte column-wise copy:
+  //   4096 + 4096 + 4096 + 14336 = 26,624 bytes, and the fused attention
+  //   kernel keeps the 16-bit O for its own backward: + 4096 x 2 = 8,192.
+  const auto m = test::model("llama3_8b");
+  const auto hw = test::gpu("h100_sxm");
+  const double T = 2048;
+  const auto graph_of = [&](const spec::PlanSpec& p) {
+    graph::Graph g;
+    techniques::build_step(g, m, p, hw);
+    return g;
+  };
+  struct Saved {
+    double linears = 0, flash = 0, layer = 0;
+  };
+  const auto saved = [&](const graph::Graph& g) {  // per token per layer
+    Saved s;
+    for (const auto& k : g.kernels) {
+      if (k.phase != spec::Phase::kForward || !k.has(graph::kLayer)) continue;
+      const double b = (k.saved_bytes + k.saved_core_bytes) * k.count / g.layers / T;
+      s.layer += b;
+      if (k.op == Op::kFlashAttn) s.flash += b;
+      if (k.cls == spec::KernelClass::kGemm &&
+          (k.op == Op::kQkv || k.op == Op::kOut || k.op == Op::kUp || k.op == Op::kDown))
+        s.linears += b;
+    }
+    return s;
+  };
+  spec::PlanSpec titan = fp8_plan(spec::Fp8Recipe::kTensorwise);
+  titan.framework = *spec::find_framework("torchtitan");
+  spec::PlanSpec titan_bf16 = titan;
+  titan_bf16.precision = spec::Precision::kBf16;
+  const Saved tt = saved(graph_of(titan)), tb = saved(graph_of(titan_bf16));
+  CHECK(tt.linears == doctest::Approx(53'248).epsilon(1e-12));
+  CHECK(tt.flash == doctest::Approx(tb.flash).epsilon(1e-12));
+  CHECK(tt.layer == doctest::Approx(tb.layer).epsilon(1e-12));
+  // No fp8 weight copy and no scaling state kept: weights and buffers as bf16.
+  const auto mem = [&](const spec::PlanSpec& p) { return memory::estimate(graph_of(p), m, p, hw, 1); };
+  const auto mt = mem(titan), mtb = mem(titan_bf16);
+  CHECK(mt.weights == doctest::Approx(mtb.weights).epsilon(1e-12));
+  CHECK(mt.activations == doctest::Approx(mtb.activations).epsilon(1e-12));
+  CHECK(mt.buffers == doctest::Approx(mtb.buffers).epsilon(1e-12));
+
+  // Megatron (framework 0) keeps Transformer Engine's: 26,624 in the linears,
+  // 8,192 more in the attention kernel than under bf16.
+  const spec::PlanSpec mega = fp8_plan(spec::Fp8Recipe::kTensorwise);
+  spec::PlanSpec mega_bf16 = mega;
+  mega_bf16.precision = spec::Precision::kBf16;
+  const Saved ms = saved(graph_of(mega)), mb = saved(graph_of(mega_bf16));
+  CHECK(ms.linears == doctest::Approx(26'624).epsilon(1e-12));
+  CHECK(ms.flash - mb.flash == doctest::Approx(8'192).epsilon(1e-12));
+  // Its weights: two 1-byte copies per linear weight on Hopper, 32 layers of
+  // QKV 4096 x 6144, out 4096 x 4096, up 4096 x 28672, down 14336 x 4096 =
+  // 218,103,808 parameters per layer: 2 x 32 x 218,103,808 = 13,958,643,712
+  // bytes; buffers: amax, scale and scale_inv of 3 tensors x 128 linears,
+  // 3 x 12 x 128 = 4,608 bytes.
+  const auto mm = mem(mega), mmb = mem(mega_bf16);
+  CHECK(mm.weights - mmb.weights == doctest::Approx(13'958'643'712.0));
+  CHECK(mm.buffers - mmb.buffers == doctest::Approx(4'608));
+}
+
+TEST_CASE("fp8: torchtitan's tensorwise casts every operand where its GEMM needs it, one fp32 scale each") {
+  // The six hp_tensor_to_float8_dynamic calls of float8_linear.py (lines
+  // 53-88, 108-195) under Float8LinearConfig() (config.py lines 331-332),
+  // each an amax pass (read 2 bytes per element, write one fp32) and a cast
+  // (read 2, write 1 per element and the fp32). GPT-3 Medium per layer (the
+  // header's counts; W 12,582,912 elements):
+  //   forward  X: 5 x 14,680,064 + 4 x 8 = 73,400,352
+  //            W: 5 x 12,582,912 + 4 x 8 = 62,914,592
+  //            136,314,944 bytes in 16 kernels;
+  //   backward dY twice, W and X once: 2 x 5 x 18,874,368 + 5 x 12,582,912
+  //            + 5 x 14,680,064 + 4 x 4 x 8 = 325,058,688 bytes in 32 kernels,
+  //            dY's in E5M2 (config.py line 300).
+  spec::PlanSpec p = fp8_plan(spec::Fp8Recipe::kTensorwise);
+  p.framework = *spec::find_framework("torchtitan");
+  const graph::Graph g = step_graph(p);
+  Casts f = layer_casts(g, spec::Phase::kForward, "fp8_");
+  CHECK(f.kernels == 16);
+  CHECK(f.bytes == doctest::Approx(136'314'944).epsilon(1e-12));
+  Casts b = layer_casts(g, spec::Phase::kBackward, "fp8_");
+  CHECK(b.kernels == 32);
+  CHECK(b.bytes == doctest::Approx(325'058'688).epsilon(1e-12));
+  for (const auto& k : g.kernels) {
+    if (k.op == Op::kCast && k.has(graph::kLayer))
+      CHECK(k.dtype == (k.name.find("grad") != std::string::npos ? spec::Dtype::kFp8E5M2 : spec::Dtype::kFp8E4M3));
+    CHECK(k.name != "fp8_weight_cast_transpose");
+  }
+  p.fp8_primary_weights = true;
+  const auto pred = engine::evaluate(test::model("gpt3_350m"), p, test::gpu("h100_sxm"));
+  CHECK(pred.status == engine::Status::kInvalid);
+  CHECK(pred.problem.field == "fp8.primary_weights");
 }
 
 TEST_CASE("fp8: the scaling state is counted in the buffers") {

@@ -6,8 +6,14 @@
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <unistd.h>
 
+#include "ridgeline/spec/launch_config.hpp"
+#include "ridgeline/spec/launch_edit.hpp"
+#include "ridgeline/spec/model.hpp"
 #include "test_support.hpp"
 
 namespace rl = ridgeline;
@@ -195,5 +201,90 @@ TEST_SUITE("launch corpus") {
     CHECK(p["precision"] == "bf16");                      // line 17
     CHECK(p["optimizer"]["kind"] == "adamw");             // line 7
     CHECK(unknown_of(args).empty());
+  }
+
+  TEST_CASE("Megatron-DeepSpeed examples_deepspeed/pretrain_llama2_distributed.sh") {
+    // The model its arguments build (lines 24-29, 105-108, 136-144): 24
+    // layers, hidden 2048, FFN 5504, 16 heads, 4 KV heads (--num-key-value-
+    // heads), SwiGLU, RMSNorm, rotary, untied, no biases, dropout 0; the
+    // official Llama tokenizer (line 12), vocabulary 32000; 2048 positions
+    // (--max-position-embeddings $SEQ_LENGTH, line 112).
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("ridgeline_corpus_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const std::string model = (dir / "llama2_script_1b.yaml").string();
+    std::ofstream(model) << "name: Llama-2-style 24-layer model of pretrain_llama2_distributed.sh\n"
+                            "layers: 24\nhidden: 2048\nheads: 16\nkv_heads: 4\nffn_hidden: 5504\nvocab: 32000\n"
+                            "max_seq_len: 2048\nactivation: swiglu\nnorm: rmsnorm\nposition: rope\n"
+                            "tied_embeddings: false\nbias: false\ndropout: 0.0\n"
+                            "source: \"the script's own arguments\"\n";
+    const std::string file = kDir + "megatron_deepspeed_llama2.sh";
+    const std::string args = "--model " + model + " --from-megatron " + file;
+    const auto p = plan_of(args);
+    CHECK(p["framework"] == "deepspeed");     // --deepspeed, line 82: the DeepSpeed engine
+    CHECK(p["parallel"]["tp"] == 2);          // --tensor-model-parallel-size $TP, line 103; TP=2, line 14
+    CHECK(p["parallel"]["pp"] == 2);          // --pipeline-model-parallel-size $PP, line 104; PP=2, line 15
+    // torchrun $DISTRIBUTED_ARGS (line 101): --nproc_per_node $GPUS_PER_NODE
+    // --nnodes $NNODES (line 99) = 8 x 1 (lines 18, 21) GPUs / (TP 2 x PP 2).
+    CHECK(p["parallel"]["dp"] == 2);
+    // --zero-stage=$ZERO_STAGE (line 84), ZERO_STAGE=0 (line 16); the
+    // ds_config's "stage": $ZERO_STAGE (line 73) agrees. Stage 0 with bf16
+    // (line 135) and PP 2 runs DeepSpeed's BF16_Optimizer
+    // (deepspeed/runtime/engine.py, DeepSpeed edaa722, lines 1978-2021),
+    // which partitions the fp32 masters and optimizer states: ZeRO-1.
+    CHECK(p["parallel"]["zero"] == 1);
+    CHECK(p["micro_batch"] == 4);     // --micro-batch-size $MICRO_BATCH_SIZE, line 109; line 31
+    CHECK(p["global_batch"] == 32);   // --global-batch-size $GLOBAL_BATCH_SIZE, line 110; line 32
+    CHECK(p["seq_len"] == 2048);      // --seq-length $SEQ_LENGTH, line 111; line 28
+    CHECK(p["precision"] == "bf16");  // --bf16, line 135; the ds_config's "bf16" enabled, lines 75-76
+    CHECK(p["optimizer"]["kind"] == "adamw");  // --optimizer adam, line 128 (decoupled weight decay)
+    // activation_checkpoint="false" (line 42): the `if` of line 86 is not
+    // taken, so no --recompute-granularity.
+    CHECK(p["recompute"] == "none");
+    // --train-iters $TRAIN_STEPS (line 113), TRAIN_STEPS=250000 (line 33):
+    // 250,000 x 32 x 2048 = 16,384,000,000 tokens.
+    CHECK(p["tokens"].get<double>() == 16384000000.0);
+    // The ds_config comes from the here-document of lines 67-79 written to
+    // $DS_CONFIG = ${BASE_PATH}/deepspeed.json = ./tmp/deepspeed.json (lines
+    // 7-8), the path --deepspeed_config=$DS_CONFIG passes (line 83).
+    const auto printed = rl::test::run_cli("predict " + args + " --print-plan");
+    REQUIRE(printed.status == 0);
+    CHECK(printed.out.find("here-document of line 67 that writes ./tmp/deepspeed.json") != std::string::npos);
+    // `if [ $LOG_TO_WANDB -eq 1 ]` (line 46), LOG_TO_WANDB=0 (line 44): the
+    // wandb arguments of lines 48-52 are not passed.
+    CHECK(printed.out.find("wandb") == std::string::npos);
+
+    // advise's launch edit speaks Megatron-DeepSpeed: --zero-stage N
+    // (launch_edit.cpp, megatron_edit), not --use-distributed-optimizer.
+    const auto m = rl::spec::load_model(model);
+    rl::spec::ImportReport r = rl::spec::import_megatron(std::string(RIDGELINE_SOURCE_DIR) + "/" + file);
+    rl::spec::PlanSpec from;
+    rl::spec::apply_launch(r.values, from, m, r, {});
+    rl::spec::PlanSpec to = from;
+    to.parallel.zero = 2;
+    CHECK(rl::spec::launch_edit(r, from, to, m) == std::optional<std::string>("--zero-stage 2"));
+    to.parallel.zero = 3;
+    CHECK(rl::spec::launch_edit(r, from, to, m) == std::optional<std::string>("--zero-stage 3"));
+  }
+
+  TEST_CASE("Megatron-DeepSpeed: a ds_config here-document with an expansion it cannot read is refused at its line") {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("ridgeline_corpus_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const std::string sh = (dir / "heredoc.sh").string();
+    std::ofstream(sh) << "DS_CONFIG=ds.json\nMBS=2\ncat <<EOT > $DS_CONFIG\n{\n  \"train_micro_batch_size_per_gpu\": "
+                         "$MBS,\n  \"train_batch_size\": $((MBS * 8))\n}\nEOT\n"
+                         "torchrun pretrain_gpt.py --bf16 --deepspeed --deepspeed_config $DS_CONFIG\n";
+    const auto r = rl::test::run_cli("predict --model llama3_8b --dp 8 --from-megatron " + sh);
+    CHECK(r.status == 2);
+    CHECK(rl::test::first_line(r.err) ==
+          sh + ":6:23: error: --deepspeed_config: the ds_config written by the here-document of line 3 uses an "
+               "expansion Ridgeline does not read ($NAME, ${NAME}, ${NAME:-default} over the script's assignments): "
+               "write the value\n");
+    // The same here-document with the value read: micro-batch 2 from it.
+    std::ofstream(sh) << "DS_CONFIG=ds.json\nMBS=2\ncat <<EOT > $DS_CONFIG\n{\n  \"train_micro_batch_size_per_gpu\": "
+                         "$MBS\n}\nEOT\n"
+                         "torchrun pretrain_gpt.py --bf16 --deepspeed --deepspeed_config $DS_CONFIG\n";
+    CHECK(plan_of("--model llama3_8b --dp 8 --from-megatron " + sh)["micro_batch"] == 2);
   }
 }

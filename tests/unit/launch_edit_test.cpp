@@ -92,6 +92,12 @@ TEST_SUITE("launch edit") {
             p.precision = spec::Precision::kFp8;
             p.fp8_recipe = spec::Fp8Recipe::kTensorwise;
           }) == "model.converters = [\"quantize.linear.float8\"]; quantize.linear.float8.recipe_name = \"tensorwise\"");
+    // torchao's Float8LinearRecipeName.ROWWISE_WITH_GW_HP (config.py line 176).
+    CHECK(edit(x, [](auto& p) {
+            p.precision = spec::Precision::kFp8;
+            p.fp8_recipe = spec::Fp8Recipe::kRowwiseGwHp;
+          }) == "model.converters = [\"quantize.linear.float8\"]; quantize.linear.float8.recipe_name = "
+                "\"rowwise_with_gw_hp\"");
     // Transformer Engine's recipes are not torchao's: not offered.
     for (auto r : {spec::Fp8Recipe::kDelayed, spec::Fp8Recipe::kBlockwise})
       CHECK_FALSE(edit(x, [&](auto& p) {
@@ -147,6 +153,7 @@ TEST_SUITE("launch edit") {
     CHECK(edit(x, [](auto& p) { p.fp8_recipe = spec::Fp8Recipe::kTensorwise; }) == "--fp8-recipe tensorwise");
     CHECK(edit(x, [](auto& p) { p.fp8_recipe = spec::Fp8Recipe::kBlockwise; }) == "--fp8-recipe blockwise");
     CHECK_FALSE(edit(x, [](auto& p) { p.fp8_recipe = spec::Fp8Recipe::kRowwise; }).has_value());
+    CHECK_FALSE(edit(x, [](auto& p) { p.fp8_recipe = spec::Fp8Recipe::kRowwiseGwHp; }).has_value());
     CHECK(edit(x, [](auto& p) { p.recompute = {spec::RecomputeKind::kSelective}; }) ==
           "--recompute-granularity selective");
     CHECK(edit(x, [](auto& p) { p.recompute = {spec::RecomputeKind::kFull, 0, 16}; }) ==

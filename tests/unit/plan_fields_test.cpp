@@ -123,7 +123,7 @@ TEST_CASE("plan fields: range and word errors read as the YAML loader words them
   CHECK(spec::apply_setting(p, "sp", "maybe") == "sp: expected true or false, got \"maybe\"");
   // Only the modelled fp8 recipes are accepted: any other is rejected, not ignored.
   CHECK(spec::apply_setting(p, "fp8_recipe", "hybrid") ==
-        "fp8_recipe: expected one of delayed, tensorwise, blockwise, mxfp8, rowwise, got \"hybrid\"");
+        "fp8_recipe: expected one of delayed, tensorwise, blockwise, mxfp8, rowwise, rowwise_with_gw_hp, got \"hybrid\"");
   CHECK(spec::apply_setting(p, "tp_degree", "2").starts_with("unknown setting 'tp_degree'"));
 }
 

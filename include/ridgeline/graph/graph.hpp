@@ -157,6 +157,11 @@ struct Graph {
   double act_bytes = 2;  // bytes per activation element
   /// Quantized copies each fp8 (NVFP4) linear weight keeps (techniques::apply_precision): 2, or 1 where one serves both.
   double fp8_weight_copies = 2;
+  /// Whether the fp8 linears' weight-gradient GEMMs run in the 16-bit dtype
+  /// `fp8_wgrad_dtype` on 16-bit operands (torchao ROWWISE_WITH_GW_HP; set by
+  /// techniques::apply_precision, read by derive_backward).
+  bool fp8_wgrad_16bit = false;
+  spec::Dtype fp8_wgrad_dtype = spec::Dtype::kBf16;
   /// Bytes of Q, K and V one fused-attention instance saves for its
   /// backward (techniques::apply_attention; 0 without a fused kernel): what
   /// recomputing latent attention's up-projections frees.

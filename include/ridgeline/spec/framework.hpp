@@ -199,13 +199,13 @@ std::string framework_choices();
 std::optional<Recompute> framework_recompute(const FrameworkSpec& f, std::string_view name);
 
 /// Whether the framework offers the fp8 recipe to a search or the advisor:
-/// rowwise is torchao's Float8Linear recipe, which torchtitan's float8
+/// rowwise and rowwise_with_gw_hp are torchao's Float8Linear recipes, which torchtitan's float8
 /// converter applies (job_config.py, 238fa99, line 738) as do FSDP2 scripts
 /// that call torchao's convert_to_float8_training; Transformer Engine's
 /// recipes (Megatron-LM --fp8-recipe: transformer_config.py, d98e8a6, line
 /// 594) have no rowwise one. The others are offered everywhere, as before.
 inline bool offers_fp8_recipe(const FrameworkSpec& f, Fp8Recipe r) {
-  return r != Fp8Recipe::kRowwise || f.id == "torchtitan" || f.id == "fsdp";
+  return (r != Fp8Recipe::kRowwise && r != Fp8Recipe::kRowwiseGwHp) || f.id == "torchtitan" || f.id == "fsdp";
 }
 
 /// The attention kernel a plan runs on GPUs of generation `g`: the plan's

@@ -19,8 +19,10 @@ enum class Precision : std::uint8_t { kFp32, kTf32, kFp16, kBf16, kFp8, kNvfp4 }
 /// amax), blockwise (Float8BlockScaling: DeepSeek-V3 1x128 / 128x128 scales)
 /// and mxfp8 (MXFP8BlockScaling: OCP MX, an E8M0 scale per 32 elements);
 /// and torchao's rowwise (Float8LinearRecipeName.ROWWISE: an fp32 scale per
-/// row of each GEMM operand, from that row's own amax).
-enum class Fp8Recipe : std::uint8_t { kDelayed, kTensorwise, kBlockwise, kMxfp8, kRowwise };
+/// row of each GEMM operand, from that row's own amax) and
+/// rowwise_with_gw_hp (ROWWISE_WITH_GW_HP: rowwise for the output and
+/// input-gradient GEMMs, the weight-gradient GEMM in 16 bits).
+enum class Fp8Recipe : std::uint8_t { kDelayed, kTensorwise, kBlockwise, kMxfp8, kRowwise, kRowwiseGwHp };
 /// kOp: per-op selective checkpointing (torchtitan's selective_ac_option
 /// "op"): every second matmul of a layer and every non-matmul op is
 /// recomputed; the other matmuls' and the fused attention's outputs saved.

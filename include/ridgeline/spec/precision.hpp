@@ -45,9 +45,28 @@ struct QuantRecipe {
   /// copies (torchao Float8Linear without FSDP fp8 all-gather).
   bool weight_cast_per_microbatch = false;
   /// Backward reads the 16-bit input the forward saved and quantizes it
-  /// again, rather than a quantized copy saved in the forward.
+  /// again, rather than a quantized copy saved in the forward (torchao's
+  /// Float8Linear under every recipe).
   bool saves_16bit_input = false;
+  /// The weight-gradient GEMM in the 16-bit dtype on the 16-bit input and
+  /// output gradient, with no cast for it (torchao ROWWISE_WITH_GW_HP).
+  bool wgrad_16bit = false;
+  /// The input-gradient GEMM's weight cast with one scale per tensor (torchao
+  /// ROWWISE_WITH_GW_HP) where the other operands are scaled per row.
+  bool dgrad_weight_per_tensor = false;
 };
+
+/// Whether the plan's fp8 linears are torchao's Float8Linear rather than
+/// Transformer Engine's: the rowwise recipe anywhere, and tensorwise under
+/// torchtitan, whose float8 converter swaps nn.Linear for torchao's
+/// Float8Linear (torchtitan/components/quantization/float8.py, 238fa99:
+/// convert_to_float8_training with Float8LinearConfig.from_recipe_name; no
+/// recipe_name: Float8LinearConfig(), tensorwise).
+inline bool torchao_float8(const MicrobatchPlan& p) {
+  if (p.precision != Precision::kFp8) return false;
+  if (p.fp8_recipe == Fp8Recipe::kRowwise || p.fp8_recipe == Fp8Recipe::kRowwiseGwHp) return true;
+  return p.fp8_recipe == Fp8Recipe::kTensorwise && framework_id(p.framework) == "torchtitan";
+}
 
 struct PrecisionPolicy {
   /// 16-bit activations and weights with fp32 masters (Micikevicius et al.
@@ -111,7 +130,29 @@ struct PrecisionPolicy {
 ///    0); the forward saves the 16-bit input and weight (float8_linear.py
 ///    line 45, ctx.save_for_backward(input_hp, weight_hp_t)), and the
 ///    weights are cast in every forward and backward, not cached (config.py
-///    lines 270-274: FSDP fp8 all-gather is tensorwise only).
+///    lines 270-274: FSDP fp8 all-gather is tensorwise only);
+///  - rowwise_with_gw_hp (torchao Float8LinearRecipeName.ROWWISE_WITH_GW_HP,
+///    torchtitan's recipe_name = "rowwise_with_gw_hp"; config.py, pytorch/ao
+///    v0.16.0, lines 353-378): as rowwise for the output GEMM (input and
+///    weight per row, E4M3) and the input-gradient GEMM's output gradient
+///    (per row, E4M3, line 359-361), but the input-gradient GEMM's weight
+///    cast with one scale per tensor (cc_w_gi TENSORWISE, line 362), and
+///    the weight-gradient GEMM on the 16-bit input and output gradient
+///    (cc_i_gw and cc_go_gw ScalingType.DISABLED, lines 365-368; float8_
+///    linear.py lines 161-165 and 182-183 pass them through uncast), so it
+///    runs at the 16-bit rate and nothing is cast for it. The same 16-bit
+///    input and weight saved (float8_linear.py line 45);
+///  - tensorwise under torchtitan (torchao_float8): torchao's default
+///    Float8LinearConfig, one fp32 scale per tensor from its amax, E4M3
+///    input and weight, E5M2 gradient, cast where each GEMM needs it as
+///    under rowwise. matmul_with_hp_or_float8_args.forward saves the 16-bit
+///    input and weight for every recipe (torchao/float8/float8_linear.py,
+///    pytorch/ao v0.16.0 3c1065c, line 45, unchanged to 36027d8: the
+///    release current at torchtitan 238fa99, which installs torchao
+///    nightly), so backward quantizes the 16-bit input again for wgrad
+///    (lines 179-195), and no quantized weight copy or scaling state is kept.
+///    Transformer Engine's tensorwise (Megatron, NeMo) saves the quantized
+///    column-wise copy and caches the weights' copies per step.
 inline QuantRecipe quant_recipe(const MicrobatchPlan& p) {
   QuantRecipe q;
   if (p.precision == Precision::kNvfp4) {
@@ -134,6 +175,16 @@ inline QuantRecipe quant_recipe(const MicrobatchPlan& p) {
       q.per_tensor_scale = true;
       q.grad = Dtype::kFp8E5M2;
       q.amax_pass = true;
+      if (torchao_float8(p)) {
+        // torchao's Float8Linear (Float8LinearConfig(): dynamic tensorwise,
+        // config.py, pytorch/ao v0.16.0, lines 107 and 331-332; E4M3 input
+        // and weight, E5M2 gradient, lines 298-300): every operand cast
+        // where its GEMM needs it, scales computed in the cast and kept
+        // nowhere; the 16-bit input and weight saved (float8_linear.py line 45).
+        q.weight_cast_per_microbatch = true;
+        q.saves_16bit_input = true;
+        break;
+      }
       q.state_bytes_per_tensor = 3 * 4;
       break;
     case Fp8Recipe::kBlockwise:
@@ -145,11 +196,13 @@ inline QuantRecipe quant_recipe(const MicrobatchPlan& p) {
       q.act_bytes_per_elem = q.weight_bytes_per_elem = 1 + 1.0 / 32;
       break;
     case Fp8Recipe::kRowwise:
+    case Fp8Recipe::kRowwiseGwHp:
       q.amax_pass = true;
       q.separate_colwise = true;
       q.scale_bytes_per_row = 4;
       q.weight_cast_per_microbatch = true;
       q.saves_16bit_input = true;
+      q.wgrad_16bit = q.dgrad_weight_per_tensor = p.fp8_recipe == Fp8Recipe::kRowwiseGwHp;
       break;
   }
   return q;
