@@ -894,8 +894,8 @@ MemoryInterval memory_interval(const memory::MemoryResult& m) {
   iv.fits_point = iv.point <= m.capacity;
   iv.fits_high = iv.hi <= m.capacity;
   iv.basis = fmt::format(
-      "no published peak-memory measurement to draw residuals from: the allocator's spread, from the tensors "
-      "alone (allocated) to twice the framework's {:.0f}% reserve",
+      "the allocator's spread (the published peak-memory rows are too few to draw residuals from), from the "
+      "tensors alone (allocated) to twice the framework's {:.0f}% reserve",
       m.allocator_reserve * 100);
   return iv;
 }

@@ -292,8 +292,9 @@ const IntervalModel& shipped();
 /// The path shipped() reads.
 std::string shipped_path();
 
-/// Peak memory's interval: no published peak-memory measurement to draw
-/// residuals from, so the allocator's own spread. Low: the tensors alone
+/// Peak memory's interval: the published peak-memory rows (validate-published's
+/// "Peak memory") are too few to draw residuals from, so the allocator's own
+/// spread. Low: the tensors alone
 /// (allocated + workspace, torch.cuda.max_memory_allocated); point: allocated
 /// x (1 + the framework's allocator reserve) + workspace
 /// (max_memory_reserved); high: the reserve twice over, allocated x (1 + 2 x
