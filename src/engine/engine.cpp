@@ -734,10 +734,9 @@ void finish_time(Prediction& out, const MicrobatchSummary& sum, const StepKernel
   const double v = std::max(1, par.virtual_stages);
   const double ideal = mb * t_microbatch;
   const bool dualpipe = par.pp_schedule == spec::PpSchedule::kDualPipe && pp > 1;
-  const double bubble = dualpipe ? dualpipe_bubble_s(par.pp, t_microbatch, s.t_bwd + s.t_rec, s.t_wgrad)
-                        : pp > 1 ? (pp - 1) / (v * mb) * ideal
-                                 : 0.0;
-  const double bubble_frac = ideal > 0 ? bubble / ideal : 0.0;
+  const double dualpipe_s = dualpipe ? dualpipe_bubble_s(par.pp, t_microbatch, s.t_bwd + s.t_rec, s.t_wgrad) : 0.0;
+  const double bubble_frac = dualpipe ? (ideal > 0 ? dualpipe_s / ideal : 0.0) : pp > 1 ? (pp - 1) / (v * mb) : 0.0;
+  const double bubble = dualpipe ? dualpipe_s : bubble_frac * ideal;
   // DP gradient reduction overlaps the last micro-batch's backward, in the
   // compute time that per-micro-batch communication has not already used;
   // the last bucket (~5% of the gradients) is always exposed.
