@@ -208,9 +208,32 @@ std::string word_of(std::string_view key, const spec::PlanSpec& p) {
   return spec::field_text(*spec::find_plan_field(key), p);
 }
 
+/// The all-to-all share of the step from which the MoE communication
+/// changes are tried: the advisor's 1% floor (a memory saver frees at least
+/// 1% of the peak, advise() below).
+constexpr double kVisibleAllToAllShare = 0.01;
+
+/// Megatron-Core's refusals of overlap_moe_expert_parallel_comm
+/// (megatron/core/transformer/transformer_config.py, d98e8a6, lines
+/// 3007-3040): PP > 1 without virtual stages, full recomputation, the
+/// shared-expert overlap; EP > 1 is the engine's own check.
+bool megatron_takes_ep_overlap(const spec::PlanSpec& b) {
+  const auto& par = b.parallel;
+  const auto k = b.recompute.kind;
+  if (par.pp > 1 && par.virtual_stages <= 1) return false;
+  if (k == spec::RecomputeKind::kFull || k == spec::RecomputeKind::kEvery) return false;
+  return !b.moe.shared_expert_overlap;
+}
+
+/// What the base plan's prediction says that picks the MoE changes.
+struct BaseFacts {
+  double all_to_all_share = 0;  // the MoE all-to-alls' time over the step, hidden or not
+  bool memory_tight = false;    // does not fit with the headroom
+};
+
 /// Every change the advisor tries (see the top of advise.hpp).
 std::vector<Candidate> candidates(const spec::ModelSpec& m, const spec::PlanSpec& b, const spec::HardwareSpec& hw,
-                                  const spec::ImportReport* imported) {
+                                  const spec::ImportReport* imported, const BaseFacts& facts) {
   std::vector<Candidate> out;
   std::string_view family;  // of the pushes that follow
   const auto push = [&](std::string change, const spec::PlanSpec& q) { out.push_back({std::move(change), q, family}); };
@@ -352,6 +375,44 @@ std::vector<Candidate> candidates(const spec::ModelSpec& m, const spec::PlanSpec
       spec::PlanSpec q = b;
       q.recompute = r;
       push(fmt::format("recompute {} -> {}", word_of("recompute", b), word_of("recompute", q)), q);
+    }
+  }
+  // Megatron-Core's recompute modules that apply to an MoE model, for a
+  // plan short of memory: the routed experts' activation (moe_act), and on
+  // latent attention the norms and the up-projections (layernorm,
+  // mla_up_proj: transformer_config.py lines 1964-1973 refuse mla_up_proj
+  // without it); DeepSeek-V3 report Sec. 3.2.3 recomputes RMSNorm and the
+  // MLA up-projections, Sec. 3.3.2 SwiGLU's output. Added to the plan's
+  // own modules; a full recomputation is a change of its own (above).
+  family = "recompute_modules";
+  if (facts.memory_tight && m.is_moe() &&
+      (b.recompute.kind == spec::RecomputeKind::kNone || b.recompute.kind == spec::RecomputeKind::kSelective)) {
+    std::uint8_t mods = b.recompute.kind == spec::RecomputeKind::kSelective ? b.recompute.modules : 0;
+    mods |= spec::kRecomputeMoeAct;
+    if (m.is_mla()) mods |= spec::kRecomputeLayernorm | spec::kRecomputeMlaUpProj;
+    if (b.recompute.kind != spec::RecomputeKind::kSelective || mods != b.recompute.modules) {
+      spec::PlanSpec q = b;
+      q.recompute = {spec::RecomputeKind::kSelective};
+      q.recompute.modules = mods;
+      push(fmt::format("recompute {} -> {}", word_of("recompute", b), word_of("recompute", q)), q);
+    }
+  }
+  // Expert parallelism whose all-to-alls are a visible share of the step:
+  // DeepEP's node-aware dispatcher, and the all-to-alls overlapped with
+  // another micro-batch's compute where the framework offers it
+  // (Megatron-Core --overlap-moe-expert-parallel-comm only).
+  if (m.is_moe() && par.ep > 1 && facts.all_to_all_share >= kVisibleAllToAllShare) {
+    family = "dispatcher";
+    if (b.moe.dispatcher != spec::MoeDispatcher::kDeepEp) {
+      spec::PlanSpec q = b;
+      q.moe.dispatcher = spec::MoeDispatcher::kDeepEp;
+      push(fmt::format("MoE dispatcher {} -> deepep", word_of("moe.dispatcher", b)), q);
+    }
+    family = "ep_comm_overlap";
+    if (!par.ep_comm_overlap && spec::framework(b.framework).id == "megatron" && megatron_takes_ep_overlap(b)) {
+      spec::PlanSpec q = b;
+      q.parallel.ep_comm_overlap = true;
+      push("EP all-to-all overlap on", q);
     }
   }
   family = "optimizer";
@@ -542,7 +603,10 @@ Advice advise(const spec::ModelSpec& m, const spec::PlanSpec& plan, const spec::
     a.edit_language = imported->kind;
     a.edit_file = imported->file;
   }
-  for (auto& cand : candidates(m, base, hw, imported)) {
+  BaseFacts facts;
+  facts.all_to_all_share = a.base.step_s > 0 ? a.prediction.step.all_to_all_s / a.base.step_s : 0.0;
+  facts.memory_tight = !a.base.fits_headroom;
+  for (auto& cand : candidates(m, base, hw, imported, facts)) {
     Suggestion s;
     if (imported) {
       // Only what the imported file's framework offers, in its words.

@@ -430,7 +430,7 @@ void register_search(Commands& commands, int& rc) {
   cmd->add_option("--fix", a->fix, "Pin a dimension, as giving its flag does: tp=8, pp=4, dp=.., cp=.., ep=.., "
                                    "micro_batch=.., vpp=.., zero=.., recompute=.., precision=.., framework=.., "
                                    "tp_comm_overlap=true|false, fp8_recipe=.., offload_optimizer=.., offload_params=.., "
-                                   "first_stage_layers=.., last_stage_layers=.., sp=true|false");
+                                   "first_stage_layers=.., last_stage_layers=.., sp=true|false, moe_dispatcher=..");
   cmd->add_option("--headroom", a->headroom,
                   "Memory left free: a layout qualifies when its peak memory's upper end is at most capacity x (1 - "
                   "headroom); the default is the rule predict, compare and advise call \"fits\" (\"tight\": only "

@@ -33,6 +33,11 @@ std::string_view name(TokensBasis b) {
   return "plan";
 }
 
+double dualpipe_bubble_s(int pp, double f_and_b_s, double b_s, double w_s) {
+  if (pp < 2) return 0;
+  return std::max(0.0, (pp / 2.0 - 1) * (f_and_b_s + b_s - 3 * w_s));
+}
+
 double micro_batches(const spec::PlanSpec& p) {
   const double per_step = static_cast<double>(p.micro_batch) * std::max(1, p.parallel.dp);
   if (p.global_batch <= 0) return 1;
@@ -255,6 +260,26 @@ std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec&
   if (step && q.virtual_stages > 1 && q.pp == 1)
     return refuse(message, "parallel.virtual_stages",
                   [&] { return std::string("virtual pipeline stages need PP > 1"); });
+  // DualPipe (github deepseek-ai/DualPipe dualpipe/dualpipe.py:332-333,
+  // DualPipe.step): `assert num_ranks % 2 == 0` and `num_chunks % 2 == 0 and
+  // num_chunks >= num_ranks * 2`; its two directions are two mirrored stages
+  // per GPU, not virtual stages.
+  if (step && q.pp_schedule == spec::PpSchedule::kDualPipe) {
+    if (q.pp < 2 || q.pp % 2 != 0)
+      return refuse(message, "parallel.pp_schedule",
+                    [&] { return fmt::format("dualpipe needs an even PP of at least 2, got PP {}", q.pp); });
+    if (q.virtual_stages > 1)
+      return refuse(message, "parallel.pp_schedule", [&] {
+        return fmt::format("dualpipe holds two mirrored stages per GPU, not virtual stages; got {} virtual stages",
+                           q.virtual_stages);
+      });
+    const double n = micro_batches(p);
+    if (std::fmod(n, 2.0) != 0 || n < 2.0 * q.pp)
+      return refuse(message, "parallel.pp_schedule", [&] {
+        return fmt::format("dualpipe needs an even number of micro-batches of at least 2 x PP = {}, got {:g}",
+                           2 * q.pp, n);
+      });
+  }
   if (graph && seq % q.cp != 0)
     return refuse(message, "parallel.cp",
                   [&] { return fmt::format("CP {} does not divide the sequence length {}", q.cp, seq); });
@@ -431,7 +456,13 @@ void accumulate(KernelSums& s, const graph::Kernel& k, const cost::KernelCost& k
   }
   switch (k.phase) {
     case spec::Phase::kForward: s.t_fwd += t; break;
-    case spec::Phase::kBackward: s.t_bwd += t; break;
+    case spec::Phase::kBackward:
+      s.t_bwd += t;
+      // A weight's gradient GEMM (graph/backward.cpp wgrad_name: "<op>.wgrad";
+      // the activation-activation GEMMs' second gradients are "dgrad_k/_v").
+      if (k.cls == spec::KernelClass::kGemm && k.has(graph::kHasWeight) && k.name.ends_with(".wgrad"))
+        s.t_wgrad += t;
+      break;
     case spec::Phase::kRecompute: s.t_rec += t; break;
     default: s.t_step_fixed += t; break;
   }
@@ -697,12 +728,17 @@ void finish_time(Prediction& out, const MicrobatchSummary& sum, const StepKernel
       s.exposed_comm_s + std::max(spill, sm_cost) + beside_shared;  // overlap_exposed_s
   const double t_kernels = s.t_fwd + s.t_bwd + s.t_rec + exposed_per_microbatch;
   const double t_microbatch = std::max(t_kernels, s.host_s);
-  // Pipeline bubble (Narayanan et al. 2021): (p - 1) / (v m) of the ideal time.
+  // Pipeline bubble. 1F1B (Narayanan et al. 2021): (p - 1) / (v m) of the
+  // ideal time, i.e. (p - 1)(F + B) at v = 1. DualPipe (dualpipe_bubble_s):
+  // F&B is the engine's micro-batch (a forward and a backward with their
+  // overlap), B the backward and recomputation kernels, W the weight-gradient GEMMs.
   const double pp = std::max(1, par.pp);
   const double v = std::max(1, par.virtual_stages);
   const double ideal = mb * t_microbatch;
-  const double bubble_frac = pp > 1 ? (pp - 1) / (v * mb) : 0.0;
-  const double bubble = bubble_frac * ideal;
+  const bool dualpipe = par.pp_schedule == spec::PpSchedule::kDualPipe && pp > 1;
+  const double dualpipe_s = dualpipe ? dualpipe_bubble_s(par.pp, t_microbatch, s.t_bwd + s.t_rec, s.t_wgrad) : 0.0;
+  const double bubble_frac = dualpipe ? (ideal > 0 ? dualpipe_s / ideal : 0.0) : pp > 1 ? (pp - 1) / (v * mb) : 0.0;
+  const double bubble = dualpipe ? dualpipe_s : bubble_frac * ideal;
   // DP gradient reduction overlaps the last micro-batch's backward, in the
   // compute time that per-micro-batch communication has not already used;
   // the last bucket (~5% of the gradients) is always exposed.

@@ -13,6 +13,9 @@ using techniques::PipelineStage;
 double in_flight_microbatches(const spec::PlanSpec& p, double m, PipelineStage stage) {
   const double pp = std::max(1, p.parallel.pp);
   if (pp <= 1) return 1;
+  // DualPipe (DeepSeek-V3 report Table 2): PP + 1 micro-batches' activations
+  // on every GPU, against 1F1B's PP on the first stage.
+  if (p.parallel.pp_schedule == spec::PpSchedule::kDualPipe) return std::min(pp + 1, std::max(1.0, m));
   const double v = std::max(1, p.parallel.virtual_stages);
   // 1F1B warms stage i up with p - i - 1 forwards; Megatron's interleaved
   // schedule with 2 (p - i - 1) + (v - 1) p chunk forwards; each then holds one more.
@@ -172,7 +175,7 @@ bool middle_counts(const spec::PlanSpec& p) {
 /// buffers every stage holds; `reserve`: the framework's allocator reserve.
 StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const spec::PlanSpec& p, double mb,
                          PipelineStage stage, const techniques::LocalParams& lp, const ModelState& ms,
-                         double fixed_buffers, double reserve) {
+                         double fixed_buffers, double reserve, const ModelState* mirror = nullptr) {
   const bool only = !is_pipelined(p);
   const bool first = only || stage == PipelineStage::kFirst;
   const bool last = only || stage == PipelineStage::kLast;
@@ -183,11 +186,14 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
   const double mtp = std::max(0, m.mtp_layers);
   const double mtp_in_graph =
       g.layers - spec::max_stage_layers(m.layers, q.pp, q.first_stage_layers, q.last_stage_layers);
-  const double layers = (only || (q.first_stage_layers <= 0 && q.last_stage_layers <= 0)
-                             ? g.layers - mtp_in_graph
-                             : spec::stage_layers(m.layers, q.pp, q.first_stage_layers, q.last_stage_layers,
-                                                  first ? 0 : last ? q.pp - 1 : 1)) +
-                        (last ? mtp : 0.0);
+  const auto layers_of = [&](bool is_first, bool is_last) {
+    return (only || (q.first_stage_layers <= 0 && q.last_stage_layers <= 0)
+                ? g.layers - mtp_in_graph
+                : spec::stage_layers(m.layers, q.pp, q.first_stage_layers, q.last_stage_layers,
+                                     is_first ? 0 : is_last ? q.pp - 1 : 1)) +
+           (is_last ? mtp : 0.0);
+  };
+  const double layers = layers_of(first, last);
   StageMemory s;
   s.layers = layers;
   s.weights = ms.weights;
@@ -195,16 +201,47 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
   s.master_weights = ms.master_weights;
   s.optimizer = ms.optimizer;
   s.host = ms.host;
+  // DualPipe: the GPU of stage i also holds stage p - 1 - i, its own copy
+  // of those parameters with their gradients and optimizer state
+  // (DeepSeek-V3 report Sec. 3.2.1: "two copies of the model parameters";
+  // Table 2: parameters 2x).
+  if (mirror) {
+    s.weights += mirror->weights;
+    s.gradients += mirror->gradients;
+    s.master_weights += mirror->master_weights;
+    s.optimizer += mirror->optimizer;
+    s.host += mirror->host;
+  }
   // Layers: the stage's micro-batches in flight; the embedding's saved
   // tensors go with the first stage's micro-batches; the head's (one
   // micro-batch: its backward follows its forward) with the last's.
   s.in_flight_microbatches = in_flight_microbatches(p, mb, stage);
-  s.activations = s.in_flight_microbatches * (layers * g.layer_alive + (first ? g.first_saved : 0.0)) +
-                  (last ? g.last_saved : 0.0) + g.recompute_working;
-  // The last stage's logits: an eager loss's fp32 copy and the logits'
-  // gradient (T x V / t at the activation width).
+  if (mirror) {
+    // DualPipe: PP + 1 chunks in flight (Table 2), over the GPU's two
+    // stages as DualPipe.step warms them up (dualpipe.py, 3da1bbe, lines
+    // 358-394): rank i < P/2 runs P - i - 1 forward chunks of its own stage
+    // and i + 1 of its mirror before its first backward, then one more of
+    // its own beside that backward (the overlapped F&B). The end GPUs
+    // (rank 0 holds stage 0 and P - 1; rank P - 1 the same two, its
+    // reverse direction entering at stage 0) hold P chunks of stage 0 with
+    // the embedding's saved tensors and one of stage P - 1 with the head's;
+    // rank 1, P - 1 of stage 1 and 2 of stage P - 2.
+    const double P = std::max(1, q.pp);
+    if (first || last) {
+      s.activations = P * (layers_of(true, false) * g.layer_alive + g.first_saved) +
+                      layers_of(false, true) * g.layer_alive + g.last_saved + g.recompute_working;
+    } else {
+      s.activations = (P - 1) * layers * g.layer_alive + 2 * layers_of(false, false) * g.layer_alive +
+                      g.recompute_working;
+    }
+  } else {
+    s.activations = s.in_flight_microbatches * (layers * g.layer_alive + (first ? g.first_saved : 0.0)) +
+                    (last ? g.last_saved : 0.0) + g.recompute_working;
+  }
+  // The last stage's logits (under DualPipe both end GPUs'): an eager
+  // loss's fp32 copy and the logits' gradient (T x V / t at the activation width).
   const double t = std::max(1, p.parallel.tp);
-  s.buffers = fixed_buffers + (last ? g.logits_transient + g.tokens * (m.vocab / t) * g.act_bytes : 0.0);
+  s.buffers = fixed_buffers + (last || (mirror && first) ? g.logits_transient + g.tokens * (m.vocab / t) * g.act_bytes : 0.0);
   // ZeRO-3's gathered weights of two layers (current + prefetched), unless
   // the framework keeps the stage's weights gathered under PP (model state).
   const bool whole_params = is_pipelined(p) && spec::framework(p.framework).pp_params_unsharded;
@@ -273,14 +310,16 @@ void estimate_into(MemoryResult& r, const GraphFacts& g, const spec::ModelSpec& 
   r.allocator_reserve =
       sc && sc->has_reserve() ? sc->allocator_reserve : spec::framework(p.framework).allocator_reserve;
   const bool pipelined = is_pipelined(p);
+  const bool dualpipe = pipelined && par.pp_schedule == spec::PpSchedule::kDualPipe;
   r.first_stage = stage_memory(g, m, p, micro_batches, PipelineStage::kFirst, sp.first, st.first, fixed,
-                               r.allocator_reserve);
+                               r.allocator_reserve, dualpipe ? &st.last : nullptr);
   r.last_stage = pipelined ? stage_memory(g, m, p, micro_batches, PipelineStage::kLast, sp.last, st.last, fixed,
-                                          r.allocator_reserve)
+                                          r.allocator_reserve, dualpipe ? &st.first : nullptr)
                            : r.first_stage;
   const bool last_peaks = pipelined && r.last_stage.total > r.first_stage.total;
   r.middle_stage = middle_counts(p) ? stage_memory(g, m, p, micro_batches, PipelineStage::kMiddle, sp.middle,
-                                                   st.middle, fixed, r.allocator_reserve)
+                                                   st.middle, fixed, r.allocator_reserve,
+                                                   dualpipe ? &st.middle : nullptr)
                                     : StageMemory{};
   const bool middle_peaks =
       r.middle_stage.total > std::max(r.first_stage.total, pipelined ? r.last_stage.total : 0.0);

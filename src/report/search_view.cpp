@@ -60,6 +60,8 @@ json layout_json(const search::Layout& l) {
   if (l.precision == spec::Precision::kFp8) j["fp8_recipe"] = spec::to_string(l.fp8_recipe);
   if (l.first_stage_layers > 0) j["first_stage_layers"] = l.first_stage_layers;
   if (l.last_stage_layers > 0) j["last_stage_layers"] = l.last_stage_layers;
+  // A dispatcher only where tokens leave their GPU (EP > 1).
+  if (l.ep > 1) j["moe_dispatcher"] = spec::to_string(l.dispatcher);
   return j;
 }
 
@@ -91,6 +93,9 @@ std::string layout_from_json(const json& e, search::Layout& l) {
   l.offload = {*opt, *par};
   l.first_stage_layers = e.value("first_stage_layers", 0);
   l.last_stage_layers = e.value("last_stage_layers", 0);
+  const auto disp = spec::parse_moe_dispatcher(e.value("moe_dispatcher", std::string("alltoall")));
+  if (!disp) return "unknown moe_dispatcher in a top entry";
+  l.dispatcher = *disp;
   return "";
 }
 
@@ -132,6 +137,7 @@ text::Table rows_table(const search::SearchResult& r, const json& q, const searc
   const bool off = searched(q, "offload") ||
                    std::any_of(r.top.begin(), r.top.end(), [](const auto& c) { return c.layout.offload.any(); });
   const bool stages = stages_shown(r, q);
+  const bool disp = searched(q, "dispatcher");
   const bool ties = std::any_of(r.top.begin(), r.top.end(), [](const auto& c) { return !c.equivalent.empty(); });
   const bool known = price_known(q);
   auto col = [&](std::string h, bool numeric) {
@@ -154,6 +160,7 @@ text::Table rows_table(const search::SearchResult& r, const json& q, const searc
   col("prec", false);
   if (off) col("offload", false);
   if (fw) col("framework", false);
+  if (disp) col("dispatch", false);
   col("step", true);
   col(l + " step", true);
   col("MFU", true);
@@ -187,6 +194,7 @@ text::Table rows_table(const search::SearchResult& r, const json& q, const searc
       row.push_back(y.offload.params_on_cpu() ? (y.offload.optimizer_on_cpu() ? "opt+params" : "params")
                                               : y.offload.optimizer_on_cpu() ? "optimizer" : "none");
     if (fw) row.push_back(spec::framework(y.framework).id);
+    if (disp) row.push_back(y.ep > 1 ? spec::to_string(y.dispatcher) : "-");
     row.push_back(format_seconds(c.step_time_s));
     row.push_back(iv_t.valid() ? text::range(iv_t.time_lo(c.step_time_s), iv_t.time_hi(c.step_time_s), format_seconds)
                                : "");

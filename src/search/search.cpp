@@ -56,6 +56,7 @@ struct AxisValues {
   std::vector<spec::Fp8Recipe> recipe;
   std::vector<spec::OffloadSpec> offload;
   std::vector<int> sp;  // -1: on with TP > 1; 0 off; 1 on
+  std::vector<spec::MoeDispatcher> dispatcher;
   /// Stage splits; `stages_searched` false: the base plan's first and last
   /// stage layers, as given (one entry). run() forms each split's layers
   /// per PP degree.
@@ -264,6 +265,24 @@ constinit const Axis kAxes[] = {
      .apply = [](Layout& l, const AxisValues& v, size_t i) { l.sp = v.sp[i] < 0 ? l.tp > 1 : v.sp[i] == 1; },
      // With TP 1 there is nothing to split: the same layout as off.
      .redundant = [](const Layout& l, const AxisValues& v, size_t) { return v.sp.size() > 1 && l.sp && l.tp == 1; }},
+    // The MoE token dispatcher (spec::MoeDispatcher): one NCCL all-to-all
+    // or DeepEP's node-aware kernels (DeepSeek-V3 report Sec. 3.2.2).
+    {.dim = Dim::kDispatcher, .name = "dispatcher", .key = "moe.dispatcher", .shown_pinned = false,
+     .applies = is_moe,
+     .search = [](SearchSpec& s, const spec::ModelSpec&, const spec::HardwareSpec&, const spec::PlanSpec&) {
+       s.dispatcher = {spec::MoeDispatcher::kAllToAll, spec::MoeDispatcher::kDeepEp};
+     },
+     .pin = [](SearchSpec& s, const spec::PlanSpec& b) {
+       s.dispatcher = {b.moe.dispatcher};
+       return spec::to_string(b.moe.dispatcher);
+     },
+     .values = [](AxisValues& v, const SearchSpec& s, const spec::ModelSpec&, const spec::PlanSpec& b) {
+       v.dispatcher = s.dispatcher.empty() ? std::vector<spec::MoeDispatcher>{b.moe.dispatcher} : s.dispatcher;
+     },
+     .count = [](const AxisValues& v) { return v.dispatcher.size(); },
+     .apply = [](Layout& l, const AxisValues& v, size_t i) { l.dispatcher = v.dispatcher[i]; },
+     // Without EP no token leaves its GPU: the same layout as the first.
+     .redundant = [](const Layout& l, const AxisValues&, size_t i) { return i > 0 && l.ep == 1; }},
     {.dim = Dim::kVpp, .name = "vpp", .key = "parallel.virtual_stages", .by_default = true,
      .pin = [](SearchSpec& s, const spec::PlanSpec& b) { return std::to_string(s.vpp = b.parallel.virtual_stages); },
      .values = [](AxisValues& v, const SearchSpec& s, const spec::ModelSpec&, const spec::PlanSpec&) {
@@ -322,13 +341,14 @@ double score(Objective o, const engine::Prediction& p) {
 /// layout (fewer context-parallel ranks, more data-parallel replicas).
 auto layout_key(const Layout& l) {
   const auto& [tp, pp, dp, cp, ep, micro_batch, vpp, zero, sp, recompute, precision, framework, tp_overlap,
-               fp8_recipe, offload, first_stage_layers, last_stage_layers] = l;
+               fp8_recipe, offload, first_stage_layers, last_stage_layers, dispatcher] = l;
   const auto& [recompute_kind, every_k, block_layers, recompute_modules] = recompute;
   const auto& [offload_optimizer, offload_params] = offload;
   return std::tuple(tp, pp, cp, dp, ep, micro_batch, vpp, zero, sp, static_cast<int>(recompute_kind), every_k,
                     block_layers, static_cast<int>(recompute_modules), static_cast<int>(precision),
                     static_cast<int>(framework), tp_overlap, static_cast<int>(fp8_recipe), static_cast<int>(offload_optimizer),
-                    static_cast<int>(offload_params), first_stage_layers, last_stage_layers);
+                    static_cast<int>(offload_params), first_stage_layers, last_stage_layers,
+                    static_cast<int>(dispatcher));
 }
 
 /// Candidates kept per worker for `top` rows: rows are exact-tie groups, so
@@ -580,6 +600,7 @@ spec::PlanSpec plan_for(const spec::PlanSpec& base, const Layout& l, int global_
   p.parallel.ep = l.ep;
   p.parallel.sp = l.sp;
   p.parallel.tp_comm_overlap = l.tp_overlap;
+  p.moe.dispatcher = l.dispatcher;
   p.fp8_recipe = l.fp8_recipe;
   p.parallel.first_stage_layers = l.first_stage_layers;
   p.parallel.last_stage_layers = l.last_stage_layers;
@@ -653,6 +674,7 @@ std::string tie_text(const Candidate& c) {
       [](const Layout& l) { return offload_text(l.offload); },
       [](const Layout& l) { return l.first_stage_layers > 0 || l.last_stage_layers > 0 ? "stages " + stages_text(l)
                                                                                         : std::string("even stages"); },
+      [](const Layout& l) { return l.ep > 1 ? spec::to_string(l.dispatcher) + " dispatcher" : std::string(); },
   };
   std::string out;
   for (Get get : kFields) {

@@ -78,6 +78,10 @@ constinit const MegatronArg kMegatronArgs[] = {
     // --moe-enable-deepep: the flex dispatcher on DeepEP's kernels.
     {"moe-shared-expert-overlap", false, &LaunchValues::shared_expert_overlap, "true"},
     {"moe-enable-deepep", false, &LaunchValues::moe_dispatcher, "deepep"},
+    // Megatron-Core's spelling since --moe-enable-deepep's deprecation
+    // (transformer_config.py, d98e8a6, lines 898 and 1743-1751); hybridep and
+    // ncclep are not modelled.
+    {"moe-flex-dispatcher-backend", true, &LaunchValues::moe_dispatcher, {}, "deepep"},
     // megatron/training/arguments.py --fp8-param-gather: "Keep the compute
     // param in fp8 (do not use any other intermediate dtype)".
     {"fp8-param-gather", false, &LaunchValues::fp8_primary_weights, "true", {},

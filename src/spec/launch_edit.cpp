@@ -316,6 +316,13 @@ void megatron_edit(const ImportReport& r, const PlanSpec& a, const PlanSpec& b, 
       } else if (rc.kind == RecomputeKind::kSelective) {
         e.add("--recompute-granularity selective");
         if (was_full) e.add("drop --recompute-method and --recompute-num-layers");
+        // --recompute-modules (nargs='*'; default ["core_attn"]:
+        // transformer_config.py, d98e8a6, lines 560-575 and 1940-1941).
+        const bool had = a.recompute.kind == RecomputeKind::kSelective && a.recompute.modules != kRecomputeCoreAttn;
+        if (mds && rc.modules != kRecomputeCoreAttn) e.refuse();
+        else if (rc.modules != kRecomputeCoreAttn)
+          e.add(fmt::format("--recompute-modules {}", recompute_modules_to_string(rc.modules, " ")));
+        else if (had) e.add("drop --recompute-modules");
       } else if (rc.kind == RecomputeKind::kFull || rc.kind == RecomputeKind::kEvery) {
         const bool block = rc.kind == RecomputeKind::kFull && rc.block_layers > 0;
         const int n = block ? rc.block_layers : rc.kind == RecomputeKind::kEvery ? rc.every_k : 1;
@@ -324,6 +331,18 @@ void megatron_edit(const ImportReport& r, const PlanSpec& a, const PlanSpec& b, 
       } else {
         e.refuse();
       }
+    } else if (k == "moe.dispatcher") {
+      // transformer_config.py (d98e8a6) lines 891 and 898, arguments through
+      // ArgumentGroupFactory (arguments.py line 2373): the flex dispatcher
+      // on DeepEP's backend (--moe-enable-deepep, deprecated at lines 1743-1751).
+      if (mds) e.refuse();
+      else if (b.moe.dispatcher == MoeDispatcher::kDeepEp)
+        e.add("--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend deepep");
+      else e.add("--moe-token-dispatcher-type alltoall");
+    } else if (k == "parallel.ep_comm_overlap") {
+      // model_parallel_config.py line 343, overlap_moe_expert_parallel_comm.
+      if (mds) e.refuse();
+      else toggle("overlap-moe-expert-parallel-comm", b.parallel.ep_comm_overlap);
     } else if (k == "offload.optimizer") {
       // Megatron-Core's HybridDeviceOptimizer (--optimizer-cpu-offload, the
       // whole optimizer with --optimizer-offload-fraction's default 1.0).

@@ -189,6 +189,14 @@ constinit const PlanField kFields[] = {
      .help = "Virtual pipeline stages per GPU (interleaved 1F1B when > 1)", .type = FieldType::kInt, .lo = 1,
      .hi = 1024, .int_ref = [](PlanSpec& p) -> int& { return p.parallel.virtual_stages; },
      .group = SummaryGroup::kLayout, .show = Show::kIfChanged, .summary = "v{}", .scope = Scope::kStep},
+    {.key = "parallel.pp_schedule", .setting = "pp_schedule", .flag = "pp-schedule",
+     .help = "Pipeline schedule: 1f1b = one forward one backward, interleaved with virtual stages, bubble "
+             "(PP-1)(F+B) / v; dualpipe = DeepSeek-V3's bidirectional schedule, bubble (PP/2-1)(F&B+B-3W), two "
+             "mirrored stages' parameters per GPU, PP+1 micro-batches' activations (DeepSeek-V3 report Sec. "
+             "3.2.1, Table 2); needs an even PP and an even micro-batch count of at least 2 x PP, no virtual stages",
+     .type = FieldType::kWord, RIDGELINE_WORD(parallel.pp_schedule, parse_pp_schedule, to_string),
+     .choices = pp_schedule_choices, .group = SummaryGroup::kLayout, .show = Show::kIfChanged,
+     .summary = "{}", .scope = Scope::kStep},
     // Uneven pipeline stages (Megatron-LM --decoder-first-pipeline-num-layers
     // / --decoder-last-pipeline-num-layers; Llama 3 405B: 126 layers on PP16,
     // the first and last stages 7, the others 8). 0 = an even share.

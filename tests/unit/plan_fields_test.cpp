@@ -66,7 +66,7 @@ spec::PlanSpec unusual_plan() {
 /// The fields unusual_plan cannot move in a plan that predicts (each applies
 /// only beside another choice): fp16's skipped steps, Adafactor's first
 /// moment, a MoE model's EP, capacity, dispatcher and shared-expert overlap, uneven stages without virtual ones,
-/// CP, offload under DeepSpeed.
+/// DualPipe (no virtual stages either), CP, offload under DeepSpeed.
 spec::PlanSpec conditional_plan(spec::OptimizerKind optimizer) {
   spec::PlanSpec p;
   p.framework = *spec::find_framework("deepspeed");
@@ -81,6 +81,7 @@ spec::PlanSpec conditional_plan(spec::OptimizerKind optimizer) {
   p.parallel.pp = 4;
   p.parallel.first_stage_layers = 3;
   p.parallel.last_stage_layers = 5;
+  p.parallel.pp_schedule = spec::PpSchedule::kDualPipe;
   p.offload.optimizer = spec::OffloadDevice::kCpu;
   p.offload.params = spec::OffloadDevice::kCpu;
   p.moe.capacity_factor = 1.25;

@@ -96,7 +96,7 @@ TEST_CASE("--search lists exactly the dimensions searched; the rest take the pla
   const auto bad = test::run_cli(k8b + " --search tp,zoom");
   CHECK(bad.status == 2);
   CHECK(bad.err == "error: --search: unknown dimension 'zoom'; expected tp, pp, dp, cp, ep, mb, vpp, zero, recompute, "
-                   "precision, framework, tp_overlap, fp8_recipe, offload, recompute_layers, stages, sp\n");
+                   "precision, framework, tp_overlap, fp8_recipe, offload, recompute_layers, stages, sp, dispatcher\n");
   const auto both = test::run_cli(k8b + " --search tp,pp --tp 8");
   CHECK(both.status == 2);
   CHECK(both.err == "error: --search: tp is fixed by --tp; leave it out of --search or drop the flag\n");

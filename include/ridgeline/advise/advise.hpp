@@ -32,7 +32,12 @@
 // torch.compile), CUDA graphs, FlashAttention 2/3 and cuDNN attention, fp8
 // and its recipes, every recomputation granularity, memory-saving
 // optimizers, optimizer CPU offload where the framework has it, LoRA <->
-// QLoRA for a fine-tune. For a plan imported from a launch config, only the
+// QLoRA for a fine-tune; for an MoE plan under EP whose all-to-alls take at
+// least 1% of the step, DeepEP's dispatcher and, under Megatron where
+// Megatron-Core takes it, the all-to-alls overlapped with another
+// micro-batch (--overlap-moe-expert-parallel-comm); for an MoE plan that
+// does not fit with the headroom, Megatron-Core's recompute modules that
+// apply (moe_act; layernorm and mla_up_proj on latent attention). For a plan imported from a launch config, only the
 // changes its framework offers, each worded as that file's edit; for a
 // torchtitan config whose global batch follows its local batch (unset or
 // -1), also the local batch x2 and /2 with the global batch it gives (the one

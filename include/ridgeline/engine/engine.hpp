@@ -240,6 +240,7 @@ std::string_view check_step_field(const spec::ModelSpec& m, const spec::PlanSpec
 /// finish() adds the layout's step kernels to, on a copy of these alone.
 struct KernelSums {
   double t_fwd = 0, t_bwd = 0, t_rec = 0;  // kernel time by phase
+  double t_wgrad = 0;  // of t_bwd, the weight-gradient GEMMs (DualPipe's W)
   double t_step_fixed = 0;                 // per-step kernels of the graph (fp8 weight casts, Hessian estimate)
   double exposed_comm_s = 0;               // communication nothing hides
   double all_to_all_s = 0;                 // the MoE dispatch and combine all-to-alls, hidden or not
@@ -346,6 +347,11 @@ void finish_totals(Prediction& out, const MicrobatchSummary& s, const spec::Plan
 double overlap_exposed_s(double comm_s, double sm_s, double gemm_s, double window_s, double gemm_window_s);
 
 /// Micro-batches per step per data-parallel rank.
+/// DualPipe's bubble (DeepSeek-V3 report, arXiv 2412.19437, Table 2;
+/// github deepseek-ai/DualPipe README): (pp/2 - 1)(F&B + B - 3W), with F&B
+/// a forward and a backward chunk run overlapped, B a full backward chunk,
+/// W its weight-gradient part; 0 without PP.
+double dualpipe_bubble_s(int pp, double f_and_b_s, double b_s, double w_s);
 double micro_batches(const spec::PlanSpec& p);
 
 }  // namespace ridgeline::engine

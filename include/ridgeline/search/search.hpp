@@ -42,15 +42,15 @@ enum class Objective : std::uint8_t { kTime, kCost, kMfu };
 /// The dimensions a search varies, by their --search names.
 enum class Dim : std::uint8_t {
   kTp, kPp, kDp, kCp, kEp, kMicroBatch, kVpp, kZero, kRecompute, kPrecision, kFramework, kTpOverlap, kFp8Recipe,
-  kOffload, kRecomputeLayers, kStages, kSp
+  kOffload, kRecomputeLayers, kStages, kSp, kDispatcher
 };
-inline constexpr int kDimCount = 17;
+inline constexpr int kDimCount = 18;
 /// "tp", "pp", "dp", "cp", "ep", "mb", "vpp", "zero", "recompute", "precision", "framework", "tp_overlap",
-/// "fp8_recipe", "offload", "recompute_layers", "stages", "sp".
+/// "fp8_recipe", "offload", "recompute_layers", "stages", "sp", "dispatcher".
 std::string_view name(Dim d);
 std::optional<Dim> parse_dim(std::string_view s);
 /// "tp, pp, dp, cp, ep, mb, vpp, zero, recompute, precision, framework, tp_overlap, fp8_recipe, offload,
-/// recompute_layers, stages, sp".
+/// recompute_layers, stages, sp, dispatcher".
 std::string dim_choices();
 
 /// The default memory headroom: a layout qualifies only when the upper end
@@ -94,6 +94,11 @@ struct SearchSpec {
   /// empty = the base plan's. With TP 1 there is nothing to overlap: "on" is
   /// the same layout as "off" and is pruned as redundant.
   std::vector<bool> tp_overlap;
+  /// MoE token dispatchers (moe.dispatcher, `--search +dispatcher`): the
+  /// alltoall one and DeepEP's; empty = the base plan's. Without EP there is
+  /// no all-to-all: every dispatcher but the first is the same layout and is
+  /// pruned as redundant.
+  std::vector<spec::MoeDispatcher> dispatcher;
   /// fp8 scaling recipes (fp8.recipe); empty = the base plan's. A recipe
   /// applies only to fp8 layouts: with another precision every recipe but
   /// the first is the same layout and is pruned as redundant.
@@ -262,6 +267,7 @@ struct Layout {
   spec::OffloadSpec offload;   // offload.optimizer, offload.params
   /// parallel.first_stage_layers, last_stage_layers; 0 = an even share.
   int first_stage_layers = 0, last_stage_layers = 0;
+  spec::MoeDispatcher dispatcher = spec::MoeDispatcher::kAllToAll;  // moe.dispatcher (read only under EP)
 };
 
 struct Candidate {
@@ -394,7 +400,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
 ///   2. less memory per GPU;
 ///   3. the layout key: tp, pp, cp, dp, ep, micro_batch, vpp, zero, sp,
 ///      recompute (kind, every_k, block_layers), precision, framework, tp_overlap, fp8_recipe,
-///      offload (optimizer, params), first_stage_layers, last_stage_layers, each
+///      offload (optimizer, params), first_stage_layers, last_stage_layers, dispatcher, each
 ///      ascending (so
 ///      an exact tie goes to the plainer layout). It holds every field of
 ///      Layout, so only equal layouts rank equal.

@@ -66,6 +66,17 @@ enum class OffloadDevice : std::uint8_t { kNone, kCpu };
 ///    GPUs holding its experts; the combine reduces within the node first.
 enum class MoeDispatcher : std::uint8_t { kAllToAll, kDeepEp };
 
+/// Pipeline schedule.
+///  - k1f1b: one-forward-one-backward (Narayanan et al. 2021), interleaved
+///    when parallel.virtual_stages > 1; bubble (p - 1) / (v m) of the ideal.
+///  - kDualPipe: DeepSeek-V3's bidirectional schedule (technical report,
+///    arXiv 2412.19437, Sec. 3.2.1 and Table 2; github deepseek-ai/DualPipe):
+///    micro-batches enter from both ends, each GPU holds two mirrored stages
+///    (i and p - 1 - i: parameters x2), a forward chunk runs overlapped with
+///    another micro-batch's backward chunk, and the bubble is
+///    (p/2 - 1)(F&B + B - 3W); activations of p + 1 micro-batches in flight.
+enum class PpSchedule : std::uint8_t { k1f1b, kDualPipe };
+
 /// CPU offload (techniques/offload.hpp has the costs).
 ///  - optimizer: ZeRO-Offload (Ren et al. 2021; DeepSpeed
 ///    zero_optimization.offload_optimizer, Megatron-Core
@@ -151,6 +162,7 @@ struct ParallelSpec {
   bool sp = false;  // sequence parallelism with TP
   int zero = 0;     // 0..3
   int virtual_stages = 1;  // interleaved 1F1B when > 1 (Narayanan et al. 2021)
+  PpSchedule pp_schedule = PpSchedule::k1f1b;
   bool tp_comm_overlap = false;
   /// ZeRO-1/2 parameter all-gather overlapped with the next step's forward
   /// (Megatron --overlap-param-gather); also on where the framework does it
@@ -342,6 +354,7 @@ std::optional<MainGrads> parse_main_grads(std::string_view s);
 std::optional<CrossEntropy> parse_cross_entropy(std::string_view s);
 std::optional<OffloadDevice> parse_offload_device(std::string_view s);
 std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view s);
+std::optional<PpSchedule> parse_pp_schedule(std::string_view s);
 
 std::string to_string(Precision p);
 std::string to_string(const Recompute& r);
@@ -359,6 +372,7 @@ std::string to_string(MainGrads g);
 std::string to_string(CrossEntropy c);
 std::string to_string(OffloadDevice d);
 std::string to_string(MoeDispatcher d);
+std::string to_string(PpSchedule s);
 
 /// The accepted words, for "expected one of ..." messages.
 std::string precision_choices();
@@ -375,6 +389,7 @@ std::string main_grads_choices();
 std::string cross_entropy_choices();
 std::string offload_device_choices();
 std::string moe_dispatcher_choices();
+std::string pp_schedule_choices();
 
 /// Sets one plan field from "key=value" text (compare --vary, search --fix):
 /// any field of spec/plan_fields.hpp by its setting key (tp, lora_rank, seq,
