@@ -178,8 +178,8 @@ std::string capacity_html(const CapacityView& v, const std::string& stem) {
                                                 "(at the report's layout where no layout fits: marked no fit) "
                                               : "Peak memory per GPU of every combination at the report's layout ") +
                                   "(bars) against the capacity (dashed); the whisker on each bar is its range, from "
-                                  "the tensors alone to twice the allocator's reserve (no published peak-memory "
-                                  "measurement to draw residuals from); the step time follows each bar. ★ marks the "
+                                  "the tensors alone to twice the allocator's reserve (the published peak-memory "
+                                  "rows are too few to draw residuals from); the step time follows each bar. ★ marks the "
                                   "fastest combination that fits.");
   o += "<details><summary>Every combination as a table</summary>\n" + table(text::techniques(v)) +
        "</details>\n</section>\n";
