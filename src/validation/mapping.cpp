@@ -548,6 +548,13 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
     auto k = spec::parse_optimizer(o);
     if (!k && (contains(o, "adamw8bit") || contains(o, "adam8bit"))) k = spec::OptimizerKind::kAdam8bit;
     if (!k && (contains(o, "adamw") || contains(o, "fusedadam") || contains(o, "fused_adam"))) k = spec::OptimizerKind::kAdamW;
+    // torch.optim.SGD as sources describe it ("SGD with momentum 0.9"): a
+    // momentum buffer where the text names momentum (torch.optim.SGD's
+    // default momentum is 0: none).
+    if (!k && contains(o, "sgd")) {
+      k = spec::OptimizerKind::kSgd;
+      p.optimizer.momentum = contains(o, "momentum") && !contains(o, "without momentum") && !contains(o, "no momentum");
+    }
     if (!k) return Skip{fmt::format("unrecognised training.optimizer '{}'", tr.text("optimizer"))};
     p.optimizer.kind = *k;
     notes.push_back(fmt::format("optimizer {} (training.optimizer '{}')", spec::to_string(*k), tr.text("optimizer")));

@@ -376,9 +376,17 @@ TEST_CASE("published: torch.compile, a named optimizer, QLoRA and FSDP CPU offlo
           "- id: compile_not_a_bool\n  group: fixture\n  category: end_to_end_training\n"
           "  hardware: {gpu: A100-SXM4-80GB, num_gpus: 1}\n" + model +
           "  training: {micro_batch: 2, compile: sometimes}\n"
+          "  measured: {tokens_per_s_per_gpu: 1000}\n"
+          "- id: sgd_momentum\n  group: fixture\n  category: end_to_end_training\n"
+          "  hardware: {gpu: A100-SXM4-80GB, num_gpus: 1}\n" + model +
+          "  training: {micro_batch: 2, optimizer: SGD with momentum 0.9}\n"
+          "  measured: {tokens_per_s_per_gpu: 1000}\n"
+          "- id: sgd_plain\n  group: fixture\n  category: end_to_end_training\n"
+          "  hardware: {gpu: A100-SXM4-80GB, num_gpus: 1}\n" + model +
+          "  training: {micro_batch: 2, optimizer: torch.optim.SGD}\n"
           "  measured: {tokens_per_s_per_gpu: 1000}\n");
   const auto file = spec::load_published(f);
-  REQUIRE(file.rows.size() == 4);
+  REQUIRE(file.rows.size() == 6);
   const auto hw = test::gpu("a100_sxm_80gb");
   // bitsandbytes' PagedAdamW8bit is an 8-bit Adam (two 8-bit states); QLoRA
   // is finetune qlora; training.compile true is fusion compiled.
@@ -404,6 +412,16 @@ TEST_CASE("published: torch.compile, a named optimizer, QLoRA and FSDP CPU offlo
   const auto c = validation::map_training_row(file.rows[3], hw);
   REQUIRE_FALSE(c);
   CHECK(c.reason() == "unrecognised training.compile 'sometimes' (true or false)");
+  // torch.optim.SGD: a momentum buffer where the text names momentum (its
+  // default momentum is 0).
+  const auto m = validation::map_training_row(file.rows[4], hw);
+  REQUIRE(m);
+  CHECK(m->plan.optimizer.kind == spec::OptimizerKind::kSgd);
+  CHECK(m->plan.optimizer.momentum);
+  const auto g = validation::map_training_row(file.rows[5], hw);
+  REQUIRE(g);
+  CHECK(g->plan.optimizer.kind == spec::OptimizerKind::kSgd);
+  CHECK_FALSE(g->plan.optimizer.momentum);
   fs::remove(f);
 }
 
