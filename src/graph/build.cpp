@@ -117,9 +117,9 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
   const bool bias = M.bias;
   const bool causal = P.attention_flops == spec::AttentionFlops::kCausal;
   auto& ks = G.kernels;
-  auto push = [&](Kernel k, double count) {
-    k.count = count;
+  auto push = [&](const Kernel& k, double count) {
     ks.push_back(k);
+    ks.back().count = count;
     return &ks.back();
   };
 
