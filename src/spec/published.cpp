@@ -132,6 +132,7 @@ const std::map<std::string, std::vector<std::pair<std::string, std::vector<std::
 /// Boolean fields Ridgeline reads.
 const std::map<std::string, std::vector<std::string>>& bool_fields() {
   static const std::map<std::string, std::vector<std::string>> f = {
+      {"source", {"interval_pool"}},
       {"training", {"sequence_parallel", "cpu_offload"}},
       {"kernel", {"causal"}},
   };

@@ -3,37 +3,15 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <string_view>
 
 #include "ridgeline/spec/framework.hpp"
 
 namespace ridgeline::validation {
 
-namespace {
-
-/// Groups compared in validate-published's tables but kept out of the
-/// residuals the prediction intervals are drawn from, each with its reason.
-/// torchtune's README table (pytorch/torchtune commit 0031bfb README.md,
-/// "Memory and training speed") leaves unstated which A100 it ran, whether
-/// Tokens/sec is per GPU or in all, and what differed on the A6000 (its LoRA
-/// figure needs 98% of the card's dense bf16 peak even without the config's
-/// activation checkpointing): pooled, its two sources' offsets would widen
-/// every end-to-end interval (80%: median width 20.9% -> 54.0%, coverage 77.6%
-/// -> 96.4% out of sample) on figures whose settings are guesses.
-constexpr std::string_view kOutOfPool[] = {"torchtune_readme"};
-
-bool pooled(std::string_view group) {
-  for (const auto g : kOutOfPool)
-    if (g == group) return false;
-  return true;
-}
-
-}  // namespace
-
 std::vector<uncertainty::Residual> residuals_of(const std::vector<PublishedResult>& rows) {
   std::vector<uncertainty::Residual> out;
   for (const auto& r : rows) {
-    if (!r.predicted || (!r.run && !r.kernel) || !pooled(r.group)) continue;
+    if (!r.predicted || (!r.run && !r.kernel) || !r.pooled) continue;
     const Comparison& c = r.primary;
     if (!(c.measured > 0) || !(c.predicted > 0)) continue;
     uncertainty::Residual x;

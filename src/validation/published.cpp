@@ -33,6 +33,7 @@ PublishedResult predict(const spec::PublishedRow& row, const ProfileSet& profile
   r.category = row.category;
   r.gpu = row.hardware.text("gpu");
   r.memory_measured = row.category == spec::PublishedCategory::kEndToEndTraining && row.measured.has("peak_memory_gib");
+  r.pooled = spec::parse_published_bool(row.source.text("interval_pool")).value_or(true);
   if (row.category == spec::PublishedCategory::kEndToEndTraining)
     r.framework = spec::framework(framework_of(row).index).id;
   auto skipped = [&](Skip s) {

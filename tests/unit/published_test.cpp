@@ -19,6 +19,7 @@
 #include "ridgeline/spec/published.hpp"
 #include "ridgeline/support/diagnostics.hpp"
 #include "ridgeline/validation/conventions.hpp"
+#include "ridgeline/validation/coverage.hpp"
 #include "ridgeline/validation/mapping.hpp"
 #include "ridgeline/validation/profiles.hpp"
 #include "ridgeline/validation/published.hpp"
@@ -639,4 +640,45 @@ TEST_CASE("published: the command filters by group and writes every format") {
   r = test::run_cli("validate-published " + f + " --format xml");
   CHECK(r.status == 2);
   CHECK(r.err == "error: --format: expected one of table, json, csv, markdown, got \"xml\"\n");
+}
+
+TEST_CASE("published: a source that says interval_pool: false is compared but draws no residual") {
+  const std::string model =
+      "  model: {architecture: llama, layers: 2, hidden: 1024, heads: 8, kv_heads: 8, ffn_hidden: 4096, vocab: 32000, "
+      "seq_len: 1024}\n"
+      "  training: {framework: torchtitan, micro_batch: 2, recompute: none}\n"
+      "  measured: {tokens_per_s_per_gpu: 1000}\n";
+  const std::string f = write_rows(
+      "pool.yaml",
+      "schema_version: 1\nrows:\n"
+      "- id: pooled_row\n  group: fixture\n  category: end_to_end_training\n"
+      "  hardware: {gpu: A100-SXM4-80GB, num_gpus: 1}\n" + model +
+          "- id: unpooled_row\n  group: fixture\n  category: end_to_end_training\n"
+          "  source: {interval_pool: false, interval_pool_reason: settings unstated}\n"
+          "  hardware: {gpu: A100-SXM4-80GB, num_gpus: 1}\n" + model);
+  const auto rep = validation::validate_published(spec::load_published(f), options());
+  REQUIRE(rep.results.size() == 2);
+  CHECK(rep.results[0].predicted);
+  CHECK(rep.results[1].predicted);  // compared in every table
+  CHECK(rep.results[0].pooled);
+  CHECK_FALSE(rep.results[1].pooled);
+  const auto res = validation::residuals_of(rep.results);
+  REQUIRE(res.size() == 1);
+  CHECK(res[0].id == "pooled_row");
+  // Anything but true or false is a located error.
+  const std::string g = write_rows("bad_pool.yaml",
+                                   "schema_version: 1\nrows:\n"
+                                   "- id: r\n  group: fixture\n  category: end_to_end_training\n"
+                                   "  source: {interval_pool: sometimes}\n"
+                                   "  measured: {tokens_per_s_per_gpu: 1000}\n");
+  std::string got;
+  try {
+    spec::load_published(g);
+  } catch (const support::SpecError& e) {
+    got = e.diagnostics().front().format();
+  }
+  // "sometimes" at column 27 of line 6 ("  source: {interval_pool: " is 26 characters).
+  CHECK(got.rfind(g + ":6:27: error: rows[0] (id r): source.interval_pool: expected true or false, got \"sometimes\"", 0) == 0);
+  fs::remove(f);
+  fs::remove(g);
 }

@@ -2,8 +2,9 @@
 //
 // residuals_of takes the rows leave_one_group_out predicted with their own
 // group's fits left out; each predicted end-to-end, GEMM or attention row
-// gives one uncertainty::Residual, but for the groups coverage.cpp keeps out
-// of the pool with their reason (kOutOfPool: torchtune's README table). coverage_of then checks the intervals
+// gives one uncertainty::Residual, but for the rows whose source says
+// `interval_pool: false` (PublishedResult::pooled, with the row's reason:
+// torchtune's README table). coverage_of then checks the intervals
 // honestly: every row's interval is drawn from the residuals of the *other*
 // groups only (uncertainty::IntervalModel's exclude_group), as a run the
 // validation has never seen would be, and the row counts as covered when

@@ -41,6 +41,11 @@ struct PublishedResult {
   std::string config;                 // the mapped configuration, in words
   std::vector<std::string> assumptions;  // what Ridgeline had to assume
   bool fits = true;  // end-to-end: the memory model agrees the run fits
+  /// Whether the row's residual joins the prediction intervals' pools: false
+  /// where its source says `interval_pool: false` (with its reason, the
+  /// row's source.interval_pool_reason), a source whose settings are too
+  /// uncertain to set every interval's width; compared in every table all the same.
+  bool pooled = true;
   /// End-to-end rows: whether the row states measured.peak_memory_gib, and
   /// when predicted its comparison with the predicted peak (RowPrediction::memory).
   bool memory_measured = false;
