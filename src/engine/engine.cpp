@@ -250,7 +250,7 @@ std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec&
                     [&] { return std::string("uneven pipeline stages with virtual stages are not modelled"); });
   }
   const long long stages = static_cast<long long>(q.pp) * std::max(1, q.virtual_stages);
-  if (step && !uneven && m.layers % stages != 0)
+  if (step && !uneven && m.layers % stages != 0 && spec::framework(p.framework).refuses_indivisible_layers)
     return refuse(message, "parallel.pp", [&] {
       return q.virtual_stages > 1
                  ? fmt::format("PP {} x {} virtual stages does not divide {} layers", q.pp, q.virtual_stages, m.layers)

@@ -240,6 +240,7 @@ FrameworkSpec load_framework(const std::string& path) {
     if (auto v = m.string("model_parallel_why")) f.model_parallel_why = *v;
     if (auto v = m.boolean("interleave_indivisible_microbatches", true))
       f.interleave_needs_divisible_microbatches = *v;
+    if (auto v = m.boolean("indivisible_layers")) f.refuses_indivisible_layers = *v;
   });
   behaviour(r, "offload", [&](MapReader& m) {
     if (auto v = m.boolean("optimizer", true)) f.offload_optimizer = *v;

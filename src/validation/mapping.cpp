@@ -671,6 +671,10 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
     const bool exact = global_exact && std::floor(per_rank) == per_rank;
     spec::PlanSpec best = p, trial = p;
     double best_rate = -1;
+    // A recomputation the framework does not offer (torchtitan has no
+    // Megatron-style selective) is not a choice; the row is skipped only when
+    // the framework refuses every one.
+    int refused = 0;
     for (const spec::Recompute& r : tries) {
       trial.recompute = r;
       for (int b = micro_unstated ? 1 << 12 : p.micro_batch; b >= 1; b /= 2) {
@@ -679,6 +683,7 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
         const double step = static_cast<double>(b) * q.dp;
         trial.global_batch = static_cast<int>(std::max(1.0, std::round(p.global_batch / step)) * step);
         const auto pr = run(out.model, trial, hw, opt);
+        if (!pr && recompute_unstated && ++refused < static_cast<int>(tries.size())) break;
         if (!pr) return pr.skip();
         if (pr->memory.fits && pr->step.tokens_per_s > best_rate) best_rate = pr->step.tokens_per_s, best = trial;
         if (!micro_unstated) break;

@@ -537,3 +537,33 @@ TEST_CASE("DeepSeek-V3's published layout: 180K H800 GPU-hours per trillion toke
   CHECK(gpu_hours_per_t < 180e3 * 1.15);
   CHECK(r.memory.fits);  // the run exists: its layout fits in 80 GB
 }
+
+TEST_CASE("torchtitan splits any layer count over the stages; Megatron needs PP x virtual stages to divide them") {
+  // NeMo AutoModel's DeepSeek-V3 layout (PP 4, 8 virtual stages: 32 stages
+  // over 61 layers). Its split (pipelining/functional.py
+  // generate_hf_model_fqn_per_model_part: divmod(61, 32) = (1, 29), the
+  // first 29 stages take one more) and torchtitan's
+  // (generate_llm_fqn_per_model_part) put 2 layers on stages 0-28 and 1 on
+  // 29-31; the looped placement gives rank 0 stages 0, 4, ..., 28: 8 x 2 =
+  // 16 layers = ceil(61 / 4), the busiest GPU.
+  const auto m = test::model("deepseek_v3");
+  const auto hw = test::gpu("h100_sxm");
+  spec::PlanSpec p = deepseek_ep64();
+  p.parallel.pp = 4;
+  p.parallel.virtual_stages = 8;
+  p.parallel.dp = 64;
+  p.global_batch = 8192;
+  p.framework = *spec::find_framework("megatron");
+  const auto refused = engine::check_plan(m, p, hw);
+  CHECK(refused.field == "parallel.pp");
+  CHECK(refused.message == "PP 4 x 8 virtual stages does not divide 61 layers");
+  p.framework = *spec::find_framework("torchtitan");
+  p.parallel.zero = 3;
+  p.precision = spec::Precision::kBf16;
+  CHECK(engine::check_plan(m, p, hw).message.empty());
+  CHECK(spec::max_stage_layers(m.layers, 4, 0, 0) == 16);
+  CHECK(techniques::local_params(m, p, techniques::PipelineStage::kFirst).layers_local == 16);
+  // DeepSpeed's PipelineModule (partition_method 'parameters') takes any count too.
+  CHECK_FALSE(spec::framework(*spec::find_framework("deepspeed")).refuses_indivisible_layers);
+  CHECK(spec::framework(*spec::find_framework("megatron")).refuses_indivisible_layers);
+}

@@ -484,3 +484,40 @@ rows:
   REQUIRE_FALSE(noseq);
   CHECK(noseq.reason().find("seq_len") != std::string::npos);
 }
+
+TEST_CASE("validation framework: an unstated recomputation is chosen among those the framework offers") {
+  // Under torchtitan (NeMo AutoModel) there is no Megatron-style selective
+  // recomputation (frameworks/torchtitan.yaml recompute: none, op, every:K,
+  // full): the mapping tries none, selective and full, and a refused try is
+  // not a reason to skip the row. Llama-3-8B at micro-batch 1, 8192 tokens on
+  // one 80 GB H100 under ZeRO-3 over 8: without recomputation its activations
+  // (~34 B h s per layer in 16 bits, Korthikanti et al. 2022: 32 x 4096 x 8192
+  // x 34 B = 34 GiB) and the 2 B + 4 B + 4 B of state of 1/8 of 8B (9.4 GiB)
+  // fit, so "none", the fastest, is the choice.
+  const fs::path dir = fs::temp_directory_path() / ("ridgeline_unstated_rc_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "rows.yaml").string();
+  std::ofstream(path) << R"(schema_version: 1
+row_count: 1
+rows:
+- id: automodel_like
+  group: g
+  category: end_to_end_training
+  source: {citation: NVIDIA NeMo AutoModel docs, 'Performance Summary'}
+  hardware: {gpu: H100-SXM-80GB, num_gpus: 8}
+  model: {name: Llama-3-8B, spec: llama3_8b, seq_len: 8192}
+  training: {implementation: 'NeMo AutoModel (FSDP2)', global_batch: 8, micro_batch: 1, tp: 1, pp: 1, dp: 8,
+             zero: 3, precision: bf16, recompute: 'not stated (the config changed after the run)'}
+  measured: {tokens_per_s_per_gpu: 9000}
+)";
+  const auto file = spec::load_published(path);
+  fs::remove_all(dir);
+  REQUIRE(file.rows.size() == 1);
+  validation::PredictOptions opt;
+  opt.models_dir = std::string(RIDGELINE_SOURCE_DIR) + "/models";
+  const auto tc = validation::map_training_row(file.rows[0], test::gpu("h100_sxm"), opt);
+  REQUIRE(tc);
+  CHECK(tc->plan.framework == index_of("torchtitan"));
+  CHECK(tc->plan.recompute.kind == spec::RecomputeKind::kNone);
+  CHECK(has_line_starting(tc->assumptions, "training.recompute not stated: none"));
+}

@@ -168,6 +168,12 @@ struct FrameworkSpec {
   bool refuses_pp = false;
   std::string model_parallel_why;
   bool interleave_needs_divisible_microbatches = false;  // Megatron: micro-batches % PP == 0
+  /// Layers that PP (x virtual stages) does not divide: Megatron refuses them
+  /// without --decoder-first/last-pipeline-num-layers; torchtitan and
+  /// DeepSpeed split any count, the first stages taking one layer more
+  /// (refuses.indivisible_layers; absent: true). The busiest GPU then holds
+  /// ceil(layers / PP) layers (spec::stage_layers).
+  bool refuses_indivisible_layers = true;
   /// CPU offload the framework offers (frameworks/NAME.yaml `offload:`;
   /// absent: none): the optimizer (DeepSpeed ZeRO-Offload, Megatron-Core
   /// --optimizer-cpu-offload) and the parameters (DeepSpeed ZeRO-3 offload_param).
