@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 export RIDGELINE_EXTRA_PACKAGES="${RIDGELINE_EXTRA_PACKAGES:-} chromium"
 bash scripts/setup.sh
 # Every shipped spec file must pass `ridgeline check`.
-./build/ridgeline check hardware_profiles/*.yaml models/*.yaml plans/*.yaml >/dev/null
+./build/ridgeline check hardware_profiles/*.yaml models/*.yaml plans/*.yaml frameworks/*.yaml >/dev/null
 (cd build && ctest -j2 --output-on-failure)
 # The README's accuracy section, docs/accuracy.md and validation/residuals.json
 # must be what validate-published gives now, byte for byte.

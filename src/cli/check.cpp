@@ -82,7 +82,8 @@ enum class SpecKind {
   kStackCalibration,
   kMegatron,
   kTorchtitan,
-  kDeepSpeed
+  kDeepSpeed,
+  kFramework
 };
 
 std::string_view describe(SpecKind k) {
@@ -98,6 +99,7 @@ std::string_view describe(SpecKind k) {
     case SpecKind::kMegatron: return "Megatron-LM launch script";
     case SpecKind::kTorchtitan: return "torchtitan config";
     case SpecKind::kDeepSpeed: return "DeepSpeed config";
+    case SpecKind::kFramework: return "framework profile";
   }
   return "file";
 }
@@ -111,6 +113,7 @@ SpecKind spec_kind(const std::string& path) {
   if (path.ends_with(".sh")) return SpecKind::kMegatron;
   if (path.ends_with(".toml")) return SpecKind::kTorchtitan;
   if (path.find("hardware_profiles/") != std::string::npos) return SpecKind::kHardware;
+  if (path.find("frameworks/") != std::string::npos && !json) return SpecKind::kFramework;
   if (path.find("models/") != std::string::npos && !json) return SpecKind::kModel;
   if (path.find("plans/") != std::string::npos && !json) return SpecKind::kPlan;
   if (path.ends_with(".csv")) return SpecKind::kRuns;
@@ -210,11 +213,11 @@ void register_check(Commands& commands, int& rc) {
   };
   auto a = std::make_shared<CheckArgs>();
   auto* cmd = commands.add(
-      "check", "Validate hardware profiles, models, plans, launch configs, Hugging Face configs, measurement, "
-               "measured-runs and stack calibration files, or every such file in a folder");
+      "check", "Validate hardware profiles, models, plans, framework profiles, launch configs, Hugging Face configs, "
+               "measurement, measured-runs and stack calibration files, or every such file in a folder");
   if (!cmd) return;
   cmd->add_option("files", a->files,
-                  "Files to check; the kind comes from the folder (hardware_profiles/, models/, plans/) or, "
+                  "Files to check; the kind comes from the folder (hardware_profiles/, models/, plans/, frameworks/) or, "
                   "elsewhere, from the top-level keys. A Hugging Face model folder is checked as its config.json, "
                   "any other folder as every .yaml, .yml, .json, .csv, .toml (torchtitan) and .sh (Megatron-LM) file "
                   "directly in it; "
@@ -298,6 +301,7 @@ void register_check(Commands& commands, int& rc) {
             case SpecKind::kMegatron: spec::import_megatron(f); break;
             case SpecKind::kTorchtitan: spec::import_torchtitan(f); break;
             case SpecKind::kDeepSpeed: spec::import_deepspeed(f); break;
+            case SpecKind::kFramework: spec::load_framework(f); break;
           }
           std::cout << f << ": ok (" << describe(kind) << ")\n";
           if (a->verbose) std::cout << understood;

@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -620,4 +621,24 @@ TEST_CASE("model YAML: window_layers without sliding_window, and a window withou
   std::ofstream(b) << "name: w\nlayers: 2\nhidden: 64\nheads: 4\nffn_hidden: 128\nvocab: 100\nmax_seq_len: 256\n"
                       "sliding_window: 16\n";
   CHECK_THROWS_WITH(spec::load_model(b.string()), doctest::Contains("window_layers"));
+}
+
+TEST_CASE("cli: check reads framework profiles as framework profiles") {
+  // frameworks/*.yaml are read by spec::load_framework (their `value:` /
+  // `source:` behaviours), not as plans: the shipped ones are ok, a bad
+  // value is located.
+  const auto r = test::run_cli("check frameworks");
+  CHECK(r.status == 0);
+  CHECK(r.out ==
+        "frameworks/deepspeed.yaml: ok (framework profile)\nframeworks/fsdp.yaml: ok (framework profile)\n"
+        "frameworks/hf.yaml: ok (framework profile)\nframeworks/megatron.yaml: ok (framework profile)\n"
+        "frameworks/torchtitan.yaml: ok (framework profile)\n");
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("ridgeline_fw_" + std::to_string(::getpid())) / "frameworks";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "x.yaml") << "id: x\nrefuses:\n  indivisible_layers: maybe\n";
+  const auto bad = test::run_cli("check " + (dir / "x.yaml").string());
+  std::filesystem::remove_all(dir.parent_path());
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("x.yaml:") != std::string::npos);
 }
