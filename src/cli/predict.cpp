@@ -62,6 +62,16 @@ std::string does_not_fit_hint(const engine::Prediction& p, const spec::PlanSpec&
       // Adapters' optimizer state is small: a leaner optimizer helps only when every weight trains.
       if (plan.optimizer.kind == spec::OptimizerKind::kAdamW || plan.optimizer.kind == spec::OptimizerKind::kAdam)
         levers.emplace_back("--optimizer adafactor|adam8bit");
+      // torchtune's single-GPU full fine-tunes: gradients freed in backward, the state paged.
+      // Where the framework offers them (engine::check_plan refuses them elsewhere).
+      if (const auto& fw = spec::framework(plan.framework);
+          fw.optimizer_in_backward && !plan.optimizer.in_backward && engine::micro_batches(plan) <= 1 &&
+          plan.parallel.pp <= 1 && plan.parallel.ep <= 1)
+        levers.emplace_back("--optimizer-in-backward");
+      if (spec::framework(plan.framework).paged_optimizer && !plan.optimizer.paged && !plan.offload.optimizer_on_cpu() &&
+          (plan.optimizer.kind == spec::OptimizerKind::kAdamW || plan.optimizer.kind == spec::OptimizerKind::kAdam ||
+           plan.optimizer.kind == spec::OptimizerKind::kAdam8bit || plan.optimizer.kind == spec::OptimizerKind::kLion))
+        levers.emplace_back("--paged-optimizer");
       levers.emplace_back("--finetune lora");
       break;
     case spec::FinetuneMode::kLora: levers.emplace_back("--finetune qlora"); break;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <vector>
 #include <fmt/format.h>
 
 #include "ridgeline/spec/framework.hpp"
@@ -125,18 +126,64 @@ std::string_view check_framework(const spec::ModelSpec& m, const spec::PlanSpec&
   return {};
 }
 
-/// CPU offload: what the framework offers (frameworks/NAME.yaml offload:),
-/// the ZeRO stages it needs and what is modelled.
+/// CPU offload and the optimizer's memory savers (optimizer.in_backward,
+/// optimizer.paged): what the framework offers (frameworks/NAME.yaml
+/// offload:, optimizer_in_backward:, paged_optimizer:), the ZeRO stages and
+/// layouts they need and what is modelled.
 std::string_view check_offload(const spec::PlanSpec& p, std::string* message) {
   const spec::OffloadSpec& o = p.offload;
-  if (!o.any()) return {};
+  const spec::OptimizerKind kind = p.optimizer.kind;
   const spec::FrameworkSpec& fw = spec::framework(p.framework);
-  auto offering = [](bool spec::FrameworkSpec::*what) {
-    std::string out;
+  auto offering = [](bool spec::FrameworkSpec::*what) {  // "a", "a and b", "a, b and c"
+    std::vector<std::string_view> ids;
     for (const auto& f : spec::frameworks())
-      if (f.*what) out += (out.empty() ? "" : " and ") + f.id;
+      if (f.*what) ids.push_back(f.id);
+    std::string out;
+    for (size_t i = 0; i < ids.size(); ++i)
+      out += fmt::format("{}{}", i == 0 ? "" : i + 1 == ids.size() ? " and " : ", ", ids[i]);
     return out;
   };
+  if (p.optimizer.in_backward && !fw.optimizer_in_backward)
+    return refuse(message, "optimizer.in_backward", [&] {
+      return fmt::format("{} steps the optimizer after the backward, not in it (offered by {})", fw.id,
+                         offering(&spec::FrameworkSpec::optimizer_in_backward));
+    });
+  if (p.optimizer.paged && !fw.paged_optimizer)
+    return refuse(message, "optimizer.paged", [&] {
+      return fmt::format("{} builds its own optimizer, not bitsandbytes' paged ones (offered by {})", fw.id,
+                         offering(&spec::FrameworkSpec::paged_optimizer));
+    });
+  // torchtitan build_optimizers: "Optimizers in backward is not supported
+  // with pipeline parallelism" (and with expert parallelism).
+  if (p.optimizer.in_backward && (p.parallel.pp > 1 || p.parallel.ep > 1))
+    return refuse(message, "optimizer.in_backward", [&] {
+      return fmt::format("optimizer in backward is not supported with {} parallelism (torchtitan build_optimizers)",
+                         p.parallel.pp > 1 ? "pipeline" : "expert");
+    });
+  // torchtune (recipes/full_finetune_single_device.py): "Gradient
+  // accumulation is not supported with optimizer in bwd": each gradient is
+  // freed after its step.
+  if (p.optimizer.in_backward && micro_batches(p) > 1)
+    return refuse(message, "optimizer.in_backward", [&] {
+      return fmt::format("optimizer in backward frees each gradient after its step: it needs one micro-batch per "
+                         "step, got {:.0f} (a global batch of {} over micro-batch {} x DP {})",
+                         micro_batches(p), p.global_batch, p.micro_batch, p.parallel.dp);
+    });
+  // bitsandbytes pages the states of its Adam, AdamW (8- and 32-bit) and
+  // Lion optimizers (bitsandbytes/optim: PagedAdam, PagedAdamW,
+  // PagedAdamW8bit, PagedAdam8bit, PagedLion, PagedLion8bit).
+  if (p.optimizer.paged && kind != spec::OptimizerKind::kAdam && kind != spec::OptimizerKind::kAdamW &&
+      kind != spec::OptimizerKind::kAdam8bit && kind != spec::OptimizerKind::kLion)
+    return refuse(message, "optimizer.paged", [&] {
+      return fmt::format("paged optimizer state is bitsandbytes' (adam, adamw, adam8bit, lion), not {}",
+                         spec::to_string(kind));
+    });
+  if (p.optimizer.paged && o.optimizer_on_cpu())
+    return refuse(message, "optimizer.paged", [&] {
+      return std::string("paged optimizer state and optimizer CPU offload both move the state off the GPU; "
+                         "choose one");
+    });
+  if (!o.any()) return {};
   if (o.optimizer_on_cpu() && !fw.offload_optimizer)
     return refuse(message, "offload.optimizer", [&] {
       return fmt::format("{} has no optimizer CPU offload; {} offer it", fw.id,
@@ -166,10 +213,10 @@ std::string_view check_offload(const spec::PlanSpec& p, std::string* message) {
           "parameter offload without optimizer offload is not modelled; set offload.optimizer "
           "to cpu as well");
     });
-  const spec::OptimizerKind k = p.optimizer.kind;
-  if (o.optimizer_on_cpu() && k != spec::OptimizerKind::kAdam && k != spec::OptimizerKind::kAdamW)
+  if (o.optimizer_on_cpu() && kind != spec::OptimizerKind::kAdam && kind != spec::OptimizerKind::kAdamW)
     return refuse(message, "offload.optimizer", [&] {
-      return fmt::format("optimizer offload is modelled for adam and adamw (CPU Adam), not {}", spec::to_string(k));
+      return fmt::format("optimizer offload is modelled for adam and adamw (CPU Adam), not {}",
+                         spec::to_string(kind));
     });
   return {};
 }
@@ -753,7 +800,18 @@ void finish_time(Prediction& out, const MicrobatchSummary& sum, const StepKernel
   const double exposed_dp = exposed_reduce + exposed_next_fwd;
   // CPU offload: the host link's transfers and the CPU optimizer step
   // (techniques/offload.hpp); backward's window includes recomputation.
-  const techniques::OffloadCost offload = techniques::offload_cost(p, hw, lp, mb, s.t_fwd, s.t_bwd + s.t_rec);
+  techniques::OffloadCost offload = techniques::offload_cost(p, hw, lp, mb, s.t_fwd, s.t_bwd + s.t_rec);
+  // Paged optimizer state beyond what the GPU holds beside the peak
+  // (memory::MemoryResult::paged_to_host): bitsandbytes prefetches each
+  // state to the GPU before its update (Optimizer8bit.prefetch_state,
+  // cudaMemPrefetchAsync), and the driver evicts other pages of it to make
+  // room: the excess comes in and goes out every step, the two directions
+  // of the full-duplex host link side by side, the update waiting on them.
+  if (out.memory.paged_to_host > 0) {
+    offload.paged_bytes = out.memory.paged_to_host;
+    offload.paged_s = offload.paged_bytes / std::max(1.0, hw.host.link_bytes_per_s);
+    offload.exposed_s += offload.paged_s;
+  }
   double step = ideal + bubble + s.t_step_fixed + exposed_dp + comm_step + offload.exposed_s;
   step *= techniques::executed_steps_per_step(p);
   // A stack calibrated on the user's own runs (calibrate --runs,

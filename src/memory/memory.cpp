@@ -145,6 +145,16 @@ ModelState model_state(const spec::PlanSpec& p, const techniques::LocalParams& l
                 std::max(0.0, lp.expert_trainable - lp.expert_hidden_matrix_elems) * 2 * pol.state_elem_bytes
           : lp.expert_trainable * opt_b;
   r.optimizer = shard(1, lp.trainable * opt_b, expert_opt);
+  // Optimizer in backward (torchtune optimizer_in_bwd: each parameter's
+  // step runs in its post-accumulate-grad hook, then `p.grad = None`,
+  // recipes/full_finetune_single_device.py): one tensor's gradient at a time.
+  if (p.optimizer.in_backward) r.gradients = std::min(r.gradients, lp.largest_tensor * pol.gradient_bytes);
+  // Paged state (bitsandbytes: cudaMallocManaged, bitsandbytes/functional.py
+  // get_paged): outside PyTorch's allocator, so outside the peak below.
+  if (p.optimizer.paged) {
+    r.paged = r.optimizer;
+    r.optimizer = 0;
+  }
   if (p.offload.optimizer_on_cpu()) {
     constexpr double kFp32GradBytes = 4;  // the host's fp32 gradient copy CPU Adam reads
     r.host = r.master_weights + r.optimizer +
@@ -201,6 +211,7 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
   s.master_weights = ms.master_weights;
   s.optimizer = ms.optimizer;
   s.host = ms.host;
+  s.paged = ms.paged;
   // DualPipe: the GPU of stage i also holds stage p - 1 - i, its own copy
   // of those parameters with their gradients and optimizer state
   // (DeepSeek-V3 report Sec. 3.2.1: "two copies of the model parameters";
@@ -211,6 +222,7 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
     s.master_weights += mirror->master_weights;
     s.optimizer += mirror->optimizer;
     s.host += mirror->host;
+    s.paged += mirror->paged;
   }
   // Layers: the stage's micro-batches in flight; the embedding's saved
   // tensors go with the first stage's micro-batches; the head's (one
@@ -281,7 +293,8 @@ void estimate_into(MemoryResult& r, const GraphFacts& g, const spec::ModelSpec& 
   // estimates ten thousand layouts). The binding names each field, so a
   // field added to MemoryResult stops this compiling until it is set here.
   [[maybe_unused]] const auto& [weights, gradients, master_weights, optimizer, activations, buffers, workspace,
-                                fragmentation, total, capacity, fits, host_bytes, host_capacity, host_fits, allocated,
+                                fragmentation, total, capacity, fits, host_bytes, host_capacity, host_fits, paged_bytes,
+                                paged_to_host, allocated,
                                 reserved, allocator_reserve, peak_stage, first_stage, last_stage, middle_stage,
                                 activations_per_layer, activations_per_microbatch, in_flight_microbatches,
                                 recompute_working, cp_kv_buffers] = r;
@@ -339,7 +352,11 @@ void estimate_into(MemoryResult& r, const GraphFacts& g, const spec::ModelSpec& 
   r.capacity = hw.memory_bytes;
   r.host_bytes = std::max({r.first_stage.host, r.last_stage.host, r.middle_stage.host});
   r.host_capacity = hw.host.memory_bytes;
-  r.host_fits = r.host_bytes <= r.host_capacity;
+  // Paged optimizer state: the GPU keeps what fits beside the peak; the
+  // rest waits on the host (and must fit there).
+  r.paged_bytes = std::max({r.first_stage.paged, r.last_stage.paged, r.middle_stage.paged});
+  r.paged_to_host = std::max(0.0, r.paged_bytes - std::max(0.0, r.capacity - r.total));
+  r.host_fits = r.host_bytes + r.paged_to_host <= r.host_capacity;
   r.fits = r.total <= r.capacity && r.host_fits;
 }
 

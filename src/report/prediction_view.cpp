@@ -257,8 +257,10 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
   // The MoE dispatch and combine (present under EP).
   if (s.all_to_all_s > 0) j["step"]["all_to_all_s"] = json_number(s.all_to_all_s);
   // CPU offload (techniques::offload_cost), present when the plan offloads.
-  if (const auto& o = s.offload; o.cpu_params > 0 || o.param_fetch_bytes > 0)
+  if (const auto& o = s.offload; o.cpu_params > 0 || o.param_fetch_bytes > 0 || o.paged_bytes > 0)
     j["step"]["offload"] = {{"cpu_params", whole(o.cpu_params)},
+                            {"paged_bytes", whole(o.paged_bytes)},
+                            {"paged_s", json_number(o.paged_s)},
                             {"grad_d2h_bytes", whole(o.grad_d2h_bytes)},
                             {"param_h2d_bytes", whole(o.param_h2d_bytes)},
                             {"param_fetch_bytes", whole(o.param_fetch_bytes)},
@@ -292,6 +294,12 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
   // CPU offload: the model state in host memory per GPU, present when the plan offloads.
   if (m.host_bytes > 0)
     j["memory"].update({{"host_bytes", whole(m.host_bytes)},
+                        {"host_capacity_bytes", whole(m.host_capacity)},
+                        {"host_fits", m.host_fits}});
+  // Paged optimizer state (present when the plan pages it): outside peak_memory_bytes.
+  if (m.paged_bytes > 0)
+    j["memory"].update({{"paged_optimizer_bytes", whole(m.paged_bytes)},
+                        {"paged_to_host_bytes", whole(m.paged_to_host)},
                         {"host_capacity_bytes", whole(m.host_capacity)},
                         {"host_fits", m.host_fits}});
   if (m.peak_stage != "only") {
@@ -478,6 +486,15 @@ std::vector<SummaryLine> prediction_summary(const engine::Prediction& pred, cons
   if (m.host_bytes > 0)
     line("host memory", fmt::format("{} of {} per GPU   {}   (offloaded model state)", format_bytes(m.host_bytes),
                                     format_bytes(m.host_capacity), m.host_fits ? "fits" : "DOES NOT FIT"));
+  if (m.paged_bytes > 0)
+    line("paged optimizer",
+         m.paged_to_host > 0
+             ? fmt::format("{} of state in unified memory, outside the peak: {} beside the rest, {} on the host, in "
+                           "and out over the host link every step ({})",
+                           format_bytes(m.paged_bytes), format_bytes(m.paged_bytes - m.paged_to_host),
+                           format_bytes(m.paged_to_host), format_seconds(pred.step.offload.paged_s))
+             : fmt::format("{} of state in unified memory, outside the peak: all of it fits beside the rest",
+                           format_bytes(m.paged_bytes)));
   line("memory range", fmt::format("{}   fits at the upper bound: {}",
                                    text::range(iv.memory.lo, iv.memory.hi, format_bytes),
                                    text::fits_at_upper_bound(iv.memory)));

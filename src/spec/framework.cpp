@@ -242,6 +242,12 @@ FrameworkSpec load_framework(const std::string& path) {
       f.interleave_needs_divisible_microbatches = *v;
     if (auto v = m.boolean("indivisible_layers")) f.refuses_indivisible_layers = *v;
   });
+  behaviour(r, "optimizer_in_backward", [&](MapReader& m) {
+    if (auto v = m.boolean("value", true)) f.optimizer_in_backward = *v;
+  }, false);
+  behaviour(r, "paged_optimizer", [&](MapReader& m) {
+    if (auto v = m.boolean("value", true)) f.paged_optimizer = *v;
+  }, false);
   behaviour(r, "offload", [&](MapReader& m) {
     if (auto v = m.boolean("optimizer", true)) f.offload_optimizer = *v;
     if (auto v = m.boolean("params", true)) f.offload_params = *v;

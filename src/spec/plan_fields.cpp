@@ -143,6 +143,20 @@ constinit const PlanField kFields[] = {
      .help = "sophia: Hessian estimate every k steps", .type = FieldType::kInt, .lo = 1, .hi = 1000000,
      .int_ref = [](PlanSpec& p) -> int& { return p.optimizer.hessian_interval; },
      .applies = [](const PlanSpec& p) { return p.optimizer.kind == OptimizerKind::kSophia; }, .scope = Scope::kGraph},
+    {.key = "optimizer.in_backward", .setting = "optimizer_in_backward", .flag = "optimizer-in-backward",
+     .help = "Step each parameter in its gradient's hook during the backward and free the gradient at once "
+             "(torchtune optimizer_in_bwd; PyTorch's register_post_accumulate_grad_hook): the GPU holds one "
+             "tensor's gradient, not the model's; needs one micro-batch per step",
+     .type = FieldType::kBool, .bool_ref = [](PlanSpec& p) -> bool& { return p.optimizer.in_backward; },
+     .group = SummaryGroup::kTechnique, .show = Show::kIfChanged, .summary = "optimizer in backward",
+     .scope = Scope::kStep},
+    {.key = "optimizer.paged", .setting = "paged_optimizer", .flag = "paged-optimizer",
+     .help = "bitsandbytes' paged optimizer state (PagedAdamW, PagedAdamW8bit, PagedLion): in CUDA unified "
+             "memory, outside PyTorch's allocator and the peak; the GPU keeps what fits beside the rest, the "
+             "excess crosses the host link both ways every step (adam, adamw, adam8bit, lion)",
+     .type = FieldType::kBool, .bool_ref = [](PlanSpec& p) -> bool& { return p.optimizer.paged; },
+     .group = SummaryGroup::kTechnique, .show = Show::kIfChanged, .summary = "paged optimizer",
+     .scope = Scope::kStep},
     {.key = "finetune.mode", .setting = "finetune", .flag = "finetune", .help = "Fine-tuning mode",
      .type = FieldType::kWord, RIDGELINE_WORD(finetune.mode, parse_finetune, to_string),
      .choices = finetune_choices, .group = SummaryGroup::kTechnique, .show = Show::kIfChanged,

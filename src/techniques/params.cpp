@@ -206,6 +206,10 @@ LocalParams compute_local_params(const spec::ModelSpec& m, const Split& p, Pipel
       add(f / t, h, L_local);
     }
     add(2 * h, h, mtp);  // MTP's eh_proj
+    lp.largest_tensor = std::max((first ? emb : 0.0), (last ? head : 0.0));
+    for (int i = 0; i < lp.matrix_groups; ++i)
+      lp.largest_tensor = std::max(lp.largest_tensor, lp.matrices[static_cast<size_t>(i)].rows *
+                                                          lp.matrices[static_cast<size_t>(i)].cols);
   } else {
     const double lora_layer = lora_params_per_layer(m, p.finetune) / t;
     lp.frozen = lp.weights;
@@ -225,6 +229,7 @@ LocalParams compute_local_params(const spec::ModelSpec& m, const Split& p, Pipel
     if (lp.trainable > 0) {
       lp.matrices[0] = {r, h, lp.trainable / (r * h)};
       lp.matrix_groups = 1;
+      lp.largest_tensor = r * std::max(h, f / t);  // an adapter's A or B: r x (its matrix's longer side) at most
     }
   }
   return lp;

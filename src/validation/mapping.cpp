@@ -557,7 +557,19 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
     }
     if (!k) return Skip{fmt::format("unrecognised training.optimizer '{}'", tr.text("optimizer"))};
     p.optimizer.kind = *k;
-    notes.push_back(fmt::format("optimizer {} (training.optimizer '{}')", spec::to_string(*k), tr.text("optimizer")));
+    // bitsandbytes' Paged* classes (bitsandbytes/optim: PagedAdamW8bit, ...)
+    // keep their state in unified memory (optimizer.paged).
+    p.optimizer.paged = contains(o, "paged");
+    notes.push_back(fmt::format("optimizer {}{} (training.optimizer '{}')", spec::to_string(*k),
+                                p.optimizer.paged ? ", paged" : "", tr.text("optimizer")));
+  }
+  // torchtune's optimizer_in_bwd (optimizer.in_backward).
+  if (tr.has("optimizer_in_bwd")) {
+    const auto v = spec::parse_published_bool(tr.text("optimizer_in_bwd"));
+    if (!v)
+      return Skip{fmt::format("unrecognised training.optimizer_in_bwd '{}' (true or false)", tr.text("optimizer_in_bwd"))};
+    p.optimizer.in_backward = *v;
+    if (p.optimizer.in_backward) notes.push_back("optimizer in backward (training.optimizer_in_bwd)");
   }
   // Fine-tuning: training.task (SFT: every weight trains, as in pre-training;
   // LoRA: adapters on a frozen base; QLoRA: the frozen base stored in NF4).

@@ -66,7 +66,9 @@ spec::PlanSpec unusual_plan() {
 /// The fields unusual_plan cannot move in a plan that predicts (each applies
 /// only beside another choice): fp16's skipped steps, Adafactor's first
 /// moment, a MoE model's EP, capacity, dispatcher and shared-expert overlap, uneven stages without virtual ones,
-/// DualPipe (no virtual stages either), CP, offload under DeepSpeed.
+/// DualPipe (no virtual stages either), CP, offload under DeepSpeed, the
+/// optimizer stepped in backward and paged state (torchtitan, hf, fsdp; one
+/// micro-batch per step).
 spec::PlanSpec conditional_plan(spec::OptimizerKind optimizer) {
   spec::PlanSpec p;
   p.framework = *spec::find_framework("deepspeed");
@@ -75,6 +77,8 @@ spec::PlanSpec conditional_plan(spec::OptimizerKind optimizer) {
   p.optimizer.kind = optimizer;
   p.optimizer.first_moment = true;
   p.optimizer.hessian_interval = 5;
+  p.optimizer.in_backward = true;
+  p.optimizer.paged = true;
   p.parallel.cp = 2;
   p.parallel.ep = 2;
   p.parallel.ep_comm_overlap = true;

@@ -39,6 +39,7 @@ inline constexpr double kNcclBytes = 0.5 * 1024 * 1024 * 1024;
 struct StageMemory {
   double weights = 0, gradients = 0, master_weights = 0, optimizer = 0;
   double host = 0;  // CPU offload: model state in host memory (ModelState::host)
+  double paged = 0;  // paged optimizer state in unified memory (ModelState::paged), not in allocated
   double activations = 0, buffers = 0;
   double allocated = 0;  // the above: what the caching allocator hands out at the peak
   double total = 0;      // allocated + allocator reserve + workspace
@@ -56,6 +57,11 @@ struct MemoryResult {
   /// the one fits in the other (true without offload). Not part of total.
   double host_bytes = 0, host_capacity = 0;
   bool host_fits = true;
+  /// Paged optimizer state (optimizer.paged): bytes per GPU in CUDA unified
+  /// memory, outside PyTorch's allocator and total; of it, what does not fit
+  /// beside the rest (capacity - total) lives on the host and crosses the
+  /// host link both ways every step. host_fits counts that part too.
+  double paged_bytes = 0, paged_to_host = 0;
   /// Peak allocated (weights .. buffers: torch.cuda.max_memory_allocated) and
   /// peak reserved = allocated x (1 + allocator reserve) (max_memory_reserved).
   double allocated = 0, reserved = 0;
@@ -148,6 +154,7 @@ struct QuantizedWeights {
 struct ModelState {
   double weights = 0, gradients = 0, master_weights = 0, optimizer = 0;
   double host = 0;
+  double paged = 0;  // optimizer state in unified memory (optimizer.paged): not in total()
   double total() const { return weights + gradients + master_weights + optimizer; }
 };
 /// `stage`: whose parameters (techniques::local_params); the default,

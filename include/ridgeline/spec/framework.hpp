@@ -179,6 +179,12 @@ struct FrameworkSpec {
   /// --optimizer-cpu-offload) and the parameters (DeepSpeed ZeRO-3 offload_param).
   bool offload_optimizer = false;
   bool offload_params = false;
+  /// Optimizer memory savers the training loop offers (frameworks/NAME.yaml
+  /// optimizer_in_backward:, paged_optimizer:; absent: no): each parameter
+  /// stepped in its gradient hook (torchtitan early_step_in_backward,
+  /// torchtune optimizer_in_bwd), and bitsandbytes' paged optimizers.
+  bool optimizer_in_backward = false;
+  bool paged_optimizer = false;
 };
 
 /// Every framework profile, megatron first, then by id; reads each file not

@@ -140,6 +140,16 @@ struct OptimizerSpec {
   bool momentum = true;        // sgd
   bool first_moment = false;   // adafactor
   int hessian_interval = 10;   // sophia: Hessian estimate every k steps
+  /// Each parameter stepped in its gradient's post-accumulate hook during
+  /// the backward, its gradient freed at once (torchtune optimizer_in_bwd,
+  /// PyTorch's register_post_accumulate_grad_hook recipe): the gradients
+  /// held are one tensor's, not the model's. One micro-batch per step.
+  bool in_backward = false;
+  /// bitsandbytes' paged optimizers (PagedAdamW, PagedAdamW8bit, PagedLion):
+  /// the state in CUDA unified memory, outside PyTorch's allocator; the
+  /// driver keeps it on the GPU while it fits beside the rest and pages the
+  /// excess to and from the host.
+  bool paged = false;
 };
 
 /// LoRA target matrices, as a bit mask.

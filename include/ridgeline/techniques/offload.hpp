@@ -37,6 +37,11 @@ struct OffloadCost {
   double param_h2d_s = 0;         // link time of param_h2d_bytes
   double param_fetch_s = 0;       // link time of param_fetch_bytes
   double cpu_optimizer_s = 0;     // cpu_params / the host's CPU Adam rate
+  /// Paged optimizer state (optimizer.paged) that does not fit beside the
+  /// rest (memory::MemoryResult::paged_to_host): prefetched in for the
+  /// update and evicted again, each way per step, and its link time (the
+  /// two directions of the full-duplex link overlap: bytes / link), exposed.
+  double paged_bytes = 0, paged_s = 0;
   double hidden_s = 0;            // of the transfers, the time behind forward and backward
   double exposed_s = 0;           // what the step waits for (added to the step time)
 };

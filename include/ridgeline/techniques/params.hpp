@@ -31,6 +31,7 @@ struct LocalParams {
   double model_total = 0;        // whole model
   double model_trainable = 0;    // whole model, trained
   double layers_local = 0;
+  double largest_tensor = 0;     // elements of the largest trainable parameter tensor (embedding, head or a matrix)
   double expert_weights = 0;     // of weights, MoE expert matrices (sharded by EP; 0 for dense models)
   double expert_trainable = 0;   // of trainable, expert matrices
   /// Of weights, the decoder layers' linear matrices (QKV, output, MLP and
