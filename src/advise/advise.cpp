@@ -435,6 +435,22 @@ std::vector<Candidate> candidates(const spec::ModelSpec& m, const spec::PlanSpec
     q.offload.optimizer = on ? spec::OffloadDevice::kNone : spec::OffloadDevice::kCpu;
     push(on ? "optimizer offload off" : "optimizer offload to the CPU", q);
   }
+  // The optimizer's memory savers, where the framework's loop offers them
+  // (frameworks/NAME.yaml optimizer_in_backward:, paged_optimizer:);
+  // engine::check_plan refuses the layouts they do not run with.
+  const spec::FrameworkSpec& fw = spec::framework(b.framework);
+  family = "optimizer_in_backward";
+  if (fw.optimizer_in_backward && !b.optimizer.in_backward) {
+    spec::PlanSpec q = b;
+    q.optimizer.in_backward = true;
+    push("optimizer stepped in backward (gradients freed at once)", q);
+  }
+  family = "paged_optimizer";
+  if (fw.paged_optimizer && !b.optimizer.paged && !b.offload.optimizer_on_cpu()) {
+    spec::PlanSpec q = b;
+    q.optimizer.paged = true;
+    push("paged optimizer state (bitsandbytes)", q);
+  }
   family = "finetune";
   if (b.finetune.mode != spec::FinetuneMode::kFull) {
     spec::PlanSpec q = b;

@@ -159,3 +159,17 @@ TEST_CASE("torchtune's single-device full fine-tune of Llama 3.1 8B on a 4090 fi
   // Within 10% of the 18.9 GiB torchtune measured.
   CHECK(std::abs(row->memory->error_pct) < 10);
 }
+
+TEST_CASE("advise offers the optimizer's memory savers where the framework runs them") {
+  const std::string plan =
+      "--gpu rtx_4090 --model llama3_8b --micro-batch 2 --global-batch 2 --seq 2048 --recompute full "
+      "--master-weights none --optimizer adam8bit";
+  const auto titan = test::run_cli("advise " + plan + " --framework torchtitan");
+  REQUIRE(titan.status <= 1);
+  CHECK(titan.out.find("--optimizer-in-backward") != std::string::npos);
+  CHECK(titan.out.find("--paged-optimizer") != std::string::npos);
+  const auto megatron = test::run_cli("advise " + plan + " --framework megatron");
+  REQUIRE(megatron.status <= 1);
+  CHECK(megatron.out.find("--optimizer-in-backward") == std::string::npos);
+  CHECK(megatron.out.find("--paged-optimizer") == std::string::npos);
+}
