@@ -33,13 +33,14 @@ graph::Kernel make_kernel(KernelClass cls, Dtype dt) {
   k.name = "measurement";
   k.cls = cls;
   k.dtype = dt;
+  k.impl = graph::kImplTuned;  // the microbenchmarks' kernels are hand-written (cuda_validation/, the host backend)
   return k;
 }
 
 /// A fused attention kernel (FlashAttention-2's costing) of the record's bytes and launches.
 graph::Kernel fused_attention(const spec::MeasurementRecord& r, Dtype dt, double flops) {
   graph::Kernel k = make_kernel(KernelClass::kAttention, dt);
-  k.attention = static_cast<std::uint8_t>(spec::AttentionKind::kFlash2);
+  k.impl = static_cast<std::uint8_t>(spec::AttentionKind::kFlash2);
   k.flops = flops;
   k.read_bytes = r.bytes;
   k.launches = r.launches;

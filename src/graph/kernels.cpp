@@ -74,7 +74,7 @@ Kernel flash_attention_forward(const AttentionShape& s, spec::AttentionKind impl
   f.op = Op::kFlashAttn;
   f.cls = KernelClass::kAttention;
   f.dtype = dtype;
-  f.attention = static_cast<std::uint8_t>(impl);
+  f.impl = static_cast<std::uint8_t>(impl);
   f.gemm = {s.q_len, s.kv_len, d_mean, s.batch * s.heads};
   if (s.causal) f.flags |= kCausal;
   const double full = 4.0 * b * a * sq * sk * d_mean;

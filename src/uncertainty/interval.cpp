@@ -476,7 +476,8 @@ Interval IntervalModel::run_interval_unrated(const RunTraits& t, double level, s
   };
   const auto same_fgd = [=](const Residual& x) { return same_fg(x) && x.run.dominant == t.dominant; };
   const std::string fg = fmt::format("{} on {}", fw.id, gen);
-  const std::string fgd = fmt::format("{}, {}-bound", fg, name(t.dominant));
+  const std::string_view dn = name(t.dominant);  // "memory-bound" says it already
+  const std::string fgd = fmt::format("{}, {}{}", fg, dn, dn.ends_with("-bound") ? "" : "-bound");
   std::vector<PoolSpec> pools = {
       {fmt::format("{}, {}, {} parameters", fgd, gpu_bucket_name(gb), size_bucket_name(sb)),
        [=](const Residual& x) {

@@ -9,6 +9,7 @@
 #include "ridgeline/engine/engine.hpp"
 #include "ridgeline/engine/kernel_eval.hpp"
 #include "ridgeline/graph/graph.hpp"
+#include "ridgeline/graph/memory_kernels.hpp"
 #include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/runs.hpp"
 #include "ridgeline/support/diagnostics.hpp"
@@ -248,7 +249,57 @@ constexpr StreamKind kStreams[] = {{"triad_GB_s", 2.0 / 3.0, 2.0 / 3.0},   {"glo
 /// traffic through shared memory alone (no launch), per SM and clock.
 constexpr const char* kSharedKey = "shared_bytes_per_clk_per_SM";
 
+/// A framework's or a tuned memory-bound kernel over `tokens` rows of
+/// `hidden` (kernel.op, kernel.implementation, kernel.tokens, kernel.hidden,
+/// kernel.dtype; its forward pass), as the graph builds it, timed against
+/// measured.time_ms:
+///  - layer_norm, rms_norm: graph::norm_kernel, one kernel;
+///  - swiglu: silu(gate) * up over [tokens, 2 hidden] -> [tokens, hidden]:
+///    fused (Megatron's bias_swiglu_impl, Liger's Triton kernel), one
+///    two-input elementwise kernel; torch (eager F.silu(y1) * y2 over
+///    torch.chunk's views), a one-input kernel then a two-input one.
+/// implementation: torch and megatron are the framework's own kernels
+/// (graph::kImplFramework), liger and triton tuned ones (graph::kImplTuned).
+OrSkip<RowPrediction> predict_memory_kernel(const PublishedRow& row, const Context& cx) {
+  const std::string op = row.kernel.text("op");
+  const std::string impl = row.kernel.text("implementation");
+  const auto tokens = row.kernel.number("tokens");
+  const auto hidden = row.kernel.number("hidden");
+  if (!tokens || !hidden || !(*tokens > 0) || !(*hidden > 0)) return Skip{"kernel.tokens and kernel.hidden expected"};
+  const std::string dt = row.kernel.text("dtype");
+  const auto dtype = dt == "fp32" ? std::optional(spec::Dtype::kFp32)
+                     : dt == "bf16" ? std::optional(spec::Dtype::kBf16)
+                                    : std::nullopt;
+  if (!dtype) return Skip{fmt::format("unsupported kernel.dtype '{}' (fp32 or bf16)", dt)};
+  std::uint8_t tier = graph::kImplFramework;
+  if (impl == "liger" || impl == "triton") tier = graph::kImplTuned;
+  else if (impl != "torch" && impl != "megatron")
+    return Skip{fmt::format("unrecognised kernel.implementation '{}' (torch, megatron, liger, triton)", impl)};
+  std::vector<graph::Kernel> ks;
+  if (op == "layer_norm" || op == "rms_norm") {
+    ks.push_back(graph::norm_kernel(*tokens, *hidden, op == "rms_norm", *dtype));
+  } else if (op == "swiglu") {
+    if (impl == "torch") ks.push_back(graph::elementwise_kernel(*tokens * *hidden, 1, *dtype));
+    ks.push_back(graph::elementwise_kernel(*tokens * *hidden, 2, *dtype));
+  } else {
+    return Skip{fmt::format("unrecognised kernel.op '{}' (layer_norm, rms_norm, swiglu)", op)};
+  }
+  double t = 0;
+  for (auto& k : ks) {
+    k.impl = tier;
+    t += cx.cost(k).time_s;
+  }
+  auto v = measured(row, "time_ms");
+  if (!v) return Skip{"no comparable measured quantity (expected time_ms)"};
+  RowPrediction r;
+  r.config = fmt::format("{} {} forward, {:.0f} x {:.0f} {}, {} kernel{}", impl, op, *tokens, *hidden, dt,
+                         tier == graph::kImplTuned ? "tuned" : "framework", ks.size() > 1 ? "s" : "");
+  r.precision = dt;
+  return choose(std::move(r), {compare("time_ms", "ms", *v, t * 1e3, false)}, "");
+}
+
 OrSkip<RowPrediction> predict_memory(const PublishedRow& row, const Context& cx) {
+  if (row.kernel.has("op") && row.kernel.has("tokens")) return predict_memory_kernel(row, cx);
   std::vector<Comparison> found;
   for (const auto& sk : kStreams) {
     auto v = measured(row, sk.key);
@@ -256,6 +307,7 @@ OrSkip<RowPrediction> predict_memory(const PublishedRow& row, const Context& cx)
     graph::Kernel k;
     k.name = "stream";
     k.cls = spec::KernelClass::kElementwise;
+    k.impl = graph::kImplTuned;  // hand-written streaming kernels
     k.dtype = spec::Dtype::kFp32;
     k.read_bytes = kStreamBytes * sk.read_frac;
     k.write_bytes = kStreamBytes * (1 - sk.read_frac);
@@ -314,6 +366,7 @@ std::optional<Skip> out_of_scope(const PublishedRow& row) {
       return Skip{
           "tensor-core instruction microbenchmark (mma/wgmma issue rate): below the kernel level Ridgeline models"};
     case PublishedCategory::kMemoryMicrobenchmark: {
+      if (row.kernel.has("op") && row.kernel.has("tokens") && row.measured.has("time_ms")) return std::nullopt;
       for (const auto& sk : kStreams)
         if (row.measured.has(sk.key)) return std::nullopt;
       if (row.measured.has(kSharedKey)) return std::nullopt;

@@ -364,7 +364,7 @@ TEST_CASE("frameworks: Megatron's default attention is cuDNN fused attention on 
   for (const auto& k : g.kernels)
     if (k.cls == graph::KernelClass::kAttention) {
       seen = true;
-      CHECK(k.attention == static_cast<std::uint8_t>(spec::AttentionKind::kCudnn));
+      CHECK(k.impl == static_cast<std::uint8_t>(spec::AttentionKind::kCudnn));
     }
   CHECK(seen);
 }

@@ -311,3 +311,46 @@ TEST_CASE("validation kernels: leave-one-group-out has one line per group with p
     CHECK(x.skip_reason.rfind("ablated variant", 0) == 0);
   }
 }
+
+TEST_CASE("validation kernels: a memory-bound kernel row is its graph kernels at the implementation's rate") {
+  // Liger-Kernel's benchmark rows (published.yaml liger_swiglu_*_h100_t8192_h16384):
+  // SwiGLU's forward over [8192, 2 x 16384] bf16 on an H100. Megatron's
+  // fused bias_swiglu_impl is one two-input kernel: 3 x 8192 x 16384 x 2 B =
+  // 805 MB at the framework's elementwise rate, 0.612 x 0.88 x 3.35 TB/s,
+  // + 1 us HBM latency + the profile's 2.4 us launch = 0.450 ms (measured 0.433); eager
+  // torch is F.silu (2 x 268 MB) then the product (805 MB): 1.34 GB at the
+  // same rate plus two latencies and launches = 0.753 ms (measured 0.750);
+  // Liger's Triton kernel streams at the tuned rate: 0.276 ms (measured 0.267).
+  const double T = 8192, f = 16384, e = 2;
+  const double rate = 3.35e12 * 0.88, framework = rate * 0.612;
+  auto row = [&](const std::string& impl, const std::string& ms) {
+    spec::PublishedRow r;
+    r.id = "liger_swiglu_" + impl;
+    r.group = "liger_kernel";
+    r.category = spec::PublishedCategory::kMemoryMicrobenchmark;
+    r.hardware = section({{"gpu", "H100-SXM5-80GB"}, {"num_gpus", "1"}});
+    r.kernel = section({{"op", "swiglu"},
+                        {"implementation", impl},
+                        {"tokens", "8192"},
+                        {"hidden", "16384"},
+                        {"dtype", "bf16"},
+                        {"pass", "forward"}});
+    r.measured = section({{"time_ms", ms}});
+    return r;
+  };
+  spec::PublishedFile file;
+  file.rows = {row("megatron", "0.4329"), row("torch", "0.7503"), row("liger", "0.2670")};
+  const auto report = validation::validate_published(file, options());
+  const double hbm_latency = 1e-6, launch = 2.4e-6;  // h100_sxm.yaml launch_overhead
+  const double expect[3] = {3 * T * f * e / framework + hbm_latency + launch,
+                            (2 * T * f * e + 3 * T * f * e) / framework + 2 * (hbm_latency + launch),
+                            3 * T * f * e / rate + hbm_latency + launch};
+  for (int i = 0; i < 3; ++i) {
+    const auto* r = find(report, file.rows[static_cast<size_t>(i)].id);
+    REQUIRE(r);
+    REQUIRE(r->predicted);
+    CAPTURE(r->id);
+    CHECK(r->primary.quantity == "time_ms");
+    CHECK(r->primary.predicted == doctest::Approx(expect[i] * 1e3).epsilon(1e-6));
+  }
+}

@@ -75,6 +75,10 @@ struct CostParams {
   std::array<double, spec::kAttentionKindCount> attention_bwd_frac{};
   // Memory-bound kernels.
   std::array<double, spec::kKernelClassCount> mem_frac{};  // hbm_frac x class multiplier
+  /// A framework's own kernels (graph::kImplFramework) stream at this
+  /// fraction of a tuned kernel's rate (mem_frac), per class: elementwise
+  /// and norm below 1, the other classes 1.
+  std::array<double, spec::kKernelClassCount> framework_mem_frac{};
   double sms = 1;
   double hbm_bytes_per_s = 1;
   double hbm_latency_s = 0;

@@ -65,6 +65,16 @@ enum KernelFlags : std::uint16_t {
   kBesideSharedExpert = 32768,
 };
 
+/// Kernel::impl of an elementwise or norm kernel. kImplFramework: the
+/// framework's own kernel (PyTorch's eager TensorIterator and native norm
+/// kernels, TorchScript-fused ops such as Megatron's bias_swiglu), which
+/// streams at about half the HBM rate (cost::CostParams::framework_mem_frac);
+/// kImplTuned: a kernel that streams at the hardware's rate, generated for
+/// the chain (torch.compile's and XLA's codegen, Liger's Triton kernels) or
+/// hand-written (BabelStream).
+inline constexpr std::uint8_t kImplFramework = 0;
+inline constexpr std::uint8_t kImplTuned = 1;
+
 /// Collective operations. Eight bytes wide: CollectiveSpec then holds no
 /// padding (Kernel's cost inputs compare bytewise).
 /// kNodeAllToAll: DeepEP's node-aware all-to-all (spec::MoeDispatcher::kDeepEp),
@@ -106,7 +116,10 @@ struct Kernel {
   KernelClass cls = KernelClass::kElementwise;
   Dtype dtype = Dtype::kBf16;
   FuseGroup group = FuseGroup::kNone;
-  std::uint8_t attention = 0;  // fused attention kernels: the spec::AttentionKind
+  /// The implementation: for a fused attention kernel its spec::AttentionKind;
+  /// for an elementwise or norm kernel kImplFramework or kImplTuned (the
+  /// cost model's memory efficiency differs between them).
+  std::uint8_t impl = 0;
   std::uint16_t flags = 0;
   /// GEMMs: the product's shape. Fused attention (cls kAttention): {q_len,
   /// kv_len, head_dim, batch x heads}, causal in kCausal; with a distinct V
