@@ -56,6 +56,21 @@ MainLoop main_loop(const spec::HardwareSpec& hw) {
   }
 }
 
+/// The exposed share of a GEMM tile's epilogue (default_efficiency): fitted
+/// on "deepgemm"; prior (group left out): 64 K steps (two 64-deep K slices
+/// of a CUTLASS pipeline) at the H800's 295.3 FLOP/B, 0.2167.
+constexpr double kEpilogueExposed = 224.0 / (989.4 / 3.35);
+constexpr double kEpilogueExposedPrior = 64.0 / (989.4 / 3.35);
+
+/// A tile's prologue and epilogue in K steps at the 16-bit rate: `exposed`
+/// x the machine balance (dense 16-bit peak / HBM bandwidth), or, for a
+/// profile without both, at the H800's balance.
+double epilogue_k0(const spec::HardwareSpec& hw, double exposed) {
+  const double peak = hw.peak(spec::Peak::kBf16) > 0 ? hw.peak(spec::Peak::kBf16) : hw.peak(spec::Peak::kFp16);
+  const double balance = peak > 0 && hw.hbm_bytes_per_s > 0 ? peak / hw.hbm_bytes_per_s : 989.4 / 3.35;
+  return exposed * balance;
+}
+
 }  // namespace
 
 spec::EfficiencySpec default_efficiency(const spec::HardwareSpec& hw) {
@@ -82,7 +97,16 @@ spec::EfficiencySpec default_efficiency(const spec::HardwareSpec& hw) {
   // The main-loop efficiencies (main_loop) were derived at k0 = 128; their
   // best shapes have K >= 4096 on Ampere and Hopper, where 224 moves them
   // by (K + 224) / (K + 128) <= 2.3%: left as derived.
-  e.gemm_k0 = 224;
+  // In K steps that is the GPU's machine balance (a K step of a tm x tn
+  // tile is 2 tm tn FLOP at the SM's share of the peak; its output, tm tn x
+  // 2 bytes at the SM's share of HBM: peak / bandwidth steps) times the
+  // share of the epilogue left exposed: 224 on the H800 of the fit (989.4
+  // TFLOP/s over 3.35 TB/s = 295.3 FLOP/B) is 0.758 of it. The same
+  // fraction on every GPU: an A100-80GB's 312 / 2.039 = 153 gives 116, an
+  // H200's 989.4 / 4.8 = 206 gives 156 (until 2026-12-06, 224 everywhere,
+  // which made every GPU's epilogue as long as an H100's in K steps: the
+  // training-clock votes then moved A100 groups to 0.888 from 0.928).
+  e.gemm_k0 = epilogue_k0(hw, kEpilogueExposed);
   // Fused attention: per implementation in resolve(); a calibration's
   // attention_frac replaces every fused kind's MMA efficiency.
   e.attention_frac = 0;
@@ -117,16 +141,17 @@ double training_clock_fraction(const ResolveOptions& opt) {
   // --leave-one-group-out, 2026-12-06, one clock curve for every GPU: no
   // further power-capped factor; cuDNN attention for Megatron on Hopper; fp32
   // main gradients under Megatron, NeMo's rows with their optimizer's state;
-  // stream-K paying an epilogue per tile it touches, k0 224; re-voted
-  // 2026-12-06 after the framework's own elementwise and norm kernels took
-  // their measured rate, framework_mem_frac, from 0.873 to 0.901).
+  // stream-K paying an epilogue per tile it touches; re-voted 2026-12-06
+  // after the framework's own elementwise and norm kernels took their
+  // measured rate, framework_mem_frac (0.873 -> 0.901), then after the
+  // epilogue's K steps followed each GPU's machine balance (-> 0.888)).
   // One vote per source; the default is their median.
   struct Group {
     std::string_view name;
     double fraction;
   };
-  static constexpr Group kGroups[] = {{"korthikanti2022", 0.928},    {"flashattention2_paper", 0.899},
-                                      {"flashattention_repo", 0.970}, {"llm_foundry", 0.891},
+  static constexpr Group kGroups[] = {{"korthikanti2022", 0.888},    {"flashattention2_paper", 0.887},
+                                      {"flashattention_repo", 0.952}, {"llm_foundry", 0.881},
                                       {"megatron_lm_readme", 0.901},  {"nemo_24_07", 0.856},
                                       {"nemo_automodel", 0.955}};
   std::array<double, std::size(kGroups)> f{};
@@ -152,7 +177,7 @@ CostParams resolve(const spec::HardwareSpec& hw, const ResolveOptions& opt) {
     for (spec::Peak p : {spec::Peak::kFp8, spec::Peak::kInt8, spec::Peak::kFp4})
       e.gemm_frac[static_cast<int>(p)] = ml.prior8 > 0 ? ml.prior8 : ml.prior16;
   }
-  e.gemm_k0 = fit(e.gemm_k0, 64, "deepgemm", opt);
+  e.gemm_k0 = fit(e.gemm_k0, epilogue_k0(hw, kEpilogueExposedPrior), "deepgemm", opt);
   if (opt.use_calibration && hw.calibration.present) {
     const auto& k = hw.calibration.efficiency;
     for (int i = 0; i < spec::kPeakCount; ++i)
