@@ -41,7 +41,8 @@ PredictFormat parse_predict_format(const std::string& s) {
 
 /// Names what does not fit and the levers that would make it fit: only the
 /// levers the plan has not pulled already (no --finetune lora to a LoRA run).
-std::string does_not_fit_hint(const engine::Prediction& p, const spec::PlanSpec& plan) {
+std::string does_not_fit_hint(const engine::Prediction& p, const spec::PlanSpec& plan, const spec::ModelSpec& model,
+                              const spec::HardwareSpec& gpu) {
   const auto& m = p.memory;
   // CPU offload: the host memory may be what is short, with the GPU's fine.
   if (!m.host_fits && m.total <= m.capacity)
@@ -62,15 +63,14 @@ std::string does_not_fit_hint(const engine::Prediction& p, const spec::PlanSpec&
       // Adapters' optimizer state is small: a leaner optimizer helps only when every weight trains.
       if (plan.optimizer.kind == spec::OptimizerKind::kAdamW || plan.optimizer.kind == spec::OptimizerKind::kAdam)
         levers.emplace_back("--optimizer adafactor|adam8bit");
-      // torchtune's single-GPU full fine-tunes: gradients freed in backward, the state paged.
-      // Where the framework offers them (engine::check_plan refuses them elsewhere).
-      if (const auto& fw = spec::framework(plan.framework);
-          fw.optimizer_in_backward && !plan.optimizer.in_backward && engine::micro_batches(plan) <= 1 &&
-          plan.parallel.pp <= 1 && plan.parallel.ep <= 1)
+      // torchtune's single-GPU full fine-tunes: gradients freed in backward,
+      // the state paged; offered where the engine accepts the plan with them
+      // (the framework runs them, the layout and optimizer allow them).
+      if (spec::PlanSpec q = plan; !plan.optimizer.in_backward && (q.optimizer.in_backward = true) &&
+                                   engine::check_plan_field(model, q, gpu).empty())
         levers.emplace_back("--optimizer-in-backward");
-      if (spec::framework(plan.framework).paged_optimizer && !plan.optimizer.paged && !plan.offload.optimizer_on_cpu() &&
-          (plan.optimizer.kind == spec::OptimizerKind::kAdamW || plan.optimizer.kind == spec::OptimizerKind::kAdam ||
-           plan.optimizer.kind == spec::OptimizerKind::kAdam8bit || plan.optimizer.kind == spec::OptimizerKind::kLion))
+      if (spec::PlanSpec q = plan; !plan.optimizer.paged && (q.optimizer.paged = true) &&
+                                   engine::check_plan_field(model, q, gpu).empty())
         levers.emplace_back("--paged-optimizer");
       levers.emplace_back("--finetune lora");
       break;
@@ -257,7 +257,7 @@ void register_predict(Commands& commands, int& rc) {
       }
       write_output(args->output, text);
       if (pred.status == engine::Status::kDoesNotFit) {
-        std::cerr << does_not_fit_hint(pred, plan) << "\n";
+        std::cerr << does_not_fit_hint(pred, plan, model, gpu) << "\n";
         return kExitInfeasible;
       }
       return kExitOk;

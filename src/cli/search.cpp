@@ -20,6 +20,7 @@
 #include "ridgeline/search/search.hpp"
 #include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
+#include "ridgeline/support/text.hpp"
 #include "ridgeline/uncertainty/interval.hpp"
 
 namespace ridgeline::cli {
@@ -414,8 +415,7 @@ void register_search(Commands& commands, int& rc) {
     all_dims += (i ? "," : "") + std::string(x.name);
     if (!x.by_default && !x.follows) off.push_back(x.name);
   }
-  for (size_t i = 0; i < off.size(); ++i)
-    off_by_default += (i == 0 ? "" : i + 1 == off.size() ? " and " : ", ") + std::string(off[i]);
+  off_by_default = support::join_and(off);
   cmd->add_option("--search", a->search,
                   "Search exactly these dimensions (" + all_dims + "); the rest take the plan's values (dp, "
                   "unless given, is what the GPU count leaves). +NAME and -NAME change the defaults instead: "

@@ -10,6 +10,7 @@
 
 #include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/precision.hpp"
+#include "ridgeline/support/text.hpp"
 #include "ridgeline/techniques/params.hpp"
 #include "ridgeline/techniques/passes.hpp"
 
@@ -134,14 +135,11 @@ std::string_view check_offload(const spec::PlanSpec& p, std::string* message) {
   const spec::OffloadSpec& o = p.offload;
   const spec::OptimizerKind kind = p.optimizer.kind;
   const spec::FrameworkSpec& fw = spec::framework(p.framework);
-  auto offering = [](bool spec::FrameworkSpec::*what) {  // "a", "a and b", "a, b and c"
+  auto offering = [](bool spec::FrameworkSpec::*what) {
     std::vector<std::string_view> ids;
     for (const auto& f : spec::frameworks())
       if (f.*what) ids.push_back(f.id);
-    std::string out;
-    for (size_t i = 0; i < ids.size(); ++i)
-      out += fmt::format("{}{}", i == 0 ? "" : i + 1 == ids.size() ? " and " : ", ", ids[i]);
-    return out;
+    return support::join_and(ids);
   };
   if (p.optimizer.in_backward && !fw.optimizer_in_backward)
     return refuse(message, "optimizer.in_backward", [&] {

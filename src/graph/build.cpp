@@ -178,9 +178,6 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
       k.saved_bytes = Tph * D.e + rows * 4;
     }
     k.chain_bytes = Tph * D.e;
-    // Apex's and Transformer Engine's fused norms are tuned CUDA kernels;
-    // eager PyTorch's are the framework's own (graph::kImplFramework).
-    if (P.fusion != spec::Fusion::kEager) k.impl = kImplTuned;
     return push(k, L);
   };
 

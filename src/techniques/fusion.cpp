@@ -110,12 +110,15 @@ void apply_fusion(graph::Graph& g, const spec::ModelSpec& m, const spec::Microba
     }
   }
   if (level == Fusion::kEager) return;
-  // torch.compile (Inductor) and XLA generate the kernels of the compiled
-  // region, pointwise chains and norms alike; they stream at the tuned rate
-  // (graph::kImplTuned), as Liger's Triton kernels do.
-  if (level == Fusion::kCompiled || level == Fusion::kXla)
-    for (auto& k : ks)
-      if (k.cls == spec::KernelClass::kElementwise || k.cls == spec::KernelClass::kNorm) k.impl = graph::kImplTuned;
+  // The kernels that stream at the tuned rate (graph::kImplTuned); eager
+  // PyTorch's are the framework's own. Above eager the norms are Apex's or
+  // Transformer Engine's fused CUDA kernels; torch.compile (Inductor) and
+  // XLA also generate the pointwise chains, as Liger's Triton kernels are
+  // written. The fused level's pointwise groups stay TorchScript's.
+  const bool generated = level == Fusion::kCompiled || level == Fusion::kXla;
+  for (auto& k : ks)
+    if (k.cls == spec::KernelClass::kNorm || (generated && k.cls == spec::KernelClass::kElementwise))
+      k.impl = graph::kImplTuned;
   const bool gated = spec::is_gated(m.activation);
   double keys = 0;  // the naive core's key length (its QK^T GEMM's N)
   if (p.attention == spec::AttentionKind::kNaive)
