@@ -260,6 +260,8 @@ constexpr const char* kSharedKey = "shared_bytes_per_clk_per_SM";
 ///    torch.chunk's views), a one-input kernel then a two-input one.
 /// implementation: torch and megatron are the framework's own kernels
 /// (graph::kImplFramework), liger and triton tuned ones (graph::kImplTuned).
+bool memory_kernel_row(const PublishedRow& row) { return row.kernel.has("op") && row.kernel.has("tokens"); }
+
 OrSkip<RowPrediction> predict_memory_kernel(const PublishedRow& row, const Context& cx) {
   const std::string op = row.kernel.text("op");
   const std::string impl = row.kernel.text("implementation");
@@ -267,10 +269,8 @@ OrSkip<RowPrediction> predict_memory_kernel(const PublishedRow& row, const Conte
   const auto hidden = row.kernel.number("hidden");
   if (!tokens || !hidden || !(*tokens > 0) || !(*hidden > 0)) return Skip{"kernel.tokens and kernel.hidden expected"};
   const std::string dt = row.kernel.text("dtype");
-  const auto dtype = dt == "fp32" ? std::optional(spec::Dtype::kFp32)
-                     : dt == "bf16" ? std::optional(spec::Dtype::kBf16)
-                                    : std::nullopt;
-  if (!dtype) return Skip{fmt::format("unsupported kernel.dtype '{}' (fp32 or bf16)", dt)};
+  const auto dtype = dtype_of(dt);
+  if (!dtype) return Skip{fmt::format("unsupported kernel.dtype '{}'", dt)};
   std::uint8_t tier = graph::kImplFramework;
   if (impl == "liger" || impl == "triton") tier = graph::kImplTuned;
   else if (impl != "torch" && impl != "megatron")
@@ -289,7 +289,7 @@ OrSkip<RowPrediction> predict_memory_kernel(const PublishedRow& row, const Conte
     k.impl = tier;
     t += cx.cost(k).time_s;
   }
-  auto v = measured(row, "time_ms");
+  const auto v = measured(row, "time_ms");
   if (!v) return Skip{"no comparable measured quantity (expected time_ms)"};
   RowPrediction r;
   r.config = fmt::format("{} {} forward, {:.0f} x {:.0f} {}, {} kernel{}", impl, op, *tokens, *hidden, dt,
@@ -299,7 +299,7 @@ OrSkip<RowPrediction> predict_memory_kernel(const PublishedRow& row, const Conte
 }
 
 OrSkip<RowPrediction> predict_memory(const PublishedRow& row, const Context& cx) {
-  if (row.kernel.has("op") && row.kernel.has("tokens")) return predict_memory_kernel(row, cx);
+  if (memory_kernel_row(row)) return predict_memory_kernel(row, cx);
   std::vector<Comparison> found;
   for (const auto& sk : kStreams) {
     auto v = measured(row, sk.key);
@@ -366,7 +366,7 @@ std::optional<Skip> out_of_scope(const PublishedRow& row) {
       return Skip{
           "tensor-core instruction microbenchmark (mma/wgmma issue rate): below the kernel level Ridgeline models"};
     case PublishedCategory::kMemoryMicrobenchmark: {
-      if (row.kernel.has("op") && row.kernel.has("tokens") && row.measured.has("time_ms")) return std::nullopt;
+      if (memory_kernel_row(row)) return std::nullopt;  // predict_memory_kernel says what it lacks
       for (const auto& sk : kStreams)
         if (row.measured.has(sk.key)) return std::nullopt;
       if (row.measured.has(kSharedKey)) return std::nullopt;
