@@ -632,7 +632,7 @@ double gemm_compute_s(const graph::Kernel& k, const CostParams& c, KernelCost& r
 
 /// The tile choice depends only on the shape, the dtype and the resolved
 /// parameters, and a step has a few dozen distinct GEMM shapes: the caller's
-/// direct-mapped KernelCache (fixed size, no allocation) keeps the search
+/// two-way KernelCache (fixed size, no allocation) keeps the search
 /// over tiles off the hot path.
 double attention_compute_s(const graph::Kernel& k, const CostParams& c, KernelCost& r);
 
@@ -650,13 +650,31 @@ std::uint32_t shape_tag(const graph::Kernel& k) {
 /// whose low mantissa bits are mostly zero (8192.0, 1.5e9 bytes); the
 /// FNV-style multiply alone leaves the low bits of the hash zero too, and
 /// every key landed in one slot.
-std::size_t cache_slot(std::uint64_t h, std::size_t slots) {
+std::uint64_t mix(std::uint64_t h) {
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdull;
   h ^= h >> 33;
   h *= 0xc4ceb9fe1a85ec53ull;
   h ^= h >> 33;
-  return static_cast<std::size_t>(h % slots);
+  return h;
+}
+
+/// The entry for a key in a two-way table: of the two slots the mixed hash
+/// names (its low and high halves), the one holding the key, else the one
+/// to fill: an empty or stale one, else the second (two keys that share a
+/// first slot both stay: one direct-mapped slot made two collectives of
+/// every Llama-3-70B predict evict each other, each costed afresh on every
+/// evaluation).
+template <class Entry, std::size_t N, class Same>
+Entry& cache_entry(std::array<Entry, N>& table, std::uint64_t h, std::uint64_t id, Same same, bool& hit) {
+  const std::uint64_t m = mix(h);
+  Entry& a = table[static_cast<std::size_t>(m % N)];
+  Entry& b = table[static_cast<std::size_t>((m >> 32) % N)];
+  hit = true;
+  if (id != 0 && a.id == id && same(a)) return a;
+  if (id != 0 && b.id == id && same(b)) return b;
+  hit = false;
+  return a.id != id ? a : b.id != id ? b : b;
 }
 
 /// The compute time of a GEMM or fused attention kernel, costed afresh.
@@ -669,18 +687,23 @@ double uncached_compute_s(const graph::Kernel& k, const CostParams& c, KernelCos
 /// for every layout; the tile search runs once per shape).
 double shape_compute_cached(const graph::Kernel& k, const CostParams& c, KernelCost& r, double& extra,
                             KernelCache& cache) {
-  constexpr std::size_t kSlots = std::tuple_size_v<decltype(KernelCache::shapes)>;
   const auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
   const std::uint32_t tag = shape_tag(k);
   // Each word times its own odd constant, then xor-ed: independent
-  // multiplies rather than one serial chain (cache_slot mixes the result).
+  // multiplies rather than one serial chain (cache_entry mixes the result).
   const std::uint64_t h = (c.id * 0x9E3779B97F4A7C15ull) ^ (bits(k.gemm.m) * 0xFF51AFD7ED558CCDull) ^
                           (bits(k.gemm.n) * 0xC4CEB9FE1A85EC53ull) ^ (bits(k.gemm.k) * 0xD6E8FEB86659FD93ull) ^
                           (bits(k.gemm.batch) * 0xA0761D6478BD642Full) ^
                           ((static_cast<std::uint64_t>(k.dtype) << 8 | tag) * 0xE7037ED1A0B428DBull);
-  KernelCache::Shape& e = cache.shapes[cache_slot(h, kSlots)];
-  if (e.id == c.id && c.id != 0 && e.m == k.gemm.m && e.n == k.gemm.n && e.k == k.gemm.k &&
-      e.batch == k.gemm.batch && e.dtype == k.dtype && e.tag == tag && (tag == 0 || e.flops == k.flops)) {
+  bool hit = false;
+  KernelCache::Shape& e = cache_entry(
+      cache.shapes, h, c.id,
+      [&](const KernelCache::Shape& x) {
+        return x.m == k.gemm.m && x.n == k.gemm.n && x.k == k.gemm.k && x.batch == k.gemm.batch &&
+               x.dtype == k.dtype && x.tag == tag && (tag == 0 || x.flops == k.flops);
+      },
+      hit);
+  if (hit) {
     r.tile_m = e.tile_m, r.tile_n = e.tile_n, r.split_k = e.split_k;
     r.blocks = e.blocks, r.waves = e.waves, r.efficiency = e.efficiency;
     r.basis = e.basis;
@@ -701,7 +724,6 @@ double shape_compute_cached(const graph::Kernel& k, const CostParams& c, KernelC
 /// costs the same few collectives of a layout again and again.
 CollectiveCost collective_cost_cached(graph::Collective kind, double bytes, double n, double span,
                                       double link_bytes, const CostParams& c, KernelCache& cache) {
-  constexpr std::size_t kSlots = std::tuple_size_v<decltype(KernelCache::collectives)>;
   // Hash the values' bits (a byte count can exceed what an integer holds),
   // each times its own odd constant: independent multiplies, not a chain.
   const std::uint64_t h = (c.id * 0x9E3779B97F4A7C15ull) ^
@@ -710,10 +732,14 @@ CollectiveCost collective_cost_cached(graph::Collective kind, double bytes, doub
                           (std::bit_cast<std::uint64_t>(span) * 0xD6E8FEB86659FD93ull) ^
                           (static_cast<std::uint64_t>(kind) * 0xA0761D6478BD642Full) ^
                           (std::bit_cast<std::uint64_t>(link_bytes) * 0xE7037ED1A0B428DBull);
-  KernelCache::Collective& e = cache.collectives[cache_slot(h, kSlots)];
-  if (e.id == c.id && c.id != 0 && e.kind == kind && e.bytes == bytes && e.n == n && e.span == span &&
-      e.link_bytes == link_bytes)
-    return e.cost;
+  bool hit = false;
+  KernelCache::Collective& e = cache_entry(
+      cache.collectives, h, c.id,
+      [&](const KernelCache::Collective& x) {
+        return x.kind == kind && x.bytes == bytes && x.n == n && x.span == span && x.link_bytes == link_bytes;
+      },
+      hit);
+  if (hit) return e.cost;
   const CollectiveCost cc = collective_cost(kind, bytes, n, span, c, link_bytes);
   e.id = c.id, e.kind = kind, e.bytes = bytes, e.n = n, e.span = span, e.link_bytes = link_bytes, e.cost = cc;
   return cc;

@@ -597,7 +597,9 @@ cost::KernelCost memo_cost(CostMemo& memo, size_t i, const graph::Kernel& k, con
 
 void summarize_graph(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
                      const spec::HardwareSpec& hw, const techniques::StageParams* params, const graph::Graph* base) {
-  s = MicrobatchSummary{};
+  // Every field is set below (the sums by sum_costs, zeroed here until
+  // then); zeroing the whole summary wrote its 1.9 KB of stage parameters twice.
+  static_cast<KernelSums&>(s) = KernelSums{};
   if (base) {
     g = *base;  // the caller's techniques::build_microbatch_base of this plan
     techniques::finish_microbatch(g, m, p, hw);
@@ -605,7 +607,8 @@ void summarize_graph(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpe
     techniques::build_microbatch(g, m, p, hw);
   }
   s.facts = memory::facts(g);
-  s.params = params ? *params : techniques::stage_params(m, p);
+  if (params) s.params = *params;
+  else techniques::stage_params_into(s.params, m, p);
   s.model_params = spec::count_params(m);
 }
 

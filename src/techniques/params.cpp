@@ -243,9 +243,14 @@ LocalParams local_params(const spec::ModelSpec& m, const spec::PlanSpec& p, Pipe
 }
 
 StageParams stage_params(const spec::ModelSpec& m, const spec::MicrobatchPlan& p) {
+  StageParams s;
+  stage_params_into(s, m, p);
+  return s;
+}
+
+void stage_params_into(StageParams& s, const spec::ModelSpec& m, const spec::MicrobatchPlan& p) {
   const auto& q = p.parallel;
   const Split split{q.tp, q.pp, q.ep, q.first_stage_layers, q.last_stage_layers, p.finetune};
-  StageParams s;
   // The larger end is one of the two ends counted (with PP = 1 the only
   // stage is every view), so two counts serve three views.
   PipelineStage larger = PipelineStage::kFirst;
@@ -255,7 +260,8 @@ StageParams stage_params(const spec::ModelSpec& m, const spec::MicrobatchPlan& p
                                                          : compute_local_params(m, split, PipelineStage::kLast);
   if ((q.first_stage_layers > 0 || q.last_stage_layers > 0) && q.pp > 2)
     s.middle = compute_local_params(m, split, PipelineStage::kMiddle);
-  return s;
+  else
+    s.middle = LocalParams{};
 }
 
 double optimizer_state_bytes(const spec::OptimizerSpec& o, const LocalParams& lp, double e) {

@@ -200,7 +200,7 @@ struct CollectiveCost {
   double sm_fraction = 0;  // channels / SMs
 };
 
-/// Costs already formed (cost_kernel's cache): direct-mapped tables of GEMM
+/// Costs already formed (cost_kernel's cache): two-way tables of GEMM
 /// and attention compute times by shape, and of collective costs by kind,
 /// size and group, each entry tagged with the CostParams id it was formed
 /// under (0 = empty: a zero-initialised cache holds nothing). Fixed size, so
