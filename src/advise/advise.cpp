@@ -451,6 +451,15 @@ std::vector<Candidate> candidates(const spec::ModelSpec& m, const spec::PlanSpec
     q.optimizer.paged = true;
     push("paged optimizer state (bitsandbytes)", q);
   }
+  // DeepSeek-V3's low-precision activation storage, on its blockwise recipe
+  // (engine::check_plan refuses it elsewhere).
+  family = "fp8_activation_storage";
+  if (b.precision == spec::Precision::kFp8 && b.fp8_recipe == spec::Fp8Recipe::kBlockwise &&
+      !b.fp8_activation_storage) {
+    spec::PlanSpec q = b;
+    q.fp8_activation_storage = true;
+    push("fp8 activation storage (SwiGLU inputs in fp8, attention output in E5M6)", q);
+  }
   family = "finetune";
   if (b.finetune.mode != spec::FinetuneMode::kFull) {
     spec::PlanSpec q = b;

@@ -58,6 +58,9 @@ std::string does_not_fit_hint(const engine::Prediction& p, const spec::PlanSpec&
   if (plan.recompute.kind != spec::RecomputeKind::kFull)
     levers.emplace_back(plan.recompute.kind == spec::RecomputeKind::kNone ? "--recompute selective|full"
                                                                           : "--recompute full");
+  if (spec::PlanSpec q = plan; !plan.fp8_activation_storage && (q.fp8_activation_storage = true) &&
+                               engine::check_plan_field(model, q, gpu).empty())
+    levers.emplace_back("--fp8-activation-storage");
   switch (plan.finetune.mode) {
     case spec::FinetuneMode::kFull:
       // Adapters' optimizer state is small: a leaner optimizer helps only when every weight trains.

@@ -396,6 +396,16 @@ std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec&
       return fmt::format("the {} recipe (torchao) casts the 16-bit weights every micro-batch; it holds no fp8 "
                          "primary weights", spec::to_string(p.fp8_recipe));
     });
+  // DeepSeek-V3's storage rides on its fine-grained (1x128) quantization.
+  if (graph && p.fp8_activation_storage &&
+      (p.precision != spec::Precision::kFp8 || p.fp8_recipe != spec::Fp8Recipe::kBlockwise))
+    return refuse(message, "fp8.activation_storage", [&] {
+      return p.precision != spec::Precision::kFp8
+                 ? fmt::format("fp8 activation storage needs --precision fp8, not {}", spec::to_string(p.precision))
+                 : fmt::format("fp8 activation storage is DeepSeek-V3's, on its 1x128 blockwise quantization: it "
+                               "needs --fp8-recipe blockwise, not {}",
+                               spec::to_string(p.fp8_recipe));
+    });
   if (graph && p.fp8_primary_weights && p.master_weights == spec::MasterWeights::kRemainder)
     return refuse(message, "master_weights", [&] {
       return std::string("remainder masters complete a bf16 weight; fp8 primary weights keep none: use fp32 or none");

@@ -87,6 +87,14 @@ constinit const PlanField kFields[] = {
      .type = FieldType::kBool, .bool_ref = [](PlanSpec& p) -> bool& { return p.fp8_primary_weights; },
      .applies = is_fp8, .group = SummaryGroup::kTechnique, .show = Show::kIfChanged,
      .summary = "fp8 primary weights", .scope = Scope::kGraph},
+    {.key = "fp8.activation_storage", .setting = "fp8_activation_storage", .flag = "fp8-activation-storage",
+     .help = "fp8 blockwise: DeepSeek-V3's low-precision activation storage (technical report Sec. 3.3.2): "
+             "the SwiGLU inputs saved for backward in fp8 with 1x128 scales (SwiGLU's output recomputed from "
+             "them under moe_act), the attention output saved once in 12-bit E5M6 for both the attention "
+             "backward and the output projection's weight gradient (in place of a 16-bit copy and an fp8 one)",
+     .type = FieldType::kBool, .bool_ref = [](PlanSpec& p) -> bool& { return p.fp8_activation_storage; },
+     .applies = is_fp8, .group = SummaryGroup::kTechnique, .show = Show::kIfChanged,
+     .summary = "fp8 activation storage", .scope = Scope::kGraph},
     {.key = "loss_scaling.skipped_step_rate", .setting = "skipped_step_rate", .flag = "skipped-step-rate",
      .help = "fp16: fraction of steps skipped on overflow", .type = FieldType::kNumber, .lo = 0, .hi = 0.5,
      .num_ref = [](PlanSpec& p) -> double& { return p.skipped_step_rate; },

@@ -10,6 +10,10 @@ using graph::Op;
 
 namespace {
 
+/// DeepSeek-V3's E5M6 (report Sec. 3.3.2): 1 sign, 5 exponent and 6
+/// mantissa bits, 12 bits an element.
+constexpr double kE5m6Bytes = 12.0 / 8.0;
+
 /// The linear layers a recipe quantizes: Transformer Engine's Linear,
 /// LayerNormLinear and GroupedLinear modules of a Megatron-Core decoder layer
 /// (QKV, attention output, MLP up/gate, down; MoE experts). The LM head stays
@@ -175,7 +179,6 @@ void append_torchao_linear_casts(std::vector<Kernel>& out, const Kernel& gemm, c
 /// (one multi-tensor kernel over 12 KB per linear).
 void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
                      const spec::HardwareSpec& hw) {
-  (void)m;
   const spec::PrecisionPolicy pol = spec::precision_policy(p);
   g.fp8_weight_copies = 2;
   g.fp8_wgrad_16bit = false;
@@ -219,7 +222,14 @@ void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
       append_torchao_linear_casts(ks, gemm, q, e);
       continue;
     }
-    if (k.op == Op::kOut && flash < n) ks[flash].saved_bytes += in_elems * e;  // the 16-bit O
+    if (k.op == Op::kOut && flash < n && p.fp8_activation_storage) {
+      // DeepSeek-V3 (report Sec. 3.3.2): O saved once, in E5M6 (12 bits),
+      // for both the attention backward and this projection's wgrad.
+      ks[flash].saved_bytes += in_elems * kE5m6Bytes;
+      k.saved_bytes = 0;
+    } else if (k.op == Op::kOut && flash < n) {
+      ks[flash].saved_bytes += in_elems * e;  // the 16-bit O
+    }
     // Saved for wgrad: X's column-wise quantized copy alone, q bytes per
     // element (transformer_engine/pytorch/module/linear.py:614-616 "Discard
     // row-wise data since it is not needed in backward pass";
@@ -236,6 +246,16 @@ void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
     if (!after_norm) append_casts(ks, gemm, q, in_names, q.gemm, spec::Phase::kForward, in_elems, e);
     append_casts(ks, gemm, q, grad_names, q.grad, spec::Phase::kBackward, out_elems, e);
   }
+  // DeepSeek-V3's low-precision storage (report Sec. 3.3.2: "we only cache
+  // the inputs of the SwiGLU operator and recompute its output in the
+  // backward pass. These activations are also stored in FP8 with our
+  // fine-grained quantization method"): what the activation kernels save,
+  // SwiGLU's input (gate and up), at the recipe's 1x128-scaled byte.
+  if (p.fp8_activation_storage && spec::is_gated(m.activation))
+    for (size_t i = 0; i < n; ++i)
+      if (ks[i].phase == spec::Phase::kForward && ks[i].group == graph::FuseGroup::kBiasAct &&
+          ks[i].cls != spec::KernelClass::kGemm)
+        ks[i].saved_bytes = ks[i].saved_bytes / e * q.act_bytes_per_elem;
   // Once per step: the weights' quantized copies (cached across micro-batches);
   // a frozen base's quantized primary weights never change: none.
   if (pol.frozen_fp8_primary || q.weight_cast_per_microbatch) return;

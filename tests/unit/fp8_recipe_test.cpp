@@ -502,3 +502,50 @@ TEST_CASE("power limit: a plan field in watts, greater than zero, shown only whe
   CHECK(spec::apply_setting(q, "power_limit", "450 W").empty());
   CHECK(q.power_limit_w == 450);
 }
+
+TEST_CASE("fp8 activation storage (DeepSeek-V3): SwiGLU's input in fp8, the attention output once in E5M6") {
+  // Llama-3-8B (h 4096, FFN f 14336 gated, 32 heads of 128), micro-batch 1,
+  // sequence 2048: T = 2048 tokens, TP 1, fp8 blockwise (1 + 4/128 bytes an
+  // element with its 1x128 scales), fused kernels. Per layer, by hand:
+  //  - the fused SwiGLU saves its input, gate and up: T x 2f = 58,720,256
+  //    elements, 117,440,512 bytes in bf16; stored in fp8: 60,555,264;
+  //  - the attention output O (T x 32 x 128 = 8,388,608 elements): without
+  //    the storage the fused attention keeps it in 16 bits (16,777,216 B)
+  //    and the output projection its fp8 column-wise copy (8,650,752 B);
+  //    with it, one E5M6 copy of 12 bits (12,582,912 B) serves both.
+  const auto m = test::model("llama3_8b");
+  const auto hw = test::gpu("h100_sxm");
+  spec::PlanSpec p = fp8_plan(spec::Fp8Recipe::kBlockwise);
+  auto forward_saved = [&](const spec::PlanSpec& q, Op op, std::string_view name) {
+    graph::Graph g;
+    techniques::build_microbatch(g, m, q, hw);
+    for (const auto& k : g.kernels)
+      if (k.phase == spec::Phase::kForward && k.op == op && (name.empty() || k.name == name)) return k.saved_bytes;
+    return -1.0;
+  };
+  spec::PlanSpec s = p;
+  s.fp8_activation_storage = true;
+  CHECK(forward_saved(p, Op::kFused, "fused_swiglu") == doctest::Approx(117'440'512.0));
+  CHECK(forward_saved(s, Op::kFused, "fused_swiglu") == doctest::Approx(60'555'264.0));
+  CHECK(forward_saved(p, Op::kOut, "") == doctest::Approx(8'650'752.0));
+  CHECK(forward_saved(s, Op::kOut, "") == 0);
+  CHECK(forward_saved(p, Op::kFlashAttn, "") - forward_saved(s, Op::kFlashAttn, "") ==
+        doctest::Approx(16'777'216.0 - 12'582'912.0));
+  // The memory model's saved bytes per layer fall by the sum: 69,730,304.
+  auto layer_saved = [&](const spec::PlanSpec& q) {
+    graph::Graph g;
+    techniques::build_microbatch(g, m, q, hw);
+    return memory::facts(g).layer_saved;
+  };
+  CHECK(layer_saved(p) - layer_saved(s) == doctest::Approx(69'730'304.0));
+  // Time is unchanged: the quantization rides in the kernels that write them.
+  const auto a = engine::evaluate(m, p, hw), b = engine::evaluate(m, s, hw);
+  CHECK(a.step.time_s == doctest::Approx(b.step.time_s).epsilon(1e-12));
+  // DeepSeek's storage rides on its blockwise quantization: other recipes and
+  // 16-bit plans are refused.
+  spec::PlanSpec d = fp8_plan(spec::Fp8Recipe::kDelayed);
+  d.fp8_activation_storage = true;
+  CHECK(engine::evaluate(m, d, hw).problem.field == "fp8.activation_storage");
+  d.precision = spec::Precision::kBf16;
+  CHECK(engine::evaluate(m, d, hw).problem.field == "fp8.activation_storage");
+}

@@ -529,6 +529,10 @@ TEST_CASE("DeepSeek-V3's published layout: 180K H800 GPU-hours per trillion toke
   // Sec. 3.2.3: RMSNorm and the MLA up-projections recomputed in backward;
   // Sec. 3.3.2: SwiGLU's output recomputed from its cached input.
   p.recompute = *spec::parse_recompute("selective:layernorm+mla_up_proj+moe_act");
+  // Sec. 3.2.1: DualPipe; Sec. 3.3.2: SwiGLU's inputs cached in fp8, the
+  // attention output in E5M6.
+  p.parallel.pp_schedule = spec::PpSchedule::kDualPipe;
+  p.fp8_activation_storage = true;
   engine::EvalOptions opt;
   opt.keep_kernels = false;
   const auto r = engine::evaluate(m, p, hw, opt);
@@ -536,6 +540,11 @@ TEST_CASE("DeepSeek-V3's published layout: 180K H800 GPU-hours per trillion toke
   CHECK(gpu_hours_per_t > 180e3 * 0.85);
   CHECK(gpu_hours_per_t < 180e3 * 1.15);
   CHECK(r.memory.fits);  // the run exists: its layout fits in 80 GB
+  // Under 1F1B (one parameter copy, PP micro-batches in flight) it fits
+  // without the low-precision storage too.
+  p.parallel.pp_schedule = spec::PpSchedule::k1f1b;
+  p.fp8_activation_storage = false;
+  CHECK(engine::evaluate(m, p, hw, opt).memory.fits);
 }
 
 TEST_CASE("torchtitan splits any layer count over the stages; Megatron needs PP x virtual stages to divide them") {

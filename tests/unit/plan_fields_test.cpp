@@ -68,7 +68,7 @@ spec::PlanSpec unusual_plan() {
 /// moment, a MoE model's EP, capacity, dispatcher and shared-expert overlap, uneven stages without virtual ones,
 /// DualPipe (no virtual stages either), CP, offload under DeepSpeed, the
 /// optimizer stepped in backward and paged state (torchtitan, hf, fsdp; one
-/// micro-batch per step).
+/// micro-batch per step), fp8 activation storage (fp8 blockwise).
 spec::PlanSpec conditional_plan(spec::OptimizerKind optimizer) {
   spec::PlanSpec p;
   p.framework = *spec::find_framework("deepspeed");
@@ -79,6 +79,7 @@ spec::PlanSpec conditional_plan(spec::OptimizerKind optimizer) {
   p.optimizer.hessian_interval = 5;
   p.optimizer.in_backward = true;
   p.optimizer.paged = true;
+  p.fp8_activation_storage = true;  // needs fp8 blockwise
   p.parallel.cp = 2;
   p.parallel.ep = 2;
   p.parallel.ep_comm_overlap = true;

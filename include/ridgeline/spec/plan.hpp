@@ -225,6 +225,12 @@ struct PlanSpec {
   /// (Transformer Engine fp8_model_init; NeMo fp8_params), the optimizer
   /// keeping the higher-precision master.
   bool fp8_primary_weights = false;
+  /// fp8 (blockwise): DeepSeek-V3's low-precision activation storage
+  /// (technical report Sec. 3.3.2): the SwiGLU inputs saved in fp8 with
+  /// 1x128 scales, and the attention output saved once in the 12-bit E5M6
+  /// format for both the attention backward and the output projection's
+  /// weight gradient (techniques::apply_precision).
+  bool fp8_activation_storage = false;
   double skipped_step_rate = 0.001;  // fp16: fraction of steps skipped on overflow
   Recompute recompute;
   AttentionKind attention = AttentionKind::kFlash2;
@@ -285,6 +291,7 @@ struct MicrobatchPlan {
   Precision precision = Precision::kBf16;
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
   bool fp8_primary_weights = false;  // PlanSpec::fp8_primary_weights
+  bool fp8_activation_storage = false;  // PlanSpec::fp8_activation_storage
   Recompute recompute;
   AttentionKind attention = AttentionKind::kFlash2;
   Fusion fusion = Fusion::kFused;
@@ -304,6 +311,7 @@ struct MicrobatchPlan {
       : micro_batch(p.micro_batch), seq_len(p.seq_len), framework(p.framework), attention_given(p.attention_given),
         main_grads_given(p.main_grads_given),
         precision(p.precision), fp8_recipe(p.fp8_recipe), fp8_primary_weights(p.fp8_primary_weights),
+        fp8_activation_storage(p.fp8_activation_storage),
         recompute(p.recompute), attention(p.attention), fusion(p.fusion), cuda_graphs(p.cuda_graphs),
         optimizer(p.optimizer),
         finetune(p.finetune), attention_flops(p.attention_flops),
