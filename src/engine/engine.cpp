@@ -629,12 +629,9 @@ namespace {
 void sum_costs(KernelSums& s, const graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
                const cost::CostParams& c, Prediction* out, double mb, CostMemo* memo, cost::KernelCache* cache) {
   s = KernelSums{};
-  // The graph's layers (the busiest stage's, and without PP the MTP blocks:
-  // graph::build_forward) scale to the model's and its MTP blocks.
-  const auto& q = p.parallel;
-  const double mtp_in_graph =
-      g.layers - spec::max_stage_layers(m.layers, q.pp, q.first_stage_layers, q.last_stage_layers);
-  const double layer_scale = (m.layers + mtp_in_graph) / std::max(1, g.layers);
+  // The graph's layers (the busiest stage's, with the MTP blocks where they
+  // are timed: graph::build_forward) scale to the model's and its MTP blocks.
+  const double layer_scale = static_cast<double>(m.layers + g.mtp_layers) / std::max(1, g.layers);
   if (out) out->kernels.reserve(g.kernels.size() + 8);
   if (memo && (memo->params != &c || memo->cuda_graphs != p.cuda_graphs)) {
     memo->kernels.clear();
@@ -732,9 +729,7 @@ void finish_time(Prediction& out, const MicrobatchSummary& sum, const StepKernel
   const double mb = micro_batches(p);
   const techniques::LocalParams& lp = sum.params.largest;  // local_params(m, p)
   KernelSums s = sum;  // the step kernels add to a copy of the sums alone
-  const double mtp_in_graph =
-      sum.facts.layers - spec::max_stage_layers(m.layers, par.pp, par.first_stage_layers, par.last_stage_layers);
-  const double layer_scale = (m.layers + mtp_in_graph) / std::max(1.0, sum.facts.layers);
+  const double layer_scale = (m.layers + sum.facts.mtp_layers) / std::max(1.0, sum.facts.layers);
   double pool_step = 0, comm_step = 0, pool_sm_step = 0, pool_gemm_step = 0;
   double fwd_pool_step = 0, fwd_pool_sm_step = 0, fwd_pool_gemm_step = 0;  // beside the next forward
   for (size_t i = 0; i < sk.graph.kernels.size(); ++i) {

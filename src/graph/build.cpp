@@ -93,17 +93,26 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
   G.tokens = D.T;
   G.attention_qkv_bytes = 0;  // set by the fused-attention pass
   // The busiest stage's layers (uneven stages: spec::stage_layers); it sets the pipeline's pace.
-  const int main_layers = spec::max_stage_layers(M.layers, par.pp, par.first_stage_layers, par.last_stage_layers);
+  const int busiest = spec::max_stage_layers(M.layers, par.pp, par.first_stage_layers, par.last_stage_layers);
   // Multi-token prediction (DeepSeek-AI 2024, DeepSeek-V3 Sec. 2.2): each
   // depth is one more transformer block of the model's (MoE) layer type,
   // counted with the layers; its projection, norms and second pass of the
-  // shared head follow the head. Without PP only: under PP the graph is the
-  // busiest stage's layers with both ends charged to it, and the MTP module
-  // (the last stage's) would be charged to every stage's pace as well; there
-  // its parameters and its layer's activations are the last stage's
-  // (techniques::local_params, memory::estimate) and its time is left out.
-  const int mtp = par.pp <= 1 ? std::max(0, M.mtp_layers) : 0;
+  // shared head follow the head. The module is the last stage's (its
+  // parameters and activations: techniques::local_params, memory::estimate).
+  // The graph is the busiest stage's layers with both ends charged to it;
+  // the last stage with the MTP blocks is the busiest where its layers and
+  // the blocks are at least the other stages' most (without PP always;
+  // DeepSeek-V3's 61 layers over 16 stages, the first holding 1: the last
+  // 4 and the block against 4), and the graph is then its layers and the
+  // blocks; else the MTP module runs within the pace another stage sets.
+  const int mtp = spec::timed_mtp_layers(M.layers, M.mtp_layers, par.pp, par.first_stage_layers,
+                                         par.last_stage_layers);
+  const int main_layers =
+      mtp > 0 ? spec::stage_layers(M.layers, par.pp, par.first_stage_layers, par.last_stage_layers,
+                                   std::max(1, par.pp) - 1)
+              : busiest;
   G.layers = main_layers + mtp;
+  G.mtp_layers = mtp;
 
   const double L = G.layers;
   // An MoE model's dense first layers: those the busiest stage holds, the

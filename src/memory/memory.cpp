@@ -58,7 +58,9 @@ GraphFacts facts(const graph::Graph& g) {
       (k.op == graph::Op::kEmbed ? f.first_saved : f.last_saved) += s * k.saved_fraction * k.count;
     }
     if (k.has(graph::kFp8Gemm)) {
-      f.fp8_linear_params += k.weight_params * k.gemm.batch * k.count;
+      const double w = k.weight_params * k.gemm.batch * k.count;
+      if (k.has(graph::kLayer)) f.fp8_layer_params += w / std::max(1, g.layers);
+      else f.fp8_end_params += w;
       f.fp8_linears += k.gemm.batch * k.count;
     }
   }
@@ -66,6 +68,7 @@ GraphFacts facts(const graph::Graph& g) {
   f.tokens = g.tokens;
   f.act_bytes = g.act_bytes;
   f.layers = g.layers;
+  f.mtp_layers = g.mtp_layers;
   return f;
 }
 
@@ -190,15 +193,13 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
   const bool first = only || stage == PipelineStage::kFirst;
   const bool last = only || stage == PipelineStage::kLast;
   // Uneven stages: this stage's own layers; the graph holds the busiest
-  // stage's, and without PP the MTP blocks (graph::build_forward), which
-  // are the last stage's: under PP they are added to it here.
+  // stage's (with the MTP blocks where the last stage is the busiest:
+  // graph::build_forward); the MTP blocks are the last stage's.
   const auto& q = p.parallel;
   const double mtp = std::max(0, m.mtp_layers);
-  const double mtp_in_graph =
-      g.layers - spec::max_stage_layers(m.layers, q.pp, q.first_stage_layers, q.last_stage_layers);
   const auto layers_of = [&](bool is_first, bool is_last) {
     return (only || (q.first_stage_layers <= 0 && q.last_stage_layers <= 0)
-                ? g.layers - mtp_in_graph
+                ? g.layers - g.mtp_layers
                 : spec::stage_layers(m.layers, q.pp, q.first_stage_layers, q.last_stage_layers,
                                      is_first ? 0 : is_last ? q.pp - 1 : 1)) +
            (is_last ? mtp : 0.0);
@@ -277,10 +278,17 @@ MemoryResult estimate(const GraphFacts& g, const spec::ModelSpec& m, const spec:
 
 StageStates stage_states(const GraphFacts& g, const spec::PlanSpec& p, const techniques::StageParams& sp) {
   StageStates s;
-  const QuantizedWeights fp8{g.fp8_linear_params, g.fp8_weight_copies};
-  s.first = model_state(p, sp.first, fp8);
-  if (is_pipelined(p)) s.last = model_state(p, sp.last, fp8);
-  if (middle_counts(p)) s.middle = model_state(p, sp.middle, fp8);
+  // Each stage's quantized copies: its own layers' (layers_local counts the
+  // last stage's MTP blocks), and the last stage's (or the only one's) the
+  // linears outside the layers.
+  const bool pipelined = is_pipelined(p);
+  const auto fp8 = [&](const techniques::LocalParams& lp, bool last) {
+    return QuantizedWeights{g.fp8_layer_params * lp.layers_local + (last ? g.fp8_end_params : 0.0),
+                            g.fp8_weight_copies};
+  };
+  s.first = model_state(p, sp.first, fp8(sp.first, !pipelined));
+  if (pipelined) s.last = model_state(p, sp.last, fp8(sp.last, true));
+  if (middle_counts(p)) s.middle = model_state(p, sp.middle, fp8(sp.middle, false));
   return s;
 }
 

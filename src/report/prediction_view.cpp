@@ -626,15 +626,22 @@ std::string prediction_table(const engine::Prediction& pred, const Inputs& in, i
                      graph::seq_len(*in.model, *in.plan), spec::plan_summary(*in.plan));
     if (in.calibration) o += calibration_line(calibration_use(in.calibration, *in.gpu, *in.plan)) + "\n";
     // How the step counts a model's multi-token prediction, said rather than
-    // silent (graph::build_forward times it without PP only).
+    // silent (graph::build_forward times it where its stage sets the pace).
     if (in.model->mtp_layers > 0) {
       const int n = in.model->mtp_layers;
-      if (in.plan->parallel.pp <= 1)
+      const auto& q = in.plan->parallel;
+      const char* s = n == 1 ? "" : "s";
+      if (q.pp <= 1)
         o += fmt::format("note: the step includes the model's MTP module{} (mtp_layers {}); its parameter count "
-                         "leaves {} out\n", n == 1 ? "" : "s", n, n == 1 ? "it" : "them");
+                         "leaves {} out\n", s, n, n == 1 ? "it" : "them");
+      else if (const int last = spec::stage_layers(in.model->layers, q.pp, q.first_stage_layers,
+                                                   q.last_stage_layers, q.pp - 1);
+               spec::timed_mtp_layers(in.model->layers, n, q.pp, q.first_stage_layers, q.last_stage_layers) > 0)
+        o += fmt::format("note: the MTP module{} (mtp_layers {}) make{} the last pipeline stage ({} layers) the "
+                         "busiest: it sets the pace\n", s, n, n == 1 ? "s" : "", last);
       else
-        o += fmt::format("note: the model's MTP module{} (mtp_layers {}) {} held on the last stage but not timed "
-                         "under PP\n", n == 1 ? "" : "s", n, n == 1 ? "is" : "are");
+        o += fmt::format("note: the MTP module{} (mtp_layers {}) {} on the last pipeline stage ({} layers); a busier "
+                         "stage sets the pace\n", s, n, n == 1 ? "is" : "are", last);
     }
   }
   if (pred.status == engine::Status::kInvalid) {

@@ -241,6 +241,12 @@ int max_stage_layers(int layers, int pp, int first, int last) {
   return most;
 }
 
+int timed_mtp_layers(int layers, int mtp, int pp, int first, int last) {
+  if (mtp <= 0) return 0;
+  const int last_layers = stage_layers(layers, pp, first, last, std::max(1, pp) - 1);
+  return last_layers > 0 && last_layers + mtp >= max_stage_layers(layers, pp, first, last) ? mtp : 0;
+}
+
 std::string stage_split_hint(int layers, int pp) {
   if (pp < 2 || layers < pp) return "";
   const int others = pp - 1;

@@ -98,6 +98,12 @@ OrSkip<spec::ModelSpec> map_model(const spec::PublishedRow& row, const PredictOp
       spec::ModelSpec s = spec::load_model(path);
       s.max_seq_len = *seq;
       notes.push_back(fmt::format("model from models/{}.yaml (model.spec)", id));
+      // A framework that builds the model without its multi-token
+      // prediction module says so in model.mtp_layers (with its source).
+      if (m.has("mtp_layers")) {
+        s.mtp_layers = std::max(0, whole_or(m, "mtp_layers", s.mtp_layers));
+        notes.push_back(fmt::format("mtp_layers {} (model.mtp_layers)", s.mtp_layers));
+      }
       return s;
     } catch (const support::SpecError& e) {
       return Skip{fmt::format("model.spec '{}' rejected: {}", id, first_problem(e))};

@@ -230,10 +230,16 @@ TEST_CASE("cli: predict says how the step counts a model's MTP module (DeepSeek-
   const auto r = test::run_cli("predict --gpu h800_sxm --model deepseek_v3 --precision fp8 --pp 16 --ep 64 --dp 128 "
                                "--seq 4096 --global-batch 15360 --first-stage-layers 1");
   CHECK(r.status <= 1);
-  // Under PP the step's pace charges both ends to the busiest stage, so the
-  // MTP module is held (parameters, its layer's activations) but not timed.
-  CHECK(r.out.find("note: the model's MTP module (mtp_layers 1) is held on the last stage but not timed under PP\n") !=
-        std::string::npos);
+  // Under PP the module is the last stage's: with 1 layer on the first of
+  // 16 stages the last holds 4 and the module and sets the pace; with 3 on
+  // the first and 2 on the last, a middle stage's 4 do.
+  CHECK(r.out.find("note: the MTP module (mtp_layers 1) makes the last pipeline stage (4 layers) the busiest: it "
+                   "sets the pace\n") != std::string::npos);
+  const auto balanced = test::run_cli("predict --gpu h800_sxm --model deepseek_v3 --precision fp8 --pp 16 --ep 64 "
+                                      "--dp 128 --seq 4096 --global-batch 15360 --first-stage-layers 3 "
+                                      "--last-stage-layers 2");
+  CHECK(balanced.out.find("note: the MTP module (mtp_layers 1) is on the last pipeline stage (2 layers); a busier "
+                          "stage sets the pace\n") != std::string::npos);
   const auto one = test::run_cli("predict --gpu h800_sxm --model deepseek_v3 --seq 4096");
   CHECK(one.out.find("note: the step includes the model's MTP module (mtp_layers 1); its parameter count leaves it "
                      "out\n") != std::string::npos);

@@ -143,13 +143,14 @@ TEST_CASE("moe: the first dense_layers layers run a dense MLP, the rest the expe
   CHECK(find(g, "flash_attention")->count == 62);
 
   // Under PP the first stages take the dense layers: with 5 layers on the
-  // first of 8 stages and 56 / 7 = 8 on each other, the busiest stage (8
-  // layers) holds none.
+  // first of 8 stages and 56 / 7 = 8 on each other, the busiest stage holds
+  // none: the last, whose 8 layers and the MTP block make 9.
   auto p = flash_plan(4096);
   p.parallel.pp = 8;
   p.parallel.first_stage_layers = 5;
   const auto gp = test::step(m, p);
-  CHECK(gp.layers == 8);
+  CHECK(gp.layers == 9);
+  CHECK(gp.mtp_layers == 1);
   CHECK(gp.dense_layers == 0);
   CHECK(find(gp, "dense_up_proj") == nullptr);
 }
@@ -256,9 +257,32 @@ TEST_CASE("mtp: DeepSeek-V3's MTP module's kernels and FLOPs") {
   const auto without = engine::evaluate(none, p, test::gpu("h800_sxm"));
   CHECK(with.step.model_flops - without.step.model_flops == doctest::Approx(41745471504384.0).epsilon(1e-3));
   CHECK(with.step.time_s > without.step.time_s);
-  // Under PP the module is not in the pace (graph::build_forward).
+  // Under PP the module is the last stage's, and in the pace where that
+  // stage is the busiest (graph::build_forward): 61 layers over 16 stages,
+  // the first holding 1, leave 4 on each other, and the last's 4 and the
+  // block (5) set the pace; with 3 on the first and 2 on the last (2 and
+  // the block: 3) a middle stage's 4 do.
   auto pp = p;
   pp.parallel.pp = 16;
   pp.parallel.first_stage_layers = 1;
-  CHECK(find(test::step(m, pp), "mtp_eh_proj") == nullptr);
+  pp.global_batch = 32;
+  const auto last = test::step(m, pp);
+  CHECK(last.layers == 5);
+  CHECK(last.mtp_layers == 1);
+  REQUIRE(find(last, "mtp_eh_proj") != nullptr);
+  CHECK(find(last, "mtp_eh_proj")->count == 1);
+  CHECK(find(last, "flash_attention")->count == 5);
+  auto balanced = pp;
+  balanced.parallel.first_stage_layers = 3;
+  balanced.parallel.last_stage_layers = 2;
+  const auto middle = test::step(m, balanced);
+  CHECK(middle.layers == 4);
+  CHECK(middle.mtp_layers == 0);
+  CHECK(find(middle, "mtp_eh_proj") == nullptr);
+  // The model FLOPs count the module where it is timed: 32 sequences at the
+  // per-sequence figure above.
+  const auto hw = test::gpu("h800_sxm");
+  const auto a = engine::evaluate(m, pp, hw), b = engine::evaluate(m, balanced, hw);
+  CHECK(a.step.model_flops - b.step.model_flops == doctest::Approx(32 * 41745471504384.0).epsilon(1e-3));
+  CHECK(a.step.time_s > b.step.time_s);
 }

@@ -524,7 +524,12 @@ TEST_CASE("DeepSeek-V3's published layout: 180K H800 GPU-hours per trillion toke
   p.parallel.pp = 16;
   p.parallel.dp = 128;
   p.parallel.zero = 1;
-  p.parallel.first_stage_layers = 1;
+  // The report does not give its stage split: 61 layers and the MTP module
+  // (one more block and a second head pass, on the last stage) balanced
+  // over 16 stages, 3 on the first (with the embedding), 2 on the last
+  // (with the MTP module and the head), 4 on each other.
+  p.parallel.first_stage_layers = 3;
+  p.parallel.last_stage_layers = 2;
   p.parallel.ep_comm_overlap = true;
   // Sec. 3.2.3: RMSNorm and the MLA up-projections recomputed in backward;
   // Sec. 3.3.2: SwiGLU's output recomputed from its cached input.

@@ -162,6 +162,9 @@ Kernel backward_copy(const Kernel& f);
 struct Graph {
   std::vector<Kernel> kernels;
   int layers = 0;        // decoder layers on this GPU
+  /// Of `layers`, the model's multi-token-prediction blocks the graph times
+  /// (spec::timed_mtp_layers: the last stage's, where it is the busiest).
+  int mtp_layers = 0;
   /// Of `layers`, an MoE model's dense first layers (spec::MoeSpec::dense_layers)
   /// on this GPU: their MLP kernels count these, the routed and shared
   /// experts' count the rest; 0 for a dense model (its MLP counts `layers`).

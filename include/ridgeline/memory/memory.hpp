@@ -112,12 +112,17 @@ struct GraphFacts {
   double layer_alive = 0;   // of which alive until backward (Kernel::saved_fraction)
   double first_saved = 0;   // saved outside the layers on the first stage (the embedding's token ids)
   double last_saved = 0;    // saved outside the layers on the last stage (final norm, LM head, loss)
-  double fp8_linear_params = 0;  // linear-layer weights that get fp8 (or NVFP4) copies
+  /// Linear-layer weights that get fp8 (or NVFP4) copies: one decoder
+  /// layer's (an MoE model's dense-layer and expert linears by their share of
+  /// the layers) and those outside the layers (the MTP projection: the last
+  /// stage's). A stage holds its layers' and, the last, the others.
+  double fp8_layer_params = 0, fp8_end_params = 0;
   double fp8_weight_copies = 2;  // quantized copies of each such weight (graph::Graph::fp8_weight_copies)
   double fp8_linears = 0;        // quantized linear layers (an expert counts once), 3 scaled tensors each
   double recompute_working = 0;  // one recomputed segment's saved tensors
   double logits_transient = 0;   // the largest forward workspace (an eager loss's fp32 logits; last stage)
   double tokens = 0, act_bytes = 2, layers = 0;
+  double mtp_layers = 0;  // of `layers`, MTP blocks (graph::Graph::mtp_layers)
 };
 GraphFacts facts(const graph::Graph& g);
 

@@ -336,6 +336,11 @@ int stage_layers(int layers, int pp, int first, int last, int stage);
 /// The most decoder layers any stage holds: the slowest stage, which sets
 /// the pipeline's pace.
 int max_stage_layers(int layers, int pp, int first, int last);
+/// The multi-token-prediction blocks (DeepSeek-V3 Sec. 2.2) the micro-batch
+/// graph times: `mtp` (the model's) where the last stage, which holds them
+/// beside its own layers, is the busiest (its layers and the blocks at
+/// least max_stage_layers; without PP always), else 0 (graph::build_forward).
+int timed_mtp_layers(int layers, int mtp, int pp, int first, int last);
 /// "" when the uneven-stage counts split `layers` over `pp` stages, else the
 /// problem ("126 layers less the first stage's 7 and the last stage's 7
 /// leave 112, which 14 middle stages do not divide").
