@@ -9,6 +9,7 @@
 #include "ridgeline/report/markdown.hpp"
 #include "ridgeline/report/prediction_view.hpp"
 #include "ridgeline/spec/plan_fields.hpp"
+#include "ridgeline/spec/precision.hpp"
 #include "ridgeline/units/units.hpp"
 
 namespace ridgeline::cli {
@@ -66,6 +67,10 @@ std::string does_not_fit_hint(const engine::Prediction& p, const spec::PlanSpec&
       // Adapters' optimizer state is small: a leaner optimizer helps only when every weight trains.
       if (plan.optimizer.kind == spec::OptimizerKind::kAdamW || plan.optimizer.kind == spec::OptimizerKind::kAdam)
         levers.emplace_back("--optimizer adafactor|adam8bit");
+      // fp32 moments beside fp32 masters: bf16 ones halve them (DeepSeek-V3).
+      if (const auto pol = spec::precision_policy(plan);
+          pol.state_elem_bytes > 2 && pol.master_bytes > 0 && plan.optimizer.kind != spec::OptimizerKind::kAdam8bit)
+        levers.emplace_back("--optimizer-state-dtype bf16");
       // torchtune's single-GPU full fine-tunes: gradients freed in backward,
       // the state paged; offered where the engine accepts the plan with them
       // (the framework runs them, the layout and optimizer allow them).

@@ -126,6 +126,13 @@ constinit const MegatronArg kMegatronArgs[] = {
     // fraction of the optimizer on the CPU, 1.0 by default; only 1.0 is modelled.
     {"optimizer-cpu-offload", false, &LaunchValues::offload_optimizer, "cpu"},
     {"optimizer-offload-fraction", true, &LaunchValues::offload_fraction},
+    // megatron/training/arguments.py: --exp-avg-dtype / --exp-avg-sq-dtype
+    // (fp32, fp16, bf16, fp8; default fp32), which OptimizerConfig accepts
+    // only with --use-precision-aware-optimizer (optimizer_config.py:
+    // "exp_avg_dtype can only be fp32 when not using precision-aware optimizer").
+    {"use-precision-aware-optimizer", false, &LaunchValues::precision_aware_optimizer, "true"},
+    {"exp-avg-dtype", true, &LaunchValues::exp_avg_dtype, {}, "fp32, fp16, bf16, fp8"},
+    {"exp-avg-sq-dtype", true, &LaunchValues::exp_avg_sq_dtype, {}, "fp32, fp16, bf16, fp8"},
     {"cpu-offloading", false, nullptr, {}, {}, {}, "activation CPU offload is not modelled"},
     {"use-torch-fsdp2", false, nullptr, {}, {}, {},
      "Megatron's FSDP2 is not modelled; import the run as --framework fsdp or torchtitan"},
@@ -1579,6 +1586,26 @@ void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, Import
   a.direct("offload_params", v.offload_params);
   // Megatron-Core's --optimizer-offload-fraction: the share of the
   // optimizer's parameters updated on the CPU; only the whole is modelled.
+  // The Adam moments' dtype: one for both (optimizer.state_dtype).
+  if (v.exp_avg_dtype.given() || v.exp_avg_sq_dtype.given()) {
+    const LaunchValue& m1 = v.exp_avg_dtype;
+    const LaunchValue& m2 = v.exp_avg_sq_dtype;
+    const std::string first = m1.given() ? m1.text : "fp32", second = m2.given() ? m2.text : "fp32";
+    const LaunchValue& at = m2.given() ? m2 : m1;
+    const char* flag = m2.given() ? "--exp-avg-sq-dtype" : "--exp-avg-dtype";
+    if (first == "fp8" || second == "fp8")
+      d.error(at.loc, flag, "fp8 Adam moments are not modelled (optimizer.state_dtype: fp32, bf16 or fp16)");
+    else if (first != second)
+      d.error(at.loc, flag,
+              fmt::format("the first moment in {} and the second in {} are not modelled: optimizer.state_dtype "
+                          "takes one dtype for both", first, second));
+    else if (first != "fp32" && !v.precision_aware_optimizer.given())
+      d.error(at.loc, flag,
+              fmt::format("{} Adam moments need --use-precision-aware-optimizer (Megatron-Core's OptimizerConfig: "
+                          "\"exp_avg_dtype can only be fp32 when not using precision-aware optimizer\")", first));
+    else
+      a.direct("optimizer_state_dtype", LaunchValue{first, m1.given() ? m1.said : m2.said, at.loc});
+  }
   if (v.offload_fraction.given()) {
     std::string e;
     const auto f = parse_real_number(v.offload_fraction.text, 0.0, 1.0, e);

@@ -72,6 +72,8 @@ constexpr std::pair<std::string_view, OffloadDevice> kOffloadDevices[] = {{"none
                                                                          {"cpu", OffloadDevice::kCpu}};
 constexpr std::pair<std::string_view, MoeDispatcher> kMoeDispatchers[] = {{"alltoall", MoeDispatcher::kAllToAll},
                                                                           {"deepep", MoeDispatcher::kDeepEp}};
+constexpr std::pair<std::string_view, StateDtype> kStateDtypes[] = {
+    {"auto", StateDtype::kAuto}, {"fp32", StateDtype::kFp32}, {"bf16", StateDtype::kBf16}, {"fp16", StateDtype::kFp16}};
 constexpr std::pair<std::string_view, PpSchedule> kPpSchedules[] = {{"1f1b", PpSchedule::k1f1b},
                                                                     {"dualpipe", PpSchedule::kDualPipe}};
 
@@ -90,6 +92,7 @@ std::optional<CrossEntropy> parse_cross_entropy(std::string_view s) { return fin
 std::optional<OffloadDevice> parse_offload_device(std::string_view s) { return find_word(kOffloadDevices, s); }
 std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view s) { return find_word(kMoeDispatchers, s); }
 std::optional<PpSchedule> parse_pp_schedule(std::string_view s) { return find_word(kPpSchedules, s); }
+std::optional<StateDtype> parse_state_dtype(std::string_view s) { return find_word(kStateDtypes, s); }
 
 namespace {
 /// Megatron-Core's recompute_modules words, in the order they are printed.
@@ -179,6 +182,7 @@ std::string to_string(CrossEntropy c) { return word_of(kCrossEntropy, c); }
 std::string to_string(OffloadDevice d) { return word_of(kOffloadDevices, d); }
 std::string to_string(MoeDispatcher d) { return word_of(kMoeDispatchers, d); }
 std::string to_string(PpSchedule s) { return word_of(kPpSchedules, s); }
+std::string to_string(StateDtype s) { return word_of(kStateDtypes, s); }
 std::string to_string(const Recompute& r) {
   switch (r.kind) {
     case RecomputeKind::kNone: return "none";
@@ -220,6 +224,7 @@ std::string cross_entropy_choices() { return choices_of(kCrossEntropy); }
 std::string offload_device_choices() { return choices_of(kOffloadDevices); }
 std::string moe_dispatcher_choices() { return choices_of(kMoeDispatchers); }
 std::string pp_schedule_choices() { return choices_of(kPpSchedules); }
+std::string state_dtype_choices() { return choices_of(kStateDtypes); }
 
 int stage_layers(int layers, int pp, int first, int last, int stage) {
   pp = std::max(1, pp);

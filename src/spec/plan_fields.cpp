@@ -158,6 +158,15 @@ constinit const PlanField kFields[] = {
      .type = FieldType::kBool, .bool_ref = [](PlanSpec& p) -> bool& { return p.optimizer.in_backward; },
      .group = SummaryGroup::kTechnique, .show = Show::kIfChanged, .summary = "optimizer in backward",
      .scope = Scope::kStep},
+    {.key = "optimizer.state_dtype", .setting = "optimizer_state_dtype", .flag = "optimizer-state-dtype",
+     .help = "The dtype of the optimizer's full-size states (Adam's moments, momentum, Sophia's Hessian, Lion's): "
+             "auto = fp32 with master weights, the weights' dtype without (torch.optim); bf16 = DeepSeek-V3's "
+             "BF16 AdamW moments beside fp32 masters (report Sec. 3.3.3), Megatron-Core's "
+             "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16; fp16 (2 bytes, as bf16); "
+             "fp32. 8-bit and factored states keep their own widths",
+     .type = FieldType::kWord, RIDGELINE_WORD(optimizer.state_dtype, parse_state_dtype, to_string),
+     .choices = state_dtype_choices, .group = SummaryGroup::kTechnique, .show = Show::kIfChanged,
+     .summary = "{} optimizer state", .scope = Scope::kStep},
     {.key = "optimizer.paged", .setting = "paged_optimizer", .flag = "paged-optimizer",
      .help = "bitsandbytes' paged optimizer state (PagedAdamW, PagedAdamW8bit, PagedLion): in CUDA unified "
              "memory, outside PyTorch's allocator and the peak; the GPU keeps what fits beside the rest, the "

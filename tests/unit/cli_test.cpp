@@ -288,7 +288,14 @@ TEST_CASE("cli: flags without effect are warned about, once, and change nothing"
 TEST_CASE("cli: the does-not-fit hint offers only the levers the plan has not pulled") {
   const auto full = test::run_cli("predict --gpu rtx_4090");
   CHECK(full.status == 1);
-  CHECK(full.err.find("--optimizer adafactor|adam8bit, --finetune lora, or a smaller --micro-batch") != std::string::npos);
+  CHECK(full.err.find("--optimizer adafactor|adam8bit, --optimizer-state-dtype bf16, --finetune lora, or a smaller "
+                      "--micro-batch") != std::string::npos);
+  // Moments already in bf16 (or in the weights' dtype without masters): not offered.
+  const auto bf16 = test::run_cli("predict --gpu rtx_4090 --optimizer-state-dtype bf16");
+  REQUIRE(bf16.status == 1);
+  CHECK(bf16.err.find("--optimizer-state-dtype") == std::string::npos);
+  CHECK(test::run_cli("predict --gpu rtx_4090 --master-weights none").err.find("--optimizer-state-dtype") ==
+        std::string::npos);
   const auto lora = test::run_cli("predict --gpu rtx_4090 --finetune lora");
   REQUIRE(lora.status == 1);
   CHECK(lora.err.find("--finetune lora") == std::string::npos);

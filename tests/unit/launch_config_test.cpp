@@ -113,6 +113,37 @@ TEST_SUITE("launch config") {
     CHECK(flags["memory"]["weights_bytes"].get<double>() < plain["memory"]["weights_bytes"].get<double>());
   }
 
+  TEST_CASE("Megatron's precision-aware optimizer: --exp-avg-dtype and --exp-avg-sq-dtype are optimizer.state_dtype") {
+    // megatron/core/optimizer/optimizer_config.py: the moments' dtypes other
+    // than fp32 only with use_precision_aware_optimizer (TE's FusedAdam).
+    const std::string args = "torchrun pretrain_gpt.py --num-layers 32 --hidden-size 4096 --num-attention-heads 32 "
+                             "--group-query-attention --num-query-groups 8 --bf16 --use-distributed-optimizer "
+                             "--micro-batch-size 1 --global-batch-size 64 --seq-length 4096 ";
+    const auto megatron = step_and_memory(
+        "--model llama3_8b --dp 8 --from-megatron " +
+        temp_file("moments.sh", args + "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16\n"));
+    const auto flags = step_and_memory("--model llama3_8b --framework megatron --dp 8 --zero 1 --micro-batch 1 "
+                                       "--global-batch 64 --seq 4096 --grad-reduce exposed --optimizer-state-dtype bf16");
+    CHECK(megatron == flags);
+    // fp32 moments sharded over 8 ranks: 8 bytes a parameter / 8; bf16: 4 / 8.
+    const auto fp32 = step_and_memory("--model llama3_8b --framework megatron --dp 8 --zero 1 --micro-batch 1 "
+                                      "--global-batch 64 --seq 4096");
+    CHECK(flags["memory"]["optimizer_bytes"].get<double>() ==
+          doctest::Approx(fp32["memory"]["optimizer_bytes"].get<double>() / 2).epsilon(1e-12));
+    // Megatron refuses bf16 moments without the precision-aware optimizer;
+    // one dtype for both moments is what is modelled.
+    const auto refused = rl::test::run_cli("predict --model llama3_8b --dp 8 --from-megatron " +
+                                           temp_file("plain.sh", args + "--exp-avg-dtype bf16 --exp-avg-sq-dtype bf16\n"));
+    CHECK(refused.status == 2);
+    CHECK(refused.err.find("--exp-avg-sq-dtype: bf16 Adam moments need --use-precision-aware-optimizer") !=
+          std::string::npos);
+    const auto mixed = rl::test::run_cli(
+        "predict --model llama3_8b --dp 8 --from-megatron " +
+        temp_file("mixed.sh", args + "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype fp32\n"));
+    CHECK(mixed.status == 2);
+    CHECK(mixed.err.find("the first moment in bf16 and the second in fp32 are not modelled") != std::string::npos);
+  }
+
   TEST_CASE("Megatron's --overlap-moe-expert-parallel-comm is --ep-comm-overlap") {
     const auto megatron = step_and_memory("--model mixtral_8x7b --framework megatron --expert-model-parallel-size 8 "
                                           "--dp 8 --overlap-moe-expert-parallel-comm --seq-length 4096");

@@ -292,6 +292,23 @@ TEST_CASE("precision: fp32 main gradients, remainder masters and pure bf16 model
     CHECK(ms.optimizer == doctest::Approx(4 * psi).epsilon(1e-12));
     CHECK(ms.total() == doctest::Approx(8 * psi).epsilon(1e-12));
   }
+  SUBCASE("bf16 optimizer states beside fp32 masters (DeepSeek-V3): 2 + 2 + 4 + 2 x 2 = 12 bytes; fp32 states "
+          "without masters 2 + 2 + 2 x 4 = 12") {
+    REQUIRE(spec::apply_setting(p, "main_grads", "working") == "");
+    REQUIRE(spec::apply_setting(p, "optimizer_state_dtype", "bf16") == "");
+    const auto ms = memory::model_state(m, p);
+    CHECK(ms.master_weights == doctest::Approx(4 * psi).epsilon(1e-12));
+    CHECK(ms.optimizer == doctest::Approx(4 * psi).epsilon(1e-12));
+    CHECK(ms.total() == doctest::Approx(12 * psi).epsilon(1e-12));
+    p.parallel.zero = 1;  // masters and states sharded: 4 + 8 / N_d
+    CHECK(memory::model_state(m, p).total() == doctest::Approx(4 * psi + 8 * psi / 8).epsilon(1e-12));
+    p.parallel.zero = 0;
+    p.master_weights = spec::MasterWeights::kNone;
+    REQUIRE(spec::apply_setting(p, "optimizer_state_dtype", "fp32") == "");
+    CHECK(memory::model_state(m, p).total() == doctest::Approx(12 * psi).epsilon(1e-12));
+    CHECK(spec::apply_setting(p, "optimizer_state_dtype", "fp8") ==
+          "optimizer_state_dtype: expected one of auto, fp32, bf16, fp16, got \"fp8\"");
+  }
 }
 
 TEST_CASE("MoE: the optimizer step shards experts over DP x CP / EP, as the memory model does") {

@@ -538,6 +538,8 @@ TEST_CASE("DeepSeek-V3's published layout: 180K H800 GPU-hours per trillion toke
   // attention output in E5M6.
   p.parallel.pp_schedule = spec::PpSchedule::kDualPipe;
   p.fp8_activation_storage = true;
+  // Sec. 3.3.3: AdamW's moments in bf16 beside fp32 masters.
+  p.optimizer.state_dtype = spec::StateDtype::kBf16;
   engine::EvalOptions opt;
   opt.keep_kernels = false;
   const auto r = engine::evaluate(m, p, hw, opt);
@@ -549,6 +551,7 @@ TEST_CASE("DeepSeek-V3's published layout: 180K H800 GPU-hours per trillion toke
   // without the low-precision storage too.
   p.parallel.pp_schedule = spec::PpSchedule::k1f1b;
   p.fp8_activation_storage = false;
+  p.optimizer.state_dtype = spec::StateDtype::kAuto;
   CHECK(engine::evaluate(m, p, hw, opt).memory.fits);
 }
 

@@ -80,6 +80,7 @@ spec::PlanSpec conditional_plan(spec::OptimizerKind optimizer) {
   p.optimizer.in_backward = true;
   p.optimizer.paged = true;
   p.fp8_activation_storage = true;  // needs fp8 blockwise
+  p.optimizer.state_dtype = spec::StateDtype::kBf16;
   p.parallel.cp = 2;
   p.parallel.ep = 2;
   p.parallel.ep_comm_overlap = true;

@@ -55,6 +55,9 @@ struct LaunchValues {
   LaunchValue expert_tp;  // Megatron --expert-tensor-parallel-size: modelled only as TP
   LaunchValue offload_optimizer, offload_params;  // "cpu" (DeepSpeed offload_*.device, Megatron --optimizer-cpu-offload)
   LaunchValue offload_fraction;  // Megatron --optimizer-offload-fraction: only 1.0 is modelled
+  /// Megatron --use-precision-aware-optimizer, --exp-avg-dtype and
+  /// --exp-avg-sq-dtype: the Adam moments' dtype (optimizer.state_dtype).
+  LaunchValue precision_aware_optimizer, exp_avg_dtype, exp_avg_sq_dtype;
   // Combined with others when applied.
   LaunchValue recompute_granularity, recompute_method, recompute_num_layers;  // Megatron
   LaunchValue recompute_modules;  // Megatron --recompute-modules, its words joined by '+'

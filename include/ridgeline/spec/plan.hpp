@@ -47,6 +47,14 @@ enum class MasterWeights : std::uint8_t { kFp32, kRemainder, kNone };
 /// Gradients accumulated and reduced at the working precision, or in fp32
 /// main gradients (Megatron-LM's accumulate_allreduce_grads_in_fp32).
 enum class MainGrads : std::uint8_t { kWorking, kFp32 };
+/// The dtype of an optimizer's full-size states (Adam's moments, momentum,
+/// Sophia's Hessian estimate): auto = fp32 with master weights, the weights'
+/// dtype without (torch.optim's zeros_like(param)); or given: bf16 as
+/// DeepSeek-V3 trained (report Sec. 3.3.3: "BF16 ... to track the first and
+/// second moments in the AdamW optimizer") and Megatron-Core's
+/// --use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype
+/// bf16 do, or fp32, or fp16 (2 bytes, as bf16).
+enum class StateDtype : std::uint8_t { kAuto, kFp32, kBf16, kFp16 };
 /// The loss over the logits: fused = one kernel over the 16-bit logits
 /// (Megatron's --cross-entropy-loss-fusion, flash-attn's xentropy, a compiled
 /// loss); eager = the fp32 chain (upcast, max / log-softmax, nll) that saves
@@ -150,6 +158,7 @@ struct OptimizerSpec {
   /// driver keeps it on the GPU while it fits beside the rest and pages the
   /// excess to and from the host.
   bool paged = false;
+  StateDtype state_dtype = StateDtype::kAuto;
 };
 
 /// LoRA target matrices, as a bit mask.
@@ -378,6 +387,7 @@ std::optional<CrossEntropy> parse_cross_entropy(std::string_view s);
 std::optional<OffloadDevice> parse_offload_device(std::string_view s);
 std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view s);
 std::optional<PpSchedule> parse_pp_schedule(std::string_view s);
+std::optional<StateDtype> parse_state_dtype(std::string_view s);
 
 std::string to_string(Precision p);
 std::string to_string(const Recompute& r);
@@ -396,6 +406,7 @@ std::string to_string(CrossEntropy c);
 std::string to_string(OffloadDevice d);
 std::string to_string(MoeDispatcher d);
 std::string to_string(PpSchedule s);
+std::string to_string(StateDtype s);
 
 /// The accepted words, for "expected one of ..." messages.
 std::string precision_choices();
@@ -413,6 +424,7 @@ std::string cross_entropy_choices();
 std::string offload_device_choices();
 std::string moe_dispatcher_choices();
 std::string pp_schedule_choices();
+std::string state_dtype_choices();
 
 /// Sets one plan field from "key=value" text (compare --vary, search --fix):
 /// any field of spec/plan_fields.hpp by its setting key (tp, lora_rank, seq,

@@ -237,6 +237,9 @@ inline QuantRecipe quant_recipe(const MicrobatchPlan& p) {
 ///  - master_weights none ("pure bf16"): no masters, and torch.optim's
 ///    full-size states in the weights' dtype (zeros_like(param)): Adam 2 + 2
 ///    + 2 x 2 = 8 bytes per parameter;
+///  - optimizer.state_dtype given: the full-size states in it (bf16: 2
+///    bytes, DeepSeek-V3's AdamW moments; Adam with fp32 masters then 2 +
+///    2 + 4 + 2 x 2 = 12 bytes per parameter);
 ///  - main_grads fp32 (Megatron-LM's accumulate_allreduce_grads_in_fp32, on
 ///    by default for bf16 there: spec::main_grads_of): 4-byte gradients; with
 ///    Adam 2 + 4 + 4 + 8 = 18 bytes per parameter, 6 + 12 / N_d under the
@@ -271,6 +274,8 @@ inline PrecisionPolicy precision_policy(const MicrobatchPlan& p) {
   if (r.fp8_primary && !masters) r.master_bytes = r.weight_bytes;
   if (r.mixed && main_grads_of(p) == MainGrads::kFp32) r.gradient_bytes = 4.0;
   r.state_elem_bytes = r.mixed && !masters ? r.weight_bytes : 4.0;
+  if (p.optimizer.state_dtype != StateDtype::kAuto)
+    r.state_elem_bytes = p.optimizer.state_dtype == StateDtype::kFp32 ? 4.0 : 2.0;
   return r;
 }
 
