@@ -838,7 +838,6 @@ double attention_compute_s(const graph::Kernel& k, const CostParams& c, KernelCo
 KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_graphs, KernelCache* cache) {
   KernelCost r;
   const double hbm = k.read_bytes + k.write_bytes;
-  r.intensity = hbm > 0 ? k.flops / hbm : 0;
   if (k.cls == KernelClass::kCollective || k.cls == KernelClass::kP2p) {
     // How NCCL would run it, as static text (algorithm x protocol).
     static constexpr std::string_view kBasis[5][3] = {

@@ -544,7 +544,7 @@ void keep(Prediction& out, const graph::Kernel& k, const cost::KernelCost& kc, d
   r.count = n;
   r.flops = k.flops;
   r.hbm_bytes = k.hbm_bytes();
-  r.intensity = kc.intensity;
+  r.intensity = k.intensity();
   r.bound = kc.bound;
   r.time_s = kc.time_s * n;
   r.gemm = k.gemm;

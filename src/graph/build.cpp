@@ -31,9 +31,9 @@ struct Dims {
   double t;
 };
 
-Kernel pointwise(std::string_view name, Op op, FuseGroup group, double read, double write, double flops,
-                 Dtype dt) {
-  Kernel k;
+/// A streaming pointwise kernel in `k` (a fresh Kernel).
+void fill_pointwise(Kernel& k, std::string_view name, Op op, FuseGroup group, double read, double write,
+                    double flops, Dtype dt) {
   k.name = name;
   k.op = op;
   k.cls = KernelClass::kElementwise;
@@ -44,12 +44,18 @@ Kernel pointwise(std::string_view name, Op op, FuseGroup group, double read, dou
   k.write_bytes = write;
   k.chain_bytes = write;
   k.flops = flops;
+}
+
+Kernel pointwise(std::string_view name, Op op, FuseGroup group, double read, double write, double flops,
+                 Dtype dt) {
+  Kernel k;
+  fill_pointwise(k, name, op, group, read, write, flops, dt);
   return k;
 }
 
-Kernel gemm(std::string_view name, Op op, double m, double n, double kk, double batch, const Dims& D, Dtype dt,
-            bool weight) {
-  Kernel k;
+/// A GEMM in `k` (a fresh Kernel).
+void fill_gemm(Kernel& k, std::string_view name, Op op, double m, double n, double kk, double batch, const Dims& D,
+               Dtype dt, bool weight) {
   k.name = name;
   k.op = op;
   k.cls = KernelClass::kGemm;
@@ -63,6 +69,12 @@ Kernel gemm(std::string_view name, Op op, double m, double n, double kk, double 
   k.write_bytes = batch * m * n * D.e;
   k.chain_bytes = k.write_bytes;
   k.weight_params = weight ? n * kk : 0;
+}
+
+Kernel gemm(std::string_view name, Op op, double m, double n, double kk, double batch, const Dims& D, Dtype dt,
+            bool weight) {
+  Kernel k;
+  fill_gemm(k, name, op, m, n, kk, batch, D, dt, weight);
   return k;
 }
 
@@ -131,10 +143,30 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
     ks.back().count = count;
     return &ks.back();
   };
+  // Built in place in the graph, `count` instances (no temporary to copy: a
+  // kernel is 208 bytes and a graph is rebuilt for every evaluation). The
+  // reference holds until the next kernel is added.
+  auto add = [&](double count) -> Kernel& {
+    Kernel& k = ks.emplace_back();
+    k.count = count;
+    return k;
+  };
+  auto add_pointwise = [&](double count, std::string_view name, Op op, FuseGroup group, double read, double write,
+                           double flops) -> Kernel& {
+    Kernel& k = add(count);
+    fill_pointwise(k, name, op, group, read, write, flops, act);
+    return k;
+  };
+  auto add_gemm = [&](double count, std::string_view name, Op op, double m, double n, double kk, double batch,
+                      Dtype dt, bool weight) -> Kernel& {
+    Kernel& k = add(count);
+    fill_gemm(k, name, op, m, n, kk, batch, D, dt, weight);
+    return k;
+  };
 
   // Embedding lookup (first pipeline stage): reads T rows of h, writes T x h.
   {
-    Kernel k;
+    Kernel& k = add(1);
     k.name = "embedding";
     k.op = Op::kEmbed;
     k.cls = KernelClass::kEmbedding;
@@ -143,12 +175,11 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
     k.write_bytes = Tph * D.e;
     k.saved_bytes = D.T * 8;  // token ids
     if (M.position == spec::Position::kLearned) k.read_bytes += Tph * D.e, k.launches = 2;
-    push(k, 1);
   }
 
   // ---- one decoder layer (count = layers on this GPU) ----
   auto norm = [&](std::string_view name, Op op, FuseGroup grp) {
-    Kernel k;
+    Kernel& k = add(L);
     k.name = name;
     k.op = op;
     k.cls = KernelClass::kNorm;
@@ -187,7 +218,7 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
       k.saved_bytes = Tph * D.e + rows * 4;
     }
     k.chain_bytes = Tph * D.e;
-    return push(k, L);
+    return &k;
   };
 
   norm("norm1", Op::kNorm1, FuseGroup::kNorm1);
@@ -263,16 +294,15 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
     // With more TP ranks than KV heads each rank computes one whole KV head
     // (g = 1, replicated); the model FLOPs credit its share, 2 g_model / t heads.
     const double n = (D.a + 2 * D.g) * D.d;
-    Kernel k = gemm("qkv_proj", Op::kQkv, D.T, n, D.h, 1, D, gemm_dt, true);
+    Kernel& k = add_gemm(L, "qkv_proj", Op::kQkv, D.T, n, D.h, 1, gemm_dt, true);
     k.model_flops = 2.0 * D.T * D.h * (D.a + 2.0 * M.kv_heads / t) * D.d;
     k.saved_bytes = Tph * D.e;
-    push(k, L);
     if (bias)
-      push(pointwise("qkv_bias", Op::kQkvBias, FuseGroup::kQkvBiasRope, D.T * n * D.e + n * D.e, D.T * n * D.e,
-                     D.T * n, act), L);
+      add_pointwise(L, "qkv_bias", Op::kQkvBias, FuseGroup::kQkvBiasRope, D.T * n * D.e + n * D.e, D.T * n * D.e,
+                    D.T * n);
     if (M.position == spec::Position::kRope) {
       const double qk = D.T * (D.a + D.g) * D.d;
-      push(pointwise("rope", Op::kRope, FuseGroup::kQkvBiasRope, qk * D.e, qk * D.e, 6 * qk, act), L);
+      add_pointwise(L, "rope", Op::kRope, FuseGroup::kQkvBiasRope, qk * D.e, qk * D.e, 6 * qk);
     }
   }
   // Attention core, naive: QK^T, scale, mask, softmax, dropout, PV.
@@ -281,14 +311,13 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
     const double sk = D.s * std::max(1, par.cp);
     const double scores = D.b * D.a * D.s * sk;  // elements of the score matrix
     const double q = D.T * D.a * d_qk, kv = D.T * g_kv * d_qk;
-    Kernel qk = gemm("attn_qk", Op::kQk, D.s, sk, d_qk, D.b * D.a, D, act, false);
+    Kernel& qk = add_gemm(L, "attn_qk", Op::kQk, D.s, sk, d_qk, D.b * D.a, act, false);
     qk.flags |= kAttnCore;
     qk.read_bytes = (q + kv) * D.e;
     qk.write_bytes = scores * D.e;
     qk.chain_bytes = qk.write_bytes;
     qk.saved_bytes = (q + kv) * D.e;  // Q and K: 4 sbh
     if (causal) qk.model_flops = qk.flops / 2;
-    push(qk, L);
   }
   // The rest of the naive core; a fused attention kernel replaces the whole
   // core (techniques::apply_attention, which reads the first core kernel's
@@ -331,20 +360,18 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
   }
   // Output projection: saves its input 2 sbh (/t under TP).
   {
-    Kernel k = gemm("attn_out_proj", Op::kOut, D.T, D.h, D.a * d_v, 1, D, gemm_dt, true);
+    Kernel& k = add_gemm(L, "attn_out_proj", Op::kOut, D.T, D.h, D.a * d_v, 1, gemm_dt, true);
     k.saved_bytes = D.T * D.a * d_v * D.e;
-    push(k, L);
   }
   auto bias_dropout_add = [&](Op b_op, Op d_op, Op r_op, FuseGroup grp, const char* bn, const char* dn,
                               const char* rn) {
-    if (bias) push(pointwise(bn, b_op, grp, Tph * D.e + D.h * D.e, Tph * D.e, Tph, act), L);
+    if (bias) add_pointwise(L, bn, b_op, grp, Tph * D.e + D.h * D.e, Tph * D.e, Tph);
     if (drop) {
-      Kernel k = pointwise(dn, d_op, grp, Tph * D.e, Tph * (D.e + 1), 2 * Tph, act);
+      Kernel& k = add_pointwise(L, dn, d_op, grp, Tph * D.e, Tph * (D.e + 1), 2 * Tph);
       k.saved_bytes = Tph;  // dropout mask: sbh (1 byte)
       k.chain_bytes = Tph * D.e;
-      push(k, L);
     }
-    push(pointwise(rn, r_op, grp, 2 * Tph * D.e, Tph * D.e, Tph, act), L);
+    add_pointwise(L, rn, r_op, grp, 2 * Tph * D.e, Tph * D.e, Tph);
   };
   bias_dropout_add(Op::kOutBias, Op::kDropout1, Op::kResidual1, FuseGroup::kBiasDropoutAdd1, "attn_out_bias",
                    "attn_out_dropout", "residual_add1");
@@ -382,35 +409,31 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
     // Up (and gate) projection: saves its input 2 sbh; for MoE each local
     // expert's GEMM sees the busiest expert's tokens (batch = local experts).
     {
-      Kernel k = gemm("mlp_up_proj", Op::kUp, busiest, n_up, D.h, local_experts, D, gemm_dt, true);
+      Kernel& k = add_gemm(L_mlp, "mlp_up_proj", Op::kUp, busiest, n_up, D.h, local_experts, gemm_dt, true);
       if (M.is_moe()) k.model_flops = 2.0 * routed * n_up * D.h;
       k.saved_bytes = (M.is_moe() ? routed * D.h : Tph) * D.e;
-      push(k, L_mlp);
       if (bias)
-        push(pointwise("mlp_up_bias", Op::kUpBias, FuseGroup::kBiasAct, routed * n_up * D.e + n_up * D.e,
-                       routed * n_up * D.e, routed * n_up, act), L_mlp);
+        add_pointwise(L_mlp, "mlp_up_bias", Op::kUpBias, FuseGroup::kBiasAct, routed * n_up * D.e + n_up * D.e,
+                      routed * n_up * D.e, routed * n_up);
       if (gated) {
         // Eager SwiGLU: silu(gate) saves the gate (f), gate*up saves silu's output and up (2f).
-        Kernel s = pointwise("mlp_act", Op::kAct, FuseGroup::kBiasAct, routed * D.f * D.e, routed * D.f * D.e,
-                             8 * routed * D.f, act);
-        s.saved_bytes = routed * D.f * D.e;
-        push(s, L_mlp);
-        Kernel m2 = pointwise("mlp_gate_mul", Op::kGateMul, FuseGroup::kBiasAct, 2 * routed * D.f * D.e,
-                              routed * D.f * D.e, routed * D.f, act);
-        m2.saved_bytes = 2 * routed * D.f * D.e;
-        push(m2, L_mlp);
+        add_pointwise(L_mlp, "mlp_act", Op::kAct, FuseGroup::kBiasAct, routed * D.f * D.e, routed * D.f * D.e,
+                      8 * routed * D.f)
+            .saved_bytes = routed * D.f * D.e;
+        add_pointwise(L_mlp, "mlp_gate_mul", Op::kGateMul, FuseGroup::kBiasAct, 2 * routed * D.f * D.e,
+                      routed * D.f * D.e, routed * D.f)
+            .saved_bytes = 2 * routed * D.f * D.e;
       } else {
-        Kernel a = pointwise("mlp_act", Op::kAct, FuseGroup::kBiasAct, routed * D.f * D.e, routed * D.f * D.e,
-                             8 * routed * D.f, act);
-        a.saved_bytes = routed * D.f * D.e;  // GeLU input: 8 sbh for f = 4h (/t)
-        push(a, L_mlp);
+        // GeLU input: 8 sbh for f = 4h (/t)
+        add_pointwise(L_mlp, "mlp_act", Op::kAct, FuseGroup::kBiasAct, routed * D.f * D.e, routed * D.f * D.e,
+                      8 * routed * D.f)
+            .saved_bytes = routed * D.f * D.e;
       }
     }
     {
-      Kernel k = gemm("mlp_down_proj", Op::kDown, busiest, D.h, D.f, local_experts, D, gemm_dt, true);
+      Kernel& k = add_gemm(L_mlp, "mlp_down_proj", Op::kDown, busiest, D.h, D.f, local_experts, gemm_dt, true);
       if (M.is_moe()) k.model_flops = 2.0 * routed * D.h * D.f;
       k.saved_bytes = routed * D.f * D.e;  // down-projection input: 8 sbh for f = 4h (/t)
-      push(k, L_mlp);
     }
     if (M.is_moe()) {
       Kernel c = pointwise("moe_combine", Op::kCombine, FuseGroup::kNone, routed * D.h * D.e, D.T * D.h * D.e,
@@ -471,15 +494,14 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
     k->flags &= ~kLayer;
   }
   {
-    Kernel k = gemm("lm_head", Op::kLmHead, D.T, D.V, D.h, 1, D, gemm_dt, true);
+    Kernel& k = add_gemm(1, "lm_head", Op::kLmHead, D.T, D.V, D.h, 1, gemm_dt, true);
     k.flags &= ~kLayer;
     k.saved_bytes = Tph * D.e;
-    push(k, 1);
   }
   {
     // Eager cross-entropy (logits.float(), log_softmax, nll): upcast copy,
     // log_softmax saves its fp32 output for backward.
-    Kernel k;
+    Kernel& k = add(1);
     k.name = "cross_entropy";
     k.op = Op::kLoss;
     k.cls = KernelClass::kLoss;
@@ -492,7 +514,6 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
     k.flops = 6 * logits;
     k.saved_bytes = logits * 4;
     k.workspace_bytes = logits * 4;  // the fp32 upcast, freed after the loss
-    push(k, 1);
   }
   if (mtp > 0) {
     // Each MTP depth k (DeepSeek-V3 Sec. 2.2, Eq. 21-23; README_WEIGHTS.md:

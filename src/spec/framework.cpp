@@ -311,8 +311,15 @@ void apply_generation_defaults(PlanSpec& p, Generation g) {
 const std::vector<FrameworkSpec>& frameworks() { return registry().all(); }
 
 const FrameworkSpec& framework(std::uint8_t index) {
+  // The profiles already read, by index: the evaluation's passes ask for
+  // the plan's framework about ten times each, and one acquire load answers
+  // (constant-initialised, so no guard on the first use).
+  static std::atomic<const FrameworkSpec*> read[256];
+  if (const FrameworkSpec* f = read[index].load(std::memory_order_acquire)) return *f;
   Registry& r = registry();
-  return r.at(index < r.ids().size() ? index : 0);
+  const FrameworkSpec& f = r.at(index < r.ids().size() ? index : 0);
+  read[index].store(&f, std::memory_order_release);
+  return f;
 }
 
 std::optional<std::uint8_t> find_framework(std::string_view id) {

@@ -13,9 +13,11 @@ using graph::Kernel;
 
 namespace {
 
-Kernel comm(std::string_view name, Collective kind, spec::Phase phase, double bytes, double group, double span,
-            double count, std::uint16_t flags) {
-  Kernel k;
+/// A collective or p2p kernel built in place at the end of `ks` (no
+/// 208-byte temporary to copy); the reference holds until the next is added.
+Kernel& add_comm(std::vector<Kernel>& ks, std::string_view name, Collective kind, spec::Phase phase, double bytes,
+                 double group, double span, double count, std::uint16_t flags) {
+  Kernel& k = ks.emplace_back();
   k.name = name;
   k.op = kind == Collective::kP2p ? graph::Op::kP2p : graph::Op::kCollective;
   k.cls = kind == Collective::kP2p ? spec::KernelClass::kP2p : spec::KernelClass::kCollective;
@@ -70,12 +72,11 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
   // reduce-scatters (proj_fprop, fc2_fprop: pipeline) and the backward ones
   // beside an unrelated GEMM (bulk) on num_sm SMs.
   const bool userbuffers = par.tp_comm_overlap && par.sp && fw.tp_overlap_comm_sms > 0;
-  auto overlapped = [&](Kernel k, bool ring_exchange) {
+  auto overlapped = [&](Kernel& k, bool ring_exchange) {
     if (userbuffers) {
       k.flags |= ring_exchange ? graph::kCommCopyEngine : graph::kCommUserbuffers;
       if (!ring_exchange) k.comm.sms = fw.tp_overlap_comm_sms;
     }
-    ks.push_back(k);
   };
   // Under userbuffers the hidden share follows from how each collective is
   // split against its GEMM (transformer_engine/pytorch/module/base.py
@@ -92,8 +93,9 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
                 bool ring_exchange) {
     const double hidden = ring_exchange ? hidden_ring : hidden_pipeline;
     if (hidden > 0)
-      overlapped(comm(name, kind, phase, bytes, t, t, count * hidden, layer | graph::kOverlapped), ring_exchange);
-    if (hidden < 1) ks.push_back(comm(name, kind, phase, bytes, t, t, count * (1 - hidden), layer));
+      overlapped(add_comm(ks, name, kind, phase, bytes, t, t, count * hidden, layer | graph::kOverlapped),
+                 ring_exchange);
+    if (hidden < 1) add_comm(ks, name, kind, phase, bytes, t, t, count * (1 - hidden), layer);
   };
   if (t > 1) {
     const double S = T * h * e;
@@ -103,7 +105,8 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
     // (spec::FrameworkSpec::tp_backward_overlap).
     auto tp_dgrad = [&](std::string_view name, Collective kind) {
       if (fw.tp_backward_overlap)
-        overlapped(comm(name, kind, spec::Phase::kBackward, S, t, t, 2 * L, layer | graph::kOverlapped), false);
+        overlapped(add_comm(ks, name, kind, spec::Phase::kBackward, S, t, t, 2 * L, layer | graph::kOverlapped),
+                   false);
       else
         tp(name, kind, spec::Phase::kBackward, S, 2 * L, false);
     };
@@ -114,8 +117,8 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
       tp("tp_all_gather", Collective::kAllGather, spec::Phase::kBackward, S, 2 * L, true);
       tp_dgrad("tp_reduce_scatter", Collective::kReduceScatter);
       // SP re-gathers the layer-norm outputs for the weight-gradient GEMMs (overlapped in Megatron).
-      overlapped(comm("tp_all_gather_wgrad", Collective::kAllGather, spec::Phase::kBackward, S, t, t, 2 * L,
-                      layer | graph::kOverlapped),
+      overlapped(add_comm(ks, "tp_all_gather_wgrad", Collective::kAllGather, spec::Phase::kBackward, S, t, t,
+                          2 * L, layer | graph::kOverlapped),
                  false);
     } else {
       tp("tp_all_reduce", Collective::kAllReduce, spec::Phase::kForward, S, 2 * L, false);
@@ -134,8 +137,8 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
       }
     }
     // Vocabulary-parallel embedding (forward all-reduce) and cross-entropy (small reductions).
-    ks.push_back(comm("tp_embedding_all_reduce", Collective::kAllReduce, spec::Phase::kForward, S, t, t, 1, 0));
-    ks.push_back(comm("tp_loss_all_reduce", Collective::kAllReduce, spec::Phase::kForward, T * 4 * 3, t, t, 1, 0));
+    add_comm(ks, "tp_embedding_all_reduce", Collective::kAllReduce, spec::Phase::kForward, S, t, t, 1, 0);
+    add_comm(ks, "tp_loss_all_reduce", Collective::kAllReduce, spec::Phase::kForward, T * 4 * 3, t, t, 1, 0);
   }
   if (cp > 1) {
     const double kv = 2 * T * std::max(1.0, m.kv_heads / t) * m.head_dim * e;  // local K and V
@@ -144,10 +147,10 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
     // (TE context_parallel.py, flash_attn_p2p_communicate): beside attention,
     // not a persistent GEMM.
     const std::uint16_t ring = layer | graph::kOverlapped | graph::kBesideAttention;
-    ks.push_back(comm("cp_kv_all_gather", Collective::kAllGather, spec::Phase::kForward, kv * cp, cp, t * cp, L, ring));
-    ks.push_back(comm("cp_kv_all_gather", Collective::kAllGather, spec::Phase::kBackward, kv * cp, cp, t * cp, L, ring));
-    ks.push_back(comm("cp_dkv_reduce_scatter", Collective::kReduceScatter, spec::Phase::kBackward, kv * cp, cp,
-                      t * cp, L, ring));
+    add_comm(ks, "cp_kv_all_gather", Collective::kAllGather, spec::Phase::kForward, kv * cp, cp, t * cp, L, ring);
+    add_comm(ks, "cp_kv_all_gather", Collective::kAllGather, spec::Phase::kBackward, kv * cp, cp, t * cp, L, ring);
+    add_comm(ks, "cp_dkv_reduce_scatter", Collective::kReduceScatter, spec::Phase::kBackward, kv * cp, cp,
+             t * cp, L, ring);
   }
   if (m.is_moe() && ep > 1) {
     // Dispatch and combine in the MoE layers only (not the dense first ones).
@@ -173,14 +176,14 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
       // Megatron-Core's alltoall dispatcher: every token-expert pair a row
       // of its own, at the activations' width, whatever the routing.
       const double S = T * m.moe.top_k * h * e;
-      ks.push_back(comm("ep_all_to_all", Collective::kAllToAll, spec::Phase::kForward, S, ep, t * cp * ep,
-                        2 * moe_layers, a2a));
-      ks.push_back(comm("ep_all_to_all", Collective::kAllToAll, spec::Phase::kBackward, S, ep, t * cp * ep,
-                        2 * moe_layers, a2a));
+      add_comm(ks, "ep_all_to_all", Collective::kAllToAll, spec::Phase::kForward, S, ep, t * cp * ep,
+               2 * moe_layers, a2a);
+      add_comm(ks, "ep_all_to_all", Collective::kAllToAll, spec::Phase::kBackward, S, ep, t * cp * ep,
+               2 * moe_layers, a2a);
       // Recomputing whole layers re-runs their dispatch and combine.
       if (recompute_layers)
-        ks.push_back(comm("ep_all_to_all", Collective::kAllToAll, spec::Phase::kRecompute, S, ep, t * cp * ep,
-                          2 * recomputed_moe, layer));
+        add_comm(ks, "ep_all_to_all", Collective::kAllToAll, spec::Phase::kRecompute, S, ep, t * cp * ep,
+                 2 * recomputed_moe, layer);
     } else {
       // DeepEP: the EP group's nodes and ranks a node, as the collective
       // cost places a group (consecutive ranks fill a node).
@@ -204,9 +207,8 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
       const double from_experts = h * e;
       auto node_a2a = [&](std::string_view name, spec::Phase phase, double token_bytes, double count,
                           std::uint16_t flags) {
-        Kernel k = comm(name, Collective::kNodeAllToAll, phase, T * c.network * token_bytes, ep, span, count, flags);
-        k.comm.link_bytes = T * c.link * token_bytes;
-        ks.push_back(k);
+        add_comm(ks, name, Collective::kNodeAllToAll, phase, T * c.network * token_bytes, ep, span, count, flags)
+            .comm.link_bytes = T * c.link * token_bytes;
       };
       node_a2a("ep_dispatch", spec::Phase::kForward, to_experts, moe_layers, a2a);
       node_a2a("ep_combine", spec::Phase::kForward, from_experts, moe_layers, a2a);
@@ -275,8 +277,8 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
     // receive before the current chunk's compute (overlap_p2p_comm).
     const std::uint16_t p2p =
         v > 1 && spec::framework(p.framework).pp_p2p_overlap_interleaved ? graph::kOverlapped : std::uint16_t{0};
-    ks.push_back(comm("pp_send_recv", Collective::kP2p, spec::Phase::kForward, S, 2, span, v, p2p));
-    ks.push_back(comm("pp_send_recv", Collective::kP2p, spec::Phase::kBackward, S, 2, span, v, p2p));
+    add_comm(ks, "pp_send_recv", Collective::kP2p, spec::Phase::kForward, S, 2, span, v, p2p);
+    add_comm(ks, "pp_send_recv", Collective::kP2p, spec::Phase::kBackward, S, 2, span, v, p2p);
   }
   const auto groups = data_parallel_groups(p);
   const double dgroup = groups.dense;  // parameters are replicated across CP ranks too
@@ -335,11 +337,11 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
       // steps (hundreds of microseconds to milliseconds at 64+ nodes).
       if (per_microbatch) {
         if (units > 1)
-          ks.push_back(comm(name, kind, spec::Phase::kBackward, trainable * gb / units, group, span, units - 1,
-                            reduce_overlap));
-        ks.push_back(comm(name, kind, spec::Phase::kBackward, trainable * gb / units, group, span, 1, 0));
+          add_comm(ks, name, kind, spec::Phase::kBackward, trainable * gb / units, group, span, units - 1,
+                   reduce_overlap);
+        add_comm(ks, name, kind, spec::Phase::kBackward, trainable * gb / units, group, span, 1, 0);
       } else {
-        ks.push_back(comm(name, kind, spec::Phase::kCommunication, trainable * gb, group, span, 1, step));
+        add_comm(ks, name, kind, spec::Phase::kCommunication, trainable * gb, group, span, 1, step);
       }
       // The updated parameters' all-gather after the step: exposed, or with
       // --overlap-param-gather dispatched bucket by bucket from the next
@@ -349,21 +351,21 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
       if (par.zero >= 1 && par.zero <= 2) {
         const double bytes = trainable * wb;
         if (!overlap_gather) {
-          ks.push_back(comm(n.all_gather, Collective::kAllGather, spec::Phase::kCommunication, bytes, group, span, 1,
-                            graph::kPerStep));
+          add_comm(ks, n.all_gather, Collective::kAllGather, spec::Phase::kCommunication, bytes, group, span, 1,
+                   graph::kPerStep);
         } else {
           const double first = std::min(1.0, std::max(4e7, 1e6 * group) / std::max(1.0, trainable));
-          ks.push_back(comm(n.all_gather, Collective::kAllGather, spec::Phase::kCommunication, bytes * first, group,
-                            span, 1, graph::kPerStep));
+          add_comm(ks, n.all_gather, Collective::kAllGather, spec::Phase::kCommunication, bytes * first, group,
+                   span, 1, graph::kPerStep);
           if (first < 1)
-            ks.push_back(comm(n.all_gather, Collective::kAllGather, spec::Phase::kCommunication, bytes * (1 - first),
-                              group, span, 1, graph::kPerStep | graph::kOverlapped | graph::kNextForward));
+            add_comm(ks, n.all_gather, Collective::kAllGather, spec::Phase::kCommunication, bytes * (1 - first),
+                     group, span, 1, graph::kPerStep | graph::kOverlapped | graph::kNextForward);
         }
       }
       if (par.zero == 3) {
         if (gather_per_step) {
-          ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, weights * wb, group,
-                            span, 1, graph::kPerStep | graph::kOverlapped));
+          add_comm(ks, n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, weights * wb, group,
+                   span, 1, graph::kPerStep | graph::kOverlapped);
           return;
         }
         // Parameters gathered before each forward and each backward (per
@@ -374,11 +376,11 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
         const double calls = units * spec::zero3_gathers_per_layer(fw, m, par.tp, par.ep);
         const double message = weights * wb / calls;
         if (calls > 1)
-          ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, message, group, span,
-                            calls - 1, graph::kOverlapped));
-        ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, message, group, span, 1, 0));
-        ks.push_back(comm(n.zero3_gather, Collective::kAllGather, spec::Phase::kBackward, message, group, span, calls,
-                          graph::kOverlapped));
+          add_comm(ks, n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, message, group, span,
+                   calls - 1, graph::kOverlapped);
+        add_comm(ks, n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, message, group, span, 1, 0);
+        add_comm(ks, n.zero3_gather, Collective::kAllGather, spec::Phase::kBackward, message, group, span, calls,
+                 graph::kOverlapped);
       }
     };
     static constexpr Names kDense{"dp_grad_all_reduce", "dp_grad_reduce_scatter", "dp_param_all_gather",

@@ -50,9 +50,8 @@ struct Split {
 
 /// `counted`, when given, is set to the stage counted (kLargest resolved to
 /// the end that holds more; with PP = 1, kFirst).
-LocalParams compute_local_params(const spec::ModelSpec& m, const Split& p, PipelineStage stage,
-                                 PipelineStage* counted = nullptr) {
-  const auto pc = spec::count_params(m);
+LocalParams compute_local_params(const spec::ModelSpec& m, const spec::ParamCounts& pc, const Split& p,
+                                 PipelineStage stage, PipelineStage* counted = nullptr) {
   const double t = std::max(1, p.tp);
   const double pp = std::max(1, p.pp);
   const double ep = std::max(1, p.ep);
@@ -239,7 +238,8 @@ LocalParams compute_local_params(const spec::ModelSpec& m, const Split& p, Pipel
 
 LocalParams local_params(const spec::ModelSpec& m, const spec::PlanSpec& p, PipelineStage stage) {
   const auto& q = p.parallel;
-  return compute_local_params(m, {q.tp, q.pp, q.ep, q.first_stage_layers, q.last_stage_layers, p.finetune}, stage);
+  return compute_local_params(m, spec::count_params(m),
+                              {q.tp, q.pp, q.ep, q.first_stage_layers, q.last_stage_layers, p.finetune}, stage);
 }
 
 StageParams stage_params(const spec::ModelSpec& m, const spec::MicrobatchPlan& p) {
@@ -254,12 +254,14 @@ void stage_params_into(StageParams& s, const spec::ModelSpec& m, const spec::Mic
   // The larger end is one of the two ends counted (with PP = 1 the only
   // stage is every view), so two counts serve three views.
   PipelineStage larger = PipelineStage::kFirst;
-  s.largest = compute_local_params(m, split, PipelineStage::kLargest, &larger);
-  s.first = larger == PipelineStage::kFirst ? s.largest : compute_local_params(m, split, PipelineStage::kFirst);
+  // The model's counts once for every view (spec::count_params walks the whole model).
+  const spec::ParamCounts pc = spec::count_params(m);
+  s.largest = compute_local_params(m, pc, split, PipelineStage::kLargest, &larger);
+  s.first = larger == PipelineStage::kFirst ? s.largest : compute_local_params(m, pc, split, PipelineStage::kFirst);
   s.last = larger == PipelineStage::kLast || q.pp <= 1 ? s.largest
-                                                         : compute_local_params(m, split, PipelineStage::kLast);
+                                                         : compute_local_params(m, pc, split, PipelineStage::kLast);
   if ((q.first_stage_layers > 0 || q.last_stage_layers > 0) && q.pp > 2)
-    s.middle = compute_local_params(m, split, PipelineStage::kMiddle);
+    s.middle = compute_local_params(m, pc, split, PipelineStage::kMiddle);
   else
     s.middle = LocalParams{};
 }

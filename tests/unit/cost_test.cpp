@@ -43,7 +43,7 @@ TEST_CASE("cost: an 8192^3 bf16 GEMM is compute-bound and a LayerNorm memory-bou
   // Intensity 2 n^3 / (3 n^2 * 2 bytes) = n / 3 = 2731 FLOP/B, far above the
   // ridge point: 989.4 TFLOP/s at the 1755 MHz sustained clock (of 1830 boost)
   // over 3.35 TB/s = 283 FLOP/B (spec sheet, profile).
-  CHECK(g.intensity == doctest::Approx(8192.0 / 3));
+  CHECK(gemm(8192, 8192, 8192, spec::Dtype::kBf16).intensity() == doctest::Approx(8192.0 / 3));
   CHECK(cost::ridge_point(c, spec::Peak::kBf16) == doctest::Approx(989.4 * 1755.0 / 1830.0 / 3.35));
   // MAMF's measured best on H100 SXM (published.yaml mamf_bf16_H100-SXM):
   // 794.5 TFLOP/s. A large square GEMM must land within 3% of it.
@@ -51,7 +51,7 @@ TEST_CASE("cost: an 8192^3 bf16 GEMM is compute-bound and a LayerNorm memory-bou
   CHECK(tflops == doctest::Approx(794.5).epsilon(0.03));
   const auto ln = cost::cost_kernel(layernorm(8192, 4096), c, false);
   CHECK(ln.bound == cost::Bound::kMemory);
-  CHECK(ln.intensity == doctest::Approx(8.0 / 4));  // 8 FLOP per 4 bytes moved
+  CHECK(layernorm(8192, 4096).intensity() == doctest::Approx(8.0 / 4));  // 8 FLOP per 4 bytes moved
 }
 
 TEST_CASE("cost: tiles and waves of a stated shape on A100 (108 SMs, no stream-K)") {
@@ -131,7 +131,8 @@ TEST_CASE("cost: a GEMV-like fp8 GEMM is memory-bound") {
   const auto c = cost::resolve(test::gpu("h100_sxm"));
   const auto g = cost::cost_kernel(gemm(64, 7168, 16384, spec::Dtype::kFp8E4M3), c, false);
   CHECK(g.bound == cost::Bound::kMemory);
-  CHECK(g.intensity == doctest::Approx(2.0 * 64 * 7168 * 16384 / ((64.0 * 16384 + 16384.0 * 7168) + 64.0 * 7168)));
+  CHECK(gemm(64, 7168, 16384, spec::Dtype::kFp8E4M3).intensity() ==
+        doctest::Approx(2.0 * 64 * 7168 * 16384 / ((64.0 * 16384 + 16384.0 * 7168) + 64.0 * 7168)));
 }
 
 TEST_CASE("cost: fp8 speeds a compute-bound GEMM by its peak ratio x its main-loop efficiencies; fp32 at the non-tensor peak") {

@@ -146,7 +146,6 @@ std::string_view name(Bound b);
 struct KernelCost {
   double time_s = 0;  // one instance
   double compute_s = 0, memory_s = 0, sram_s = 0, launch_s = 0;
-  double intensity = 0;  // FLOP per HBM byte
   Bound bound = Bound::kMemory;
   // How the compute term was formed (GEMMs and fused attention; 0 otherwise):
   // the chosen output tile (attention: Br x Bc), the K split (1 = none), the

@@ -151,6 +151,8 @@ struct Kernel {
 
   bool has(KernelFlags f) const { return (flags & f) != 0; }
   double hbm_bytes() const { return read_bytes + write_bytes; }
+  /// Arithmetic intensity: FLOP per HBM byte (0 without HBM traffic).
+  double intensity() const { return hbm_bytes() > 0 ? flops / hbm_bytes() : 0.0; }
 };
 
 /// The backward of a forward kernel before its op's own rule: the same
