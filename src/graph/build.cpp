@@ -46,13 +46,6 @@ void fill_pointwise(Kernel& k, std::string_view name, Op op, FuseGroup group, do
   k.flops = flops;
 }
 
-Kernel pointwise(std::string_view name, Op op, FuseGroup group, double read, double write, double flops,
-                 Dtype dt) {
-  Kernel k;
-  fill_pointwise(k, name, op, group, read, write, flops, dt);
-  return k;
-}
-
 /// A GEMM in `k` (a fresh Kernel).
 void fill_gemm(Kernel& k, std::string_view name, Op op, double m, double n, double kk, double batch, const Dims& D,
                Dtype dt, bool weight) {
@@ -69,13 +62,6 @@ void fill_gemm(Kernel& k, std::string_view name, Op op, double m, double n, doub
   k.write_bytes = batch * m * n * D.e;
   k.chain_bytes = k.write_bytes;
   k.weight_params = weight ? n * kk : 0;
-}
-
-Kernel gemm(std::string_view name, Op op, double m, double n, double kk, double batch, const Dims& D, Dtype dt,
-            bool weight) {
-  Kernel k;
-  fill_gemm(k, name, op, m, n, kk, batch, D, dt, weight);
-  return k;
 }
 
 }  // namespace
@@ -138,11 +124,6 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
   const bool bias = M.bias;
   const bool causal = P.attention_flops == spec::AttentionFlops::kCausal;
   auto& ks = G.kernels;
-  auto push = [&](const Kernel& k, double count) {
-    ks.push_back(k);
-    ks.back().count = count;
-    return &ks.back();
-  };
   // Built in place in the graph, `count` instances (no temporary to copy: a
   // kernel is 208 bytes and a graph is rebuilt for every evaluation). The
   // reference holds until the next kernel is added.
@@ -239,7 +220,7 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
     // A latent's RMSNorm over all T rows of `width` (not sequence-parallel),
     // eager or fused as the layer's norms (see `norm` above).
     auto latent_norm = [&](std::string_view name, double width) {
-      Kernel k;
+      Kernel& k = add(L);
       k.name = name;
       k.op = Op::kLatentNorm;
       k.cls = KernelClass::kNorm;
@@ -258,37 +239,32 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
       }
       k.flops = 5 * x;
       k.chain_bytes = x * D.e;
-      push(k, L);
     };
     if (A.q_lora_rank > 0) {
       const double rq = A.q_lora_rank;
-      Kernel dq = gemm("mla_q_down_proj", Op::kQDown, D.T, rq, D.h, 1, D, gemm_dt, true);
+      Kernel& dq = add_gemm(L, "mla_q_down_proj", Op::kQDown, D.T, rq, D.h, 1, gemm_dt, true);
       dq.model_flops = dq.flops / t;  // replicated: each TP rank credits its share
       dq.saved_bytes = Tph * D.e;
-      push(dq, L);
       latent_norm("mla_q_norm", rq);
-      Kernel uq = gemm("mla_q_up_proj", Op::kQUp, D.T, D.a * d_qk, rq, 1, D, gemm_dt, true);
+      Kernel& uq = add_gemm(L, "mla_q_up_proj", Op::kQUp, D.T, D.a * d_qk, rq, 1, gemm_dt, true);
       uq.saved_bytes = D.T * rq * D.e;
-      push(uq, L);
     } else {
-      Kernel wq = gemm("mla_q_proj", Op::kQUp, D.T, D.a * d_qk, D.h, 1, D, gemm_dt, true);
+      Kernel& wq = add_gemm(L, "mla_q_proj", Op::kQUp, D.T, D.a * d_qk, D.h, 1, gemm_dt, true);
       wq.saved_bytes = Tph * D.e;
-      push(wq, L);
     }
     const double rkv = A.kv_lora_rank;
-    Kernel dkv = gemm("mla_kv_down_proj", Op::kKvDown, D.T, rkv + r, D.h, 1, D, gemm_dt, true);
+    // Its input is W_DQ's (saved once, there).
+    Kernel& dkv = add_gemm(L, "mla_kv_down_proj", Op::kKvDown, D.T, rkv + r, D.h, 1, gemm_dt, true);
     dkv.model_flops = dkv.flops / t;
-    push(dkv, L);  // its input is W_DQ's (saved once, there)
     latent_norm("mla_kv_norm", rkv);
-    Kernel ukv = gemm("mla_kv_up_proj", Op::kKvUp, D.T, D.a * (nope + d_v), rkv, 1, D, gemm_dt, true);
+    Kernel& ukv = add_gemm(L, "mla_kv_up_proj", Op::kKvUp, D.T, D.a * (nope + d_v), rkv, 1, gemm_dt, true);
     ukv.saved_bytes = D.T * rkv * D.e;
-    push(ukv, L);
     // RoPE on the queries' rope part (a heads) and the one shared rope key.
     const double rot = D.T * (D.a + 1) * r;
-    push(pointwise("rope", Op::kRope, FuseGroup::kQkvBiasRope, rot * D.e, rot * D.e, 6 * rot, act), L);
+    add_pointwise(L, "rope", Op::kRope, FuseGroup::kQkvBiasRope, rot * D.e, rot * D.e, 6 * rot);
     // K assembled per head: [k_nope | k_rope broadcast], written a d_qk wide.
-    push(pointwise("mla_k_concat", Op::kKvConcat, FuseGroup::kNone, D.T * (D.a * nope + r) * D.e,
-                   D.T * D.a * d_qk * D.e, 0, act), L);
+    add_pointwise(L, "mla_k_concat", Op::kKvConcat, FuseGroup::kNone, D.T * (D.a * nope + r) * D.e,
+                  D.T * D.a * d_qk * D.e, 0);
   } else {
     // QKV projection: N = (a + 2g) d. Saves its input: 2 sbh (SP: sharded, /t).
     // With more TP ranks than KV heads each rank computes one whole KV head
@@ -326,29 +302,27 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
     const double sk = D.s * std::max(1, par.cp);
     const double scores = D.b * D.a * D.s * sk;
     const double o = D.T * D.a * d_v, kv = D.T * g_kv * d_v;  // O and V
-    auto sm = [&](std::string_view name, Op op, double extra_read) {
-      Kernel k = pointwise(name, op, FuseGroup::kSoftmax, scores * D.e + extra_read, scores * D.e, scores, act);
+    auto sm = [&](std::string_view name, Op op, double extra_read) -> Kernel& {
+      Kernel& k = add_pointwise(L, name, op, FuseGroup::kSoftmax, scores * D.e + extra_read, scores * D.e, scores);
       k.cls = KernelClass::kSoftmax;
       k.flags |= kAttnCore;
       return k;
     };
-    push(sm("attn_scale", Op::kScale, 0), L);
-    push(sm("attn_mask", Op::kMask, D.s * sk), L);
+    sm("attn_scale", Op::kScale, 0);
+    sm("attn_mask", Op::kMask, D.s * sk);
     {
-      Kernel k = sm("attn_softmax", Op::kSoftmax, 0);
+      Kernel& k = sm("attn_softmax", Op::kSoftmax, 0);
       k.flops = 5 * scores;
       k.saved_core_bytes = scores * D.e;  // softmax output: 2 a s^2 b
-      push(k, L);
     }
     if (drop) {
-      Kernel k = pointwise("attn_dropout", Op::kAttnDropout, FuseGroup::kNone, scores * D.e,
-                           scores * (D.e + 1), 2 * scores, act);
+      Kernel& k = add_pointwise(L, "attn_dropout", Op::kAttnDropout, FuseGroup::kNone, scores * D.e,
+                                scores * (D.e + 1), 2 * scores);
       k.flags |= kAttnCore;
       k.saved_core_bytes = scores;  // dropout mask: a s^2 b (1 byte)
       k.chain_bytes = scores * D.e;
-      push(k, L);
     }
-    Kernel pv = gemm("attn_pv", Op::kPv, D.s, d_v, sk, D.b * D.a, D, act, false);
+    Kernel& pv = add_gemm(L, "attn_pv", Op::kPv, D.s, d_v, sk, D.b * D.a, act, false);
     pv.flags |= kAttnCore;
     pv.read_bytes = scores * D.e + kv * D.e;
     pv.write_bytes = o * D.e;
@@ -356,7 +330,6 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
     pv.saved_bytes = kv * D.e;                       // V: 2 sbh
     pv.saved_core_bytes = drop ? scores * D.e : 0;   // dropout output: 2 a s^2 b
     if (causal) pv.model_flops = pv.flops / 2;
-    push(pv, L);
   }
   // Output projection: saves its input 2 sbh (/t under TP).
   {
@@ -396,15 +369,13 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
     const double busiest = M.is_moe() ? even * (cf > 0 ? std::min(imbalance, cf) : imbalance) : D.T;
     const double n_up = gated ? 2 * D.f : D.f;
     if (M.is_moe()) {
-      Kernel r = gemm("moe_router", Op::kRouter, D.T, experts, D.h, 1, D, gemm_dt, true);
+      Kernel& r = add_gemm(L_mlp, "moe_router", Op::kRouter, D.T, experts, D.h, 1, gemm_dt, true);
       r.saved_bytes = 0;
-      push(r, L_mlp);
-      Kernel disp = pointwise("moe_dispatch", Op::kDispatch, FuseGroup::kNone, D.T * D.h * D.e,
-                              routed * D.h * D.e, 0, act);
+      Kernel& disp = add_pointwise(L_mlp, "moe_dispatch", Op::kDispatch, FuseGroup::kNone, D.T * D.h * D.e,
+                                   routed * D.h * D.e, 0);
       disp.cls = KernelClass::kElementwise;
       disp.flags &= ~kPointwise;
       disp.launches = 3;  // top-k, sort/permute indices, gather
-      push(disp, L_mlp);
     }
     // Up (and gate) projection: saves its input 2 sbh; for MoE each local
     // expert's GEMM sees the busiest expert's tokens (batch = local experts).
@@ -436,12 +407,11 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
       k.saved_bytes = routed * D.f * D.e;  // down-projection input: 8 sbh for f = 4h (/t)
     }
     if (M.is_moe()) {
-      Kernel c = pointwise("moe_combine", Op::kCombine, FuseGroup::kNone, routed * D.h * D.e, D.T * D.h * D.e,
-                           routed * D.h, act);
+      Kernel& c = add_pointwise(L_mlp, "moe_combine", Op::kCombine, FuseGroup::kNone, routed * D.h * D.e,
+                                D.T * D.h * D.e, routed * D.h);
       c.flags &= ~kPointwise;
       c.launches = 2;
       c.saved_bytes = D.T * M.moe.top_k * 4;  // routing weights
-      push(c, L_mlp);
     }
   }
   // A dense MLP of `width` on all T tokens, split by TP as the dense model's:
@@ -455,31 +425,31 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
     auto mark = [&](Kernel* k) { k->flags |= extra; };
     const bool gated = spec::is_gated(M.activation);
     const double f = width / t, n_up = gated ? 2 * f : f, T = D.T;
-    Kernel up = gemm(nm.up, Op::kUp, T, n_up, D.h, 1, D, gemm_dt, true);
+    Kernel& up = add_gemm(count, nm.up, Op::kUp, T, n_up, D.h, 1, gemm_dt, true);
     up.saved_bytes = Tph * D.e;
-    mark(push(up, count));
+    mark(&up);
     if (bias)
-      push(pointwise(nm.bias, Op::kUpBias, FuseGroup::kBiasAct, T * n_up * D.e + n_up * D.e, T * n_up * D.e,
-                     T * n_up, act), count);
-    Kernel s = pointwise(nm.act, Op::kAct, FuseGroup::kBiasAct, T * f * D.e, T * f * D.e, 8 * T * f, act);
+      add_pointwise(count, nm.bias, Op::kUpBias, FuseGroup::kBiasAct, T * n_up * D.e + n_up * D.e, T * n_up * D.e,
+                    T * n_up);
+    Kernel& s = add_pointwise(count, nm.act, Op::kAct, FuseGroup::kBiasAct, T * f * D.e, T * f * D.e, 8 * T * f);
     s.saved_bytes = T * f * D.e;
-    mark(push(s, count));
+    mark(&s);
     if (gated) {
-      Kernel m2 = pointwise(nm.gate_mul, Op::kGateMul, FuseGroup::kBiasAct, 2 * T * f * D.e, T * f * D.e, T * f, act);
+      Kernel& m2 =
+          add_pointwise(count, nm.gate_mul, Op::kGateMul, FuseGroup::kBiasAct, 2 * T * f * D.e, T * f * D.e, T * f);
       m2.saved_bytes = 2 * T * f * D.e;
-      mark(push(m2, count));
+      mark(&m2);
     }
-    Kernel down = gemm(nm.down, Op::kDown, T, D.h, f, 1, D, gemm_dt, true);
+    Kernel& down = add_gemm(count, nm.down, Op::kDown, T, D.h, f, 1, gemm_dt, true);
     down.saved_bytes = T * f * D.e;
-    mark(push(down, count));
+    mark(&down);
   };
   if (M.is_moe() && M.moe.shared_ffn > 0 && L_mlp > 0) {
     plain_mlp({"shared_up_proj", "shared_up_bias", "shared_act", "shared_gate_mul", "shared_down_proj"},
               M.moe.shared_ffn, L_mlp, kSharedExpert);
     // The shared expert's output added to the routed experts' combined output.
-    Kernel add = pointwise("moe_shared_add", Op::kSharedAdd, FuseGroup::kNone, 2 * D.T * D.h * D.e,
-                           D.T * D.h * D.e, D.T * D.h, act);
-    push(add, L_mlp);
+    add_pointwise(L_mlp, "moe_shared_add", Op::kSharedAdd, FuseGroup::kNone, 2 * D.T * D.h * D.e, D.T * D.h * D.e,
+                  D.T * D.h);
   }
   if (L_dense > 0)
     plain_mlp({"dense_up_proj", "dense_up_bias", "dense_act", "dense_gate_mul", "dense_down_proj"},
@@ -525,23 +495,24 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
     const auto last_of = [&ks](Op op) {
       return *std::find_if(ks.rbegin(), ks.rend(), [op](const Kernel& k) { return k.op == op; });
     };
+    // Copies of the main lookup, head and loss (taken before adding, which may move them).
     Kernel emb = ks.front();
     Kernel head = last_of(Op::kLmHead);
     Kernel loss = last_of(Op::kLoss);
     emb.name = "mtp_embedding";
     emb.saved_bytes = 0;  // the same token ids, shifted: saved once by the main lookup
-    push(emb, mtp);
+    emb.count = head.count = loss.count = mtp;
+    ks.push_back(emb);
     Kernel* n = norm("mtp_norm", Op::kFinalNorm, FuseGroup::kNone);
     n->count = 3.0 * mtp;  // enorm, hnorm, the shared head's norm
     n->flags &= ~kLayer;
-    Kernel k = gemm("mtp_eh_proj", Op::kOther, D.T, D.h, 2 * D.h, 1, D, gemm_dt, true);
+    Kernel& k = add_gemm(mtp, "mtp_eh_proj", Op::kOther, D.T, D.h, 2 * D.h, 1, gemm_dt, true);
     k.flags &= ~kLayer;
     k.saved_bytes = 2 * Tph * D.e;  // the concatenated input
-    push(k, mtp);
     head.name = "mtp_lm_head";
     loss.name = "mtp_cross_entropy";
-    push(head, mtp);
-    push(loss, mtp);
+    ks.push_back(head);
+    ks.push_back(loss);
   }
 }
 
