@@ -322,7 +322,7 @@ std::vector<Candidate> candidates(const spec::ModelSpec& m, const spec::PlanSpec
   // The loss: an eager fp32 cross-entropy (Megatron's default) fused
   // (--cross-entropy-loss-fusion), or the other way.
   family = "cross_entropy";
-  {
+  if (spec::cross_entropy_of(b) != spec::CrossEntropy::kChunked) {
     spec::PlanSpec q = b;
     const bool fused = spec::cross_entropy_of(b) == spec::CrossEntropy::kFused;
     q.cross_entropy = fused ? spec::CrossEntropy::kEager : spec::CrossEntropy::kFused;

@@ -68,6 +68,13 @@ std::string_view check_framework(const spec::ModelSpec& m, const spec::PlanSpec&
   constexpr bool graph = scope != Scope::kStep, step = scope != Scope::kGraph;
   const spec::FrameworkSpec& fw = spec::framework(p.framework);
   const auto& q = p.parallel;
+  if (graph && p.cross_entropy_given && p.cross_entropy == spec::CrossEntropy::kChunked && !fw.chunked_cross_entropy)
+    return refuse(message, "cross_entropy", [&] {
+      std::vector<std::string_view> ids;
+      for (const auto& f : spec::frameworks())
+        if (f.chunked_cross_entropy) ids.push_back(f.id);
+      return fmt::format("{} has no chunked cross-entropy (offered by {})", fw.id, support::join_and(ids));
+    });
   // DeepSpeed's PipelineEngine: "ZeRO-2 and ZeRO-3 are incompatible with
   // pipeline parallelism"; Megatron: the distributed optimizer is ZeRO-1 and
   // its FSDP paths refuse PP (frameworks/NAME.yaml refuses.zero2_with_pp_why).
@@ -180,6 +187,18 @@ std::string_view check_offload(const spec::PlanSpec& p, std::string* message) {
     return refuse(message, "optimizer.paged", [&] {
       return std::string("paged optimizer state and optimizer CPU offload both move the state off the GPU; "
                          "choose one");
+    });
+  if (o.activations_on_cpu() && !fw.offload_activations)
+    return refuse(message, "offload.activations", [&] {
+      return fmt::format("{} has no activation offloading (offered by {})", fw.id,
+                         offering(&spec::FrameworkSpec::offload_activations));
+    });
+  // torchtune's recipes, whose offloading this is, have no pipeline
+  // parallelism; a pipeline's in-flight micro-batches are not modelled offloaded.
+  if (o.activations_on_cpu() && p.parallel.pp > 1)
+    return refuse(message, "offload.activations", [&] {
+      return fmt::format("activation offloading is modelled without pipeline parallelism (torchtune's recipes), "
+                         "got PP {}", p.parallel.pp);
     });
   if (!o.any()) return {};
   if (o.optimizer_on_cpu() && !fw.offload_optimizer)
@@ -817,6 +836,19 @@ void finish_time(Prediction& out, const MicrobatchSummary& sum, const StepKernel
     offload.paged_bytes = out.memory.paged_to_host;
     offload.paged_s = offload.paged_bytes / std::max(1.0, hw.host.link_bytes_per_s);
     offload.exposed_s += offload.paged_s;
+  }
+  // Activation offloading (torchtune OffloadActivations, use_streams): each
+  // micro-batch's saved activations go to the host on a side stream during
+  // its forward and come back during its backward (recomputation included),
+  // a copy engine's work beside the kernels; what a pass cannot hide waits.
+  if (out.memory.offloaded_activations > 0) {
+    const double copy_s = out.memory.offloaded_activations / std::max(1.0, hw.host.link_bytes_per_s);
+    offload.activation_bytes = mb * 2 * out.memory.offloaded_activations;
+    offload.activation_s = mb * 2 * copy_s;
+    const double exposed =
+        mb * (std::max(0.0, copy_s - s.t_fwd) + std::max(0.0, copy_s - (s.t_bwd + s.t_rec)));
+    offload.hidden_s += offload.activation_s - exposed;
+    offload.exposed_s += exposed;
   }
   double step = ideal + bubble + s.t_step_fixed + exposed_dp + comm_step + offload.exposed_s;
   step *= techniques::executed_steps_per_step(p);

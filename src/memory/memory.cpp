@@ -69,6 +69,7 @@ GraphFacts facts(const graph::Graph& g) {
   f.act_bytes = g.act_bytes;
   f.layers = g.layers;
   f.mtp_layers = g.mtp_layers;
+  f.logit_grad_chunks = g.logit_grad_chunks;
   return f;
 }
 
@@ -229,6 +230,12 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
   // tensors go with the first stage's micro-batches; the head's (one
   // micro-batch: its backward follows its forward) with the last's.
   s.in_flight_microbatches = in_flight_microbatches(p, mb, stage);
+  // What the backward starts from: the layers' saved activations of the
+  // micro-batches in flight (with the embedding's, on the first stage), and
+  // the head's (final norm, LM head, loss: the last stage's; under DualPipe
+  // both end GPUs').
+  const bool holds_head = last || (mirror && first);
+  double held = 0;
   if (mirror) {
     // DualPipe: PP + 1 chunks in flight (Table 2), over the GPU's two
     // stages as DualPipe.step warms them up (dualpipe.py, 3da1bbe, lines
@@ -240,26 +247,63 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
     // the embedding's saved tensors and one of stage P - 1 with the head's;
     // rank 1, P - 1 of stage 1 and 2 of stage P - 2.
     const double P = std::max(1, q.pp);
-    if (first || last) {
-      s.activations = P * (layers_of(true, false) * g.layer_alive + g.first_saved) +
-                      layers_of(false, true) * g.layer_alive + g.last_saved + g.recompute_working;
-    } else {
-      s.activations = (P - 1) * layers * g.layer_alive + 2 * layers_of(false, false) * g.layer_alive +
-                      g.recompute_working;
-    }
+    held = first || last ? P * (layers_of(true, false) * g.layer_alive + g.first_saved) +
+                               layers_of(false, true) * g.layer_alive
+                         : (P - 1) * layers * g.layer_alive + 2 * layers_of(false, false) * g.layer_alive;
   } else {
-    s.activations = s.in_flight_microbatches * (layers * g.layer_alive + (first ? g.first_saved : 0.0)) +
-                    (last ? g.last_saved : 0.0) + g.recompute_working;
+    held = s.in_flight_microbatches * (layers * g.layer_alive + (first ? g.first_saved : 0.0));
   }
-  // The last stage's logits (under DualPipe both end GPUs'): an eager
-  // loss's fp32 copy and the logits' gradient (T x V / t at the activation width).
+  // Activation offloading (torchtune OffloadActivations; PP refused by
+  // engine::check_offload): the layers' saved tensors go to pinned host
+  // memory as the forward saves them; what the GPU still holds at the peak
+  // is about one layer's (the copy in flight, the layer the backward brings
+  // back ahead of its use). The head's are kept (NoOpManager around
+  // model.output), and so is the recomputation's working set (it is rebuilt
+  // in the backward, outside the offloading context).
+  if (p.offload.activations_on_cpu() && !mirror) {
+    const double layer_part = s.in_flight_microbatches * layers * g.layer_alive;
+    s.offloaded_activations = std::max(0.0, layer_part - g.layer_alive);
+    held -= s.offloaded_activations;
+    s.host += s.offloaded_activations;
+  }
+  // The head's logits: an eager loss's fp32 copy and the logits' gradient
+  // (T x V / t at the activation width; a chunked loss's one chunk of it).
   const double t = std::max(1, p.parallel.tp);
-  s.buffers = fixed_buffers + (last || (mirror && first) ? g.logits_transient + g.tokens * (m.vocab / t) * g.act_bytes : 0.0);
+  const double head_saved = holds_head ? g.last_saved : 0.0;
+  const double logits = holds_head ? g.logits_transient + g.tokens * (m.vocab / t) * g.act_bytes /
+                                                              std::max(1.0, g.logit_grad_chunks)
+                                   : 0.0;
   // ZeRO-3's gathered weights of two layers (current + prefetched), unless
   // the framework keeps the stage's weights gathered under PP (model state).
-  const bool whole_params = is_pipelined(p) && spec::framework(p.framework).pp_params_unsharded;
-  if (p.parallel.zero >= 3 && !whole_params && techniques::data_parallel_groups(p).dense > 1) {
-    s.buffers += 2 * (lp.weights / std::max(1.0, lp.layers_local)) * spec::precision_policy(p).weight_bytes;
+  double gathered = 0;
+  const spec::FrameworkSpec& fw = spec::framework(p.framework);
+  const bool whole_params = is_pipelined(p) && fw.pp_params_unsharded;
+  if (p.parallel.zero >= 3 && !whole_params && techniques::data_parallel_groups(p).dense > 1)
+    gathered = 2 * (lp.weights / std::max(1.0, lp.layers_local)) * spec::precision_policy(p).weight_bytes;
+  // The backward's phases, autograd freeing each node's saved tensors once
+  // it has run: first the loss and the head (their saved tensors and the
+  // logits), then layer by layer, each rebuilding its recomputation's
+  // working set after the head's tensors are gone. The peak is the larger
+  // phase, not both at once.
+  const double recompute = g.recompute_working;
+  const bool head_peaks = head_saved + logits >= recompute;
+  s.activations = held + (head_peaks ? head_saved : recompute);
+  s.buffers = fixed_buffers + gathered + (head_peaks ? logits : 0.0);
+  // Gradients freed each step (the framework's zero_grad sets them to None)
+  // in a step of one micro-batch without PP: the backward forms them as it
+  // frees the activations. At its start the GPU holds the activations and
+  // the head's weight gradient; at its end every gradient and the first
+  // layer's recomputation; between the two, the freed and the formed trade
+  // layer by layer, so the peak is at one end.
+  if (fw.grads_freed_each_step && !is_pipelined(p) && mb <= 1) {
+    const double head_grad =
+        holds_head ? std::min(s.gradients, lp.largest_tensor * spec::precision_policy(p).gradient_bytes) : 0.0;
+    if (s.gradients + recompute > s.activations + s.buffers - fixed_buffers - gathered + head_grad) {
+      s.activations = recompute;
+      s.buffers = fixed_buffers + gathered;
+    } else {
+      s.gradients = head_grad;
+    }
   }
   s.allocated = s.weights + s.gradients + s.master_weights + s.optimizer + s.activations + s.buffers;
   const double workspace = kWorkspaceBytes + (p.parallel.gpus() > 1 ? kNcclBytes : 0.0);
@@ -302,7 +346,7 @@ void estimate_into(MemoryResult& r, const GraphFacts& g, const spec::ModelSpec& 
   // field added to MemoryResult stops this compiling until it is set here.
   [[maybe_unused]] const auto& [weights, gradients, master_weights, optimizer, activations, buffers, workspace,
                                 fragmentation, total, capacity, fits, host_bytes, host_capacity, host_fits, paged_bytes,
-                                paged_to_host, allocated,
+                                paged_to_host, offloaded_activations, allocated,
                                 reserved, allocator_reserve, peak_stage, first_stage, last_stage, middle_stage,
                                 activations_per_layer, activations_per_microbatch, in_flight_microbatches,
                                 recompute_working, cp_kv_buffers] = r;
@@ -364,6 +408,7 @@ void estimate_into(MemoryResult& r, const GraphFacts& g, const spec::ModelSpec& 
   // rest waits on the host (and must fit there).
   r.paged_bytes = std::max({r.first_stage.paged, r.last_stage.paged, r.middle_stage.paged});
   r.paged_to_host = std::max(0.0, r.paged_bytes - std::max(0.0, r.capacity - r.total));
+  r.offloaded_activations = s.offloaded_activations;
   r.host_fits = r.host_bytes + r.paged_to_host <= r.host_capacity;
   r.fits = r.total <= r.capacity && r.host_fits;
 }

@@ -257,10 +257,13 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
   // The MoE dispatch and combine (present under EP).
   if (s.all_to_all_s > 0) j["step"]["all_to_all_s"] = json_number(s.all_to_all_s);
   // CPU offload (techniques::offload_cost), present when the plan offloads.
-  if (const auto& o = s.offload; o.cpu_params > 0 || o.param_fetch_bytes > 0 || o.paged_bytes > 0)
+  if (const auto& o = s.offload; o.cpu_params > 0 || o.param_fetch_bytes > 0 || o.paged_bytes > 0 ||
+                                  o.activation_bytes > 0)
     j["step"]["offload"] = {{"cpu_params", whole(o.cpu_params)},
                             {"paged_bytes", whole(o.paged_bytes)},
                             {"paged_s", json_number(o.paged_s)},
+                            {"activation_bytes", whole(o.activation_bytes)},
+                            {"activation_s", json_number(o.activation_s)},
                             {"grad_d2h_bytes", whole(o.grad_d2h_bytes)},
                             {"param_h2d_bytes", whole(o.param_h2d_bytes)},
                             {"param_fetch_bytes", whole(o.param_fetch_bytes)},
@@ -296,6 +299,7 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
     j["memory"].update({{"host_bytes", whole(m.host_bytes)},
                         {"host_capacity_bytes", whole(m.host_capacity)},
                         {"host_fits", m.host_fits}});
+  if (m.offloaded_activations > 0) j["memory"]["offloaded_activations_bytes"] = whole(m.offloaded_activations);
   // Paged optimizer state (present when the plan pages it): outside peak_memory_bytes.
   if (m.paged_bytes > 0)
     j["memory"].update({{"paged_optimizer_bytes", whole(m.paged_bytes)},
@@ -455,7 +459,7 @@ std::vector<SummaryLine> prediction_summary(const engine::Prediction& pred, cons
                                       format_seconds(s.host_s)));
   else if (s.host_s > 0)
     line("host dispatch", fmt::format("{} per step, behind the kernels", format_seconds(s.host_s)));
-  if (const auto& o = s.offload; o.cpu_params > 0 || o.param_fetch_bytes > 0) {
+  if (const auto& o = s.offload; o.cpu_params > 0 || o.param_fetch_bytes > 0 || o.activation_bytes > 0) {
     std::string parts;
     auto part = [&parts](const std::string& t) { parts += (parts.empty() ? "" : ", ") + t; };
     if (o.cpu_params > 0)
@@ -466,6 +470,9 @@ std::vector<SummaryLine> prediction_summary(const engine::Prediction& pred, cons
       part(fmt::format("gradients to the host {} ({})", format_seconds(o.grad_d2h_s), format_bytes(o.grad_d2h_bytes)));
     if (o.param_fetch_bytes > 0)
       part(fmt::format("parameter fetches {} ({})", format_seconds(o.param_fetch_s), format_bytes(o.param_fetch_bytes)));
+    if (o.activation_bytes > 0)
+      part(fmt::format("activations to the host and back {} ({})", format_seconds(o.activation_s),
+                       format_bytes(o.activation_bytes)));
     line("CPU offload", fmt::format("{} per step exposed, {} behind forward and backward", format_seconds(o.exposed_s),
                                     format_seconds(o.hidden_s)));
     line("", parts);
@@ -484,8 +491,13 @@ std::vector<SummaryLine> prediction_summary(const engine::Prediction& pred, cons
                        : fmt::format("   (peak on the {} pipeline stage; first {}, last {})", m.peak_stage,
                                      format_bytes(m.first_stage.total), format_bytes(m.last_stage.total))));
   if (m.host_bytes > 0)
-    line("host memory", fmt::format("{} of {} per GPU   {}   (offloaded model state)", format_bytes(m.host_bytes),
-                                    format_bytes(m.host_capacity), m.host_fits ? "fits" : "DOES NOT FIT"));
+    line("host memory",
+         fmt::format("{} of {} per GPU   {}   (offloaded {})", format_bytes(m.host_bytes), format_bytes(m.host_capacity),
+                     m.host_fits ? "fits" : "DOES NOT FIT",
+                     m.offloaded_activations <= 0 ? "model state"
+                     : m.offloaded_activations < m.host_bytes
+                         ? fmt::format("model state and {} of activations", format_bytes(m.offloaded_activations))
+                         : std::string("activations")));
   if (m.paged_bytes > 0)
     line("paged optimizer",
          m.paged_to_host > 0

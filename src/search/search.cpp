@@ -307,8 +307,10 @@ constinit const Axis kAxes[] = {
      }},
     {.dim = Dim::kOffload, .name = "offload", .key = "offload.optimizer", .also_key = "offload.params",
      .shown_pinned = false,
-     .search = [](SearchSpec& s, const spec::ModelSpec&, const spec::HardwareSpec&, const spec::PlanSpec&) {
+     .search = [](SearchSpec& s, const spec::ModelSpec&, const spec::HardwareSpec&, const spec::PlanSpec& b) {
+       // The model state's offload is searched; activation offloading stays the plan's.
        s.offload = searchable_offloads();
+       for (auto& o : s.offload) o.activations = b.offload.activations;
      },
      .pin = [](SearchSpec& s, const spec::PlanSpec& b) {
        s.offload = {b.offload};
@@ -343,11 +345,12 @@ auto layout_key(const Layout& l) {
   const auto& [tp, pp, dp, cp, ep, micro_batch, vpp, zero, sp, recompute, precision, framework, tp_overlap,
                fp8_recipe, offload, first_stage_layers, last_stage_layers, dispatcher] = l;
   const auto& [recompute_kind, every_k, block_layers, recompute_modules] = recompute;
-  const auto& [offload_optimizer, offload_params] = offload;
+  const auto& [offload_optimizer, offload_params, offload_activations] = offload;
   return std::tuple(tp, pp, cp, dp, ep, micro_batch, vpp, zero, sp, static_cast<int>(recompute_kind), every_k,
                     block_layers, static_cast<int>(recompute_modules), static_cast<int>(precision),
                     static_cast<int>(framework), tp_overlap, static_cast<int>(fp8_recipe), static_cast<int>(offload_optimizer),
-                    static_cast<int>(offload_params), first_stage_layers, last_stage_layers,
+                    static_cast<int>(offload_params), static_cast<int>(offload_activations), first_stage_layers,
+                    last_stage_layers,
                     static_cast<int>(dispatcher));
 }
 

@@ -158,6 +158,7 @@ FrameworkSpec load_framework(const std::string& path) {
     f.fused_cross_entropy_compiled = f.fused_cross_entropy;
     if (auto v = m.word("compiled", fused, "fused, eager")) f.fused_cross_entropy_compiled = *v;
     if (auto v = m.boolean("in_place")) f.cross_entropy_in_place = *v;
+    if (auto v = m.boolean("chunked")) f.chunked_cross_entropy = *v;
   });
   behaviour(r, "dispatch", [&](MapReader& m) {
     if (auto v = m.quantity("eager", units::Dimension::kTime, true, true)) f.dispatch_s = *v;
@@ -175,6 +176,9 @@ FrameworkSpec load_framework(const std::string& path) {
   });
   behaviour(r, "pp_params", [&](MapReader& m) {
     if (auto v = two_words(m, "sharded", "unsharded")) f.pp_params_unsharded = *v;
+  }, false);
+  behaviour(r, "gradients", [&](MapReader& m) {
+    if (auto v = two_words(m, "persistent", "freed_each_step")) f.grads_freed_each_step = *v;
   }, false);
   behaviour(r, "pp_grads", [&](MapReader& m) {
     if (auto v = two_words(m, "sharded", "unsharded")) f.pp_grads_unsharded = *v;
@@ -251,6 +255,7 @@ FrameworkSpec load_framework(const std::string& path) {
   behaviour(r, "offload", [&](MapReader& m) {
     if (auto v = m.boolean("optimizer", true)) f.offload_optimizer = *v;
     if (auto v = m.boolean("params", true)) f.offload_params = *v;
+    if (auto v = m.boolean("activations")) f.offload_activations = *v;
   }, false);
   r.finish();
   d.throw_if_errors();

@@ -66,8 +66,8 @@ constexpr std::pair<std::string_view, MasterWeights> kMasterWeights[] = {
     {"fp32", MasterWeights::kFp32}, {"remainder", MasterWeights::kRemainder}, {"none", MasterWeights::kNone}};
 constexpr std::pair<std::string_view, MainGrads> kMainGrads[] = {{"working", MainGrads::kWorking},
                                                                 {"fp32", MainGrads::kFp32}};
-constexpr std::pair<std::string_view, CrossEntropy> kCrossEntropy[] = {{"fused", CrossEntropy::kFused},
-                                                                      {"eager", CrossEntropy::kEager}};
+constexpr std::pair<std::string_view, CrossEntropy> kCrossEntropy[] = {
+    {"fused", CrossEntropy::kFused}, {"eager", CrossEntropy::kEager}, {"chunked", CrossEntropy::kChunked}};
 constexpr std::pair<std::string_view, OffloadDevice> kOffloadDevices[] = {{"none", OffloadDevice::kNone},
                                                                          {"cpu", OffloadDevice::kCpu}};
 constexpr std::pair<std::string_view, MoeDispatcher> kMoeDispatchers[] = {{"alltoall", MoeDispatcher::kAllToAll},

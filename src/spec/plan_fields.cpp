@@ -349,8 +349,9 @@ constinit const PlanField kFields[] = {
     {.key = "cross_entropy", .flag = "cross-entropy",
      .help = "The loss over the logits: fused = one kernel over the 16-bit logits (Megatron-LM "
              "--cross-entropy-loss-fusion, flash-attn's xentropy, a compiled loss); eager = the fp32 chain that "
-             "upcasts the logits and saves an fp32 copy for the backward (default: the framework's; megatron: "
-             "eager)",
+             "upcasts the logits and saves an fp32 copy for the backward; chunked = fused over 8 token chunks, one "
+             "chunk's logit gradient alive at a time (torchtune CEWithChunkedOutputLoss; where the framework "
+             "offers it) (default: the framework's; megatron: eager)",
      .type = FieldType::kWord,
      .parse_word = [](PlanSpec& p, std::string_view s) {
        auto v = parse_cross_entropy(s);
@@ -377,6 +378,14 @@ constinit const PlanField kFields[] = {
      .type = FieldType::kWord, RIDGELINE_WORD(offload.params, parse_offload_device, to_string),
      .choices = offload_device_choices, .group = SummaryGroup::kTechnique, .show = Show::kIfChanged,
      .summary = "parameter offload {}", .scope = Scope::kStep},
+    {.key = "offload.activations", .setting = "offload_activations", .flag = "offload-activations",
+     .help = "cpu = activation offloading: the layers' saved activations (under full recomputation their "
+             "checkpointed inputs) go to pinned host memory on a side stream as the forward saves them and come "
+             "back ahead of the backward (torchtune enable_activation_offloading); one layer's stay on the GPU, "
+             "the LM head's are kept; the copies hide behind forward and backward where the host link keeps up",
+     .type = FieldType::kWord, RIDGELINE_WORD(offload.activations, parse_offload_device, to_string),
+     .choices = offload_device_choices, .group = SummaryGroup::kTechnique, .show = Show::kIfChanged,
+     .summary = "activation offload {}", .scope = Scope::kStep},
     {.key = "moe.capacity_factor", .setting = "capacity_factor", .flag = "moe-capacity-factor",
      .help = "MoE: tokens an expert takes per step, x its even share top_k x tokens / experts; tokens beyond "
              "are dropped (0 = dropless)",

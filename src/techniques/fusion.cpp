@@ -12,6 +12,10 @@ using spec::Fusion;
 
 namespace {
 
+/// Token chunks of a chunked loss: torchtune CEWithChunkedOutputLoss's
+/// num_output_chunks default (torchtune/modules/loss/ce_chunked_output_loss.py at 1814feb).
+constexpr double kLossChunks = 8;
+
 std::string_view group_name(FuseGroup g, bool gated) {
   switch (g) {
     case FuseGroup::kQkvBiasRope: return "fused_bias_rope";
@@ -80,7 +84,11 @@ void apply_fusion(graph::Graph& g, const spec::ModelSpec& m, const spec::Microba
   // from the saved 16-bit logits and row statistics, as a fused loss does.
   // (Norms are built fused or eager by graph::build_forward.)
   const spec::FrameworkSpec& fw = spec::framework(p.framework);
-  const bool fused_loss = spec::cross_entropy_of(p) == spec::CrossEntropy::kFused;
+  const spec::CrossEntropy ce = spec::cross_entropy_of(p);
+  const bool fused_loss = ce != spec::CrossEntropy::kEager;
+  // Chunked: the fused loss over token chunks, one chunk's logit gradient
+  // alive at a time (memory::stage_memory's logits buffer).
+  g.logit_grad_chunks = ce == spec::CrossEntropy::kChunked ? kLossChunks : 1;
   if (!fused_loss && fw.cross_entropy_in_place) {
     // Megatron's vocab_parallel_cross_entropy (megatron/core/tensor_parallel/
     // cross_entropy.py): the fp32 upcast (read the 16-bit logits, write 4

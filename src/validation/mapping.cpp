@@ -577,6 +577,17 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
     p.optimizer.in_backward = *v;
     if (p.optimizer.in_backward) notes.push_back("optimizer in backward (training.optimizer_in_bwd)");
   }
+  // torchtune's enable_activation_offloading (offload.activations).
+  if (tr.has("activation_offload")) {
+    const auto v = spec::parse_published_bool(tr.text("activation_offload"));
+    if (!v)
+      return Skip{fmt::format("unrecognised training.activation_offload '{}' (true or false)",
+                              tr.text("activation_offload"))};
+    if (*v) {
+      p.offload.activations = spec::OffloadDevice::kCpu;
+      notes.push_back("activations offloaded to the host (training.activation_offload)");
+    }
+  }
   // Fine-tuning: training.task (SFT: every weight trains, as in pre-training;
   // LoRA: adapters on a frozen base; QLoRA: the frozen base stored in NF4).
   const std::string task = lower(tr.text("task"));

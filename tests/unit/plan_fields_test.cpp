@@ -68,7 +68,8 @@ spec::PlanSpec unusual_plan() {
 /// moment, a MoE model's EP, capacity, dispatcher and shared-expert overlap, uneven stages without virtual ones,
 /// DualPipe (no virtual stages either), CP, offload under DeepSpeed, the
 /// optimizer stepped in backward and paged state (torchtitan, hf, fsdp; one
-/// micro-batch per step), fp8 activation storage (fp8 blockwise).
+/// micro-batch per step), fp8 activation storage (fp8 blockwise), activation
+/// offloading (torchtitan, without PP).
 spec::PlanSpec conditional_plan(spec::OptimizerKind optimizer) {
   spec::PlanSpec p;
   p.framework = *spec::find_framework("deepspeed");
@@ -90,6 +91,7 @@ spec::PlanSpec conditional_plan(spec::OptimizerKind optimizer) {
   p.parallel.pp_schedule = spec::PpSchedule::kDualPipe;
   p.offload.optimizer = spec::OffloadDevice::kCpu;
   p.offload.params = spec::OffloadDevice::kCpu;
+  p.offload.activations = spec::OffloadDevice::kCpu;
   p.moe.capacity_factor = 1.25;
   p.moe.imbalance = 1.3;
   p.moe.dispatcher = spec::MoeDispatcher::kDeepEp;

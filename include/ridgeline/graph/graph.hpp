@@ -184,6 +184,9 @@ struct Graph {
   /// backward (techniques::apply_attention; 0 without a fused kernel): what
   /// recomputing latent attention's up-projections frees.
   double attention_qkv_bytes = 0;
+  /// The loss's logit gradient formed this many token chunks at a time
+  /// (techniques::apply_fusion: spec::CrossEntropy::kChunked, 8), else 1.
+  double logit_grad_chunks = 1;
 
   /// The index of the forward fused-attention kernel (the last one), or
   /// kernels.size() when there is none.

@@ -5,7 +5,8 @@
 //
 //   weights + gradients + master weights + optimizer state   (by dtype, ZeRO stage, stage's parameters)
 // + activations = in_flight * (saved tensors per micro-batch) + recompute working set
-//                 (the last stage: its head's saved tensors once)
+//                 (the last stage: its head's saved tensors once; offload.activations:
+//                 one layer's, the rest in host memory)
 // + buffers (last stage: fp32 logits, logit gradients; ZeRO-3 gathered layers,
 //            fp8 scaling state, context parallelism's K/V receive buffers)
 //   = allocated (torch.cuda.max_memory_allocated)
@@ -41,6 +42,9 @@ struct StageMemory {
   double host = 0;  // CPU offload: model state in host memory (ModelState::host)
   double paged = 0;  // paged optimizer state in unified memory (ModelState::paged), not in allocated
   double activations = 0, buffers = 0;
+  /// Activation offloading (offload.activations): the layers' saved
+  /// activations in pinned host memory (in host), not in activations.
+  double offloaded_activations = 0;
   double allocated = 0;  // the above: what the caching allocator hands out at the peak
   double total = 0;      // allocated + allocator reserve + workspace
   double in_flight_microbatches = 1;  // micro-batches whose layer activations the stage holds
@@ -62,6 +66,10 @@ struct MemoryResult {
   /// beside the rest (capacity - total) lives on the host and crosses the
   /// host link both ways every step. host_fits counts that part too.
   double paged_bytes = 0, paged_to_host = 0;
+  /// Activation offloading (offload.activations): the peak stage's saved
+  /// activations per micro-batch held in host memory (in host_bytes), which
+  /// cross the host link to the host in the forward and back in the backward.
+  double offloaded_activations = 0;
   /// Peak allocated (weights .. buffers: torch.cuda.max_memory_allocated) and
   /// peak reserved = allocated x (1 + allocator reserve) (max_memory_reserved).
   double allocated = 0, reserved = 0;
@@ -122,6 +130,7 @@ struct GraphFacts {
   double recompute_working = 0;  // one recomputed segment's saved tensors
   double logits_transient = 0;   // the largest forward workspace (an eager loss's fp32 logits; last stage)
   double tokens = 0, act_bytes = 2, layers = 0;
+  double logit_grad_chunks = 1;  // graph::Graph::logit_grad_chunks
   double mtp_layers = 0;  // of `layers`, MTP blocks (graph::Graph::mtp_layers)
 };
 GraphFacts facts(const graph::Graph& g);

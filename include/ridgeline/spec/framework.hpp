@@ -79,6 +79,17 @@ struct FrameworkSpec {
   /// saves for the backward (Megatron's vocab_parallel_cross_entropy): no
   /// second fp32 copy (frameworks/NAME.yaml cross_entropy.in_place).
   bool cross_entropy_in_place = false;
+  /// The loss over token chunks (CrossEntropy::kChunked) is offered
+  /// (frameworks/NAME.yaml cross_entropy.chunked; absent: no).
+  bool chunked_cross_entropy = false;
+  /// The gradients do not outlive the step (frameworks/NAME.yaml gradients:
+  /// freed_each_step; absent: persistent): the optimizer's zero_grad sets
+  /// them to None (PyTorch >= 2.0's default), so a step of one micro-batch
+  /// allocates each as its backward forms it, while the saved activations
+  /// are freed; persistent: a gradient buffer allocated once (Megatron's
+  /// main_grad buffers, DeepSpeed's and DDP's buckets) holds every gradient
+  /// throughout (memory::stage_memory).
+  bool grads_freed_each_step = false;
   // Host.
   /// CPU time to dispatch one launched kernel (Python, autograd, hooks);
   /// the GPU idles when the kernels it runs are shorter.
@@ -179,6 +190,9 @@ struct FrameworkSpec {
   /// --optimizer-cpu-offload) and the parameters (DeepSpeed ZeRO-3 offload_param).
   bool offload_optimizer = false;
   bool offload_params = false;
+  /// Activation offloading (offload.activations; `offload: activations:`,
+  /// absent: no): torchtune's enable_activation_offloading.
+  bool offload_activations = false;
   /// Optimizer memory savers the training loop offers (frameworks/NAME.yaml
   /// optimizer_in_backward:, paged_optimizer:; absent: no): each parameter
   /// stepped in its gradient hook (torchtitan early_step_in_backward,

@@ -58,8 +58,11 @@ enum class StateDtype : std::uint8_t { kAuto, kFp32, kBf16, kFp16 };
 /// The loss over the logits: fused = one kernel over the 16-bit logits
 /// (Megatron's --cross-entropy-loss-fusion, flash-attn's xentropy, a compiled
 /// loss); eager = the fp32 chain (upcast, max / log-softmax, nll) that saves
-/// an fp32 copy of the logits for the backward.
-enum class CrossEntropy : std::uint8_t { kFused, kEager };
+/// an fp32 copy of the logits for the backward; chunked = fused over token
+/// chunks, each chunk's logit gradient formed and consumed before the next
+/// (torchtune CEWithChunkedOutputLoss: 8 chunks of 16-bit logits, each
+/// upcast inside a compiled loss), so one chunk's gradient is alive at once.
+enum class CrossEntropy : std::uint8_t { kFused, kEager, kChunked };
 /// Where a part of the model state lives between steps: on the GPU (none)
 /// or in host memory (cpu). NVMe (ZeRO-Infinity) is not modelled.
 enum class OffloadDevice : std::uint8_t { kNone, kCpu };
@@ -96,11 +99,21 @@ enum class PpSchedule : std::uint8_t { k1f1b, kDualPipe };
 ///    DeepSpeed offload_param, ZeRO-3 only): the 16-bit parameter shard lives
 ///    in host memory too and is fetched before each layer's forward and
 ///    backward.
+///  - activations: the layers' saved activations (what the forward keeps
+///    for the backward: every saved tensor, or under full recomputation the
+///    layers' checkpointed inputs) copied to pinned host memory on a side
+///    stream as the forward saves them and back as the backward needs them
+///    (torchtune enable_activation_offloading: OffloadActivations,
+///    torchtune/training/_activation_offloading.py); the LM head's are kept.
+///    Not model state: any() leaves it out.
 struct OffloadSpec {
   OffloadDevice optimizer = OffloadDevice::kNone;
   OffloadDevice params = OffloadDevice::kNone;
+  OffloadDevice activations = OffloadDevice::kNone;
   bool optimizer_on_cpu() const { return optimizer == OffloadDevice::kCpu; }
   bool params_on_cpu() const { return params == OffloadDevice::kCpu; }
+  bool activations_on_cpu() const { return activations == OffloadDevice::kCpu; }
+  /// Model state offloaded (optimizer or parameters).
   bool any() const { return optimizer_on_cpu() || params_on_cpu(); }
 };
 

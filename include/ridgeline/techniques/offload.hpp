@@ -42,6 +42,13 @@ struct OffloadCost {
   /// update and evicted again, each way per step, and its link time (the
   /// two directions of the full-duplex link overlap: bytes / link), exposed.
   double paged_bytes = 0, paged_s = 0;
+  /// Activation offloading (offload.activations): the saved activations to
+  /// the host in each forward and back in each backward, over the step
+  /// (memory::MemoryResult::offloaded_activations x 2 x micro-batches), and
+  /// their link time; each direction hides behind its pass on the side
+  /// stream: exposed max(0, t_copy - forward_s) + max(0, t_copy - backward_s)
+  /// per micro-batch.
+  double activation_bytes = 0, activation_s = 0;
   double hidden_s = 0;            // of the transfers, the time behind forward and backward
   double exposed_s = 0;           // what the step waits for (added to the step time)
 };
