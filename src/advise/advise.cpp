@@ -451,6 +451,21 @@ std::vector<Candidate> candidates(const spec::ModelSpec& m, const spec::PlanSpec
     q.optimizer.paged = true;
     push("paged optimizer state (bitsandbytes)", q);
   }
+  // torchtune's activation offloading and chunked loss, where the framework
+  // offers them (frameworks/NAME.yaml offload.activations, cross_entropy.chunked).
+  family = "offload_activations";
+  if (fw.offload_activations && !b.offload.activations_on_cpu() && par.pp <= 1) {
+    spec::PlanSpec q = b;
+    q.offload.activations = spec::OffloadDevice::kCpu;
+    push("activations offloaded to the host (copied beside forward and backward)", q);
+  }
+  family = "chunked_cross_entropy";
+  if (fw.chunked_cross_entropy && spec::cross_entropy_of(b) != spec::CrossEntropy::kChunked) {
+    spec::PlanSpec q = b;
+    q.cross_entropy = spec::CrossEntropy::kChunked;
+    q.cross_entropy_given = true;
+    push("chunked cross-entropy (one chunk of the logits' gradient at a time)", q);
+  }
   // DeepSeek-V3's low-precision activation storage, on its blockwise recipe
   // (engine::check_plan refuses it elsewhere).
   family = "fp8_activation_storage";

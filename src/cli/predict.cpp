@@ -62,6 +62,15 @@ std::string does_not_fit_hint(const engine::Prediction& p, const spec::PlanSpec&
   if (spec::PlanSpec q = plan; !plan.fp8_activation_storage && (q.fp8_activation_storage = true) &&
                                engine::check_plan_field(model, q, gpu).empty())
     levers.emplace_back("--fp8-activation-storage");
+  // torchtune's: the layers' activations in host memory, the loss a chunk at a time.
+  if (spec::PlanSpec q = plan; !plan.offload.activations_on_cpu() &&
+                               (q.offload.activations = spec::OffloadDevice::kCpu) == spec::OffloadDevice::kCpu &&
+                               engine::check_plan_field(model, q, gpu).empty())
+    levers.emplace_back("--offload-activations cpu");
+  if (spec::PlanSpec q = plan; spec::cross_entropy_of(plan) != spec::CrossEntropy::kChunked &&
+                               (q.cross_entropy = spec::CrossEntropy::kChunked) == spec::CrossEntropy::kChunked &&
+                               (q.cross_entropy_given = true) && engine::check_plan_field(model, q, gpu).empty())
+    levers.emplace_back("--cross-entropy chunked");
   switch (plan.finetune.mode) {
     case spec::FinetuneMode::kFull:
       // Adapters' optimizer state is small: a leaner optimizer helps only when every weight trains.

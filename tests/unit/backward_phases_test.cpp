@@ -176,3 +176,21 @@ TEST_CASE("activation offloading: refused where the framework has none, and with
   p.fusion = spec::Fusion::kFused;
   CHECK(refusal(m, p, hw) == "offload.activations: megatron has no activation offloading (offered by torchtitan)");
 }
+
+TEST_CASE("advise and the does-not-fit hint offer activation offloading and the chunked loss where the framework runs them") {
+  // Llama-3.2-3B on a 40 GB A100 without recomputation, eager: 60 GiB.
+  const std::string plan =
+      "--gpu a100_sxm_40gb --model llama3_2_3b --micro-batch 2 --global-batch 2 --seq 4096 --master-weights none "
+      "--recompute none";
+  const auto titan = test::run_cli("advise " + plan + " --framework torchtitan");
+  REQUIRE(titan.status <= 1);
+  CHECK(titan.out.find("--offload-activations cpu") != std::string::npos);
+  CHECK(titan.out.find("--cross-entropy chunked") != std::string::npos);
+  const auto hint = test::run_cli("predict " + plan + " --framework torchtitan");
+  CHECK(hint.status == 1);
+  CHECK(hint.err.find("--offload-activations cpu, --cross-entropy chunked") != std::string::npos);
+  const auto megatron = test::run_cli("advise " + plan + " --framework megatron");
+  REQUIRE(megatron.status <= 1);
+  CHECK(megatron.out.find("--offload-activations") == std::string::npos);
+  CHECK(megatron.out.find("--cross-entropy chunked") == std::string::npos);
+}
