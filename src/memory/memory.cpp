@@ -289,6 +289,7 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
   const bool head_peaks = head_saved + logits >= recompute;
   s.activations = held + (head_peaks ? head_saved : recompute);
   s.buffers = fixed_buffers + gathered + (head_peaks ? logits : 0.0);
+  s.phase = head_peaks ? "head" : "layer";
   // Gradients freed each step (the framework's zero_grad sets them to None)
   // in a step of one micro-batch without PP: the backward forms them as it
   // frees the activations. At its start the GPU holds the activations and
@@ -301,6 +302,7 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
     if (s.gradients + recompute > s.activations + s.buffers - fixed_buffers - gathered + head_grad) {
       s.activations = recompute;
       s.buffers = fixed_buffers + gathered;
+      s.phase = "end";
     } else {
       s.gradients = head_grad;
     }
@@ -347,7 +349,7 @@ void estimate_into(MemoryResult& r, const GraphFacts& g, const spec::ModelSpec& 
   [[maybe_unused]] const auto& [weights, gradients, master_weights, optimizer, activations, buffers, workspace,
                                 fragmentation, total, capacity, fits, host_bytes, host_capacity, host_fits, paged_bytes,
                                 paged_to_host, offloaded_activations, allocated,
-                                reserved, allocator_reserve, peak_stage, first_stage, last_stage, middle_stage,
+                                reserved, allocator_reserve, peak_stage, peak_phase, first_stage, last_stage, middle_stage,
                                 activations_per_layer, activations_per_microbatch, in_flight_microbatches,
                                 recompute_working, cp_kv_buffers] = r;
   const auto& par = p.parallel;
@@ -390,6 +392,7 @@ void estimate_into(MemoryResult& r, const GraphFacts& g, const spec::ModelSpec& 
       r.middle_stage.total > std::max(r.first_stage.total, pipelined ? r.last_stage.total : 0.0);
   const StageMemory& s = middle_peaks ? r.middle_stage : last_peaks ? r.last_stage : r.first_stage;
   r.peak_stage = !pipelined ? "only" : middle_peaks ? "middle" : last_peaks ? "last" : "first";
+  r.peak_phase = s.phase;
   set_stage(r, s);
   r.workspace = kWorkspaceBytes + (par.gpus() > 1 ? kNcclBytes : 0.0);
 

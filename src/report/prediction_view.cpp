@@ -288,6 +288,7 @@ json prediction_json(const engine::Prediction& pred, const Inputs& in, int top_k
                       {"reserved_bytes", whole(m.reserved)},
                       {"allocator_reserve", json_number(m.allocator_reserve)},
                       {"peak_stage", std::string(m.peak_stage)},
+                      {"peak_phase", std::string(m.peak_phase)},
                       {"activations_per_layer_bytes", whole(m.activations_per_layer)},
                       {"in_flight_microbatches", whole(m.in_flight_microbatches)},
                       {"cp_kv_buffers_bytes", whole(m.cp_kv_buffers)},
@@ -685,6 +686,11 @@ std::string prediction_table(const engine::Prediction& pred, const Inputs& in, i
     o += fmt::format("  {} {}  {}\n", pad(r[0], 16), pad(r[1], 11, true), pad(r[2], mem.head[2].size(), true));
   const PredictionIntervals iv = prediction_intervals(pred, in);
   o += fmt::format("  range {}: {}\n", text::range(iv.memory.lo, iv.memory.hi, format_bytes), iv.memory.basis);
+  const auto& mm = pred.memory;
+  o += fmt::format("  peak {}\n", mm.peak_phase == "end" ? "at the backward's end: every gradient formed, the activations freed"
+                                   : mm.peak_phase == "layer"
+                                       ? "in the backward's layers: a recomputed layer's tensors beside the saved ones"
+                                       : "at the backward's start: the loss's and LM head's tensors beside the saved ones");
   o += "\n";
   const auto totals = training_lines(pred, in);
   for (size_t i = 0; i < totals.size(); ++i) o += (i == 0 ? "" : "  ") + totals[i] + "\n";

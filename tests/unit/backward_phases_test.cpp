@@ -75,6 +75,7 @@ TEST_CASE("gradients freed each step: a step of one micro-batch peaks at one end
   CHECK(freed.allocated == doctest::Approx(state + std::max(start, end)).epsilon(1e-12));
   CHECK(freed.gradients == doctest::Approx(grads).epsilon(1e-12));
   CHECK(freed.activations == doctest::Approx(held.recompute_working).epsilon(1e-12));
+  CHECK(freed.peak_phase == "end");
   // Both ends at once is what the held plan counts, and more.
   CHECK(held.allocated > freed.allocated);
 
@@ -91,6 +92,7 @@ TEST_CASE("gradients freed each step: a step of one micro-batch peaks at one end
   CHECK(lf.activations == doctest::Approx(lh.activations).epsilon(1e-12));
   CHECK(lf.buffers == doctest::Approx(lh.buffers).epsilon(1e-12));
   CHECK(lf.gradients == doctest::Approx(8.0 * 14336 * 2).epsilon(1e-12));
+  CHECK(lf.peak_phase == "head");
   CHECK(lh.gradients > lf.gradients);
 }
 
@@ -102,6 +104,7 @@ TEST_CASE("the backward's head and layers do not overlap: the logits and a recom
   const auto hw = test::gpu("a100_sxm_80gb");
   const auto none = run(m, single_gpu(2048, 4, spec::RecomputeKind::kNone), hw).memory;
   CHECK(none.recompute_working == 0);
+  CHECK(none.peak_phase == "head");
   // The fused loss's logit gradient, T x V x 2 B = 4,096 x 128,256 x 2.
   CHECK(none.buffers == doctest::Approx(4096.0 * 128256 * 2).epsilon(1e-12));
 }

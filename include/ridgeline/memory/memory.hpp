@@ -45,6 +45,11 @@ struct StageMemory {
   /// Activation offloading (offload.activations): the layers' saved
   /// activations in pinned host memory (in host), not in activations.
   double offloaded_activations = 0;
+  /// When in the backward the peak falls (stage_memory): "head" (the loss's
+  /// and LM head's backward: their tensors and the logits), "layer" (a
+  /// recomputed layer's working set), "end" (every gradient formed, where
+  /// the framework frees them each step).
+  std::string_view phase = "head";
   double allocated = 0;  // the above: what the caching allocator hands out at the peak
   double total = 0;      // allocated + allocator reserve + workspace
   double in_flight_microbatches = 1;  // micro-batches whose layer activations the stage holds
@@ -78,6 +83,8 @@ struct MemoryResult {
   /// "last" (the larger of the two end stages), or "middle" (uneven stages:
   /// stage 1, when it holds more than either end).
   std::string_view peak_stage = "only";
+  /// When in the backward the peak stage peaks (StageMemory::phase).
+  std::string_view peak_phase = "head";
   StageMemory first_stage, last_stage;  // without PP both are the only stage
   StageMemory middle_stage;  // uneven stages over PP > 2 only (else zero)
   // Detail.
