@@ -289,7 +289,7 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
   const bool head_peaks = head_saved + logits >= recompute;
   s.activations = held + (head_peaks ? head_saved : recompute);
   s.buffers = fixed_buffers + gathered + (head_peaks ? logits : 0.0);
-  s.phase = head_peaks ? "head" : "layer";
+  s.phase = holds_head && head_peaks ? "head" : "layer";
   // Gradients freed each step (the framework's zero_grad sets them to None)
   // in a step of one micro-batch without PP: the backward forms them as it
   // frees the activations. At its start the GPU holds the activations and

@@ -689,7 +689,7 @@ std::string prediction_table(const engine::Prediction& pred, const Inputs& in, i
   const auto& mm = pred.memory;
   o += fmt::format("  peak {}\n", mm.peak_phase == "end" ? "at the backward's end: every gradient formed, the activations freed"
                                    : mm.peak_phase == "layer"
-                                       ? "in the backward's layers: a recomputed layer's tensors beside the saved ones"
+                                       ? "in the backward's layers: the saved activations and any recomputed layer's"
                                        : "at the backward's start: the loss's and LM head's tensors beside the saved ones");
   o += "\n";
   const auto totals = training_lines(pred, in);

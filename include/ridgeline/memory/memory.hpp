@@ -46,9 +46,10 @@ struct StageMemory {
   /// activations in pinned host memory (in host), not in activations.
   double offloaded_activations = 0;
   /// When in the backward the peak falls (stage_memory): "head" (the loss's
-  /// and LM head's backward: their tensors and the logits), "layer" (a
-  /// recomputed layer's working set), "end" (every gradient formed, where
-  /// the framework frees them each step).
+  /// and LM head's backward: their tensors and the logits), "layer" (the
+  /// layers' backward: the saved activations, with a recomputed layer's
+  /// working set), "end" (every gradient formed, where the framework frees
+  /// them each step).
   std::string_view phase = "head";
   double allocated = 0;  // the above: what the caching allocator hands out at the peak
   double total = 0;      // allocated + allocator reserve + workspace
