@@ -89,9 +89,7 @@ ModelState model_state(const spec::PlanSpec& p, const techniques::LocalParams& l
   // router: 16 bits).
   const double frozen_linear = lp.frozen > 0 ? lp.linear_weights : 0.0;
   const double frozen_norms = lp.frozen > 0 ? lp.norm_weights : 0.0;
-  double weights = (lp.weights - lp.frozen) * wb + frozen_linear * pol.frozen_weight_bytes +
-                   frozen_norms * pol.frozen_norm_bytes +
-                   (lp.frozen - frozen_linear - frozen_norms) * pol.frozen_other_bytes;
+  double weights = pol.stored_weight_bytes(lp.weights, lp.frozen, frozen_linear, frozen_norms);
   // Transformer Engine keeps a quantized copy of each linear weight and its
   // transpose beside the 16-bit weight: +2 bytes per linear parameter in fp8
   // (plus block scales: blockwise 2 x 4/16384, mxfp8 2 x 1/32), 2 x 9/16 in
@@ -273,13 +271,19 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
   const double logits = holds_head ? g.logits_transient + g.tokens * (m.vocab / t) * g.act_bytes /
                                                               std::max(1.0, g.logit_grad_chunks)
                                    : 0.0;
-  // ZeRO-3's gathered weights of two layers (current + prefetched), unless
-  // the framework keeps the stage's weights gathered under PP (model state).
+  // ZeRO-3's gathered weights of two layers (current + prefetched), as
+  // stored (a QLoRA base's in NF4), unless the framework keeps the stage's
+  // weights gathered under PP (model state).
   double gathered = 0;
   const spec::FrameworkSpec& fw = spec::framework(p.framework);
   const bool whole_params = is_pipelined(p) && fw.pp_params_unsharded;
-  if (p.parallel.zero >= 3 && !whole_params && techniques::data_parallel_groups(p).dense > 1)
-    gathered = 2 * (lp.weights / std::max(1.0, lp.layers_local)) * spec::precision_policy(p).weight_bytes;
+  if (p.parallel.zero >= 3 && !whole_params && techniques::data_parallel_groups(p).dense > 1) {
+    const bool frozen = lp.frozen > 0;
+    gathered = 2 *
+               spec::precision_policy(p).stored_weight_bytes(lp.weights, lp.frozen, frozen ? lp.linear_weights : 0.0,
+                                                             frozen ? lp.norm_weights : 0.0) /
+               std::max(1.0, lp.layers_local);
+  }
   // The backward's phases, autograd freeing each node's saved tensors once
   // it has run: first the loss and the head (their saved tensors and the
   // logits), then layer by layer, each rebuilding its recomputation's

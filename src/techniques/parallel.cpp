@@ -291,6 +291,13 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
                           ? pol.weight_bytes - lp.linear_weights / lp.weights *
                                                    (pol.weight_bytes - pol.quant.weight_bytes_per_elem)
                           : pol.weight_bytes;
+    // ZeRO-3 gathers the weights as stored: a frozen QLoRA base's linear
+    // weights in NF4 (torchao's NF4Tensor implements FSDP2's
+    // fsdp_pre_all_gather and is gathered quantized), the rest as above.
+    const double zb = lp.frozen > 0 && lp.weights > 0 && !pol.fp8_primary
+                          ? pol.stored_weight_bytes(lp.weights, lp.frozen, lp.linear_weights, lp.norm_weights) /
+                                lp.weights
+                          : wb;
     const double span = t * dgroup;
     // The gradient reduction beside the backward, or after it when the
     // plan says so (Megatron-LM without --overlap-grad-reduce).
@@ -364,7 +371,7 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
       }
       if (par.zero == 3) {
         if (gather_per_step) {
-          add_comm(ks, n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, weights * wb, group,
+          add_comm(ks, n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, weights * zb, group,
                    span, 1, graph::kPerStep | graph::kOverlapped);
           return;
         }
@@ -374,7 +381,7 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
         // under DeepSpeed), each paying its collective's latency; the first
         // call of the forward waits.
         const double calls = units * spec::zero3_gathers_per_layer(fw, m, par.tp, par.ep);
-        const double message = weights * wb / calls;
+        const double message = weights * zb / calls;
         if (calls > 1)
           add_comm(ks, n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, message, group, span,
                    calls - 1, graph::kOverlapped);

@@ -13,6 +13,7 @@
 
 #include "ridgeline/engine/engine.hpp"
 #include "ridgeline/spec/framework.hpp"
+#include "ridgeline/spec/precision.hpp"
 #include "test_support.hpp"
 
 using namespace ridgeline;
@@ -196,4 +197,42 @@ TEST_CASE("advise and the does-not-fit hint offer activation offloading and the 
   REQUIRE(megatron.status <= 1);
   CHECK(megatron.out.find("--offload-activations") == std::string::npos);
   CHECK(megatron.out.find("--cross-entropy chunked") == std::string::npos);
+}
+
+TEST_CASE("ZeRO-3 gathers a QLoRA base as stored: its linear weights in NF4 (torchao NF4Tensor under FSDP2)") {
+  // Llama-3-8B over 8 GPUs, FSDP FULL_SHARD (ZeRO-3): each GPU holds two
+  // gathered layers (current and prefetched). A decoder layer's linear
+  // weights: q and o 4,096 x 4,096, k and v 4,096 x 1,024, the MLP's three
+  // 4,096 x 14,336: 218,103,808 parameters. Under LoRA they are gathered in
+  // bf16 (2 B), under QLoRA in NF4 (4.127 bits: spec::kNf4BytesPerWeight);
+  // its norms, 2 x 4,096 a layer and the final norm's 4,096 over the 32
+  // layers, go the other way, fp32 under QLoRA (4 B against 2). The two
+  // layers' buffers differ by
+  // 2 x (218,103,808 x (2 - 4.127 / 8) - (8,192 + 4,096 / 32) x 2) B.
+  const auto m = test::model("llama3_8b");
+  const auto hw = test::gpu("a100_sxm_80gb");
+  auto p = single_gpu(2048, 16, spec::RecomputeKind::kFull);
+  p.parallel.dp = 8;
+  p.parallel.zero = 3;
+  p.finetune.mode = spec::FinetuneMode::kLora;
+  const auto lora = run(m, p, hw);
+  p.finetune.mode = spec::FinetuneMode::kQlora;
+  const auto qlora = run(m, p, hw);
+  REQUIRE(lora.memory.peak_phase == qlora.memory.peak_phase);
+  CHECK(lora.memory.buffers - qlora.memory.buffers ==
+        doctest::Approx(2 * (218103808.0 * (2 - spec::kNf4BytesPerWeight) - (8192 + 4096.0 / 32) * 2)).epsilon(1e-9));
+  // The all-gathers themselves carry NF4 too: less time on the same ring.
+  engine::EvalOptions opt;
+  opt.keep_kernels = true;
+  auto gathered_s = [&](spec::FinetuneMode mode) {
+    p.finetune.mode = mode;
+    double s = 0;
+    for (const auto& k : engine::evaluate(m, p, hw, opt).kernels)
+      if (k.name == "zero3_param_all_gather") s += k.time_s;
+    return s;
+  };
+  const double lora_s = gathered_s(spec::FinetuneMode::kLora);
+  const double qlora_s = gathered_s(spec::FinetuneMode::kQlora);
+  CHECK(lora_s > 0);
+  CHECK(qlora_s < lora_s);
 }

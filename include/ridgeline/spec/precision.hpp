@@ -92,6 +92,17 @@ struct PrecisionPolicy {
   /// One element of a full-size optimizer state (Adam's moments, momentum):
   /// fp32, or the 16-bit weights' dtype without masters (pure bf16).
   double state_elem_bytes = 4;
+
+  /// Bytes of `weights` parameters as stored, without fp8 copies: the
+  /// trained ones at weight_bytes, a frozen base's decoder linear weights
+  /// (`frozen_linear` of them) at frozen_weight_bytes (NF4 under QLoRA), its
+  /// norms (`frozen_norms`) at frozen_norm_bytes and the rest of it at
+  /// frozen_other_bytes. What the model state holds and what ZeRO-3 / FSDP
+  /// gathers (torchao's NF4Tensor is all-gathered as NF4 under FSDP2).
+  double stored_weight_bytes(double weights, double frozen, double frozen_linear, double frozen_norms) const {
+    return (weights - frozen) * weight_bytes + frozen_linear * frozen_weight_bytes + frozen_norms * frozen_norm_bytes +
+           (frozen - frozen_linear - frozen_norms) * frozen_other_bytes;
+  }
 };
 
 /// The quantization of a plan's fp8 recipe or NVFP4:
