@@ -59,18 +59,22 @@ std::string does_not_fit_hint(const engine::Prediction& p, const spec::PlanSpec&
   if (plan.recompute.kind != spec::RecomputeKind::kFull)
     levers.emplace_back(plan.recompute.kind == spec::RecomputeKind::kNone ? "--recompute selective|full"
                                                                           : "--recompute full");
-  if (spec::PlanSpec q = plan; !plan.fp8_activation_storage && (q.fp8_activation_storage = true) &&
-                               engine::check_plan_field(model, q, gpu).empty())
-    levers.emplace_back("--fp8-activation-storage");
+  // A memory saver the plan has not pulled, offered where the engine accepts
+  // the plan with it (the framework runs it, the layout and optimizer allow it).
+  const auto offer = [&](bool pulled, const char* flag, auto&& pull) {
+    spec::PlanSpec q = plan;
+    pull(q);
+    if (!pulled && engine::check_plan_field(model, q, gpu).empty()) levers.emplace_back(flag);
+  };
+  offer(plan.fp8_activation_storage, "--fp8-activation-storage",
+        [](spec::PlanSpec& q) { q.fp8_activation_storage = true; });
   // torchtune's: the layers' activations in host memory, the loss a chunk at a time.
-  if (spec::PlanSpec q = plan; !plan.offload.activations_on_cpu() &&
-                               (q.offload.activations = spec::OffloadDevice::kCpu) == spec::OffloadDevice::kCpu &&
-                               engine::check_plan_field(model, q, gpu).empty())
-    levers.emplace_back("--offload-activations cpu");
-  if (spec::PlanSpec q = plan; spec::cross_entropy_of(plan) != spec::CrossEntropy::kChunked &&
-                               (q.cross_entropy = spec::CrossEntropy::kChunked) == spec::CrossEntropy::kChunked &&
-                               (q.cross_entropy_given = true) && engine::check_plan_field(model, q, gpu).empty())
-    levers.emplace_back("--cross-entropy chunked");
+  offer(plan.offload.activations_on_cpu(), "--offload-activations cpu",
+        [](spec::PlanSpec& q) { q.offload.activations = spec::OffloadDevice::kCpu; });
+  offer(spec::cross_entropy_of(plan) == spec::CrossEntropy::kChunked, "--cross-entropy chunked", [](spec::PlanSpec& q) {
+    q.cross_entropy = spec::CrossEntropy::kChunked;
+    q.cross_entropy_given = true;
+  });
   switch (plan.finetune.mode) {
     case spec::FinetuneMode::kFull:
       // Adapters' optimizer state is small: a leaner optimizer helps only when every weight trains.
@@ -80,15 +84,10 @@ std::string does_not_fit_hint(const engine::Prediction& p, const spec::PlanSpec&
       if (const auto pol = spec::precision_policy(plan);
           pol.state_elem_bytes > 2 && pol.master_bytes > 0 && plan.optimizer.kind != spec::OptimizerKind::kAdam8bit)
         levers.emplace_back("--optimizer-state-dtype bf16");
-      // torchtune's single-GPU full fine-tunes: gradients freed in backward,
-      // the state paged; offered where the engine accepts the plan with them
-      // (the framework runs them, the layout and optimizer allow them).
-      if (spec::PlanSpec q = plan; !plan.optimizer.in_backward && (q.optimizer.in_backward = true) &&
-                                   engine::check_plan_field(model, q, gpu).empty())
-        levers.emplace_back("--optimizer-in-backward");
-      if (spec::PlanSpec q = plan; !plan.optimizer.paged && (q.optimizer.paged = true) &&
-                                   engine::check_plan_field(model, q, gpu).empty())
-        levers.emplace_back("--paged-optimizer");
+      // torchtune's single-GPU full fine-tunes: gradients freed in backward, the state paged.
+      offer(plan.optimizer.in_backward, "--optimizer-in-backward",
+            [](spec::PlanSpec& q) { q.optimizer.in_backward = true; });
+      offer(plan.optimizer.paged, "--paged-optimizer", [](spec::PlanSpec& q) { q.optimizer.paged = true; });
       levers.emplace_back("--finetune lora");
       break;
     case spec::FinetuneMode::kLora: levers.emplace_back("--finetune qlora"); break;

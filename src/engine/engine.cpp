@@ -63,6 +63,14 @@ std::string_view refuse(std::string* message, std::string_view field, Message&& 
 /// offload); or those that read one.
 enum class Scope : std::uint8_t { kAll, kGraph, kStep };
 
+/// The frameworks whose profile offers `what`, as a list for a refusal.
+std::string offering(bool spec::FrameworkSpec::*what) {
+  std::vector<std::string_view> ids;
+  for (const auto& f : spec::frameworks())
+    if (f.*what) ids.push_back(f.id);
+  return support::join_and(ids);
+}
+
 template <Scope scope>
 std::string_view check_framework(const spec::ModelSpec& m, const spec::PlanSpec& p, std::string* message) {
   constexpr bool graph = scope != Scope::kStep, step = scope != Scope::kGraph;
@@ -70,10 +78,8 @@ std::string_view check_framework(const spec::ModelSpec& m, const spec::PlanSpec&
   const auto& q = p.parallel;
   if (graph && p.cross_entropy_given && p.cross_entropy == spec::CrossEntropy::kChunked && !fw.chunked_cross_entropy)
     return refuse(message, "cross_entropy", [&] {
-      std::vector<std::string_view> ids;
-      for (const auto& f : spec::frameworks())
-        if (f.chunked_cross_entropy) ids.push_back(f.id);
-      return fmt::format("{} has no chunked cross-entropy (offered by {})", fw.id, support::join_and(ids));
+      return fmt::format("{} has no chunked cross-entropy (offered by {})", fw.id,
+                         offering(&spec::FrameworkSpec::chunked_cross_entropy));
     });
   // DeepSpeed's PipelineEngine: "ZeRO-2 and ZeRO-3 are incompatible with
   // pipeline parallelism"; Megatron: the distributed optimizer is ZeRO-1 and
@@ -142,12 +148,6 @@ std::string_view check_offload(const spec::PlanSpec& p, std::string* message) {
   const spec::OffloadSpec& o = p.offload;
   const spec::OptimizerKind kind = p.optimizer.kind;
   const spec::FrameworkSpec& fw = spec::framework(p.framework);
-  auto offering = [](bool spec::FrameworkSpec::*what) {
-    std::vector<std::string_view> ids;
-    for (const auto& f : spec::frameworks())
-      if (f.*what) ids.push_back(f.id);
-    return support::join_and(ids);
-  };
   if (p.optimizer.in_backward && !fw.optimizer_in_backward)
     return refuse(message, "optimizer.in_backward", [&] {
       return fmt::format("{} steps the optimizer after the backward, not in it (offered by {})", fw.id,

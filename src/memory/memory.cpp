@@ -88,8 +88,7 @@ ModelState model_state(const spec::PlanSpec& p, const techniques::LocalParams& l
   // its norms (fp32 under QLoRA) and the rest (embedding, LM head, biases,
   // router: 16 bits).
   const double frozen_linear = lp.frozen > 0 ? lp.linear_weights : 0.0;
-  const double frozen_norms = lp.frozen > 0 ? lp.norm_weights : 0.0;
-  double weights = pol.stored_weight_bytes(lp.weights, lp.frozen, frozen_linear, frozen_norms);
+  double weights = techniques::stored_weight_bytes(pol, lp);
   // Transformer Engine keeps a quantized copy of each linear weight and its
   // transpose beside the 16-bit weight: +2 bytes per linear parameter in fp8
   // (plus block scales: blockwise 2 x 4/16384, mxfp8 2 x 1/32), 2 x 9/16 in
@@ -277,13 +276,9 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
   double gathered = 0;
   const spec::FrameworkSpec& fw = spec::framework(p.framework);
   const bool whole_params = is_pipelined(p) && fw.pp_params_unsharded;
-  if (p.parallel.zero >= 3 && !whole_params && techniques::data_parallel_groups(p).dense > 1) {
-    const bool frozen = lp.frozen > 0;
-    gathered = 2 *
-               spec::precision_policy(p).stored_weight_bytes(lp.weights, lp.frozen, frozen ? lp.linear_weights : 0.0,
-                                                             frozen ? lp.norm_weights : 0.0) /
-               std::max(1.0, lp.layers_local);
-  }
+  const spec::PrecisionPolicy pol = spec::precision_policy(p);
+  if (p.parallel.zero >= 3 && !whole_params && techniques::data_parallel_groups(p).dense > 1)
+    gathered = 2 * techniques::stored_weight_bytes(pol, lp) / std::max(1.0, lp.layers_local);
   // The backward's phases, autograd freeing each node's saved tensors once
   // it has run: first the loss and the head (their saved tensors and the
   // logits), then layer by layer, each rebuilding its recomputation's
@@ -291,6 +286,8 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
   // phase, not both at once.
   const double recompute = g.recompute_working;
   const bool head_peaks = head_saved + logits >= recompute;
+  // What the larger phase holds beyond the saved activations (`held`).
+  const double transient = head_peaks ? head_saved + logits : recompute;
   s.activations = held + (head_peaks ? head_saved : recompute);
   s.buffers = fixed_buffers + gathered + (head_peaks ? logits : 0.0);
   s.phase = holds_head && head_peaks ? "head" : "layer";
@@ -301,9 +298,8 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
   // layer's recomputation; between the two, the freed and the formed trade
   // layer by layer, so the peak is at one end.
   if (fw.grads_freed_each_step && !is_pipelined(p) && mb <= 1) {
-    const double head_grad =
-        holds_head ? std::min(s.gradients, lp.largest_tensor * spec::precision_policy(p).gradient_bytes) : 0.0;
-    if (s.gradients + recompute > s.activations + s.buffers - fixed_buffers - gathered + head_grad) {
+    const double head_grad = holds_head ? std::min(s.gradients, lp.largest_tensor * pol.gradient_bytes) : 0.0;
+    if (s.gradients + recompute > held + transient + head_grad) {
       s.activations = recompute;
       s.buffers = fixed_buffers + gathered;
       s.phase = "end";

@@ -48,12 +48,7 @@ OffloadCost offload_cost(const spec::PlanSpec& p, const spec::HardwareSpec& hw, 
   }
   if (p.offload.params_on_cpu()) {
     // The shard as stored (a frozen QLoRA base's linear weights in NF4).
-    const bool frozen = lp.frozen > 0;
-    const double stored_b =
-        lp.weights > 0 ? pol.stored_weight_bytes(lp.weights, lp.frozen, frozen ? lp.linear_weights : 0.0,
-                                                 frozen ? lp.norm_weights : 0.0) /
-                             lp.weights
-                       : pol.weight_bytes;
+    const double stored_b = lp.weights > 0 ? stored_weight_bytes(pol, lp) / lp.weights : pol.weight_bytes;
     const double shard_bytes = shard(lp.weights, lp.expert_weights) * stored_b;
     const double fetch_s = 2.0 * shard_bytes / link;  // before forward and before backward
     c.param_fetch_bytes = mb * 2.0 * shard_bytes;

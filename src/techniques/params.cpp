@@ -266,6 +266,12 @@ void stage_params_into(StageParams& s, const spec::ModelSpec& m, const spec::Mic
     s.middle = LocalParams{};
 }
 
+double stored_weight_bytes(const spec::PrecisionPolicy& pol, const LocalParams& lp) {
+  const bool frozen = lp.frozen > 0;
+  return pol.stored_weight_bytes(lp.weights, lp.frozen, frozen ? lp.linear_weights : 0.0,
+                                 frozen ? lp.norm_weights : 0.0);
+}
+
 double optimizer_state_bytes(const spec::OptimizerSpec& o, const LocalParams& lp, double e) {
   const double P = std::max(1.0, lp.trainable);
   const double vec = std::max(0.0, lp.trainable - lp.matrix_elems);  // vectors keep full statistics

@@ -569,24 +569,23 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
     notes.push_back(fmt::format("optimizer {}{} (training.optimizer '{}')", spec::to_string(*k),
                                 p.optimizer.paged ? ", paged" : "", tr.text("optimizer")));
   }
-  // torchtune's optimizer_in_bwd (optimizer.in_backward).
-  if (tr.has("optimizer_in_bwd")) {
-    const auto v = spec::parse_published_bool(tr.text("optimizer_in_bwd"));
-    if (!v)
-      return Skip{fmt::format("unrecognised training.optimizer_in_bwd '{}' (true or false)", tr.text("optimizer_in_bwd"))};
-    p.optimizer.in_backward = *v;
-    if (p.optimizer.in_backward) notes.push_back("optimizer in backward (training.optimizer_in_bwd)");
-  }
-  // torchtune's enable_activation_offloading (offload.activations).
-  if (tr.has("activation_offload")) {
-    const auto v = spec::parse_published_bool(tr.text("activation_offload"));
-    if (!v)
-      return Skip{fmt::format("unrecognised training.activation_offload '{}' (true or false)",
-                              tr.text("activation_offload"))};
-    if (*v) {
-      p.offload.activations = spec::OffloadDevice::kCpu;
-      notes.push_back("activations offloaded to the host (training.activation_offload)");
-    }
+  // torchtune's optimizer_in_bwd (optimizer.in_backward) and
+  // enable_activation_offloading (offload.activations), true or false.
+  struct Flag {
+    const char* key;
+    const char* note;
+    void (*set)(spec::PlanSpec&, bool);
+  };
+  static constexpr Flag kFlags[] = {
+      {"optimizer_in_bwd", "optimizer in backward", [](spec::PlanSpec& q, bool v) { q.optimizer.in_backward = v; }},
+      {"activation_offload", "activations offloaded to the host",
+       [](spec::PlanSpec& q, bool v) { q.offload.activations = v ? spec::OffloadDevice::kCpu : spec::OffloadDevice::kNone; }}};
+  for (const Flag& f : kFlags) {
+    if (!tr.has(f.key)) continue;
+    const auto v = spec::parse_published_bool(tr.text(f.key));
+    if (!v) return Skip{fmt::format("unrecognised training.{} '{}' (true or false)", f.key, tr.text(f.key))};
+    f.set(p, *v);
+    if (*v) notes.push_back(fmt::format("{} (training.{})", f.note, f.key));
   }
   // Fine-tuning: training.task (SFT: every weight trains, as in pre-training;
   // LoRA: adapters on a frozen base; QLoRA: the frozen base stored in NF4).

@@ -7,6 +7,7 @@
 
 #include "ridgeline/spec/model.hpp"
 #include "ridgeline/spec/plan.hpp"
+#include "ridgeline/spec/precision.hpp"
 
 namespace ridgeline::techniques {
 
@@ -90,6 +91,12 @@ struct StageParams {
 StageParams stage_params(const spec::ModelSpec& m, const spec::MicrobatchPlan& p);
 /// stage_params written into `s` (no 1.9 KB temporary to copy).
 void stage_params_into(StageParams& s, const spec::ModelSpec& m, const spec::MicrobatchPlan& p);
+
+/// Bytes of the stage's weights as stored (spec::PrecisionPolicy::
+/// stored_weight_bytes): a frozen base's decoder linear weights and norms
+/// at their own widths (QLoRA: NF4 and fp32), the rest as trained. What the
+/// model state holds and what ZeRO-3 / FSDP gathers and ZeRO-Infinity fetches.
+double stored_weight_bytes(const spec::PrecisionPolicy& pol, const LocalParams& lp);
 
 /// LoRA adapter parameters added to one decoder layer (whole, un-sharded).
 double lora_params_per_layer(const spec::ModelSpec& m, const spec::FinetuneSpec& ft);
