@@ -636,9 +636,10 @@ void summarize_graph(MicrobatchSummary& s, graph::Graph& g, const spec::ModelSpe
     techniques::build_microbatch(g, m, p, hw);
   }
   s.facts = memory::facts(g);
+  const spec::ParamCounts pc = spec::count_params(m);
   if (params) s.params = *params;
-  else techniques::stage_params_into(s.params, m, p);
-  s.model_params = spec::count_params(m);
+  else techniques::stage_params_into(s.params, m, p, pc);
+  s.model_params = pc;
 }
 
 namespace {
@@ -716,7 +717,7 @@ void finish_memory(Prediction& out, const MicrobatchSummary& sum, const spec::Mo
                    const spec::HardwareSpec& hw, const memory::StageStates* states) {
   memory::estimate_into(out.memory, sum.facts, m, p, hw, micro_batches(p), sum.params, states);
   out.params = sum.model_params;
-  out.trainable_params = sum.params.largest.model_trainable;
+  out.trainable_params = sum.params.largest().model_trainable;
   out.status = out.memory.fits ? Status::kOk : Status::kDoesNotFit;
 }
 
@@ -736,7 +737,7 @@ void build_step_kernels(StepKernels& out, const MicrobatchSummary& sum, const sp
   sg.act_bytes = sum.facts.act_bytes;
   sg.layers = static_cast<int>(sum.facts.layers);
   sg.tokens = sum.facts.tokens;
-  techniques::append_step_kernels(sg, m, p, sum.params.largest);  // local_params(m, p)
+  techniques::append_step_kernels(sg, m, p, sum.params.largest());  // local_params(m, p)
   out.costs.resize(sg.kernels.size());
   for (size_t i = 0; i < sg.kernels.size(); ++i)
     out.costs[i] = cost::cost_kernel(sg.kernels[i], c, p.cuda_graphs, cache);
@@ -746,7 +747,7 @@ void finish_time(Prediction& out, const MicrobatchSummary& sum, const StepKernel
                  const spec::PlanSpec& p, const spec::HardwareSpec& hw, const EvalOptions& opt) {
   const auto& par = p.parallel;
   const double mb = micro_batches(p);
-  const techniques::LocalParams& lp = sum.params.largest;  // local_params(m, p)
+  const techniques::LocalParams& lp = sum.params.largest();  // local_params(m, p)
   KernelSums s = sum;  // the step kernels add to a copy of the sums alone
   const double layer_scale = (m.layers + sum.facts.mtp_layers) / std::max(1.0, sum.facts.layers);
   double pool_step = 0, comm_step = 0, pool_sm_step = 0, pool_gemm_step = 0;
@@ -917,7 +918,7 @@ void finish_time(Prediction& out, const MicrobatchSummary& sum, const StepKernel
 
 void finish_totals(Prediction& out, const MicrobatchSummary& s, const spec::PlanSpec& p,
                    const spec::HardwareSpec& hw) {
-  training_totals(out.totals, out.step, s.params.largest, p, hw);
+  training_totals(out.totals, out.step, s.params.largest(), p, hw);
 }
 
 void evaluate_into(Prediction& out, Workspace& ws, const spec::ModelSpec& m, const spec::PlanSpec& p,

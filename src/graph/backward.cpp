@@ -136,7 +136,7 @@ void derive_backward(Graph& g) {
         b.flops = f.flops;
         break;
       case Op::kFlashAttn:
-        b = flash_attention_backward(f);
+        finish_flash_attention_backward(b, f);  // b is backward_copy(f) already
         break;
       case Op::kDequant:  // dequantize the frozen weight again for the input-gradient GEMM
         b.flops = f.flops;

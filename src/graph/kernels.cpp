@@ -111,13 +111,17 @@ Kernel flash_attention_forward(const AttentionShape& s, spec::AttentionKind impl
   return f;
 }
 
-Kernel flash_attention_backward(const Kernel& f) {
-  Kernel b = backward_copy(f);
+void finish_flash_attention_backward(Kernel& b, const Kernel& f) {
   b.flops = 2.5 * f.flops;  // model FLOPs stay 2x
   b.read_bytes = f.read_bytes + 2 * f.write_bytes;  // Q,K,V (+ re-reads), O, dO, lse
   b.write_bytes = f.read_bytes;                      // dQ, dK, dV
   b.sram_bytes = 2.5 * f.sram_bytes;
   b.launches = 2;
+}
+
+Kernel flash_attention_backward(const Kernel& f) {
+  Kernel b = backward_copy(f);
+  finish_flash_attention_backward(b, f);
   return b;
 }
 

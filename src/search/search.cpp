@@ -1090,7 +1090,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
             for (size_t i = 0; i < state_digits.size(); ++i) state_key[i] = u.digit[state_axis[i]];
             const size_t at_zo = j * zo + state_digits.index(state_key);  // stage split and (ZeRO, offload)
             const double bound = memos.state_bounds.get(
-                at_zo, [&](double& e) { e = memory::model_state(p, held.largest).total(); });
+                at_zo, [&](double& e) { e = memory::model_state(p, held.largest()).total(); });
             if (bound > memory_limit) {  // a lower bound on the peak's upper end
               ++n.pruned;
               ++n.state;

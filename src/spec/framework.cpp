@@ -272,12 +272,6 @@ AttentionKind attention_on(const MicrobatchPlan& p, Generation g) {
   return p.attention_given ? p.attention : framework(p.framework).attention_on(g);
 }
 
-MainGrads main_grads_of(const MicrobatchPlan& p) {
-  if (p.main_grads_given) return p.main_grads;
-  const bool bf16 = p.precision == Precision::kBf16 || p.precision == Precision::kFp8 || p.precision == Precision::kNvfp4;
-  return bf16 && framework(p.framework).fp32_main_grads_with_bf16 ? MainGrads::kFp32 : MainGrads::kWorking;
-}
-
 CrossEntropy cross_entropy_of(const MicrobatchPlan& p) {
   if (p.cross_entropy_given) return p.cross_entropy;
   const FrameworkSpec& fw = framework(p.framework);
@@ -315,17 +309,18 @@ void apply_generation_defaults(PlanSpec& p, Generation g) {
 
 const std::vector<FrameworkSpec>& frameworks() { return registry().all(); }
 
-const FrameworkSpec& framework(std::uint8_t index) {
-  // The profiles already read, by index: the evaluation's passes ask for
-  // the plan's framework about ten times each, and one acquire load answers
-  // (constant-initialised, so no guard on the first use).
-  static std::atomic<const FrameworkSpec*> read[256];
-  if (const FrameworkSpec* f = read[index].load(std::memory_order_acquire)) return *f;
+namespace detail {
+
+std::atomic<const FrameworkSpec*> frameworks_read[256];
+
+const FrameworkSpec& read_framework(std::uint8_t index) {
   Registry& r = registry();
   const FrameworkSpec& f = r.at(index < r.ids().size() ? index : 0);
-  read[index].store(&f, std::memory_order_release);
+  frameworks_read[index].store(&f, std::memory_order_release);
   return f;
 }
+
+}  // namespace detail
 
 std::optional<std::uint8_t> find_framework(std::string_view id) {
   const auto& ids = registry().ids();

@@ -124,29 +124,31 @@ void apply_optimizer(graph::Graph& g, const spec::PlanSpec& p, const LocalParams
   const StepTraffic tr = traffic(p.optimizer, grad_b, master_b, weight_b, state_b, muon_frac);
   // Optimizer offload: the step runs in CPU Adam on the host
   // (techniques::offload_cost), no optimizer kernel on the GPU.
-  const bool on_gpu = !p.offload.optimizer_on_cpu();
-  Kernel k;
-  k.name = "optimizer_step";
-  k.op = graph::Op::kOptimizer;
-  k.cls = spec::KernelClass::kOptimizer;
-  k.dtype = spec::Dtype::kFp32;
-  k.phase = spec::Phase::kOptimizer;
-  k.flags = graph::kPerStep;
-  k.count = 1;
-  k.flops = tr.flops * P;
-  if (p.fusion == spec::Fusion::kEager) {
-    // One kernel per op per tensor (foreach over lists still makes a pass per
-    // op): each pass reads and writes the state it touches.
-    k.read_bytes = tr.read * P * (tr.passes / 3.0);
-    k.write_bytes = tr.write * P * (tr.passes / 3.0);
-    k.launches = tr.passes * std::max(1.0, lp.tensors / 16.0);
-  } else {
-    // Fused multi-tensor kernel: one pass (apex FusedAdam / torch fused=True).
-    k.read_bytes = tr.read * P;
-    k.write_bytes = tr.write * P;
-    k.launches = std::max(1.0, lp.tensors / 64.0);
+  if (!p.offload.optimizer_on_cpu()) {
+    // Built in place: a kernel filled field by field on the stack and then
+    // copied whole is read back before its narrow stores retire.
+    Kernel& k = g.kernels.emplace_back();
+    k.name = "optimizer_step";
+    k.op = graph::Op::kOptimizer;
+    k.cls = spec::KernelClass::kOptimizer;
+    k.dtype = spec::Dtype::kFp32;
+    k.phase = spec::Phase::kOptimizer;
+    k.flags = graph::kPerStep;
+    k.count = 1;
+    k.flops = tr.flops * P;
+    if (p.fusion == spec::Fusion::kEager) {
+      // One kernel per op per tensor (foreach over lists still makes a pass per
+      // op): each pass reads and writes the state it touches.
+      k.read_bytes = tr.read * P * (tr.passes / 3.0);
+      k.write_bytes = tr.write * P * (tr.passes / 3.0);
+      k.launches = tr.passes * std::max(1.0, lp.tensors / 16.0);
+    } else {
+      // Fused multi-tensor kernel: one pass (apex FusedAdam / torch fused=True).
+      k.read_bytes = tr.read * P;
+      k.write_bytes = tr.write * P;
+      k.launches = std::max(1.0, lp.tensors / 64.0);
+    }
   }
-  if (on_gpu) g.kernels.push_back(k);
   if (muon) append_muon(g, p, lp, pol);
   // Sophia's Hessian step (apply_hessian_estimate) reduces its gradients
   // across data-parallel ranks as a training step does (the last micro-step

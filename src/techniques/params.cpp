@@ -27,19 +27,6 @@ double lora_params_per_layer(const spec::ModelSpec& m, const spec::PlanSpec& p) 
   return lora_params_per_layer(m, p.finetune);
 }
 
-double zero_shard(const spec::PlanSpec& p, const DataParallelGroups& g, int covered, double all, double expert) {
-  if (p.parallel.zero < covered) return all;
-  return (all - expert) / g.dense + expert / g.expert;
-}
-
-DataParallelGroups data_parallel_groups(const spec::PlanSpec& p) {
-  const auto& par = p.parallel;
-  DataParallelGroups g;
-  g.dense = std::max(1.0, static_cast<double>(par.dp) * par.cp);
-  g.expert = std::max(1.0, g.dense / std::max(1, par.ep));
-  return g;
-}
-
 namespace {
 
 /// What local_params reads of a plan: its TP, PP, EP, uneven stages and fine-tuning.
@@ -48,16 +35,21 @@ struct Split {
   const spec::FinetuneSpec& finetune;
 };
 
-/// `counted`, when given, is set to the stage counted (kLargest resolved to
-/// the end that holds more; with PP = 1, kFirst).
-LocalParams compute_local_params(const spec::ModelSpec& m, const spec::ParamCounts& pc, const Split& p,
-                                 PipelineStage stage, PipelineStage* counted = nullptr) {
+/// What every stage of one plan shares: the per-layer counts as TP and EP
+/// split them, and the ends (formed once for the two or three stages an
+/// evaluation reads).
+struct Shared {
+  double t, pp, ep, h, q, f, V, nb;
+  bool gated;
+  double kv_local, attn_matrices, attn, attn_rows_cols, router, router_bias, shared, expert_layer, mlp_matrices,
+      layer, dense_ffn, dense_mlp_matrices, dense_layer, emb, head, mtp_all, mtp_extra;
+  PipelineStage larger;  // the end that holds more (kFirst with PP = 1)
+};
+
+Shared shared_counts(const spec::ModelSpec& m, const spec::ParamCounts& pc, const Split& p) {
   const double t = std::max(1, p.tp);
   const double pp = std::max(1, p.pp);
   const double ep = std::max(1, p.ep);
-  LocalParams lp;
-  double L_local = std::ceil(m.layers / pp);
-  lp.model_total = pc.total;
   const double h = m.hidden, q = m.q_dim(), f = m.ffn_hidden, V = m.vocab;
   const double nb = m.bias ? 1.0 : 0.0;
   const bool gated = spec::is_gated(m.activation);
@@ -109,13 +101,32 @@ LocalParams compute_local_params(const spec::ModelSpec& m, const spec::ParamCoun
   // (enorm, hnorm), on the last stage; embedding and head shared.
   const double mtp_all = std::max(0, m.mtp_layers);
   const double mtp_extra = 2 * h * h + 2 * pc.final_norm;
+  const PipelineStage larger = pp > 1 && !(emb >= head + pc.final_norm + mtp_all * (layer + mtp_extra))
+                                   ? PipelineStage::kLast
+                                   : PipelineStage::kFirst;
+  return {t,      pp,       ep,         h,      q,           f,          V,       nb,        gated,
+          kv_local, attn_matrices, attn, attn_rows_cols, router, router_bias, shared, expert_layer, mlp_matrices,
+          layer,  dense_ffn, dense_mlp_matrices, dense_layer, emb, head, mtp_all, mtp_extra, larger};
+}
+
+/// One stage's parameters written into `lp` (in place: a LocalParams is
+/// half a kilobyte and every evaluation forms two), from the plan's shared
+/// counts; kLargest is the end that holds more.
+void fill_local_params(LocalParams& lp, const spec::ModelSpec& m, const spec::ParamCounts& pc, const Split& p,
+                       const Shared& S, PipelineStage stage) {
+  const double t = S.t, pp = S.pp, ep = S.ep, h = S.h, q = S.q, f = S.f, V = S.V;
+  const bool gated = S.gated;
+  const double kv_local = S.kv_local, attn_matrices = S.attn_matrices, attn_rows_cols = S.attn_rows_cols,
+               router = S.router, expert_layer = S.expert_layer, mlp_matrices = S.mlp_matrices, layer = S.layer,
+               dense_ffn = S.dense_ffn,
+               dense_mlp_matrices = S.dense_mlp_matrices, dense_layer = S.dense_layer, emb = S.emb, head = S.head,
+               mtp_all = S.mtp_all, mtp_extra = S.mtp_extra;
+  lp = LocalParams{};
+  double L_local = std::ceil(m.layers / pp);
+  lp.model_total = pc.total;
   bool first = true, last = true;
-  if (counted) *counted = PipelineStage::kFirst;
   if (pp > 1) {
-    if (stage == PipelineStage::kLargest)
-      stage = emb >= head + pc.final_norm + mtp_all * (layer + mtp_extra) ? PipelineStage::kFirst
-                                                                          : PipelineStage::kLast;
-    if (counted) *counted = stage;
+    if (stage == PipelineStage::kLargest) stage = S.larger;
     first = stage == PipelineStage::kFirst;
     last = stage == PipelineStage::kLast;
     // Uneven stages: this stage's own layers (the largest end's for kLargest).
@@ -231,37 +242,37 @@ LocalParams compute_local_params(const spec::ModelSpec& m, const spec::ParamCoun
       lp.largest_tensor = r * std::max(h, f / t);  // an adapter's A or B: r x (its matrix's longer side) at most
     }
   }
-  return lp;
 }
 
 }  // namespace
 
 LocalParams local_params(const spec::ModelSpec& m, const spec::PlanSpec& p, PipelineStage stage) {
   const auto& q = p.parallel;
-  return compute_local_params(m, spec::count_params(m),
-                              {q.tp, q.pp, q.ep, q.first_stage_layers, q.last_stage_layers, p.finetune}, stage);
+  const spec::ParamCounts pc = spec::count_params(m);
+  const Split split{q.tp, q.pp, q.ep, q.first_stage_layers, q.last_stage_layers, p.finetune};
+  LocalParams lp;
+  fill_local_params(lp, m, pc, split, shared_counts(m, pc, split), stage);
+  return lp;
 }
 
 StageParams stage_params(const spec::ModelSpec& m, const spec::MicrobatchPlan& p) {
   StageParams s;
-  stage_params_into(s, m, p);
+  stage_params_into(s, m, p, spec::count_params(m));
   return s;
 }
 
-void stage_params_into(StageParams& s, const spec::ModelSpec& m, const spec::MicrobatchPlan& p) {
+void stage_params_into(StageParams& s, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
+                       const spec::ParamCounts& pc) {
   const auto& q = p.parallel;
   const Split split{q.tp, q.pp, q.ep, q.first_stage_layers, q.last_stage_layers, p.finetune};
-  // The larger end is one of the two ends counted (with PP = 1 the only
-  // stage is every view), so two counts serve three views.
-  PipelineStage larger = PipelineStage::kFirst;
-  // The model's counts once for every view (spec::count_params walks the whole model).
-  const spec::ParamCounts pc = spec::count_params(m);
-  s.largest = compute_local_params(m, pc, split, PipelineStage::kLargest, &larger);
-  s.first = larger == PipelineStage::kFirst ? s.largest : compute_local_params(m, pc, split, PipelineStage::kFirst);
-  s.last = larger == PipelineStage::kLast || q.pp <= 1 ? s.largest
-                                                         : compute_local_params(m, pc, split, PipelineStage::kLast);
+  // The shared counts once; each end formed once, in place; the larger is
+  // one of them (with PP = 1 the only stage is every view).
+  const Shared sh = shared_counts(m, pc, split);
+  fill_local_params(s.first, m, pc, split, sh, PipelineStage::kFirst);
+  if (q.pp > 1) fill_local_params(s.last, m, pc, split, sh, PipelineStage::kLast);
+  s.last_largest = sh.larger == PipelineStage::kLast;
   if ((q.first_stage_layers > 0 || q.last_stage_layers > 0) && q.pp > 2)
-    s.middle = compute_local_params(m, pc, split, PipelineStage::kMiddle);
+    fill_local_params(s.middle, m, pc, split, sh, PipelineStage::kMiddle);
   else
     s.middle = LocalParams{};
 }

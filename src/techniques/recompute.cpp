@@ -82,11 +82,11 @@ void apply_op_recompute(graph::Graph& g) {
       default: break;
     }
     if (recomputed > 0) {
-      Kernel r = k;
+      const double count = k.count * recomputed;
+      Kernel& r = ks.emplace_back(k);  // copied in place (the vector copies k before it moves)
       r.phase = spec::Phase::kRecompute;
-      r.count = k.count * recomputed;
+      r.count = count;
       r.saved_fraction = 1.0 / L;  // one layer's recomputed tensors alive at a time
-      ks.push_back(r);
     }
     ks[i].saved_bytes = saved;
     ks[i].saved_core_bytes = 0;
@@ -99,12 +99,13 @@ void apply_op_recompute(graph::Graph& g) {
 /// per instance, one instance's alive at a time (the module runs again
 /// just before its own backward, layer by layer).
 void push_recompute(std::vector<Kernel>& ks, const Kernel& k, double rebuilt) {
-  Kernel r = k;
+  // In place; `k` may be an element of `ks` (the vector copies it before it
+  // moves), so only the copy is read after.
+  Kernel& r = ks.emplace_back(k);
   r.phase = spec::Phase::kRecompute;
   r.saved_bytes = rebuilt;
   r.saved_core_bytes = 0;
-  r.saved_fraction = 1.0 / std::max(1.0, k.count);
-  ks.push_back(r);
+  r.saved_fraction = 1.0 / std::max(1.0, r.count);
 }
 
 bool layer_forward(const Kernel& k) { return k.phase == spec::Phase::kForward && k.has(graph::kLayer); }
@@ -120,23 +121,22 @@ void recompute_core_attention(graph::Graph& g) {
   for (size_t i = 0; i < n; ++i) {
     Kernel& k = ks[i];
     if (k.phase == spec::Phase::kForward && k.op == graph::Op::kFlashAttn) {
-      Kernel r = k;
-      r.phase = spec::Phase::kRecompute;
-      r.saved_bytes = 0;
       // Without a QKV projection (latent attention assembles Q, K, V from
       // several GEMMs) the checkpoint keeps the kernel's own Q, K, V.
-      k.saved_bytes = qkv_bytes > 0 ? qkv_bytes : k.saved_bytes - k.gemm.batch * k.gemm.m * 4.0;
-      ks.push_back(r);
+      const double kept = qkv_bytes > 0 ? qkv_bytes : k.saved_bytes - k.gemm.batch * k.gemm.m * 4.0;
+      Kernel& r = ks.emplace_back(k);  // in place; `k` is not read after
+      r.phase = spec::Phase::kRecompute;
+      r.saved_bytes = 0;
+      ks[i].saved_bytes = kept;
       continue;
     }
     if (k.phase != spec::Phase::kForward || !k.has(graph::kAttnCore)) continue;
     const bool has_core = k.saved_core_bytes > 0 || k.cls == spec::KernelClass::kSoftmax;
     k.saved_core_bytes = 0;
     if (!has_core && k.cls != spec::KernelClass::kGemm) continue;
-    Kernel r = k;
+    Kernel& r = ks.emplace_back(k);
     r.phase = spec::Phase::kRecompute;
     r.saved_bytes = 0;
-    ks.push_back(r);
   }
 }
 
@@ -167,7 +167,7 @@ void recompute_layernorms(graph::Graph& g) {
   size_t norm1 = n;     // the input norm the next projection reads
   for (size_t i = 0; i < n; ++i) {
     if (!layer_forward(ks[i])) continue;
-    const Kernel k = ks[i];
+    const Kernel& k = ks[i];  // not read after a push (the push may move it)
     if (k.op == graph::Op::kDispatch) routed = true;
     if (k.op == graph::Op::kCombine) routed = false;
     if (k.op == graph::Op::kNorm1) {
@@ -208,16 +208,16 @@ void recompute_mla_up_proj(graph::Graph& g) {
   if (std::none_of(ks.begin(), ks.end(), [](const Kernel& k) { return k.op == graph::Op::kKvUp; })) return;
   bool first = true;
   for (size_t i = 0; i < n; ++i) {
-    const Kernel k = ks[i];
-    if (!layer_forward(k)) continue;
-    const bool up = k.op == graph::Op::kQUp || k.op == graph::Op::kKvUp || k.op == graph::Op::kKvConcat ||
-                    k.op == graph::Op::kRope || k.op == graph::Op::kLatentNorm;
+    if (!layer_forward(ks[i])) continue;
+    const graph::Op op = ks[i].op;
+    const bool up = op == graph::Op::kQUp || op == graph::Op::kKvUp || op == graph::Op::kKvConcat ||
+                    op == graph::Op::kRope || op == graph::Op::kLatentNorm;
     if (up) {
       // The rebuilt Q, K, V alive again: charged once, on the first copy.
-      push_recompute(ks, k, first ? g.attention_qkv_bytes : 0.0);
+      push_recompute(ks, ks[i], first ? g.attention_qkv_bytes : 0.0);
       first = false;
     }
-    if (k.op == graph::Op::kFlashAttn) ks[i].saved_bytes = std::max(0.0, ks[i].saved_bytes - g.attention_qkv_bytes);
+    if (op == graph::Op::kFlashAttn) ks[i].saved_bytes = std::max(0.0, ks[i].saved_bytes - g.attention_qkv_bytes);
   }
 }
 
@@ -307,13 +307,12 @@ void apply_recompute(graph::Graph& g, const spec::MicrobatchPlan& p) {
   if (p.recompute.block_layers > 0 && L > 0) {
     const double k = std::min(p.recompute.block_layers, L);
     for (size_t i = 0; i < n; ++i) {
-      Kernel& f = ks[i];
+      const Kernel& f = ks[i];
       if (f.phase != spec::Phase::kForward || !f.has(graph::kLayer)) continue;
-      Kernel r = f;
+      Kernel& r = ks.emplace_back(f);  // in place; `f` is not read after
       r.phase = spec::Phase::kRecompute;
-      r.count = f.count * k / L;
+      r.count = r.count * k / L;
       r.saved_fraction = 1.0 / k;  // one recomputed layer's tensors alive at a time
-      ks.push_back(r);
       // The first norm saves the layer input: kept by every layer (the
       // recomputed ones as their checkpoint).
       if (ks[i].op != graph::Op::kNorm1) ks[i].saved_fraction *= (L - k) / L;
@@ -324,12 +323,11 @@ void apply_recompute(graph::Graph& g, const spec::MicrobatchPlan& p) {
   // copies rebuild them, one segment of K layers alive at a time.
   const double working = L > 0 ? std::min(segment_layers(p.recompute, L), L) / static_cast<double>(L) : 0.0;
   for (size_t i = 0; i < n; ++i) {
-    Kernel& k = ks[i];
+    const Kernel& k = ks[i];
     if (k.phase != spec::Phase::kForward || !k.has(graph::kLayer)) continue;
-    Kernel r = k;
+    Kernel& r = ks.emplace_back(k);  // in place; `k` is not read after
     r.phase = spec::Phase::kRecompute;
     r.saved_fraction = working;
-    ks.push_back(r);
     ks[i].saved_fraction = 0;
   }
   // The layer input (saved by the first norm, sharded under SP as it saves

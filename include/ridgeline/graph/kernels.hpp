@@ -68,6 +68,8 @@ Kernel flash_attention_forward(const AttentionShape& s, spec::AttentionKind impl
 /// log-sum-exp, writes dQ, dK, dV; two launches (the dO.O row-sum
 /// preprocess and the main kernel).
 Kernel flash_attention_backward(const Kernel& fwd);
+/// The same, on `b`: already the backward copy of `fwd` (backward_copy), in place.
+void finish_flash_attention_backward(Kernel& b, const Kernel& fwd);
 
 /// Attention without fusion (PyTorch's eager "standard" attention, as the
 /// graph builds it): the batched GEMM S = Q K^T (b h batches of q_len x

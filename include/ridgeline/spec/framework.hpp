@@ -14,6 +14,7 @@
 // is asked for (a plan needs one), all of them only by frameworks().
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -205,10 +206,21 @@ struct FrameworkSpec {
 /// yet read. Throws support::SpecError when a file is malformed or megatron
 /// is missing.
 const std::vector<FrameworkSpec>& frameworks();
+namespace detail {
+/// The profiles already read, by index (constant-initialised, so no guard on
+/// first use): the evaluation's passes ask for the plan's framework a few
+/// dozen times each, and one acquire load inline answers.
+extern std::atomic<const FrameworkSpec*> frameworks_read[256];
+const FrameworkSpec& read_framework(std::uint8_t index);
+}  // namespace detail
+
 /// A plan's framework (index into frameworks(); out of range = megatron);
 /// reads its file on first use, from any thread. Throws support::SpecError
 /// when that file is malformed.
-const FrameworkSpec& framework(std::uint8_t index);
+inline const FrameworkSpec& framework(std::uint8_t index) {
+  if (const FrameworkSpec* f = detail::frameworks_read[index].load(std::memory_order_acquire)) return *f;
+  return detail::read_framework(index);
+}
 /// Index of the framework with this id (the file stem); nullopt when there is
 /// none. Reads no profile.
 std::optional<std::uint8_t> find_framework(std::string_view id);
@@ -244,7 +256,11 @@ void apply_generation_defaults(PlanSpec& p, Generation g);
 
 /// The main gradients a plan keeps: the plan's when it gives them, else its
 /// framework's default for its precision (FrameworkSpec::fp32_main_grads_with_bf16).
-MainGrads main_grads_of(const MicrobatchPlan& p);
+inline MainGrads main_grads_of(const MicrobatchPlan& p) {
+  if (p.main_grads_given) return p.main_grads;
+  const bool bf16 = p.precision == Precision::kBf16 || p.precision == Precision::kFp8 || p.precision == Precision::kNvfp4;
+  return bf16 && framework(p.framework).fp32_main_grads_with_bf16 ? MainGrads::kFp32 : MainGrads::kWorking;
+}
 /// The plan's loss: as given, else the framework's at the plan's fusion level
 /// (FrameworkSpec::fused_cross_entropy, fused_cross_entropy_compiled).
 CrossEntropy cross_entropy_of(const MicrobatchPlan& p);

@@ -3,6 +3,7 @@
 // Counts are elements (not bytes).
 #pragma once
 
+#include <algorithm>
 #include <array>
 
 #include "ridgeline/spec/model.hpp"
@@ -66,13 +67,23 @@ struct DataParallelGroups {
   double dense = 1;
   double expert = 1;
 };
-DataParallelGroups data_parallel_groups(const spec::PlanSpec& p);
+inline DataParallelGroups data_parallel_groups(const spec::PlanSpec& p) {
+  const auto& par = p.parallel;
+  DataParallelGroups g;
+  g.dense = std::max(1.0, static_cast<double>(par.dp) * par.cp);
+  g.expert = std::max(1.0, g.dense / std::max(1, par.ep));
+  return g;
+}
 
 /// What one GPU holds of `all` (of which `expert` is expert state) when ZeRO
 /// stage `covered` or above shards it: dense state over the DP x CP ranks,
 /// expert state over DP x CP / EP; below that stage, all of it. The memory
 /// model and the optimizer step both shard through this.
-double zero_shard(const spec::PlanSpec& p, const DataParallelGroups& g, int covered, double all, double expert);
+inline double zero_shard(const spec::PlanSpec& p, const DataParallelGroups& g, int covered, double all,
+                         double expert) {
+  if (p.parallel.zero < covered) return all;
+  return (all - expert) / g.dense + expert / g.expert;
+}
 
 /// One GPU's parameters on `stage`. Decoder layers are split by TP (experts
 /// also by EP); when TP exceeds the KV heads each rank holds one whole KV
@@ -83,14 +94,21 @@ LocalParams local_params(const spec::ModelSpec& m, const spec::PlanSpec& p,
 /// Every stage's local_params under one plan: what all layouts of one
 /// micro-batch graph share (DP, ZeRO, virtual stages and offload leave
 /// them unchanged), formed once per graph (engine::MicrobatchSummary)
-/// instead of once per layout and use. `middle` is formed only where
-/// memory::estimate reads it (uneven stages over PP > 2) and is zero otherwise.
+/// instead of once per layout and use. `last` is formed only under PP (with
+/// PP = 1 the one stage is `first`; `last` is left as it was), `middle` only
+/// where memory::estimate reads it (uneven stages over PP > 2) and is zero
+/// otherwise.
 struct StageParams {
-  LocalParams largest, first, last, middle;
+  LocalParams first, last, middle;
+  bool last_largest = false;  // the last stage holds more than the first (PP > 1)
+  /// The end that holds more (local_params(..., kLargest)).
+  const LocalParams& largest() const { return last_largest ? last : first; }
 };
 StageParams stage_params(const spec::ModelSpec& m, const spec::MicrobatchPlan& p);
-/// stage_params written into `s` (no 1.9 KB temporary to copy).
-void stage_params_into(StageParams& s, const spec::ModelSpec& m, const spec::MicrobatchPlan& p);
+/// stage_params written into `s` in place, with the model's counts already
+/// formed (`pc`: spec::count_params(m)).
+void stage_params_into(StageParams& s, const spec::ModelSpec& m, const spec::MicrobatchPlan& p,
+                       const spec::ParamCounts& pc);
 
 /// Bytes of the stage's weights as stored (spec::PrecisionPolicy::
 /// stored_weight_bytes): a frozen base's decoder linear weights and norms
