@@ -720,10 +720,22 @@ double shape_compute_cached(const graph::Kernel& k, const CostParams& c, KernelC
   return t;
 }
 
-/// collective_cost through the caller's cache, as the GEMM cache: a search
-/// costs the same few collectives of a layout again and again.
+/// What a GEMM beside NCCL's channels loses (cost_kernel): its grid of tiles
+/// fills the SMs left wave by wave, or, where cuBLAS GEMMs are persistent
+/// (one CTA per SM), the CTAs that find their SM held wait for a second
+/// wave: the GEMM takes ceil(SMs / free SMs) times its time alone.
+double nccl_gemm_loss(const CollectiveCost& cc, const CostParams& c) {
+  const double free_sms = c.sms - cc.channels;
+  return !c.persistent_gemm || cc.channels <= 0 ? cc.sm_fraction
+         : free_sms >= 1                       ? std::max(cc.sm_fraction, 1.0 - 1.0 / std::ceil(c.sms / free_sms))
+                                               : 1.0;
+}
+
+/// collective_cost through the caller's cache, as the GEMM cache (a search
+/// costs the same few collectives of a layout again and again), with its
+/// nccl_gemm_loss (kept with it: both are fixed by the entry's CostParams).
 CollectiveCost collective_cost_cached(graph::Collective kind, double bytes, double n, double span,
-                                      double link_bytes, const CostParams& c, KernelCache& cache) {
+                                      double link_bytes, const CostParams& c, KernelCache& cache, double& gemm_loss) {
   // Hash the values' bits (a byte count can exceed what an integer holds),
   // each times its own odd constant: independent multiplies, not a chain.
   const std::uint64_t h = (c.id * 0x9E3779B97F4A7C15ull) ^
@@ -739,9 +751,14 @@ CollectiveCost collective_cost_cached(graph::Collective kind, double bytes, doub
         return x.kind == kind && x.bytes == bytes && x.n == n && x.span == span && x.link_bytes == link_bytes;
       },
       hit);
-  if (hit) return e.cost;
+  if (hit) {
+    gemm_loss = e.gemm_loss;
+    return e.cost;
+  }
   const CollectiveCost cc = collective_cost(kind, bytes, n, span, c, link_bytes);
+  gemm_loss = nccl_gemm_loss(cc, c);
   e.id = c.id, e.kind = kind, e.bytes = bytes, e.n = n, e.span = span, e.link_bytes = link_bytes, e.cost = cc;
+  e.gemm_loss = gemm_loss;
   return cc;
 }
 
@@ -846,10 +863,12 @@ KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_gr
         {"NCCL NVLS", "NCCL NVLS", "NCCL NVLS"},
         {"NCCL NVLSTree", "NCCL NVLSTree", "NCCL NVLSTree"},
         {"DeepEP node-aware all-to-all", "DeepEP node-aware all-to-all", "DeepEP node-aware all-to-all"}};
+    double nccl_loss = 0;
     const CollectiveCost cc =
         cache ? collective_cost_cached(k.comm.kind, k.comm.bytes, k.comm.group, k.comm.span, k.comm.link_bytes, c,
-                                       *cache)
+                                       *cache, nccl_loss)
               : collective_cost(k.comm.kind, k.comm.bytes, k.comm.group, k.comm.span, c, k.comm.link_bytes);
+    if (!cache) nccl_loss = nccl_gemm_loss(cc, c);
     r.time_s = cc.time_s;
     r.sm_fraction = cc.sm_fraction;
     // What the compute beside it loses, by how the collective runs:
@@ -876,10 +895,7 @@ KernelCost cost_kernel(const graph::Kernel& k, const CostParams& c, bool cuda_gr
     } else if (k.has(graph::kBesideAttention)) {
       r.gemm_overlap_loss = cc.sm_fraction;
     } else {
-      const double free_sms = c.sms - cc.channels;
-      r.gemm_overlap_loss = !c.persistent_gemm || cc.channels <= 0 ? cc.sm_fraction
-                            : free_sms >= 1 ? std::max(cc.sm_fraction, 1.0 - 1.0 / std::ceil(c.sms / free_sms))
-                                            : 1.0;
+      r.gemm_overlap_loss = nccl_loss;
     }
     r.basis = kBasis[static_cast<int>(cc.algorithm)][static_cast<int>(cc.protocol)];
     r.bound = Bound::kNetwork;

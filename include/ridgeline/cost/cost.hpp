@@ -221,6 +221,7 @@ struct KernelCache {
     graph::Collective kind{};
     double bytes = 0, n = 0, span = 0, link_bytes = 0;
     CollectiveCost cost{0, {}, {}, 0, 0};
+    double gemm_loss = 0;  // what a GEMM beside NCCL's channels loses (cost_kernel)
   };
   std::array<Shape, 256> shapes{};
   std::array<Collective, 128> collectives{};
