@@ -332,6 +332,17 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
     const double units = std::max(1.0, static_cast<double>(m.layers) / pp);
     const bool gather_per_step = fw.pp_params_unsharded && pp > 1;
     const bool overlap_gather = spec::overlap_param_gather_of(p);
+    // FSDP's ZeRO-2 (FSDP1 ShardingStrategy.SHARD_GRAD_OP, FSDP2
+    // reshard_after_forward=False) gathers as ZeRO-3 does before each unit's
+    // forward and keeps the unit's parameters until its backward has run:
+    // "unshards before the forward, does not reshard them after the
+    // forward, and only reshards them after the backward computation"
+    // (torch/distributed/fsdp/api.py, ShardingStrategy). Its gathers are
+    // the forward half of ZeRO-3's, per unit and per micro-batch, not one
+    // all-gather of the updated shards after the step (Megatron's
+    // distributed optimizer, DeepSpeed ZeRO-1/2).
+    const bool fsdp_zero2 = par.zero == 2 && !gather_per_step &&
+                            (fw.sharding == spec::ParamSharding::kFsdp1 || fw.sharding == spec::ParamSharding::kFsdp2);
     auto reduce = [&](const Names& n, double trainable, double weights, double group) {
       if (group <= 1) return;
       const Collective kind = par.zero == 0 ? Collective::kAllReduce : Collective::kReduceScatter;
@@ -352,7 +363,7 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
       // forward's pre-hooks, so only the first bucket waits
       // (megatron/core/distributed/distributed_data_parallel.py: buckets of
       // max(40M, 1M x DP) parameters, line 134).
-      if (par.zero >= 1 && par.zero <= 2) {
+      if (par.zero >= 1 && par.zero <= 2 && !fsdp_zero2) {
         const double bytes = trainable * wb;
         if (!overlap_gather) {
           add_comm(ks, n.all_gather, Collective::kAllGather, spec::Phase::kCommunication, bytes, group, span, 1,
@@ -366,7 +377,7 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
                      group, span, 1, graph::kPerStep | graph::kOverlapped | graph::kNextForward);
         }
       }
-      if (par.zero == 3) {
+      if (par.zero == 3 || fsdp_zero2) {
         if (gather_per_step) {
           add_comm(ks, n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, weights * zb, group,
                    span, 1, graph::kPerStep | graph::kOverlapped);
@@ -383,8 +394,9 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
           add_comm(ks, n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, message, group, span,
                    calls - 1, graph::kOverlapped);
         add_comm(ks, n.zero3_gather, Collective::kAllGather, spec::Phase::kForward, message, group, span, 1, 0);
-        add_comm(ks, n.zero3_gather, Collective::kAllGather, spec::Phase::kBackward, message, group, span, calls,
-                 graph::kOverlapped);
+        if (par.zero == 3)  // FSDP's ZeRO-2 keeps the forward's gathered parameters for the backward
+          add_comm(ks, n.zero3_gather, Collective::kAllGather, spec::Phase::kBackward, message, group, span, calls,
+                   graph::kOverlapped);
       }
     };
     static constexpr Names kDense{"dp_grad_all_reduce", "dp_grad_reduce_scatter", "dp_param_all_gather",

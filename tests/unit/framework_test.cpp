@@ -187,6 +187,41 @@ TEST_CASE("frameworks: FSDP reduces gradients in fp32 every micro-batch (Compose
         doctest::Approx(2 * 2 * 2 * techniques::local_params(m, p).weights));
 }
 
+TEST_CASE("frameworks: FSDP's ZeRO-2 (SHARD_GRAD_OP) gathers each unit before its forward, not once after the step") {
+  // torch/distributed/fsdp/api.py, ShardingStrategy.SHARD_GRAD_OP: "unshards before the forward, does
+  // not reshard them after the forward, and only reshards them after the backward computation". GPT-3
+  // 1.3B (24 layers, one FSDP unit each), DP 8, global batch 16: 2 micro-batches of 1. Per step:
+  //   parameter all-gather: 2 micro-batches x 2 bytes x Psi_w, in 24 calls each (one per unit), the
+  //                         first of each forward waiting, the other 23 beside the previous unit;
+  //   no all-gather after the optimizer step (Megatron's distributed optimizer has that one).
+  const auto hw = test::gpu("a100_sxm_80gb");
+  const auto m = test::model("gpt3_1.3b");
+  spec::PlanSpec p = with("fsdp");
+  p.seq_len = 2048;
+  p.parallel.dp = 8;
+  p.parallel.zero = 2;
+  p.global_batch = 16;
+  const auto lp = techniques::local_params(m, p);
+  CHECK(step_bytes(m, p, hw, "zero3_param_all_gather") == doctest::Approx(2 * 2 * lp.weights));
+  CHECK(step_bytes(m, p, hw, "dp_param_all_gather") == 0);
+  graph::Graph g;
+  techniques::build_step(g, m, p, hw);
+  double waiting = 0, beside = 0, backward = 0;
+  for (const auto& k : g.kernels) {
+    if (k.name != "zero3_param_all_gather") continue;
+    CHECK(k.comm.bytes == doctest::Approx(2 * lp.weights / 24));
+    if (k.phase == spec::Phase::kBackward) backward += k.count;
+    else (k.has(graph::kOverlapped) ? beside : waiting) += k.count;
+  }
+  CHECK(waiting == 1);
+  CHECK(beside == 23);
+  CHECK(backward == 0);  // the forward's gathered parameters serve the backward
+  // The same plan under Megatron (the distributed optimizer): one all-gather of the updated shards per step.
+  p.framework = *spec::find_framework("megatron");
+  CHECK(step_bytes(m, p, hw, "zero3_param_all_gather") == 0);
+  CHECK(step_bytes(m, p, hw, "dp_param_all_gather") == doctest::Approx(2 * techniques::local_params(m, p).trainable));
+}
+
 TEST_CASE("frameworks: torchtitan under PP reduces gradients once per step in fp32 and gathers once") {
   // Under PP torchtitan keeps parameters gathered (torchtitan/distributed/fsdp.py:129-132) and
   // PyTorch's pipeline stage syncs FSDP gradients only in the last micro-batch's backward
