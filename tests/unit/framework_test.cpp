@@ -171,14 +171,25 @@ TEST_CASE("frameworks: ZeRO-2 gradient traffic per micro-batch under DeepSpeed, 
   CHECK(z2 > z1);
 }
 
-TEST_CASE("frameworks: FSDP reduces gradients in fp32 every micro-batch (Composer mixed_precision DEFAULT)") {
-  const auto hw = test::gpu("a100_sxm_80gb");
-  const auto m = test::model("gpt3_1.3b");
+namespace {
+
+/// GPT-3 1.3B under the fsdp profile at sequence 2048, DP 8, global batch 16
+/// (2 micro-batches of 1), ZeRO stage `zero`.
+spec::PlanSpec fsdp_gpt3_1_3b(int zero) {
   spec::PlanSpec p = with("fsdp");
   p.seq_len = 2048;
   p.parallel.dp = 8;
-  p.parallel.zero = 3;
-  p.global_batch = 16;  // 2 micro-batches of 1
+  p.parallel.zero = zero;
+  p.global_batch = 16;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("frameworks: FSDP reduces gradients in fp32 every micro-batch (Composer mixed_precision DEFAULT)") {
+  const auto hw = test::gpu("a100_sxm_80gb");
+  const auto m = test::model("gpt3_1.3b");
+  const spec::PlanSpec p = fsdp_gpt3_1_3b(3);  // 2 micro-batches of 1
   // 4-byte gradients, reduce-scattered after each of the 2 micro-batches.
   const double psi = techniques::local_params(m, p).trainable;
   CHECK(step_bytes(m, p, hw, "dp_grad_reduce_scatter") == doctest::Approx(2 * 4 * psi));
@@ -196,11 +207,7 @@ TEST_CASE("frameworks: FSDP's ZeRO-2 (SHARD_GRAD_OP) gathers each unit before it
   //   no all-gather after the optimizer step (Megatron's distributed optimizer has that one).
   const auto hw = test::gpu("a100_sxm_80gb");
   const auto m = test::model("gpt3_1.3b");
-  spec::PlanSpec p = with("fsdp");
-  p.seq_len = 2048;
-  p.parallel.dp = 8;
-  p.parallel.zero = 2;
-  p.global_batch = 16;
+  spec::PlanSpec p = fsdp_gpt3_1_3b(2);
   const auto lp = techniques::local_params(m, p);
   CHECK(step_bytes(m, p, hw, "zero3_param_all_gather") == doctest::Approx(2 * 2 * lp.weights));
   CHECK(step_bytes(m, p, hw, "dp_param_all_gather") == 0);
