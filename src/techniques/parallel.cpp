@@ -294,7 +294,8 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
     // ZeRO-3 gathers the weights as stored: a frozen QLoRA base's linear
     // weights in NF4 (torchao's NF4Tensor implements FSDP2's
     // fsdp_pre_all_gather and is gathered quantized), the rest as above.
-    const double zb = lp.frozen > 0 && lp.weights > 0 && !pol.fp8_primary ? stored_weight_bytes(pol, lp) / lp.weights : wb;
+    const double zb =
+        lp.frozen > 0 && lp.weights > 0 && !pol.fp8_primary ? stored_weight_bytes(pol, lp) / lp.weights : wb;
     const double span = t * dgroup;
     // The gradient reduction beside the backward, or after it when the
     // plan says so (Megatron-LM without --overlap-grad-reduce).

@@ -39,10 +39,10 @@ struct Split {
 /// split them, and the ends (formed once for the two or three stages an
 /// evaluation reads).
 struct Shared {
-  double t, pp, ep, h, q, f, V, nb;
+  double t, pp, ep, h, q, f, V;
   bool gated;
-  double kv_local, attn_matrices, attn, attn_rows_cols, router, router_bias, shared, expert_layer, mlp_matrices,
-      layer, dense_ffn, dense_mlp_matrices, dense_layer, emb, head, mtp_all, mtp_extra;
+  double kv_local, attn_matrices, attn_rows_cols, router, expert_layer, mlp_matrices, layer, dense_ffn,
+      dense_mlp_matrices, dense_layer, emb, head, mtp_all, mtp_extra;
   PipelineStage larger;  // the end that holds more (kFirst with PP = 1)
 };
 
@@ -104,9 +104,9 @@ Shared shared_counts(const spec::ModelSpec& m, const spec::ParamCounts& pc, cons
   const PipelineStage larger = pp > 1 && !(emb >= head + pc.final_norm + mtp_all * (layer + mtp_extra))
                                    ? PipelineStage::kLast
                                    : PipelineStage::kFirst;
-  return {t,      pp,       ep,         h,      q,           f,          V,       nb,        gated,
-          kv_local, attn_matrices, attn, attn_rows_cols, router, router_bias, shared, expert_layer, mlp_matrices,
-          layer,  dense_ffn, dense_mlp_matrices, dense_layer, emb, head, mtp_all, mtp_extra, larger};
+  return {t,         pp,          ep,         h,          q,     f,    V,       gated,     kv_local, attn_matrices,
+          attn_rows_cols, router, expert_layer, mlp_matrices, layer, dense_ffn, dense_mlp_matrices, dense_layer,
+          emb,       head,        mtp_all,    mtp_extra,  larger};
 }
 
 /// One stage's parameters written into `lp` (in place: a LocalParams is
@@ -118,9 +118,8 @@ void fill_local_params(LocalParams& lp, const spec::ModelSpec& m, const spec::Pa
   const bool gated = S.gated;
   const double kv_local = S.kv_local, attn_matrices = S.attn_matrices, attn_rows_cols = S.attn_rows_cols,
                router = S.router, expert_layer = S.expert_layer, mlp_matrices = S.mlp_matrices, layer = S.layer,
-               dense_ffn = S.dense_ffn,
-               dense_mlp_matrices = S.dense_mlp_matrices, dense_layer = S.dense_layer, emb = S.emb, head = S.head,
-               mtp_all = S.mtp_all, mtp_extra = S.mtp_extra;
+               dense_ffn = S.dense_ffn, dense_mlp_matrices = S.dense_mlp_matrices, dense_layer = S.dense_layer,
+               emb = S.emb, head = S.head, mtp_all = S.mtp_all, mtp_extra = S.mtp_extra;
   lp = LocalParams{};
   double L_local = std::ceil(m.layers / pp);
   lp.model_total = pc.total;
