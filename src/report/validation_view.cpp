@@ -390,7 +390,8 @@ constexpr const char* kCoverageDefinition =
     "point estimate";
 
 /// The coverage lines in table order: end-to-end (all, by framework, by
-/// generation), then kernels (all, by kind), each with its section's name.
+/// generation, by source group), then kernels (all, by kind), each with its
+/// section's name.
 std::vector<std::pair<std::string, const validation::CoverageLine*>> coverage_lines(
     const validation::CoverageReport& c) {
   std::vector<std::pair<std::string, const validation::CoverageLine*>> v;
@@ -398,6 +399,7 @@ std::vector<std::pair<std::string, const validation::CoverageLine*>> coverage_li
   v.push_back({"end-to-end", &c.end_to_end});
   for (const auto& l : c.by_framework) v.push_back({"framework", &l});
   for (const auto& l : c.by_generation) v.push_back({"generation", &l});
+  for (const auto& l : c.by_group) v.push_back({"group", &l});
   if (c.kernels.rows > 0) {
     v.push_back({"kernels", &c.kernels});
     for (const auto& l : c.by_kernel_kind) v.push_back({"kernel kind", &l});
@@ -444,7 +446,10 @@ std::string render_coverage_markdown(const validation::CoverageReport& c) {
              "Nominal against empirical coverage of the prediction intervals (method: docs/accuracy_basis.md, "
              "\"Prediction intervals\"). Each row's interval is drawn from the other groups' out-of-sample "
              "residuals only: its own group is left out of every pool, as an unseen run's would be. *Covered*: the "
-             "share of rows whose measured value lies inside; *median width*: (high - low) / point estimate.\n\n") +
+             "share of rows whose measured value lies inside; *median width*: (high - low) / point estimate. The "
+             "end-to-end rows by framework, by GPU generation and by source group (a group is the unseen source "
+             "each of its rows stands for; a source whose rows are kept out of the pools, `interval_pool: false`, "
+             "has no line).\n\n") +
          md_table(coverage_head(c), coverage_cells(c, true), right) + "\n";
 }
 

@@ -75,6 +75,15 @@ CoverageReport coverage_of(const std::vector<uncertainty::Residual>& residuals, 
     auto v = select([gen](const auto& x) { return !x.kernel && x.run.generation == gen; });
     if (!v.empty()) rep.by_generation.push_back(line_of(std::string(spec::name(gen)), v, model, levels));
   }
+  // Per source group: a group is the unseen source each of its rows stands
+  // for, so a pool that holds overall but fails one group is what a user of
+  // a stack like it would meet.
+  std::vector<std::string> groups;
+  for (const auto& x : residuals)
+    if (!x.kernel && std::find(groups.begin(), groups.end(), x.group) == groups.end()) groups.push_back(x.group);
+  for (const auto& g : groups)
+    rep.by_group.push_back(
+        line_of(g, select([&g](const auto& x) { return !x.kernel && x.group == g; }), model, levels));
   rep.kernels = line_of("all kernels", select([](const auto& x) { return x.kernel; }), model, levels);
   for (auto k : {uncertainty::KernelKind::kGemm, uncertainty::KernelKind::kAttention}) {
     auto v = select([k](const auto& x) { return x.kernel && x.kernel_traits.kind == k; });

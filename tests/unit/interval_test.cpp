@@ -404,7 +404,7 @@ TEST_CASE("intervals: validation/residuals.json is what the published rows give 
   }
 }
 
-TEST_CASE("intervals: the 80% interval covers 75-85% of published runs out of sample, 60% in each generation") {
+TEST_CASE("intervals: the 80% interval covers 75-85% of published runs out of sample, 60% in each generation and group") {
   const auto rep = validation::coverage_of(fresh_residuals(), {0.5, 0.8, 0.95});
   REQUIRE(rep.levels.size() == 3);
   CHECK(rep.overall.rows == rep.end_to_end.rows + rep.kernels.rows);
@@ -425,6 +425,16 @@ TEST_CASE("intervals: the 80% interval covers 75-85% of published runs out of sa
     CAPTURE(f.name);
     CHECK(f.covered[1] >= 0.60);
   }
+  // Per source group: the groups split the end-to-end rows, each once.
+  int group_rows = 0;
+  for (const auto& g : rep.by_group) {
+    CAPTURE(g.name);
+    CHECK(g.rows > 0);
+    CHECK(g.covered[1] >= 0.60);
+    group_rows += g.rows;
+  }
+  CHECK(group_rows == rep.end_to_end.rows);
+  CHECK(rep.by_group.size() >= 5);
   // Wider levels cover no fewer rows, with wider intervals.
   for (const auto* l : {&rep.overall, &rep.end_to_end, &rep.kernels}) {
     CHECK(l->covered[0] <= l->covered[1]);
@@ -432,6 +442,26 @@ TEST_CASE("intervals: the 80% interval covers 75-85% of published runs out of sa
     CHECK(l->median_width_pct[0] <= l->median_width_pct[1]);
     CHECK(l->median_width_pct[1] <= l->median_width_pct[2]);
   }
+}
+
+TEST_CASE("intervals: coverage per source group, each group's rows against the other groups' pools") {
+  // Groups A and B scatter +-0.05 about the prediction; C's runs are all
+  // e^1 = 2.7x slower than predicted. C's intervals come from A's and B's
+  // residuals alone (spread 0.05), so none of C's runs is inside its 80%
+  // interval; the groups come out in the residuals' order, 4 rows each.
+  const auto t = traits(0, spec::Generation::kAmpere, 8, 7e9);
+  std::vector<Residual> rows;
+  for (const std::string g : {"A", "B"})
+    for (double r : {-0.05, -0.02, 0.02, 0.05}) rows.push_back(run_row(g, t, r));
+  for (int i = 0; i < 4; ++i) rows.push_back(run_row("C", t, 1.0 + 0.01 * i));
+  const auto rep = validation::coverage_of(rows, {0.8});
+  REQUIRE(rep.by_group.size() == 3);
+  CHECK(rep.by_group[0].name == "A");
+  CHECK(rep.by_group[1].name == "B");
+  CHECK(rep.by_group[2].name == "C");
+  for (const auto& g : rep.by_group) CHECK(g.rows == 4);
+  CHECK(rep.by_group[2].covered[0] == 0.0);
+  CHECK(rep.end_to_end.rows == 12);
 }
 
 TEST_CASE("intervals: calibration replaces the kernel-level spread and keeps the rest") {

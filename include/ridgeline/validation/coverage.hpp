@@ -9,8 +9,8 @@
 // groups only (uncertainty::IntervalModel's exclude_group), as a run the
 // validation has never seen would be, and the row counts as covered when
 // its measured value lies inside. Reported per nominal level, overall, per
-// framework and per GPU generation (end-to-end rows) and per kernel kind,
-// with the median interval width.
+// framework, per GPU generation and per source group (end-to-end rows) and
+// per kernel kind, with the median interval width.
 #pragma once
 
 #include <string>
@@ -42,6 +42,7 @@ struct CoverageReport {
   CoverageLine end_to_end;                  // every end-to-end row
   std::vector<CoverageLine> by_framework;   // spec::frameworks() order
   std::vector<CoverageLine> by_generation;  // spec::Generation order
+  std::vector<CoverageLine> by_group;       // end-to-end rows per source group, in the residuals' order
   CoverageLine kernels;                     // every GEMM and attention row
   std::vector<CoverageLine> by_kernel_kind;
 };
