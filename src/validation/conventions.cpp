@@ -28,9 +28,11 @@ constexpr SourceConvention kConventions[] = {
      "3 x (2 N s + 4 L h s^2) per sequence",
      "FlashAttention version not stated: flash (v1 class; llm-foundry's 2023 benchmarks ran attn_impl triton "
      "or flash-attn 1.0.x)",
-     // The H100 tables (bf16 and fp8) state the same 'attn_impl flash/triton'
+     // The 2023 H100 tables (bf16 and fp8) state the same 'attn_impl flash/triton'
      // as the A100 ones and no flash-attn version: the source's convention
-     // (v1 class) applies to them too.
+     // (v1 class) applies to them too. The large-scale table (>= 128 GPUs,
+     // added in 2024 with sweep.py's --attn_impl flash and the gpu-flash2
+     // install) states flash2 in its rows.
      std::nullopt, {}},
 };
 
