@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "ridgeline/graph/graph.hpp"
+#include "ridgeline/graph/memory_kernels.hpp"
 #include "ridgeline/spec/precision.hpp"
 
 namespace ridgeline::graph {
@@ -471,17 +472,9 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
   {
     // Eager cross-entropy (logits.float(), log_softmax, nll): upcast copy,
     // log_softmax saves its fp32 output for backward.
-    Kernel& k = add(1);
-    k.name = "cross_entropy";
-    k.op = Op::kLoss;
-    k.cls = KernelClass::kLoss;
-    k.dtype = Dtype::kFp32;
-    k.group = FuseGroup::kLoss;
     const double logits = D.T * D.V;
-    k.read_bytes = logits * D.e + logits * 4 * 2;
-    k.write_bytes = logits * 4 * 2;
-    k.launches = 3;
-    k.flops = 6 * logits;
+    Kernel& k = add(1);
+    k = eager_cross_entropy_kernel(logits, D.e);
     k.saved_bytes = logits * 4;
     k.workspace_bytes = logits * 4;  // the fp32 upcast, freed after the loss
   }

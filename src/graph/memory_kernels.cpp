@@ -62,4 +62,14 @@ Kernel cast_kernel(double elements, Dtype from, Dtype to) {
   return k;
 }
 
+Kernel eager_cross_entropy_kernel(double logits, double e) {
+  Kernel k = memory_kernel("cross_entropy", Op::kLoss, KernelClass::kLoss, Dtype::kFp32);
+  k.group = FuseGroup::kLoss;
+  k.read_bytes = logits * e + logits * 4 * 2;
+  k.write_bytes = logits * 4 * 2;
+  k.launches = 3;
+  k.flops = 6 * logits;
+  return k;
+}
+
 }  // namespace ridgeline::graph

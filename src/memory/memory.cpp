@@ -297,6 +297,7 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
   // the head's weight gradient; at its end every gradient and the first
   // layer's recomputation; between the two, the freed and the formed trade
   // layer by layer, so the peak is at one end.
+  const double all_gradients = s.gradients;
   if (fw.grads_freed_each_step && !is_pipelined(p) && mb <= 1) {
     const double head_grad = holds_head ? std::min(s.gradients, lp.largest_tensor * pol.gradient_bytes) : 0.0;
     if (s.gradients + recompute > held + transient + head_grad) {
@@ -305,6 +306,20 @@ StageMemory stage_memory(const GraphFacts& g, const spec::ModelSpec& m, const sp
       s.phase = "end";
     } else {
       s.gradients = head_grad;
+    }
+  }
+  // The framework's training metrics (techniques::apply_train_metrics),
+  // after the micro-batch's backward: every gradient formed, the
+  // activations freed, the trainer still holding the micro-batch's 16-bit
+  // logits (Composer's state.outputs) beside a metric's fp32 upcast and
+  // log-probabilities (8 bytes per logit).
+  if (holds_head && fw.train_metrics > 0) {
+    const double metrics = g.tokens * (m.vocab / t) * (g.act_bytes + 8.0);
+    if (all_gradients + fixed_buffers + metrics > s.gradients + s.activations + s.buffers) {
+      s.gradients = all_gradients;
+      s.activations = 0;
+      s.buffers = fixed_buffers + metrics;
+      s.phase = "metrics";
     }
   }
   s.allocated = s.weights + s.gradients + s.master_weights + s.optimizer + s.activations + s.buffers;

@@ -688,6 +688,9 @@ std::string prediction_table(const engine::Prediction& pred, const Inputs& in, i
   o += fmt::format("  range {}: {}\n", text::range(iv.memory.lo, iv.memory.hi, format_bytes), iv.memory.basis);
   const auto& mm = pred.memory;
   o += fmt::format("  peak {}\n", mm.peak_phase == "end" ? "at the backward's end: every gradient formed, the activations freed"
+                                   : mm.peak_phase == "metrics"
+                                       ? "in the training metrics after the backward: every gradient formed, the logits "
+                                         "and a metric's fp32 copy of them"
                                    : mm.peak_phase == "layer"
                                        ? "in the backward's layers: the saved activations and any recomputed layer's"
                                        : "at the backward's start: the loss's and LM head's tensors beside the saved ones");

@@ -160,6 +160,9 @@ FrameworkSpec load_framework(const std::string& path) {
     if (auto v = m.boolean("in_place")) f.cross_entropy_in_place = *v;
     if (auto v = m.boolean("chunked")) f.chunked_cross_entropy = *v;
   });
+  behaviour(r, "train_metrics", [&](MapReader& m) {
+    if (auto v = m.integer("value", true, 0, 16)) f.train_metrics = static_cast<int>(*v);
+  }, false);
   behaviour(r, "dispatch", [&](MapReader& m) {
     if (auto v = m.quantity("eager", units::Dimension::kTime, true, true)) f.dispatch_s = *v;
     if (auto v = m.quantity("compiled", units::Dimension::kTime, true, true)) f.dispatch_compiled_s = *v;

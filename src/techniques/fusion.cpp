@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "ridgeline/graph/memory_kernels.hpp"
 #include "ridgeline/spec/framework.hpp"
 #include "ridgeline/techniques/passes.hpp"
 
@@ -148,6 +149,24 @@ void apply_fusion(graph::Graph& g, const spec::ModelSpec& m, const spec::Microba
     ++out;
   }
   ks.resize(out);
+}
+
+void apply_train_metrics(graph::Graph& g, const spec::MicrobatchPlan& p) {
+  const int n = spec::framework(p.framework).train_metrics;
+  if (n == 0) return;
+  double logits = 0;
+  for (const auto& k : g.kernels)
+    if (k.phase == spec::Phase::kForward && k.op == Op::kLmHead) logits = k.gemm.m * k.gemm.n * k.gemm.batch;
+  if (!(logits > 0)) return;  // a pipeline stage without the head
+  // Under torch.no_grad() and autocast (Composer's _eval_train_metrics):
+  // each metric's torch.nn.CrossEntropyLoss upcasts the 16-bit logits it is
+  // handed, as the eager training loss does, and saves nothing; it runs
+  // after the micro-batch's backward, beside no other kernel.
+  Kernel& k = g.kernels.emplace_back(graph::eager_cross_entropy_kernel(logits, g.act_bytes));
+  k.name = "train_metrics";
+  k.op = Op::kOther;
+  k.phase = spec::Phase::kBackward;
+  k.count = n;
 }
 
 }  // namespace ridgeline::techniques

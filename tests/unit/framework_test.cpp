@@ -229,6 +229,65 @@ TEST_CASE("frameworks: FSDP's ZeRO-2 (SHARD_GRAD_OP) gathers each unit before it
   CHECK(step_bytes(m, p, hw, "dp_param_all_gather") == doctest::Approx(2 * techniques::local_params(m, p).trainable));
 }
 
+TEST_CASE("frameworks: Composer evaluates two training metrics on each micro-batch's logits; Megatron none") {
+  // composer/trainer/trainer.py _train_microbatch: after each micro-batch's backward,
+  // _eval_train_metrics runs llm-foundry's LanguageCrossEntropy and LanguagePerplexity, each a
+  // torch.nn.CrossEntropyLoss over the logits under no_grad and autocast. GPT-3 1.3B (vocabulary
+  // 50,257), micro-batch 1 x 2,048 tokens: T V = 2,048 x 50,257 = 102,926,336 logits; each metric
+  // upcasts the 16-bit logits (reads 2, writes 4 bytes a logit), takes log_softmax (reads 4, writes
+  // 4) and nll (reads 4): 10 read and 8 written bytes per logit.
+  const auto hw = test::gpu("a100_sxm_80gb");
+  const auto m = test::model("gpt3_1.3b");
+  spec::PlanSpec p = fsdp_gpt3_1_3b(3);
+  graph::Graph g;
+  techniques::build_step(g, m, p, hw);
+  const double logits = 2048.0 * 50257;
+  int found = 0;
+  for (const auto& k : g.kernels) {
+    if (k.name != "train_metrics") continue;
+    ++found;
+    CHECK(k.count == 2);  // per micro-batch, one each
+    CHECK(k.phase == spec::Phase::kBackward);
+    CHECK_FALSE(k.has(graph::kPerStep));
+    CHECK(k.read_bytes == doctest::Approx(logits * 10));
+    CHECK(k.write_bytes == doctest::Approx(logits * 8));
+    CHECK(k.saved_bytes == 0);  // no gradient: nothing kept for a backward
+  }
+  CHECK(found == 1);
+  // Megatron's training loop (megatron/training/training.py train_step) evaluates no metric on the logits.
+  p.framework = *spec::find_framework("megatron");
+  techniques::build_step(g, m, p, hw);
+  CHECK(std::none_of(g.kernels.begin(), g.kernels.end(), [](const auto& k) { return k.name == "train_metrics"; }));
+}
+
+TEST_CASE("frameworks: a small model with a large vocabulary peaks in the training metrics") {
+  // GPT-3 125M at micro-batch 32 x 2,048 tokens under fsdp with full recomputation: the metrics after
+  // the backward hold the 16-bit logits (2 bytes a logit) with a metric's fp32 upcast and
+  // log-probabilities (4 + 4): 65,536 x 50,257 x 10 = 32.9 GB. The backward's head phase holds less:
+  // the 12 checkpointed layer inputs (2 s b h = 2 x 65,536 x 768 = 0.10 GB each, 1.2 GB) with the
+  // logits and their gradient (65,536 x 50,257 x 4 = 13.2 GB) and one layer's recomputed activations.
+  const auto hw = test::gpu("a100_sxm_80gb");
+  const auto m = test::model("gpt3_125m");
+  spec::PlanSpec p = with("fsdp");
+  p.seq_len = 2048;
+  p.micro_batch = 32;
+  p.global_batch = 32;
+  REQUIRE(spec::apply_setting(p, "recompute", "full") == "");
+  engine::EvalOptions opt;
+  opt.keep_kernels = false;
+  const auto r = engine::evaluate(m, p, hw, opt);
+  const double metrics = 65536.0 * 50257 * 10;
+  CHECK(r.memory.peak_phase == "metrics");
+  CHECK(r.memory.activations == 0);
+  CHECK(r.memory.buffers >= metrics);
+  CHECK(r.memory.buffers < metrics + 2.0 * (1ull << 30));  // the fixed buffers beside them are small
+  // Under Megatron the same plan peaks in the backward, with its checkpointed activations.
+  p.framework = *spec::find_framework("megatron");
+  const auto meg = engine::evaluate(m, p, hw, opt);
+  CHECK(meg.memory.peak_phase != "metrics");
+  CHECK(meg.memory.activations > 0);
+}
+
 TEST_CASE("frameworks: torchtitan under PP reduces gradients once per step in fp32 and gathers once") {
   // Under PP torchtitan keeps parameters gathered (torchtitan/distributed/fsdp.py:129-132) and
   // PyTorch's pipeline stage syncs FSDP gradients only in the last micro-batch's backward
@@ -291,7 +350,7 @@ TEST_CASE("frameworks: a malformed profile is one located error") {
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("frameworks: pp_params, pp_grads and cross_entropy.compiled take only their words, located") {
+TEST_CASE("frameworks: pp_params, pp_grads, cross_entropy.compiled and train_metrics take only their words, located") {
   const auto dir = std::filesystem::temp_directory_path() / "ridgeline_fw_pp_test";
   std::filesystem::create_directories(dir);
   const auto file = (dir / "bad.yaml").string();
@@ -313,6 +372,8 @@ TEST_CASE("frameworks: pp_params, pp_grads and cross_entropy.compiled take only 
   const std::string pp = error_of(head + "pp_params:\n  value: gathered\n  source: s\n");
   CHECK(pp.find("bad.yaml:9:10: error: pp_params.value: expected one of sharded, unsharded, got \"gathered\"") !=
         std::string::npos);
+  const std::string tm = error_of(head + "train_metrics:\n  value: 1.5\n  source: s\n");
+  CHECK(tm.find("bad.yaml:9:10: error: train_metrics.value") != std::string::npos);
   const std::string ce = error_of(head + "cross_entropy:\n  value: eager\n  compiled: inductor\n  source: s\n");
   CHECK(ce.find("bad.yaml:10:13: error: cross_entropy.compiled: expected one of fused, eager, got \"inductor\"") !=
         std::string::npos);

@@ -39,4 +39,13 @@ Kernel softmax_kernel(double rows, double cols, Dtype dtype);
 /// as the fp8 input cast of the precision pass).
 Kernel cast_kernel(double elements, Dtype from, Dtype to);
 
+/// Eager cross-entropy under autocast over `logits` 16-bit logits of
+/// `e` bytes each (F.cross_entropy: logits.float(), log_softmax, nll_loss;
+/// three kernels): the upcast reads e and writes 4 bytes per logit, the
+/// log_softmax reads 4 and writes 4, the nll reads the fp32 log-probabilities
+/// (4); 6 FLOP per logit. The forward of the training loss's eager chain
+/// (graph::build_forward) and of each training metric (a framework's
+/// train_metrics).
+Kernel eager_cross_entropy_kernel(double logits, double e);
+
 }  // namespace ridgeline::graph

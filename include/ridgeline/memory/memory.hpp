@@ -49,7 +49,8 @@ struct StageMemory {
   /// and LM head's backward: their tensors and the logits), "layer" (the
   /// layers' backward: the saved activations, with a recomputed layer's
   /// working set), "end" (every gradient formed, where the framework frees
-  /// them each step).
+  /// them each step), "metrics" (the framework's training metrics after the
+  /// backward: every gradient formed, the logits and a metric's fp32 copies).
   std::string_view phase = "head";
   double allocated = 0;  // the above: what the caching allocator hands out at the peak
   double total = 0;      // allocated + allocator reserve + workspace

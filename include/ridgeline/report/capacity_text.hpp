@@ -60,8 +60,8 @@ Table time_by_phase(const CapacityView& v);
 Table kernel_time_by_phase(const CapacityView& v);
 /// The kernels that take most of the step, with their roofline coordinates.
 Table top_kernels(const CapacityView& v, int n = 12);
-/// "roof = spec-sheet dense peak x 0.959 (the 1755 MHz the kernels run at, of the 1830 MHz boost) x 0.888
-/// (training-clock fraction) = x 0.852": how the roofline's ceilings follow from the spec sheet.
+/// "roof = spec-sheet dense peak x 0.959 (the 1755 MHz the kernels run at, of the 1830 MHz boost) x 0.901
+/// (training-clock fraction) = x 0.864": how the roofline's ceilings follow from the spec sheet.
 std::string roof_derivation(const CapacityView& v);
 /// Per precision: the spec-sheet dense peak, the roof (Roofline::clock_scale of it), the ridge point.
 Table roofs(const CapacityView& v);

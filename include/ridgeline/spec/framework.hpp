@@ -83,6 +83,14 @@ struct FrameworkSpec {
   /// The loss over token chunks (CrossEntropy::kChunked) is offered
   /// (frameworks/NAME.yaml cross_entropy.chunked; absent: no).
   bool chunked_cross_entropy = false;
+  /// Training metrics evaluated on each micro-batch's logits after its
+  /// backward, without gradients (frameworks/NAME.yaml train_metrics;
+  /// absent: 0): each one eager cross-entropy under autocast (fp32 upcast,
+  /// log_softmax, nll) over the 16-bit logits. Composer computes its
+  /// model's train_metrics every micro-batch (trainer.py
+  /// _eval_train_metrics); llm-foundry's MPT has two,
+  /// LanguageCrossEntropy and LanguagePerplexity.
+  int train_metrics = 0;
   /// The gradients do not outlive the step (frameworks/NAME.yaml gradients:
   /// freed_each_step; absent: persistent): the optimizer's zero_grad sets
   /// them to None (PyTorch >= 2.0's default), so a step of one micro-batch

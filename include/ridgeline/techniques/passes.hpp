@@ -28,6 +28,11 @@ void apply_attention(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
 /// epilogues). A merged chain reads its external inputs once and writes its
 /// final output (and any saved tensors) once: intermediates stay on chip.
 void apply_fusion(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p);
+/// The framework's training metrics (spec::FrameworkSpec::train_metrics):
+/// after each micro-batch's backward, that many eager cross-entropies over
+/// the logits without gradients (graph::eager_cross_entropy_kernel), on the
+/// stage that holds the LM head.
+void apply_train_metrics(graph::Graph& g, const spec::MicrobatchPlan& p);
 
 /// fp8 GEMMs with cast/amax kernels and weight copies; fp16 loss scaling.
 /// `hw`: whether its fp8 GEMMs take a transposed operand as it is (Graph::fp8_weight_copies).
