@@ -151,6 +151,18 @@ void apply_fusion(graph::Graph& g, const spec::ModelSpec& m, const spec::Microba
   ks.resize(out);
 }
 
+void apply_eager_layer_norm_backward(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p) {
+  if (m.norm != spec::Norm::kLayerNorm || p.finetune.mode != spec::FinetuneMode::kFull) return;
+  for (auto& k : g.kernels) {
+    if (k.phase != spec::Phase::kBackward || k.cls != spec::KernelClass::kNorm || k.impl != graph::kImplFramework)
+      continue;
+    // graph::derive_backward's norm backward reads the saved input and the
+    // output gradient (and the weight) once; the weight-gradient kernel
+    // reads the input and the output gradient again.
+    k.read_bytes *= 2;
+  }
+}
+
 void apply_train_metrics(graph::Graph& g, const spec::MicrobatchPlan& p) {
   const int n = spec::framework(p.framework).train_metrics;
   if (n == 0) return;

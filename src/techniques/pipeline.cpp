@@ -10,6 +10,7 @@ void build_microbatch_base(graph::Graph& g, const spec::ModelSpec& m, const spec
   apply_precision(g, m, p, hw);
   apply_finetune(g, m, p);
   graph::derive_backward(g);
+  apply_eager_layer_norm_backward(g, m, p);
   apply_train_metrics(g, p);
 }
 

@@ -288,6 +288,35 @@ TEST_CASE("frameworks: a small model with a large vocabulary peaks in the traini
   CHECK(meg.memory.activations > 0);
 }
 
+TEST_CASE("frameworks: eager PyTorch's LayerNorm backward reads its inputs twice; a frozen or fused norm once") {
+  // aten/src/ATen/native/cuda/layer_norm_kernel.cu, LayerNormBackwardKernelImplInternal:
+  // layer_norm_grad_input_kernel reads dY, X and gamma and writes dX; GammaBetaBackwardCUDAKernel
+  // reads dY and X again (with the fp32 mean and rstd) for dgamma and dbeta. GPT-3 1.3B, micro-batch
+  // 1 x 2,048 tokens, hidden 2,048, bf16: X and dY are 2,048 x 2,048 x 2 = 8,388,608 bytes each,
+  // gamma and beta 2 x 2,048 x 2 = 8,192: one pass 16,785,408 bytes, two 33,570,816.
+  const auto hw = test::gpu("a100_sxm_80gb");
+  const auto m = test::model("gpt3_1.3b");
+  spec::PlanSpec p = fsdp_gpt3_1_3b(3);
+  const auto norm_backward_reads = [&](const spec::PlanSpec& plan) {
+    graph::Graph g;
+    techniques::build_step(g, m, plan, hw);
+    for (const auto& k : g.kernels)
+      if (k.phase == spec::Phase::kBackward && k.name.find("norm1") != std::string::npos) return k.read_bytes;
+    return 0.0;
+  };
+  const double once = 2.0 * 2048 * 2048 * 2 + 2.0 * 2048 * 2;
+  REQUIRE(p.fusion == spec::Fusion::kEager);
+  CHECK(norm_backward_reads(p) == doctest::Approx(2 * once));
+  // LoRA freezes the norm: no weight gradient, the input-gradient kernel alone.
+  spec::PlanSpec lora = p;
+  REQUIRE(spec::apply_setting(lora, "finetune", "lora") == "");
+  CHECK(norm_backward_reads(lora) == doctest::Approx(once));
+  // Transformer Engine's fused LayerNorm backward forms dgamma in the same pass.
+  spec::PlanSpec fused = p;
+  fused.fusion = spec::Fusion::kFused;
+  CHECK(norm_backward_reads(fused) == doctest::Approx(once));
+}
+
 TEST_CASE("frameworks: torchtitan under PP reduces gradients once per step in fp32 and gathers once") {
   // Under PP torchtitan keeps parameters gathered (torchtitan/distributed/fsdp.py:129-132) and
   // PyTorch's pipeline stage syncs FSDP gradients only in the last micro-batch's backward

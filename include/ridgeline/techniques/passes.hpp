@@ -33,6 +33,15 @@ void apply_fusion(graph::Graph& g, const spec::ModelSpec& m, const spec::Microba
 /// the logits without gradients (graph::eager_cross_entropy_kernel), on the
 /// stage that holds the LM head.
 void apply_train_metrics(graph::Graph& g, const spec::MicrobatchPlan& p);
+/// Eager PyTorch's LayerNorm backward with a trained weight: two kernels,
+/// the input gradient's and the weight and bias gradients' column reduction,
+/// each reading the output gradient and the saved input (PyTorch
+/// aten/src/ATen/native/cuda/layer_norm_kernel.cu,
+/// LayerNormBackwardKernelImplInternal: layer_norm_grad_input_kernel, then
+/// GammaBetaBackwardCUDAKernel over dY, X, mean and rstd): five passes over
+/// the activations instead of a fused kernel's three. A frozen norm (LoRA,
+/// QLoRA) computes no weight gradient and runs the first kernel only.
+void apply_eager_layer_norm_backward(graph::Graph& g, const spec::ModelSpec& m, const spec::MicrobatchPlan& p);
 
 /// fp8 GEMMs with cast/amax kernels and weight copies; fp16 loss scaling.
 /// `hw`: whether its fp8 GEMMs take a transposed operand as it is (Graph::fp8_weight_copies).
