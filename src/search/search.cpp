@@ -750,7 +750,7 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
   MixedRadix graph_digits, layout_digits, step_digits, order_digits, base_digits, params_digits;
   size_t graph_axis[MixedRadix::kMaxDigits], layout_axis[MixedRadix::kMaxDigits],
       step_axis[MixedRadix::kMaxDigits], order_axis[MixedRadix::kMaxDigits], base_axis[MixedRadix::kMaxDigits];
-  size_t rec_axis = 0, tp_axis = 0, ep_axis = 0, pp_axis = 0, stages_axis = 0;
+  size_t rec_axis = 0, tp_axis = 0, ep_axis = 0, stages_axis = 0;
   for (size_t a = 0; a < kAxisCount; ++a) {
     const Axis& x = kAxes[a];
     if (!x.count) continue;
@@ -780,7 +780,6 @@ SearchResult run(const SearchSpec& s, const spec::ModelSpec& m, const spec::Plan
     if (x.dim == Dim::kRecompute) rec_axis = a;
     if (x.dim == Dim::kTp) tp_axis = a;
     if (x.dim == Dim::kEp) ep_axis = a;
-    if (x.dim == Dim::kPp) pp_axis = a;
     if (x.dim == Dim::kStages) stages_axis = a;
   }
   // Which of the enumeration's digits are the step's (1).

@@ -276,7 +276,7 @@ void apply_data_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::
     // Megatron-Core's interleaved schedule posts the next chunk's send and
     // receive before the current chunk's compute (overlap_p2p_comm).
     const std::uint16_t p2p =
-        v > 1 && spec::framework(p.framework).pp_p2p_overlap_interleaved ? graph::kOverlapped : std::uint16_t{0};
+        v > 1 && spec::framework(p.framework).pp_p2p_overlap_interleaved ? std::uint16_t{graph::kOverlapped} : std::uint16_t{0};
     add_comm(ks, "pp_send_recv", Collective::kP2p, spec::Phase::kForward, S, 2, span, v, p2p);
     add_comm(ks, "pp_send_recv", Collective::kP2p, spec::Phase::kBackward, S, 2, span, v, p2p);
   }
