@@ -44,6 +44,8 @@ Kernel norm_kernel(double tokens, double hidden, bool rms, Dtype dtype) {
   return k;
 }
 
+void eager_layer_norm_backward(Kernel& backward) { backward.read_bytes *= 2; }
+
 Kernel softmax_kernel(double rows, double cols, Dtype dtype) {
   const double e = spec::bytes_per_element(dtype);
   const double elements = rows * cols;

@@ -156,10 +156,7 @@ void apply_eager_layer_norm_backward(graph::Graph& g, const spec::ModelSpec& m, 
   for (auto& k : g.kernels) {
     if (k.phase != spec::Phase::kBackward || k.cls != spec::KernelClass::kNorm || k.impl != graph::kImplFramework)
       continue;
-    // graph::derive_backward's norm backward reads the saved input and the
-    // output gradient (and the weight) once; the weight-gradient kernel
-    // reads the input and the output gradient again.
-    k.read_bytes *= 2;
+    graph::eager_layer_norm_backward(k);
   }
 }
 

@@ -260,6 +260,11 @@ constexpr const char* kSharedKey = "shared_bytes_per_clk_per_SM";
 ///    torch.chunk's views), a one-input kernel then a two-input one.
 /// implementation: torch and megatron are the framework's own kernels
 /// (graph::kImplFramework), liger and triton tuned ones (graph::kImplTuned).
+/// kernel.pass backward (layer_norm only): the norm's backward as
+/// graph::derive_backward forms it in a training graph (reads the saved
+/// input, the output gradient and the weight, writes the input gradient),
+/// under torch PyTorch's two kernels (graph::eager_layer_norm_backward);
+/// Liger's backward is skipped (below).
 bool memory_kernel_row(const PublishedRow& row) { return row.kernel.has("op") && row.kernel.has("tokens"); }
 
 OrSkip<RowPrediction> predict_memory_kernel(const PublishedRow& row, const Context& cx) {
@@ -275,8 +280,31 @@ OrSkip<RowPrediction> predict_memory_kernel(const PublishedRow& row, const Conte
   if (impl == "liger" || impl == "triton") tier = graph::kImplTuned;
   else if (impl != "torch" && impl != "megatron")
     return Skip{fmt::format("unrecognised kernel.implementation '{}' (torch, megatron, liger, triton)", impl)};
+  const std::string pass = row.kernel.has("pass") ? row.kernel.text("pass") : "forward";
+  if (pass != "forward" && pass != "backward")
+    return Skip{fmt::format("unrecognised kernel.pass '{}' (forward, backward)", pass)};
+  if (pass == "backward" && op != "layer_norm") return Skip{"backward rows: layer_norm only"};
+  // Liger's LayerNorm backward (src/liger_kernel/ops/layer_norm.py, v0.6.0
+  // layer_norm_backward) launches one program per SM, each walking
+  // ceil(rows / SMs) rows one after another, then sums the per-SM weight
+  // and bias partials with torch: one row in flight per SM, a schedule the
+  // streaming model has no form for.
+  if (pass == "backward" && tier == graph::kImplTuned)
+    return Skip{"a tuned LayerNorm backward with one program per SM walking its rows (Liger's): not modelled"};
   std::vector<graph::Kernel> ks;
-  if (op == "layer_norm" || op == "rms_norm") {
+  if (pass == "backward") {
+    graph::Graph g;
+    g.act_bytes = spec::bytes_per_element(*dtype);
+    graph::Kernel f = graph::norm_kernel(*tokens, *hidden, false, *dtype);
+    f.chain_bytes = *tokens * *hidden * g.act_bytes;  // the output gradient, as graph::build_forward's norms
+    g.kernels.push_back(f);
+    graph::derive_backward(g);
+    for (auto& k : g.kernels)
+      if (k.phase == spec::Phase::kBackward) {
+        if (tier == graph::kImplFramework) graph::eager_layer_norm_backward(k);
+        ks.push_back(k);
+      }
+  } else if (op == "layer_norm" || op == "rms_norm") {
     ks.push_back(graph::norm_kernel(*tokens, *hidden, op == "rms_norm", *dtype));
   } else if (op == "swiglu") {
     if (impl == "torch") ks.push_back(graph::elementwise_kernel(*tokens * *hidden, 1, *dtype));
@@ -292,7 +320,7 @@ OrSkip<RowPrediction> predict_memory_kernel(const PublishedRow& row, const Conte
   const auto v = measured(row, "time_ms");
   if (!v) return Skip{"no comparable measured quantity (expected time_ms)"};
   RowPrediction r;
-  r.config = fmt::format("{} {} forward, {:.0f} x {:.0f} {}, {} kernel{}", impl, op, *tokens, *hidden, dt,
+  r.config = fmt::format("{} {} {}, {:.0f} x {:.0f} {}, {} kernel{}", impl, op, pass, *tokens, *hidden, dt,
                          tier == graph::kImplTuned ? "tuned" : "framework", ks.size() > 1 ? "s" : "");
   r.precision = dt;
   return choose(std::move(r), {compare("time_ms", "ms", *v, t * 1e3, false)}, "");

@@ -27,6 +27,15 @@ Kernel elementwise_kernel(double elements, int inputs, Dtype dtype);
 /// The per-row rsqrt is left out (T of T h elements).
 Kernel norm_kernel(double tokens, double hidden, bool rms, Dtype dtype);
 
+/// Eager PyTorch's LayerNorm backward with a trained weight, from the one
+/// pass graph::derive_backward gives a norm (the saved input, the output
+/// gradient and the weight read, the input gradient written): two kernels,
+/// layer_norm_grad_input_kernel and GammaBetaBackwardCUDAKernel, the second
+/// reading the output gradient and the input again for the weight's and
+/// bias's gradients (aten/src/ATen/native/cuda/layer_norm_kernel.cu,
+/// LayerNormBackwardKernelImplInternal): the reads doubled.
+void eager_layer_norm_backward(Kernel& backward);
+
 /// Softmax over each of `rows` rows of `cols` elements, in and out
 /// `dtype`-wide: reads and writes R C e bytes; 5 FLOP per element (the row
 /// max, x - max, exp, the row sum, the division), as the naive attention's
