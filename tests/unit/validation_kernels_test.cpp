@@ -354,3 +354,40 @@ TEST_CASE("validation kernels: a memory-bound kernel row is its graph kernels at
     CHECK(r->primary.predicted == doctest::Approx(expect[i] * 1e3).epsilon(1e-6));
   }
 }
+
+TEST_CASE("validation kernels: a LayerNorm backward row is PyTorch's two kernels; Liger's is skipped") {
+  // Liger-Kernel's rows liger_layer_norm_*_h100_t4096_h16384_backward: torch.nn.LayerNorm's backward
+  // over [4096, 16384] fp32 on an H100. layer_norm_grad_input_kernel reads dY and X (and gamma, beta's
+  // width: 2 x 16384 x 4 B), GammaBetaBackwardCUDAKernel reads them again; dX is written (with the
+  // weight-gradient width): reads 2 x (2 x 268,435,456 + 131,072) = 1,074,003,968 B, writes
+  // 268,435,456 + 131,072 = 268,566,528 B, at the framework's norm rate 3.35 TB/s x 0.88 x 0.85 x 0.735
+  // = 1.842 TB/s: 0.7290 ms, + 1 us HBM latency + two 2.4 us launches = 0.7348 ms (measured 0.6424).
+  auto row = [&](const std::string& impl, const std::string& ms) {
+    spec::PublishedRow r;
+    r.id = "liger_layer_norm_" + impl + "_backward";
+    r.group = "liger_kernel";
+    r.category = spec::PublishedCategory::kMemoryMicrobenchmark;
+    r.hardware = section({{"gpu", "H100-SXM5-80GB"}, {"num_gpus", "1"}});
+    r.kernel = section({{"op", "layer_norm"},
+                        {"implementation", impl},
+                        {"tokens", "4096"},
+                        {"hidden", "16384"},
+                        {"dtype", "fp32"},
+                        {"pass", "backward"}});
+    r.measured = section({{"time_ms", ms}});
+    return r;
+  };
+  spec::PublishedFile file;
+  file.rows = {row("torch", "0.6424"), row("liger", "0.5776")};
+  const auto report = validation::validate_published(file, options());
+  const double bytes = 1074003968.0 + 268566528.0;
+  const auto* torch_row = find(report, file.rows[0].id);
+  REQUIRE(torch_row);
+  REQUIRE(torch_row->predicted);
+  CHECK(torch_row->primary.predicted ==
+        doctest::Approx((bytes / (3.35e12 * 0.88 * 0.85 * 0.735) + 1e-6 + 2 * 2.4e-6) * 1e3).epsilon(1e-6));
+  const auto* liger_row = find(report, file.rows[1].id);
+  REQUIRE(liger_row);
+  CHECK_FALSE(liger_row->predicted);
+  CHECK(liger_row->skip_reason.find("one program per SM") != std::string::npos);
+}
