@@ -312,6 +312,29 @@ TEST_CASE("validation kernels: leave-one-group-out has one line per group with p
   }
 }
 
+namespace {
+
+/// A Liger-Kernel benchmark row on an H100: one memory-bound kernel's time.
+spec::PublishedRow liger_row(const std::string& id, const std::string& op, const std::string& impl,
+                             const std::string& tokens, const std::string& hidden, const std::string& dtype,
+                             const std::string& pass, const std::string& ms) {
+  spec::PublishedRow r;
+  r.id = id;
+  r.group = "liger_kernel";
+  r.category = spec::PublishedCategory::kMemoryMicrobenchmark;
+  r.hardware = section({{"gpu", "H100-SXM5-80GB"}, {"num_gpus", "1"}});
+  r.kernel = section({{"op", op},
+                      {"implementation", impl},
+                      {"tokens", tokens},
+                      {"hidden", hidden},
+                      {"dtype", dtype},
+                      {"pass", pass}});
+  r.measured = section({{"time_ms", ms}});
+  return r;
+}
+
+}  // namespace
+
 TEST_CASE("validation kernels: a memory-bound kernel row is its graph kernels at the implementation's rate") {
   // Liger-Kernel's benchmark rows (published.yaml liger_swiglu_*_h100_t8192_h16384):
   // SwiGLU's forward over [8192, 2 x 16384] bf16 on an H100. Megatron's
@@ -323,20 +346,8 @@ TEST_CASE("validation kernels: a memory-bound kernel row is its graph kernels at
   // Liger's Triton kernel streams at the tuned rate: 0.276 ms (measured 0.267).
   const double T = 8192, f = 16384, e = 2;
   const double rate = 3.35e12 * 0.88, framework = rate * 0.612;
-  auto row = [&](const std::string& impl, const std::string& ms) {
-    spec::PublishedRow r;
-    r.id = "liger_swiglu_" + impl;
-    r.group = "liger_kernel";
-    r.category = spec::PublishedCategory::kMemoryMicrobenchmark;
-    r.hardware = section({{"gpu", "H100-SXM5-80GB"}, {"num_gpus", "1"}});
-    r.kernel = section({{"op", "swiglu"},
-                        {"implementation", impl},
-                        {"tokens", "8192"},
-                        {"hidden", "16384"},
-                        {"dtype", "bf16"},
-                        {"pass", "forward"}});
-    r.measured = section({{"time_ms", ms}});
-    return r;
+  auto row = [](const std::string& impl, const std::string& ms) {
+    return liger_row("liger_swiglu_" + impl, "swiglu", impl, "8192", "16384", "bf16", "forward", ms);
   };
   spec::PublishedFile file;
   file.rows = {row("megatron", "0.4329"), row("torch", "0.7503"), row("liger", "0.2670")};
@@ -362,20 +373,9 @@ TEST_CASE("validation kernels: a LayerNorm backward row is PyTorch's two kernels
   // weight-gradient width): reads 2 x (2 x 268,435,456 + 131,072) = 1,074,003,968 B, writes
   // 268,435,456 + 131,072 = 268,566,528 B, at the framework's norm rate 3.35 TB/s x 0.88 x 0.85 x 0.735
   // = 1.842 TB/s: 0.7290 ms, + 1 us HBM latency + two 2.4 us launches = 0.7348 ms (measured 0.6424).
-  auto row = [&](const std::string& impl, const std::string& ms) {
-    spec::PublishedRow r;
-    r.id = "liger_layer_norm_" + impl + "_backward";
-    r.group = "liger_kernel";
-    r.category = spec::PublishedCategory::kMemoryMicrobenchmark;
-    r.hardware = section({{"gpu", "H100-SXM5-80GB"}, {"num_gpus", "1"}});
-    r.kernel = section({{"op", "layer_norm"},
-                        {"implementation", impl},
-                        {"tokens", "4096"},
-                        {"hidden", "16384"},
-                        {"dtype", "fp32"},
-                        {"pass", "backward"}});
-    r.measured = section({{"time_ms", ms}});
-    return r;
+  auto row = [](const std::string& impl, const std::string& ms) {
+    return liger_row("liger_layer_norm_" + impl + "_backward", "layer_norm", impl, "4096", "16384", "fp32", "backward",
+                     ms);
   };
   spec::PublishedFile file;
   file.rows = {row("torch", "0.6424"), row("liger", "0.5776")};
