@@ -473,8 +473,7 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
     // Eager cross-entropy (logits.float(), log_softmax, nll): upcast copy,
     // log_softmax saves its fp32 output for backward.
     const double logits = D.T * D.V;
-    Kernel& k = add(1);
-    k = eager_cross_entropy_kernel(logits, D.e);
+    Kernel& k = ks.emplace_back(eager_cross_entropy_kernel(logits, D.e));
     k.saved_bytes = logits * 4;
     k.workspace_bytes = logits * 4;  // the fp32 upcast, freed after the loss
   }

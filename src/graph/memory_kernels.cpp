@@ -41,6 +41,7 @@ Kernel norm_kernel(double tokens, double hidden, bool rms, Dtype dtype) {
     k.write_bytes = elements * e + tokens * 8;
     k.flops = 8 * elements;
   }
+  k.chain_bytes = elements * e;  // y, which the next kernel reads (and whose gradient the backward reads)
   return k;
 }
 

@@ -295,9 +295,7 @@ OrSkip<RowPrediction> predict_memory_kernel(const PublishedRow& row, const Conte
   if (pass == "backward") {
     graph::Graph g;
     g.act_bytes = spec::bytes_per_element(*dtype);
-    graph::Kernel f = graph::norm_kernel(*tokens, *hidden, false, *dtype);
-    f.chain_bytes = *tokens * *hidden * g.act_bytes;  // the output gradient, as graph::build_forward's norms
-    g.kernels.push_back(f);
+    g.kernels.push_back(graph::norm_kernel(*tokens, *hidden, false, *dtype));
     graph::derive_backward(g);
     for (auto& k : g.kernels)
       if (k.phase == spec::Phase::kBackward) {

@@ -24,7 +24,9 @@ Kernel elementwise_kernel(double elements, int inputs, Dtype dtype);
 ///  - RMSNorm (fused, as Apex's FusedRMSNorm and Transformer Engine): reads
 ///    x (T h e) and the weight (h e), writes y (T h e) and the fp32 rstd
 ///    (4 T); 4 FLOP per element: x^2, the sum, * rstd, * weight.
-/// The per-row rsqrt is left out (T of T h elements).
+/// The per-row rsqrt is left out (T of T h elements). y is its chain output
+/// (Kernel::chain_bytes, T h e): what graph::derive_backward reads back as
+/// its gradient.
 Kernel norm_kernel(double tokens, double hidden, bool rms, Dtype dtype);
 
 /// Eager PyTorch's LayerNorm backward with a trained weight, from the one
