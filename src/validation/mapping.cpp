@@ -314,15 +314,16 @@ struct FrameworkRule {
 
 /// The FlashAttention repo's own training code (training/README.md: "optimized
 /// implementations of other layers (e.g., MLP, LayerNorm, cross-entropy loss,
-/// rotary embedding)", "we don't need any activation checkpointing"; the
-/// rows' DDPStrategyZero1) runs like Megatron-LM's profile: fused kernels and
-/// loss, optimizer state sharded over data parallelism, gradients reduced
-/// once per step. FSDP (parameters gathered per layer) and the eager
-/// profiles (one kernel per op, fp32 loss) are further from it.
+/// rotary embedding)", "we don't need any activation checkpointing"; DDP,
+/// with the DDPStrategyZero1 of its 760M-and-up configs) runs like
+/// Megatron-LM's profile: fused kernels and loss, gradients reduced once per
+/// step, the optimizer state sharded where a row's zero says so. FSDP
+/// (parameters gathered per layer) and the eager profiles (one kernel per op,
+/// fp32 loss) are further from it.
 constexpr std::string_view kFlashTraining =
     "the FlashAttention repo's training code (PyTorch Lightning; fused MLP, LayerNorm, rotary and cross-entropy "
-    "kernels; DDP with a ZeRO-1 sharded optimizer), closest to Megatron-LM: fused kernels and loss, sharded "
-    "optimizer state, gradients reduced once per step";
+    "kernels; DDP, with a ZeRO-1 sharded optimizer in its 760M-and-up configs), closest to Megatron-LM: fused "
+    "kernels and loss, gradients reduced once per step";
 
 constexpr FrameworkRule kFrameworkRules[] = {
     {"torchtitan", "torchtitan", "torchtitan (FSDP2 + DTensor)"},
