@@ -263,7 +263,8 @@ constexpr const char* kSharedKey = "shared_bytes_per_clk_per_SM";
 /// kernel.pass backward (layer_norm only): the norm's backward as
 /// graph::derive_backward forms it in a training graph (reads the saved
 /// input, the output gradient and the weight, writes the input gradient),
-/// under torch PyTorch's two kernels (graph::eager_layer_norm_backward);
+/// for implementation torch PyTorch's two kernels
+/// (graph::eager_layer_norm_backward);
 /// Liger's backward is skipped (below).
 bool memory_kernel_row(const PublishedRow& row) { return row.kernel.has("op") && row.kernel.has("tokens"); }
 
