@@ -556,7 +556,7 @@ void register_search(Commands& commands, int& rc) {
             c.spec.top = 1;
             auto r = run_one(*a, c, model, base, gpus[i], names[i]);
             any = any || !r.top.empty();
-            runs.push_back({report::search_query_json(c.spec, model, gpus[i], base, c.extras), std::move(r)});
+            runs.push_back({report::search_query_json(c.spec, model, gpus[i], base, c.extras), std::move(r), {}});
           }
         } else {
           std::vector<Ask> asks;
@@ -602,7 +602,7 @@ void register_search(Commands& commands, int& rc) {
             if (!note.empty()) notes.push_back(gpu.id + ": " + note);
             any = true;
             runs.push_back({report::search_query_json(s.best_c.spec, model, gpu, base, s.best_c.extras),
-                            std::move(s.best)});
+                            std::move(s.best), {}});
           }
           if (!none_at_cap.empty())
             notes.push_back(fmt::format("no count up to --max-gpus {} {} on {}; a larger --max-gpus tries more GPUs",

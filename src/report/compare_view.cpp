@@ -361,7 +361,11 @@ std::string compare_markdown(const std::vector<search::Variation>& vars, const s
   if (!header.empty()) o += header + "\n";
   const auto line = [](const std::vector<std::string>& row) {
     std::string s = "|";
-    for (const auto& c : row) s += " " + md_cell(c) + " |";
+    for (const auto& c : row) {
+      s += ' ';
+      s += md_cell(c);
+      s += " |";
+    }
     return s + "\n";
   };
   o += line(cells.head);

@@ -672,7 +672,10 @@ std::string prediction_table(const engine::Prediction& pred, const Inputs& in, i
     const size_t kw[] = {26, 13, 11, 7, 12, 11, 8, 8, 10, 6};
     const auto krow = [&](const std::vector<std::string>& r) {
       std::string line = " ";
-      for (size_t i = 0; i < r.size(); ++i) line += " " + pad(r[i], kw[i], k.numeric[i]);
+      for (size_t i = 0; i < r.size(); ++i) {
+        line += ' ';
+        line += pad(r[i], kw[i], k.numeric[i]);
+      }
       return line + "\n";
     };
     o += krow(k.head);

@@ -188,8 +188,12 @@ text::Table rows_table(const search::SearchResult& r, const json& q, const searc
     row.push_back(std::to_string(y.vpp));
     row.push_back(std::to_string(y.zero));
     row.push_back(spec::to_string(y.recompute));
-    row.push_back(spec::to_string(y.precision) +
-                  (recipe && y.precision == spec::Precision::kFp8 ? " " + spec::to_string(y.fp8_recipe) : ""));
+    std::string precision = spec::to_string(y.precision);
+    if (recipe && y.precision == spec::Precision::kFp8) {
+      precision += ' ';
+      precision += spec::to_string(y.fp8_recipe);
+    }
+    row.push_back(std::move(precision));
     if (off)
       row.push_back(y.offload.params_on_cpu() ? (y.offload.optimizer_on_cpu() ? "opt+params" : "params")
                                               : y.offload.optimizer_on_cpu() ? "optimizer" : "none");
@@ -227,7 +231,10 @@ std::string plain_table(const text::Table& t) {
     for (size_t i = 0; i < cells.size(); ++i) {
       const std::string pad(w[i] - columns(cells[i]), ' ');
       const bool last = i + 1 == cells.size();
-      o += " " + (t.numeric[i] ? pad + cells[i] : cells[i] + (last ? "" : pad));
+      o += ' ';
+      if (t.numeric[i]) o += pad;
+      o += cells[i];
+      if (!t.numeric[i] && !last) o += pad;
     }
     while (o.back() == ' ') o.pop_back();  // a row whose last cells are empty
     return o + "\n";
@@ -247,13 +254,21 @@ std::string markdown(const text::Table& t) {
     return o;
   };
   std::string o = "|";
-  for (const auto& h : t.head) o += " " + cell(h) + " |";
+  for (const auto& h : t.head) {
+    o += ' ';
+    o += cell(h);
+    o += " |";
+  }
   o += "\n|";
   for (size_t i = 0; i < t.head.size(); ++i) o += t.numeric[i] ? "---:|" : "---|";
   o += "\n";
   for (const auto& row : t.rows) {
     o += "|";
-    for (const auto& c : row) o += " " + cell(c) + " |";
+    for (const auto& c : row) {
+      o += ' ';
+      o += cell(c);
+      o += " |";
+    }
     o += "\n";
   }
   return o;

@@ -170,8 +170,16 @@ support::DiagnosticList relabel_overrides(const support::DiagnosticList& d, std:
       }
       if (about) break;
     }
-    if (about) out.add({{}, about->label, diag.message, diag.severity});
-    else out.add(diag);
+    if (!about) {
+      out.add(diag);
+      continue;
+    }
+    // The flag's diagnostic: no file location (GCC 12 flags a braced empty
+    // SourceLoc as maybe-uninitialized, hence the copy with its loc reset).
+    support::Diagnostic flag = diag;
+    flag.loc = support::SourceLoc();
+    flag.field = about->label;
+    out.add(std::move(flag));
   }
   return out;
 }
