@@ -507,8 +507,10 @@ void register_stream(CLI::App* parent, int& rc, std::string_view which) {
     cmd->add_option("--elements", a->a, "Elements of the output")->required()->type_name("N");
     cmd->add_option("--inputs", a->inputs, "Input tensors: 1, 2 or 3 (default 1)")->type_name("N");
     cmd->add_flag("--tuned", a->tuned,
-                  "A tuned kernel (torch.compile's or Liger's Triton, hand-written CUDA) rather than a framework's "
-                  "own eager or TorchScript-fused op, which streams at 0.612 of its rate");
+                  "A tuned kernel (torch.compile's or Liger's Triton, hand-written CUDA, or eager PyTorch over "
+                  "contiguous inputs, which it vectorizes) rather than a framework's own op over a strided or "
+                  "broadcast input (eager PyTorch's unvectorized loop, TorchScript-fused), which streams at 0.612 "
+                  "of its rate");
     cmd->footer(
         "Counts: reads inputs x N, writes N elements; FLOPs N x max(1, inputs - 1).\n"
         "\nExamples:\n"

@@ -163,6 +163,9 @@ FrameworkSpec load_framework(const std::string& path) {
   behaviour(r, "train_metrics", [&](MapReader& m) {
     if (auto v = m.integer("value", true, 0, 16)) f.train_metrics = static_cast<int>(*v);
   }, false);
+  behaviour(r, "gate_up", [&](MapReader& m) {
+    if (auto v = two_words(m, "separate", "fused")) f.fused_gate_up = *v;
+  }, false);
   behaviour(r, "dispatch", [&](MapReader& m) {
     if (auto v = m.quantity("eager", units::Dimension::kTime, true, true)) f.dispatch_s = *v;
     if (auto v = m.quantity("compiled", units::Dimension::kTime, true, true)) f.dispatch_compiled_s = *v;

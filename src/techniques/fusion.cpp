@@ -118,7 +118,38 @@ void apply_fusion(graph::Graph& g, const spec::ModelSpec& m, const spec::Microba
       k.workspace_bytes = 0;  // no fp32 copy
     }
   }
-  if (level == Fusion::kEager) return;
+  if (level == Fusion::kEager) {
+    // Eager PyTorch vectorizes an elementwise kernel only when every operand
+    // is contiguous (aten/src/ATen/native/cuda/CUDALoops.cuh,
+    // gpu_kernel_impl_nocast: iter.is_contiguous() launches
+    // launch_vectorized_kernel, anything else launch_legacy_kernel, element
+    // by element through an OffsetCalculator). Vectorized, it streams at the
+    // tuned rate: Liger-Kernel's relu_squared rows (H100, bf16, 4,096 x
+    // 1,024-16,384), torch's relu then square, take 2.0x the time of Liger's
+    // one Triton kernel, the ratio of their passes (validation/published.yaml
+    // liger_relu_squared_*). The legacy loop is the framework's rate
+    // (cost::CostParams::framework_mem_frac, fitted on SwiGLU over chunk
+    // views): it runs the kernels with a broadcast operand (a bias, RoPE's
+    // cos and sin) or a view (the halves of a fused gate-up output).
+    const bool strided_glu = fw.fused_gate_up && spec::is_gated(m.activation);
+    for (auto& k : ks) {
+      if (k.cls != spec::KernelClass::kElementwise) continue;
+      switch (k.op) {
+        case Op::kResidual1:
+        case Op::kResidual2:
+        case Op::kDropout1:
+        case Op::kDropout2:
+        case Op::kAttnDropout:
+        case Op::kSharedAdd: k.impl = graph::kImplTuned; break;
+        case Op::kAct:
+        case Op::kGateMul:
+          if (!strided_glu) k.impl = graph::kImplTuned;
+          break;
+        default: break;
+      }
+    }
+    return;
+  }
   // The kernels that stream at the tuned rate (graph::kImplTuned); eager
   // PyTorch's are the framework's own. Above eager the norms are Apex's or
   // Transformer Engine's fused CUDA kernels; torch.compile (Inductor) and

@@ -257,9 +257,14 @@ constexpr const char* kSharedKey = "shared_bytes_per_clk_per_SM";
 ///  - swiglu: silu(gate) * up over [tokens, 2 hidden] -> [tokens, hidden]:
 ///    fused (Megatron's bias_swiglu_impl, Liger's Triton kernel), one
 ///    two-input elementwise kernel; torch (eager F.silu(y1) * y2 over
-///    torch.chunk's views), a one-input kernel then a two-input one.
-/// implementation: torch and megatron are the framework's own kernels
-/// (graph::kImplFramework), liger and triton tuned ones (graph::kImplTuned).
+///    torch.chunk's views), a one-input kernel then a two-input one;
+///  - relu_squared: relu(x)^2 over a contiguous [tokens, hidden]: torch
+///    (relu then square), two one-input kernels; Liger's, one.
+/// implementation: torch's and megatron's norms and their kernels over
+/// strided views (the SwiGLU halves) are the framework's own
+/// (graph::kImplFramework); torch's elementwise kernels over contiguous
+/// operands, which PyTorch vectorizes (techniques::apply_fusion), and liger
+/// and triton kernels are tuned (graph::kImplTuned).
 /// kernel.pass backward (layer_norm only): the norm's backward as
 /// graph::derive_backward forms it in a training graph (reads the saved
 /// input, the output gradient and the weight, writes the input gradient),
@@ -281,6 +286,7 @@ OrSkip<RowPrediction> predict_memory_kernel(const PublishedRow& row, const Conte
   if (impl == "liger" || impl == "triton") tier = graph::kImplTuned;
   else if (impl != "torch" && impl != "megatron")
     return Skip{fmt::format("unrecognised kernel.implementation '{}' (torch, megatron, liger, triton)", impl)};
+  else if (op == "relu_squared") tier = graph::kImplTuned;  // contiguous operands: PyTorch's vectorized loop
   const std::string pass = row.kernel.has("pass") ? row.kernel.text("pass") : "forward";
   if (pass != "forward" && pass != "backward")
     return Skip{fmt::format("unrecognised kernel.pass '{}' (forward, backward)", pass)};
@@ -308,8 +314,11 @@ OrSkip<RowPrediction> predict_memory_kernel(const PublishedRow& row, const Conte
   } else if (op == "swiglu") {
     if (impl == "torch") ks.push_back(graph::elementwise_kernel(*tokens * *hidden, 1, *dtype));
     ks.push_back(graph::elementwise_kernel(*tokens * *hidden, 2, *dtype));
+  } else if (op == "relu_squared") {
+    if (impl == "torch") ks.push_back(graph::elementwise_kernel(*tokens * *hidden, 1, *dtype));
+    ks.push_back(graph::elementwise_kernel(*tokens * *hidden, 1, *dtype));
   } else {
-    return Skip{fmt::format("unrecognised kernel.op '{}' (layer_norm, rms_norm, swiglu)", op)};
+    return Skip{fmt::format("unrecognised kernel.op '{}' (layer_norm, rms_norm, swiglu, relu_squared)", op)};
   }
   double t = 0;
   for (auto& k : ks) {

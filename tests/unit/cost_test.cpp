@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <map>
+#include <string>
 
 #include "ridgeline/cost/cost.hpp"
 #include "ridgeline/graph/kernels.hpp"
@@ -309,8 +311,7 @@ TEST_CASE("cost: torch.compile's kernels and the fused norms are tuned; eager on
       if (k.cls == cls) (k.impl == graph::kImplTuned ? tuned : framework) += 1;
     return std::pair{framework, tuned};
   };
-  // Eager PyTorch: every elementwise and norm kernel the framework's own.
-  CHECK(impl_of(spec::Fusion::kEager, spec::KernelClass::kElementwise).second == 0);
+  // Eager PyTorch's norms are its own (norm class rate).
   CHECK(impl_of(spec::Fusion::kEager, spec::KernelClass::kNorm).second == 0);
   // Megatron's fused level: TorchScript-fused pointwise ops stay the
   // framework's (bias_swiglu_impl measured at 55% of the HBM peak); its
@@ -320,4 +321,55 @@ TEST_CASE("cost: torch.compile's kernels and the fused norms are tuned; eager on
   // torch.compile generates every pointwise chain and norm.
   CHECK(impl_of(spec::Fusion::kCompiled, spec::KernelClass::kElementwise).first == 0);
   CHECK(impl_of(spec::Fusion::kCompiled, spec::KernelClass::kNorm).first == 0);
+}
+
+TEST_CASE("cost: eager elementwise kernels stream at the tuned rate over contiguous operands only") {
+  // PyTorch vectorizes an elementwise kernel only when every operand is
+  // contiguous (CUDALoops.cuh gpu_kernel_impl_nocast); Liger's relu_squared
+  // rows put torch's two such kernels at the tuned rate. Llama 3 8B's eager
+  // forward, by hand: RoPE reads cos and sin broadcast (legacy loop); the
+  // residual adds read two contiguous tensors; SwiGLU's silu and gate-mul
+  // read the up projection's output, contiguous where the gate and up are
+  // separate GEMMs (torchtitan w1, w3), chunk views of one fused output
+  // under Megatron-Core (linear_fc1 twice the FFN width, torch.chunk).
+  const auto m = test::model("llama3_8b");
+  const auto hw = test::gpu("h100_sxm");
+  auto tuned_forward = [&](const char* framework) {
+    spec::PlanSpec p = test::plan(1, 2048);
+    p.framework = *spec::find_framework(framework);
+    p.fusion = spec::Fusion::kEager;
+    p.fusion_given = true;
+    graph::Graph g;
+    techniques::build_microbatch(g, m, p, hw);
+    std::map<std::string, bool> tuned;
+    for (const auto& k : g.kernels)
+      if (k.phase == spec::Phase::kForward && k.cls == spec::KernelClass::kElementwise)
+        tuned[std::string(k.name)] = k.impl == graph::kImplTuned;
+    return tuned;
+  };
+  const auto titan = tuned_forward("torchtitan");
+  CHECK(titan.at("rope") == false);
+  CHECK(titan.at("residual_add1") == true);
+  CHECK(titan.at("residual_add2") == true);
+  CHECK(titan.at("mlp_act") == true);
+  CHECK(titan.at("mlp_gate_mul") == true);
+  const auto mega = tuned_forward("megatron");
+  CHECK(mega.at("rope") == false);
+  CHECK(mega.at("residual_add1") == true);
+  CHECK(mega.at("mlp_act") == false);
+  CHECK(mega.at("mlp_gate_mul") == false);
+  // A backward kernel streams as its forward does: silu's backward under
+  // torchtitan at the tuned rate (derive_backward copies impl).
+  spec::PlanSpec p = test::plan(1, 2048);
+  p.framework = *spec::find_framework("torchtitan");
+  p.fusion = spec::Fusion::kEager;
+  p.fusion_given = true;
+  const graph::Graph g = test::step(m, p);
+  int act_bwd = 0;
+  for (const auto& k : g.kernels)
+    if (k.phase == spec::Phase::kBackward && k.op == graph::Op::kAct) {
+      ++act_bwd;
+      CHECK(k.impl == graph::kImplTuned);
+    }
+  CHECK(act_bwd == 1);
 }

@@ -66,12 +66,13 @@ enum KernelFlags : std::uint16_t {
 };
 
 /// Kernel::impl of an elementwise or norm kernel. kImplFramework: the
-/// framework's own kernel (PyTorch's eager TensorIterator and native norm
-/// kernels, TorchScript-fused ops such as Megatron's bias_swiglu), which
-/// streams at about half the HBM rate (cost::CostParams::framework_mem_frac);
-/// kImplTuned: a kernel that streams at the hardware's rate, generated for
-/// the chain (torch.compile's and XLA's codegen, Liger's Triton kernels) or
-/// hand-written (BabelStream).
+/// framework's own kernel (PyTorch's eager TensorIterator over a strided or
+/// broadcast operand, its native norm kernels, TorchScript-fused ops such as
+/// Megatron's bias_swiglu), which streams at about half the HBM rate
+/// (cost::CostParams::framework_mem_frac); kImplTuned: a kernel that streams
+/// at the hardware's rate, generated for the chain (torch.compile's and
+/// XLA's codegen, Liger's Triton kernels), hand-written (BabelStream), or
+/// PyTorch's vectorized loop over contiguous operands.
 inline constexpr std::uint8_t kImplFramework = 0;
 inline constexpr std::uint8_t kImplTuned = 1;
 

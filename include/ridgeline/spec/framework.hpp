@@ -91,6 +91,14 @@ struct FrameworkSpec {
   /// _eval_train_metrics); llm-foundry's MPT has two,
   /// LanguageCrossEntropy and LanguagePerplexity.
   int train_metrics = 0;
+  /// A gated MLP's gate and up projections as one GEMM whose output the
+  /// activation reads as two chunk views, strided (Megatron-Core's
+  /// linear_fc1 of twice the FFN width, torch.chunk in the activation),
+  /// rather than two GEMMs writing contiguous outputs (torchtitan's w1 and
+  /// w3, Hugging Face's gate_proj and up_proj) (frameworks/NAME.yaml
+  /// gate_up; absent: separate). Eager PyTorch vectorizes an elementwise
+  /// kernel only over contiguous operands (techniques::apply_fusion).
+  bool fused_gate_up = false;
   /// The gradients do not outlive the step (frameworks/NAME.yaml gradients:
   /// freed_each_step; absent: persistent): the optimizer's zero_grad sets
   /// them to None (PyTorch >= 2.0's default), so a step of one micro-batch
