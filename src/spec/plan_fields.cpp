@@ -361,6 +361,23 @@ constinit const PlanField kFields[] = {
      .word = [](const PlanSpec& p) { return to_string(p.cross_entropy); },
      .choices = cross_entropy_choices, .group = SummaryGroup::kTechnique, .show = Show::kIfChanged,
      .summary = "{} cross-entropy", .scope = Scope::kGraph},
+    {.key = "gate_up", .flag = "gate-up",
+     .help = "A gated MLP's gate and up projections in the model code: fused = one GEMM of twice the FFN width "
+             "whose output the activation splits into two strided halves, which eager PyTorch cannot vectorize "
+             "(Megatron-Core's linear_fc1, NeMo AutoModel's custom Llama and Qwen2); separate = two GEMMs with "
+             "contiguous outputs (torchtitan, Hugging Face) (default: the framework's)",
+     .type = FieldType::kWord,
+     .parse_word = [](PlanSpec& p, std::string_view s) {
+       if (s != "fused" && s != "separate") return false;
+       p.fused_gate_up = s == "fused";
+       p.gate_up_given = true;
+       return true;
+     },
+     .word = [](const PlanSpec& p) {
+       const bool fused = p.gate_up_given ? p.fused_gate_up : spec::framework(p.framework).fused_gate_up;
+       return std::string(fused ? "fused" : "separate");
+     },
+     .choices = [] { return std::string("fused, separate"); }, .scope = Scope::kGraph},
     // CPU offload (ZeRO-Offload, Ren et al. 2021; ZeRO-Infinity, Rajbhandari
     // et al. 2021); engine::check_plan refuses what the framework refuses.
     {.key = "offload.optimizer", .setting = "offload_optimizer", .flag = "offload-optimizer",

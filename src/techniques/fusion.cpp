@@ -131,7 +131,7 @@ void apply_fusion(graph::Graph& g, const spec::ModelSpec& m, const spec::Microba
     // (cost::CostParams::framework_mem_frac, fitted on SwiGLU over chunk
     // views): it runs the kernels with a broadcast operand (a bias, RoPE's
     // cos and sin) or a view (the halves of a fused gate-up output).
-    const bool strided_glu = fw.fused_gate_up && spec::is_gated(m.activation);
+    const bool strided_glu = spec::fused_gate_up_of(p) && spec::is_gated(m.activation);
     for (auto& k : ks) {
       if (k.cls != spec::KernelClass::kElementwise) continue;
       switch (k.op) {

@@ -483,6 +483,17 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
       notes.push_back("torch.compile (training.compile): fusion compiled");
     }
   }
+  // The model code's gate and up projections (training.gate_up), where they
+  // differ from the framework's: one GEMM read as two strided halves
+  // (fused), or two (separate).
+  if (tr.has("gate_up")) {
+    const std::string g = lower(tr.text("gate_up"));
+    if (g != "fused" && g != "separate")
+      return Skip{fmt::format("unrecognised training.gate_up '{}' (fused or separate)", tr.text("gate_up"))};
+    p.fused_gate_up = g == "fused";
+    p.gate_up_given = true;
+    notes.push_back(fmt::format("gate and up projections {} (training.gate_up)", g));
+  }
   auto& q = p.parallel;
   q.tp = whole_or(tr, "tp", 1);
   q.pp = whole_or(tr, "pp", 1);

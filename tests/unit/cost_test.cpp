@@ -334,9 +334,10 @@ TEST_CASE("cost: eager elementwise kernels stream at the tuned rate over contigu
   // under Megatron-Core (linear_fc1 twice the FFN width, torch.chunk).
   const auto m = test::model("llama3_8b");
   const auto hw = test::gpu("h100_sxm");
-  auto tuned_forward = [&](const char* framework) {
+  auto tuned_forward = [&](const char* framework, int gate_up = -1) {
     spec::PlanSpec p = test::plan(1, 2048);
     p.framework = *spec::find_framework(framework);
+    if (gate_up >= 0) p.gate_up_given = true, p.fused_gate_up = gate_up == 1;
     p.fusion = spec::Fusion::kEager;
     p.fusion_given = true;
     graph::Graph g;
@@ -358,6 +359,13 @@ TEST_CASE("cost: eager elementwise kernels stream at the tuned rate over contigu
   CHECK(mega.at("residual_add1") == true);
   CHECK(mega.at("mlp_act") == false);
   CHECK(mega.at("mlp_gate_mul") == false);
+  // The plan's gate_up overrides the framework's: a model whose code fuses
+  // them (NeMo AutoModel's custom Llama) under torchtitan, and the reverse.
+  const auto titan_fused = tuned_forward("torchtitan", 1);
+  CHECK(titan_fused.at("mlp_act") == false);
+  CHECK(titan_fused.at("mlp_gate_mul") == false);
+  CHECK(titan_fused.at("residual_add1") == true);
+  CHECK(tuned_forward("megatron", 0).at("mlp_gate_mul") == true);
   // A backward kernel streams as its forward does: silu's backward under
   // torchtitan at the tuned rate (derive_backward copies impl).
   spec::PlanSpec p = test::plan(1, 2048);

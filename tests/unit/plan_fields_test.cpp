@@ -35,6 +35,8 @@ spec::PlanSpec unusual_plan() {
   p.master_weights = spec::MasterWeights::kNone;
   p.cross_entropy = spec::CrossEntropy::kEager;
   p.cross_entropy_given = true;
+  p.fused_gate_up = false;  // megatron's is fused
+  p.gate_up_given = true;
   p.power_limit_w = 500;
   p.attention = spec::AttentionKind::kFlash3;
   p.fusion = spec::Fusion::kCompiled;

@@ -280,6 +280,11 @@ inline MainGrads main_grads_of(const MicrobatchPlan& p) {
 /// The plan's loss: as given, else the framework's at the plan's fusion level
 /// (FrameworkSpec::fused_cross_entropy, fused_cross_entropy_compiled).
 CrossEntropy cross_entropy_of(const MicrobatchPlan& p);
+/// Whether the plan's gated MLP fuses its gate and up projections: as
+/// given (plan gate_up), else the framework's (FrameworkSpec::fused_gate_up).
+inline bool fused_gate_up_of(const MicrobatchPlan& p) {
+  return p.gate_up_given ? p.fused_gate_up : framework(p.framework).fused_gate_up;
+}
 
 /// Whether a plan's ZeRO-1/2 parameter all-gather overlaps the next forward:
 /// the plan asks for it or its framework does it by default.

@@ -282,6 +282,12 @@ struct PlanSpec {
   /// plan's fusion level (spec::cross_entropy_of; apply_framework_defaults shows it).
   bool cross_entropy_given = false;
   CrossEntropy cross_entropy = CrossEntropy::kFused;
+  /// A gated MLP's gate and up projections as one GEMM whose halves eager
+  /// PyTorch reads as strided views (FrameworkSpec::fused_gate_up): given by
+  /// the plan (the model code's own layout, gate_up: fused or separate), or
+  /// the framework's (spec::fused_gate_up_of; apply_framework_defaults shows it).
+  bool gate_up_given = false;
+  bool fused_gate_up = false;
   MoePlan moe;
   /// CPU offload of the optimizer (and parameters); a step-level choice, so
   /// not part of MicrobatchPlan (the micro-batch graph does not change).
@@ -326,6 +332,8 @@ struct MicrobatchPlan {
   MainGrads main_grads = MainGrads::kWorking;
   bool cross_entropy_given = false;  // else the framework's (spec::cross_entropy_of)
   CrossEntropy cross_entropy = CrossEntropy::kFused;
+  bool gate_up_given = false;  // else the framework's (spec::fused_gate_up_of)
+  bool fused_gate_up = false;
   MoePlan moe;  // expert GEMM shapes
 
   MicrobatchPlan() = default;
@@ -347,7 +355,8 @@ struct MicrobatchPlan {
                  p.parallel.first_stage_layers,
                  p.parallel.last_stage_layers},
         master_weights(p.master_weights), main_grads(p.main_grads), cross_entropy_given(p.cross_entropy_given),
-        cross_entropy(p.cross_entropy), moe(p.moe) {}
+        cross_entropy(p.cross_entropy), gate_up_given(p.gate_up_given), fused_gate_up(p.fused_gate_up),
+        moe(p.moe) {}
 };
 
 /// Decoder layers on pipeline stage `stage` (0-based) of `pp`: the first
