@@ -106,7 +106,10 @@ void derive_backward(Graph& g) {
       const double M = f.gemm.m, N = f.gemm.n, K = f.gemm.k, B = f.gemm.batch;
       const double in_b = f.has(kFp8Gemm) ? 1.0 : e;
       // Input gradient dX[M,K] = dY[M,N] * W[N,K]: reads dY and W, writes dX.
-      const double w_bytes = f.read_bytes - B * M * K * in_b;  // the forward's second operand
+      // The forward's second operand. LoRA's B GEMM also read the base
+      // output it adds into (techniques/finetune.cpp), which its backward
+      // neither reads nor has a gradient for: the add passes dY through.
+      const double w_bytes = f.read_bytes - B * M * K * in_b - (f.op == Op::kLoraB ? B * M * N * e : 0.0);
       push_backward_gemm(g.kernels, f, dgrad_name(f.op), M, K, N, B * M * N * e + w_bytes, B * M * K * e);
       // Weight gradient dW[N,K] = dY^T * X (none for a frozen weight); for
       // activation-activation GEMMs the second operand's gradient.

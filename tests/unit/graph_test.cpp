@@ -269,6 +269,30 @@ TEST_CASE("LoRA and QLoRA") {
       ++wgrad;
   CHECK(wgrad == 0);
 
+  SUBCASE("the B adapter's backward reads dY and writes its own gradients, not the base output") {
+    // q and v: B is [T, r] x [r, 4096] per target, T = 2048 tokens, r = 8,
+    // bf16. Forward: reads A's output (T x 2r), B (2 x r x 4096) and the
+    // base output it adds into (T x 8192), writes the sum (T x 8192). The
+    // add passes dY through, so the backward reads no base output: dgrad
+    // reads dY (T x 8192) and B, writes dA_out (T x 2r); wgrad reads dY and
+    // A's output, writes dB (2 x r x 4096). Per layer, x 2 bytes:
+    const double T = 2048, r = 8, out = 8192, e = 2;
+    const double dgrad = (T * out + r * out) * e + T * 2 * r * e;
+    const double wgrad_b = (T * out + T * 2 * r) * e + r * out * e;
+    int seen = 0;
+    for (const auto& k : step(m, p).kernels) {
+      if (k.name == "lora_b.dgrad") {
+        CHECK(k.read_bytes + k.write_bytes == doctest::Approx(dgrad));
+        ++seen;
+      }
+      if (k.name == "lora_b.wgrad") {
+        CHECK(k.read_bytes + k.write_bytes == doctest::Approx(wgrad_b));
+        ++seen;
+      }
+    }
+    CHECK(seen == 2);
+  }
+
   SUBCASE("QLoRA fits a 65B model's fine-tune under 48 GB (Dettmers et al. 2023)") {
     const auto big = test::model("llama1_65b");
     auto q = plan(1, 512);
