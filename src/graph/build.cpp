@@ -178,7 +178,7 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
       k.write_bytes = Tph * D.e + 2 * rows * 4;
       k.flops = 8 * Tph;
       k.saved_bytes = Tph * D.e + 2 * rows * 4;
-    } else if (P.fusion == spec::Fusion::kEager) {
+    } else if (spec::rms_norm_of(P) == spec::RmsNormImpl::kComposite) {
       // Eager RMSNorm (Hugging Face LlamaRMSNorm): x.float(), pow(2), mean,
       // x * rsqrt, .to(dtype), * weight: six kernels, reads 2e+16 and writes
       // 2e+12 bytes per element (e = activation width). Autograd saves the
@@ -191,9 +191,12 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
       k.flops = 5 * Tph;
       k.saved_bytes = Tph * (4 + D.e) + rows * 4;
     } else {
-      // One fused kernel (Apex FusedRMSNorm, Transformer Engine; what
-      // torch.compile makes of the eager chain): reads x and the weight,
-      // writes y and the fp32 rstd per row, and saves x and the rstd.
+      // One kernel (Apex FusedRMSNorm, Transformer Engine, torch.nn.RMSNorm's
+      // native kernel; what torch.compile makes of the eager chain): reads x
+      // and the weight, writes y and the fp32 rstd per row, and saves x and
+      // the rstd. PyTorch's native kernel streams at the framework's norm
+      // rate (it reads each row twice), the others tuned
+      // (techniques::apply_fusion).
       k.read_bytes = Tph * D.e + D.h * D.e;
       k.write_bytes = Tph * D.e + rows * 4;
       k.flops = 5 * Tph;
@@ -228,7 +231,7 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
       k.dtype = act;
       k.flags = kLayer | kPointwise;
       const double x = D.T * width;
-      if (P.fusion == spec::Fusion::kEager && M.norm == spec::Norm::kRmsNorm) {
+      if (spec::rms_norm_of(P) == spec::RmsNormImpl::kComposite && M.norm == spec::Norm::kRmsNorm) {
         k.read_bytes = x * (2 * D.e + 16);
         k.write_bytes = x * (2 * D.e + 12);
         k.launches = 6;

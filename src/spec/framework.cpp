@@ -163,6 +163,9 @@ FrameworkSpec load_framework(const std::string& path) {
   behaviour(r, "train_metrics", [&](MapReader& m) {
     if (auto v = m.integer("value", true, 0, 16)) f.train_metrics = static_cast<int>(*v);
   }, false);
+  behaviour(r, "rms_norm", [&](MapReader& m) {
+    if (auto v = m.word("value", parse_rms_norm, rms_norm_choices(), true)) f.eager_rms_norm = *v;
+  }, false);
   behaviour(r, "gate_up", [&](MapReader& m) {
     if (auto v = two_words(m, "separate", "fused")) f.fused_gate_up = *v;
   }, false);

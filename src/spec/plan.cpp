@@ -68,6 +68,8 @@ constexpr std::pair<std::string_view, MainGrads> kMainGrads[] = {{"working", Mai
                                                                 {"fp32", MainGrads::kFp32}};
 constexpr std::pair<std::string_view, CrossEntropy> kCrossEntropy[] = {
     {"fused", CrossEntropy::kFused}, {"eager", CrossEntropy::kEager}, {"chunked", CrossEntropy::kChunked}};
+constexpr std::pair<std::string_view, RmsNormImpl> kRmsNorm[] = {
+    {"composite", RmsNormImpl::kComposite}, {"native", RmsNormImpl::kNative}, {"fused", RmsNormImpl::kFused}};
 constexpr std::pair<std::string_view, OffloadDevice> kOffloadDevices[] = {{"none", OffloadDevice::kNone},
                                                                          {"cpu", OffloadDevice::kCpu}};
 constexpr std::pair<std::string_view, MoeDispatcher> kMoeDispatchers[] = {{"alltoall", MoeDispatcher::kAllToAll},
@@ -89,6 +91,7 @@ std::optional<Fp8Recipe> parse_fp8_recipe(std::string_view s) { return find_word
 std::optional<MasterWeights> parse_master_weights(std::string_view s) { return find_word(kMasterWeights, s); }
 std::optional<MainGrads> parse_main_grads(std::string_view s) { return find_word(kMainGrads, s); }
 std::optional<CrossEntropy> parse_cross_entropy(std::string_view s) { return find_word(kCrossEntropy, s); }
+std::optional<RmsNormImpl> parse_rms_norm(std::string_view s) { return find_word(kRmsNorm, s); }
 std::optional<OffloadDevice> parse_offload_device(std::string_view s) { return find_word(kOffloadDevices, s); }
 std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view s) { return find_word(kMoeDispatchers, s); }
 std::optional<PpSchedule> parse_pp_schedule(std::string_view s) { return find_word(kPpSchedules, s); }
@@ -179,6 +182,7 @@ std::string to_string(Fp8Recipe r) { return word_of(kRecipes, r); }
 std::string to_string(MasterWeights w) { return word_of(kMasterWeights, w); }
 std::string to_string(MainGrads g) { return word_of(kMainGrads, g); }
 std::string to_string(CrossEntropy c) { return word_of(kCrossEntropy, c); }
+std::string to_string(RmsNormImpl r) { return word_of(kRmsNorm, r); }
 std::string to_string(OffloadDevice d) { return word_of(kOffloadDevices, d); }
 std::string to_string(MoeDispatcher d) { return word_of(kMoeDispatchers, d); }
 std::string to_string(PpSchedule s) { return word_of(kPpSchedules, s); }
@@ -221,6 +225,7 @@ std::string lora_target_choices() { return "a comma list of q, k, v, o, gate, up
 std::string master_weights_choices() { return choices_of(kMasterWeights); }
 std::string main_grads_choices() { return choices_of(kMainGrads); }
 std::string cross_entropy_choices() { return choices_of(kCrossEntropy); }
+std::string rms_norm_choices() { return choices_of(kRmsNorm); }
 std::string offload_device_choices() { return choices_of(kOffloadDevices); }
 std::string moe_dispatcher_choices() { return choices_of(kMoeDispatchers); }
 std::string pp_schedule_choices() { return choices_of(kPpSchedules); }
@@ -294,6 +299,7 @@ void apply_framework_defaults(PlanSpec& p) {
   if (!p.main_grads_given) p.main_grads = main_grads_of(p);
   if (!p.cross_entropy_given) p.cross_entropy = cross_entropy_of(p);
   if (!p.gate_up_given) p.fused_gate_up = fused_gate_up_of(p);
+  if (!p.rms_norm_given) p.rms_norm = rms_norm_of(p);
 }
 
 const std::vector<std::string>& setting_keys() {

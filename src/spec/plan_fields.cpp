@@ -378,6 +378,21 @@ constinit const PlanField kFields[] = {
        return std::string(fused ? "fused" : "separate");
      },
      .choices = [] { return std::string("fused, separate"); }, .scope = Scope::kGraph},
+    {.key = "rms_norm", .flag = "rms-norm",
+     .help = "An eager plan's RMSNorm in the model code: composite = a chain of PyTorch ops (Hugging Face "
+             "LlamaRMSNorm: upcast, pow, mean, rsqrt, two multiplies; six kernels), native = torch.nn.RMSNorm's "
+             "one CUDA kernel (PyTorch 2.8 and later), fused = a tuned kernel (Transformer Engine, Apex, Liger); "
+             "above the eager level the norm is one tuned kernel (default: the framework's)",
+     .type = FieldType::kWord,
+     .parse_word = [](PlanSpec& p, std::string_view s) {
+       auto v = parse_rms_norm(s);
+       if (v) p.rms_norm = *v, p.rms_norm_given = true;
+       return v.has_value();
+     },
+     .word = [](const PlanSpec& p) {
+       return to_string(p.rms_norm_given ? p.rms_norm : spec::framework(p.framework).eager_rms_norm);
+     },
+     .choices = rms_norm_choices, .scope = Scope::kGraph},
     // CPU offload (ZeRO-Offload, Ren et al. 2021; ZeRO-Infinity, Rajbhandari
     // et al. 2021); engine::check_plan refuses what the framework refuses.
     {.key = "offload.optimizer", .setting = "offload_optimizer", .flag = "offload-optimizer",

@@ -60,7 +60,7 @@ void apply_finetune(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
   auto& ks = g.kernels;
   const size_t n = ks.size();
   const size_t flash = g.forward_flash();
-  const bool eager_rms = m.norm == spec::Norm::kRmsNorm && p.fusion == spec::Fusion::kEager;
+  const bool eager_rms = m.norm == spec::Norm::kRmsNorm && spec::rms_norm_of(p) == spec::RmsNormImpl::kComposite;
   for (size_t i = 0; i < n; ++i) {
     if (ks[i].phase != spec::Phase::kForward) continue;
     if (eager_rms && ks[i].cls == spec::KernelClass::kNorm) ks[i].saved_bytes -= ks[i].chain_bytes;

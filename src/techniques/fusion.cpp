@@ -132,7 +132,12 @@ void apply_fusion(graph::Graph& g, const spec::ModelSpec& m, const spec::Microba
     // views): it runs the kernels with a broadcast operand (a bias, RoPE's
     // cos and sin) or a view (the halves of a fused gate-up output).
     const bool strided_glu = spec::fused_gate_up_of(p) && spec::is_gated(m.activation);
+    // A tuned RMSNorm in an eager model (Transformer Engine's, Apex's,
+    // Liger's: spec::RmsNormImpl::kFused); PyTorch's own (native or the
+    // composite chain) streams at the framework's norm rate.
+    const bool tuned_rms = m.norm == spec::Norm::kRmsNorm && spec::rms_norm_of(p) == spec::RmsNormImpl::kFused;
     for (auto& k : ks) {
+      if (tuned_rms && k.cls == spec::KernelClass::kNorm) k.impl = graph::kImplTuned;
       if (k.cls != spec::KernelClass::kElementwise) continue;
       switch (k.op) {
         case Op::kResidual1:

@@ -494,6 +494,16 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
     p.gate_up_given = true;
     notes.push_back(fmt::format("gate and up projections {} (training.gate_up)", g));
   }
+  // The model code's RMSNorm at the eager level (training.rms_norm), where
+  // it differs from the framework's: composite, native or fused.
+  if (tr.has("rms_norm")) {
+    const auto r = spec::parse_rms_norm(lower(tr.text("rms_norm")));
+    if (!r)
+      return Skip{fmt::format("unrecognised training.rms_norm '{}' ({})", tr.text("rms_norm"), spec::rms_norm_choices())};
+    p.rms_norm = *r;
+    p.rms_norm_given = true;
+    notes.push_back(fmt::format("RMSNorm {} (training.rms_norm)", spec::to_string(*r)));
+  }
   auto& q = p.parallel;
   q.tp = whole_or(tr, "tp", 1);
   q.pp = whole_or(tr, "pp", 1);

@@ -311,8 +311,9 @@ TEST_CASE("cost: torch.compile's kernels and the fused norms are tuned; eager on
       if (k.cls == cls) (k.impl == graph::kImplTuned ? tuned : framework) += 1;
     return std::pair{framework, tuned};
   };
-  // Eager PyTorch's norms are its own (norm class rate).
-  CHECK(impl_of(spec::Fusion::kEager, spec::KernelClass::kNorm).second == 0);
+  // Eager: Megatron's RMSNorm is Transformer Engine's (tuned); PyTorch's own
+  // norms, native or the composite chain, stream at the framework's rate.
+  CHECK(impl_of(spec::Fusion::kEager, spec::KernelClass::kNorm).first == 0);
   // Megatron's fused level: TorchScript-fused pointwise ops stay the
   // framework's (bias_swiglu_impl measured at 55% of the HBM peak); its
   // norms are Apex's / Transformer Engine's CUDA kernels.
@@ -366,6 +367,30 @@ TEST_CASE("cost: eager elementwise kernels stream at the tuned rate over contigu
   CHECK(titan_fused.at("mlp_gate_mul") == false);
   CHECK(titan_fused.at("residual_add1") == true);
   CHECK(tuned_forward("megatron", 0).at("mlp_gate_mul") == true);
+  // RMSNorm at the eager level, per framework (frameworks/*.yaml rms_norm):
+  // torchtitan's nn.RMSNorm is one native kernel at the framework's norm
+  // rate: reads x (T h e) and the weight (h e), writes y and the fp32 rstd
+  // per row; Hugging Face's LlamaRMSNorm is the six-kernel chain, 2e + 16
+  // bytes read and 2e + 12 written an element (T = 2048, h = 4096, e = 2).
+  auto norm1 = [&](const char* framework) {
+    spec::PlanSpec p = test::plan(1, 2048);
+    p.framework = *spec::find_framework(framework);
+    p.fusion = spec::Fusion::kEager;
+    p.fusion_given = true;
+    graph::Graph g;
+    techniques::build_microbatch(g, m, p, hw);
+    for (const auto& k : g.kernels)
+      if (k.phase == spec::Phase::kForward && k.op == graph::Op::kNorm1) return k;
+    return graph::Kernel{};
+  };
+  const double T = 2048, h = 4096, e = 2;
+  const auto native = norm1("torchtitan");
+  CHECK(native.read_bytes + native.write_bytes == doctest::Approx(T * h * e + h * e + T * h * e + T * 4));
+  CHECK(native.impl == graph::kImplFramework);
+  const auto composite = norm1("hf");
+  CHECK(composite.read_bytes + composite.write_bytes == doctest::Approx(T * h * (2 * e + 16) + T * h * (2 * e + 12)));
+  CHECK(composite.launches == 6);
+  CHECK(norm1("megatron").impl == graph::kImplTuned);  // Transformer Engine's
   // A backward kernel streams as its forward does: silu's backward under
   // torchtitan at the tuned rate (derive_backward copies impl).
   spec::PlanSpec p = test::plan(1, 2048);

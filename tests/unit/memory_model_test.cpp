@@ -156,6 +156,8 @@ TEST_CASE("memory: norms save what PyTorch autograd saves") {
     // pow(2) and x * rsqrt share the fp32 x (4 h), rsqrt saves its result (4
     // per row), weight * x.to(bf16) saves the bf16 x (2 h): T (6 h + 4).
     p.fusion = spec::Fusion::kEager;
+    p.rms_norm = spec::RmsNormImpl::kComposite;  // the model code's chain (megatron's own is TE's fused kernel)
+    p.rms_norm_given = true;
     CHECK(forward(step(m, p), graph::Op::kNorm1).saved_bytes == doctest::Approx(4096.0 * (6 * 4096 + 4)));
     // LoRA: the norm weight is frozen, so weight * x saves nothing: T (4 h + 4).
     p.finetune.mode = spec::FinetuneMode::kLora;

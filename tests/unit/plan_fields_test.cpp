@@ -37,6 +37,8 @@ spec::PlanSpec unusual_plan() {
   p.cross_entropy_given = true;
   p.fused_gate_up = false;  // megatron's is fused
   p.gate_up_given = true;
+  p.rms_norm = spec::RmsNormImpl::kNative;  // megatron's is fused
+  p.rms_norm_given = true;
   p.power_limit_w = 500;
   p.attention = spec::AttentionKind::kFlash3;
   p.fusion = spec::Fusion::kCompiled;

@@ -99,6 +99,10 @@ struct FrameworkSpec {
   /// gate_up; absent: separate). Eager PyTorch vectorizes an elementwise
   /// kernel only over contiguous operands (techniques::apply_fusion).
   bool fused_gate_up = false;
+  /// RMSNorm at the eager level (frameworks/NAME.yaml rms_norm; absent:
+  /// composite): the model code's own op chain, torch.nn.RMSNorm's native
+  /// kernel, or a tuned one (spec::RmsNormImpl).
+  RmsNormImpl eager_rms_norm = RmsNormImpl::kComposite;
   /// The gradients do not outlive the step (frameworks/NAME.yaml gradients:
   /// freed_each_step; absent: persistent): the optimizer's zero_grad sets
   /// them to None (PyTorch >= 2.0's default), so a step of one micro-batch
@@ -284,6 +288,13 @@ CrossEntropy cross_entropy_of(const MicrobatchPlan& p);
 /// given (plan gate_up), else the framework's (FrameworkSpec::fused_gate_up).
 inline bool fused_gate_up_of(const MicrobatchPlan& p) {
   return p.gate_up_given ? p.fused_gate_up : framework(p.framework).fused_gate_up;
+}
+/// The plan's RMSNorm: one tuned kernel above the eager level (compiled,
+/// fused and XLA plans fuse the chain); at the eager level as given (plan
+/// rms_norm), else the framework's (FrameworkSpec::eager_rms_norm).
+inline RmsNormImpl rms_norm_of(const MicrobatchPlan& p) {
+  if (p.fusion != Fusion::kEager) return RmsNormImpl::kFused;
+  return p.rms_norm_given ? p.rms_norm : framework(p.framework).eager_rms_norm;
 }
 
 /// Whether a plan's ZeRO-1/2 parameter all-gather overlaps the next forward:

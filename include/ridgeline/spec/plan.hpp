@@ -63,6 +63,13 @@ enum class StateDtype : std::uint8_t { kAuto, kFp32, kBf16, kFp16 };
 /// (torchtune CEWithChunkedOutputLoss: 8 chunks of 16-bit logits, each
 /// upcast inside a compiled loss), so one chunk's gradient is alive at once.
 enum class CrossEntropy : std::uint8_t { kFused, kEager, kChunked };
+/// How an eager plan's RMSNorm runs: composite = the model code's chain of
+/// PyTorch ops (Hugging Face LlamaRMSNorm: upcast, pow, mean, rsqrt, two
+/// multiplies, six kernels); native = torch.nn.RMSNorm's one CUDA kernel
+/// (PyTorch >= 2.8, pytorch#153666), at the framework's norm rate; fused =
+/// a tuned kernel (Transformer Engine, Apex, Liger). Above the eager level
+/// the norm is always one tuned kernel.
+enum class RmsNormImpl : std::uint8_t { kComposite, kNative, kFused };
 /// Where a part of the model state lives between steps: on the GPU (none)
 /// or in host memory (cpu). NVMe (ZeRO-Infinity) is not modelled.
 enum class OffloadDevice : std::uint8_t { kNone, kCpu };
@@ -288,6 +295,10 @@ struct PlanSpec {
   /// the framework's (spec::fused_gate_up_of; apply_framework_defaults shows it).
   bool gate_up_given = false;
   bool fused_gate_up = false;
+  /// An eager plan's RMSNorm (RmsNormImpl): given by the plan (the model
+  /// code's own), or the framework's (spec::rms_norm_of).
+  bool rms_norm_given = false;
+  RmsNormImpl rms_norm = RmsNormImpl::kComposite;
   MoePlan moe;
   /// CPU offload of the optimizer (and parameters); a step-level choice, so
   /// not part of MicrobatchPlan (the micro-batch graph does not change).
@@ -334,6 +345,8 @@ struct MicrobatchPlan {
   CrossEntropy cross_entropy = CrossEntropy::kFused;
   bool gate_up_given = false;  // else the framework's (spec::fused_gate_up_of)
   bool fused_gate_up = false;
+  bool rms_norm_given = false;  // else the framework's (spec::rms_norm_of)
+  RmsNormImpl rms_norm = RmsNormImpl::kComposite;
   MoePlan moe;  // expert GEMM shapes
 
   MicrobatchPlan() = default;
@@ -356,7 +369,7 @@ struct MicrobatchPlan {
                  p.parallel.last_stage_layers},
         master_weights(p.master_weights), main_grads(p.main_grads), cross_entropy_given(p.cross_entropy_given),
         cross_entropy(p.cross_entropy), gate_up_given(p.gate_up_given), fused_gate_up(p.fused_gate_up),
-        moe(p.moe) {}
+        rms_norm_given(p.rms_norm_given), rms_norm(p.rms_norm), moe(p.moe) {}
 };
 
 /// Decoder layers on pipeline stage `stage` (0-based) of `pp`: the first
@@ -406,6 +419,7 @@ std::optional<Fp8Recipe> parse_fp8_recipe(std::string_view s);
 std::optional<MasterWeights> parse_master_weights(std::string_view s);
 std::optional<MainGrads> parse_main_grads(std::string_view s);
 std::optional<CrossEntropy> parse_cross_entropy(std::string_view s);
+std::optional<RmsNormImpl> parse_rms_norm(std::string_view s);
 std::optional<OffloadDevice> parse_offload_device(std::string_view s);
 std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view s);
 std::optional<PpSchedule> parse_pp_schedule(std::string_view s);
@@ -425,6 +439,7 @@ std::string to_string(Fp8Recipe r);
 std::string to_string(MasterWeights w);
 std::string to_string(MainGrads g);
 std::string to_string(CrossEntropy c);
+std::string to_string(RmsNormImpl r);
 std::string to_string(OffloadDevice d);
 std::string to_string(MoeDispatcher d);
 std::string to_string(PpSchedule s);
@@ -443,6 +458,7 @@ std::string lora_target_choices();
 std::string master_weights_choices();
 std::string main_grads_choices();
 std::string cross_entropy_choices();
+std::string rms_norm_choices();
 std::string offload_device_choices();
 std::string moe_dispatcher_choices();
 std::string pp_schedule_choices();
