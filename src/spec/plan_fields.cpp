@@ -19,6 +19,15 @@ namespace {
   },                                                                                              \
   .word = [](const PlanSpec& p) { return print(p.member); }
 
+/// A word field over an enum member the plan marks as given (else the
+/// framework's default applies): parse sets the member and its flag.
+#define RIDGELINE_GIVEN_WORD(member, given, parse)                                                \
+  .parse_word = [](PlanSpec& p, std::string_view s) {                                             \
+    auto v = parse(s);                                                                            \
+    if (v) p.member = *v, p.given = true;                                                         \
+    return v.has_value();                                                                         \
+  }
+
 bool is_fp8(const PlanSpec& p) { return p.precision == Precision::kFp8; }
 bool is_adapter(const PlanSpec& p) { return p.finetune.mode != FinetuneMode::kFull; }
 bool is_mixed(const PlanSpec& p) { return p.precision != Precision::kFp32 && p.precision != Precision::kTf32; }
@@ -101,20 +110,12 @@ constinit const PlanField kFields[] = {
      .applies = [](const PlanSpec& p) { return p.precision == Precision::kFp16; }, .scope = Scope::kStep},
     {.key = "attention", .flag = "attention", .help = "Attention kernel (default: the framework's)",
      .type = FieldType::kWord,
-     .parse_word = [](PlanSpec& p, std::string_view s) {
-       auto v = parse_attention(s);
-       if (v) p.attention = *v, p.attention_given = true;
-       return v.has_value();
-     },
+     RIDGELINE_GIVEN_WORD(attention, attention_given, parse_attention),
      .word = [](const PlanSpec& p) { return to_string(p.attention); }, .choices = attention_choices,
      .group = SummaryGroup::kTechnique, .show = Show::kAlways, .summary = "{} attention", .scope = Scope::kGraph},
     {.key = "fusion", .flag = "fusion", .help = "Kernel fusion level (default: the framework's)",
      .type = FieldType::kWord,
-     .parse_word = [](PlanSpec& p, std::string_view s) {
-       auto v = parse_fusion(s);
-       if (v) p.fusion = *v, p.fusion_given = true;
-       return v.has_value();
-     },
+     RIDGELINE_GIVEN_WORD(fusion, fusion_given, parse_fusion),
      .word = [](const PlanSpec& p) { return to_string(p.fusion); }, .choices = fusion_choices,
      .group = SummaryGroup::kTechnique, .show = Show::kAlways, .summary = "fusion {}", .scope = Scope::kGraph},
     {.key = "recompute", .flag = "recompute",
@@ -338,11 +339,7 @@ constinit const PlanField kFields[] = {
              "gradients (Megatron-LM's accumulate_allreduce_grads_in_fp32: 18 bytes per parameter with Adam) "
              "(default: the framework's; megatron: fp32 with bf16)",
      .type = FieldType::kWord,
-     .parse_word = [](PlanSpec& p, std::string_view s) {
-       auto v = parse_main_grads(s);
-       if (v) p.main_grads = *v, p.main_grads_given = true;
-       return v.has_value();
-     },
+     RIDGELINE_GIVEN_WORD(main_grads, main_grads_given, parse_main_grads),
      .word = [](const PlanSpec& p) { return to_string(p.main_grads); },
      .choices = main_grads_choices, .applies = is_mixed, .group = SummaryGroup::kTechnique,
      .show = Show::kIfChanged, .summary = "{} main grads", .scope = Scope::kGraph},
@@ -353,11 +350,7 @@ constinit const PlanField kFields[] = {
              "chunk's logit gradient alive at a time (torchtune CEWithChunkedOutputLoss; where the framework "
              "offers it) (default: the framework's; megatron: eager)",
      .type = FieldType::kWord,
-     .parse_word = [](PlanSpec& p, std::string_view s) {
-       auto v = parse_cross_entropy(s);
-       if (v) p.cross_entropy = *v, p.cross_entropy_given = true;
-       return v.has_value();
-     },
+     RIDGELINE_GIVEN_WORD(cross_entropy, cross_entropy_given, parse_cross_entropy),
      .word = [](const PlanSpec& p) { return to_string(p.cross_entropy); },
      .choices = cross_entropy_choices, .group = SummaryGroup::kTechnique, .show = Show::kIfChanged,
      .summary = "{} cross-entropy", .scope = Scope::kGraph},
@@ -384,11 +377,7 @@ constinit const PlanField kFields[] = {
              "one CUDA kernel (PyTorch 2.8 and later), fused = a tuned kernel (Transformer Engine, Apex, Liger); "
              "above the eager level the norm is one tuned kernel (default: the framework's)",
      .type = FieldType::kWord,
-     .parse_word = [](PlanSpec& p, std::string_view s) {
-       auto v = parse_rms_norm(s);
-       if (v) p.rms_norm = *v, p.rms_norm_given = true;
-       return v.has_value();
-     },
+     RIDGELINE_GIVEN_WORD(rms_norm, rms_norm_given, parse_rms_norm),
      .word = [](const PlanSpec& p) {
        return to_string(p.rms_norm_given ? p.rms_norm : spec::framework(p.framework).eager_rms_norm);
      },
@@ -449,6 +438,7 @@ constinit const PlanField kFields[] = {
 
 #pragma GCC diagnostic pop
 #undef RIDGELINE_WORD
+#undef RIDGELINE_GIVEN_WORD
 
 std::string number_text(double v) { return fmt::format("{:g}", v); }
 
