@@ -298,8 +298,6 @@ void apply_framework_defaults(PlanSpec& p) {
   if (!p.sp_given && p.parallel.tp > 1 && framework(p.framework).sequence_parallel_with_tp) p.parallel.sp = true;
   if (!p.main_grads_given) p.main_grads = main_grads_of(p);
   if (!p.cross_entropy_given) p.cross_entropy = cross_entropy_of(p);
-  if (!p.gate_up_given) p.fused_gate_up = fused_gate_up_of(p);
-  if (!p.rms_norm_given) p.rms_norm = rms_norm_of(p);
 }
 
 const std::vector<std::string>& setting_keys() {

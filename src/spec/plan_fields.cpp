@@ -374,7 +374,7 @@ constinit const PlanField kFields[] = {
     {.key = "rms_norm", .flag = "rms-norm",
      .help = "An eager plan's RMSNorm in the model code: composite = a chain of PyTorch ops (Hugging Face "
              "LlamaRMSNorm: upcast, pow, mean, rsqrt, two multiplies; six kernels), native = torch.nn.RMSNorm's "
-             "one CUDA kernel (PyTorch 2.8 and later), fused = a tuned kernel (Transformer Engine, Apex, Liger); "
+             "one CUDA kernel (aten::_fused_rms_norm; older PyTorch ran the composite chain), fused = a tuned kernel (Transformer Engine, Apex, Liger); "
              "above the eager level the norm is one tuned kernel (default: the framework's)",
      .type = FieldType::kWord,
      RIDGELINE_GIVEN_WORD(rms_norm, rms_norm_given, parse_rms_norm),

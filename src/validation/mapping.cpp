@@ -483,26 +483,14 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
       notes.push_back("torch.compile (training.compile): fusion compiled");
     }
   }
-  // The model code's gate and up projections (training.gate_up), where they
-  // differ from the framework's: one GEMM read as two strided halves
-  // (fused), or two (separate).
-  if (tr.has("gate_up")) {
-    const std::string g = lower(tr.text("gate_up"));
-    if (g != "fused" && g != "separate")
-      return Skip{fmt::format("unrecognised training.gate_up '{}' (fused or separate)", tr.text("gate_up"))};
-    p.fused_gate_up = g == "fused";
-    p.gate_up_given = true;
-    notes.push_back(fmt::format("gate and up projections {} (training.gate_up)", g));
-  }
-  // The model code's RMSNorm at the eager level (training.rms_norm), where
-  // it differs from the framework's: composite, native or fused.
-  if (tr.has("rms_norm")) {
-    const auto r = spec::parse_rms_norm(lower(tr.text("rms_norm")));
-    if (!r)
-      return Skip{fmt::format("unrecognised training.rms_norm '{}' ({})", tr.text("rms_norm"), spec::rms_norm_choices())};
-    p.rms_norm = *r;
-    p.rms_norm_given = true;
-    notes.push_back(fmt::format("RMSNorm {} (training.rms_norm)", spec::to_string(*r)));
+  // The model code's own gate and up projections and eager RMSNorm
+  // (training.gate_up, training.rms_norm), where they differ from the
+  // framework's: read as the plan fields of the same names.
+  for (const char* key : {"gate_up", "rms_norm"}) {
+    if (!tr.has(key)) continue;
+    const std::string text = lower(tr.text(key));
+    if (auto e = spec::apply_setting(p, key, text); !e.empty()) return Skip{"training." + e};
+    notes.push_back(fmt::format("{} {} (training.{})", key, text, key));
   }
   auto& q = p.parallel;
   q.tp = whole_or(tr, "tp", 1);

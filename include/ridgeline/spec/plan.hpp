@@ -66,7 +66,8 @@ enum class CrossEntropy : std::uint8_t { kFused, kEager, kChunked };
 /// How an eager plan's RMSNorm runs: composite = the model code's chain of
 /// PyTorch ops (Hugging Face LlamaRMSNorm: upcast, pow, mean, rsqrt, two
 /// multiplies, six kernels); native = torch.nn.RMSNorm's one CUDA kernel
-/// (PyTorch >= 2.8, pytorch#153666), at the framework's norm rate; fused =
+/// (aten::_fused_rms_norm, pytorch#153666; older PyTorch releases ran the
+/// composite chain), at the framework's norm rate; fused =
 /// a tuned kernel (Transformer Engine, Apex, Liger). Above the eager level
 /// the norm is always one tuned kernel.
 enum class RmsNormImpl : std::uint8_t { kComposite, kNative, kFused };
@@ -292,11 +293,11 @@ struct PlanSpec {
   /// A gated MLP's gate and up projections as one GEMM whose halves eager
   /// PyTorch reads as strided views (FrameworkSpec::fused_gate_up): given by
   /// the plan (the model code's own layout, gate_up: fused or separate), or
-  /// the framework's (spec::fused_gate_up_of; apply_framework_defaults shows it).
+  /// the framework's (spec::fused_gate_up_of); read only when given.
   bool gate_up_given = false;
   bool fused_gate_up = false;
   /// An eager plan's RMSNorm (RmsNormImpl): given by the plan (the model
-  /// code's own), or the framework's (spec::rms_norm_of).
+  /// code's own), or the framework's (spec::rms_norm_of); read only when given.
   bool rms_norm_given = false;
   RmsNormImpl rms_norm = RmsNormImpl::kComposite;
   MoePlan moe;
