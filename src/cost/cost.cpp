@@ -264,6 +264,26 @@ CostParams resolve(const spec::HardwareSpec& hw, const ResolveOptions& opt) {
   // bias +4.9% -> -1.4% beside the non-causal rows' -1.1%).
   const double sync = hw.has_async_mma() ? 0.65 : 1.0;
   att(spec::AttentionKind::kFlash2, 0.675 * sync, 0.625, 0.75 * sync, 1.0);
+  if (!hw.has_async_mma()) {
+    // FlashAttention-2 on the SMs it was written for (sm80 and the sm86 /
+    // sm89 parts, which run the same mma.sync kernels), fitted on its own
+    // A100 benchmark, the "flashattention2_benchmark" rows (the
+    // flash-attention README's forward + backward bars, 21 rows: head dims
+    // 64 and 128, causal and not, 512 to 16K tokens): MMA efficiency 0.90
+    // of the main loop and 1.5 exponentials' worth of softmax work per
+    // score element not overlapped (median |error| 11.4% -> 2.5%, speed
+    // bias -11.2% -> -0.7%; the transfer from the Hopper fit above
+    // through the mma.sync ratio had put every A100 row 5-22% slow, most
+    // at long sequences and head dim 128). On Hopper the same kernels run
+    // the legacy mma.sync path beside idle wgmma units, and the H100 rows
+    // above set them. Priors (group left out): the FlashAttention-2
+    // paper's forward peak, 73% of the A100's (Dao 2023, abstract and
+    // Sec. 4.1, head dim 128), with one exponential per score element:
+    // 4 d / eta + 128 = 4 d / 0.73 at d = 128 gives eta 0.89.
+    const int f2 = static_cast<int>(spec::AttentionKind::kFlash2);
+    c.attention_frac[f2] = fit(0.90, 0.89, "flashattention2_benchmark", opt);
+    c.attention_softmax[f2] = fit(1.5, 1.0, "flashattention2_benchmark", opt);
+  }
   att(spec::AttentionKind::kFlash, 0.6 * 0.675 * sync, 0.625, 0.6 * 0.75 * sync, 1.0);
   // FA3 (wgmma + TMA, softmax overlapped by ping-pong scheduling): Hopper
   // only (a plan asking for it elsewhere is rejected by engine::check_plan).

@@ -134,7 +134,7 @@ TEST_CASE("intervals: a pool's mean, within- and between-source spread by hand")
   CHECK(iv.rate_hi(100.0) == doctest::Approx(100.0 / iv.lo));
 
   // Source B left out: A alone is left, and one source's offset is its own,
-  // not the stack's (kMinRunPoolSources): no pool, no interval, and the note says so.
+  // not the stack's (kMinPoolSources): no pool, no interval, and the note says so.
   const Interval a = m.run_interval(t, 0.8, "B");
   CHECK_FALSE(a.valid());
   CHECK(a.note == "fewer than 20 validated training runs from two or more sources to draw an interval from");

@@ -120,6 +120,43 @@ TEST_CASE("validation kernels: a FlashAttention-3 forward row maps to its shape,
   CHECK(kc->convention_flops == 274877906944.0);
 }
 
+TEST_CASE("validation kernels: a FlashAttention-2 benchmark row is forward plus backward, 3.5x the forward's FLOP") {
+  // fa2_repo_a100_fwdbwd_causal_d128_s16384_flashattention2: the flash-attention
+  // README's A100 bar (panel d, 16k, label 189): batch 16384 / 16384 = 1,
+  // heads 2048 / 128 = 16, causal, fp16, kernel.direction fwd_bwd.
+  spec::PublishedRow r;
+  r.id = "fa2_repo_a100_fwdbwd_causal_d128_s16384_flashattention2";
+  r.group = "flashattention2_benchmark";
+  r.category = spec::PublishedCategory::kAttentionKernel;
+  r.hardware = section({{"gpu", "A100-SXM4-80GB"}, {"num_gpus", "1"}});
+  r.kernel = section({{"op", "attention forward + backward"},
+                      {"direction", "fwd_bwd"},
+                      {"impl", "flashattention2 (flash_attn 2.0 flash_attn_qkvpacked_func)"},
+                      {"batch", "1"},
+                      {"seqlen", "16384"},
+                      {"heads", "16"},
+                      {"head_dim", "128"},
+                      {"causal", "true"},
+                      {"dtype", "fp16"}});
+  r.measured = section({{"tflops", "189"}});
+  const auto hw = test::gpu("a100_sxm_80gb");
+  const auto kc = validation::map_attention_row(r, hw);
+  REQUIRE(kc);
+  CHECK(kc->impl == spec::AttentionKind::kFlash2);
+  CHECK(kc->forward);
+  CHECK(kc->backward);
+  REQUIRE(kc->kernels.size() == 2);
+  CHECK(kc->kernels[0].phase == spec::Phase::kForward);
+  CHECK(kc->kernels[1].phase == spec::Phase::kBackward);
+  // benchmark_flash_attention.py flops(mode="fwd_bwd"): 3.5 x 4 b s^2 h d / 2
+  // = 3.5 x 4 x 16384^2 x 16 x 128 / 2 = 3,848,290,697,216 FLOP.
+  CHECK(kc->convention_flops == 3848290697216.0);
+  const auto pr = validation::predict_row(r, hw);
+  REQUIRE(pr);
+  CHECK(pr->primary.quantity == "tflops");
+  CHECK(pr->primary.measured == 189.0);
+}
+
 TEST_CASE("validation kernels: an attention row is predicted as its builders' kernels costed alone") {
   const auto hw = test::gpu("h100_sxm");
   const auto row = fa3_causal_forward();

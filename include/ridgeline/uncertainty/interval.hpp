@@ -22,7 +22,7 @@
 //   s_b  = the standard deviation of the per-source means of every source of
 //          the same kind (training runs, or kernels),
 // and the pool is the most specific set of comparable rows holding
-// kMinPoolRows (and, for training runs, kMinRunPoolSources sources):
+// kMinPoolRows rows from kMinPoolSources sources:
 //   framework + generation + what dominates + GPU count + model size,
 //   then without model size, without GPU count, without what dominates,
 //   then every row of the generation, then every end-to-end row.
@@ -93,10 +93,14 @@ namespace ridgeline::uncertainty {
 /// (the standard error of a standard deviation, 1/sqrt(2(n-1))).
 inline constexpr int kMinPoolRows = 20;
 
-/// A training-run pool's centre is the mean of its sources' offsets; from
-/// one source that is the source's own offset (a software era, a cluster),
-/// which a new user's stack does not share: a run pool needs two sources.
-inline constexpr std::size_t kMinRunPoolSources = 2;
+/// A pool's centre is the mean of its sources' offsets; from one source
+/// that is the source's own offset (a training run's software era or
+/// cluster, a kernel benchmark's harness and clock), which a new user's
+/// stack or kernel does not share: a pool needs two sources. (A kernel pool
+/// of one source had set the FlashAttention-3 paper's rows, left out, on
+/// the flash-attention README's 21 A100 rows alone: their 80% interval
+/// held for 40% of the attention rows; from two sources, see docs/accuracy.md.)
+inline constexpr std::size_t kMinPoolSources = 2;
 
 /// The nominal level when none is asked for.
 inline constexpr double kDefaultLevel = 0.8;
