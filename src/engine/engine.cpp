@@ -71,6 +71,13 @@ std::string offering(bool spec::FrameworkSpec::*what) {
   return support::join_and(ids);
 }
 
+/// "deepspeed offers it", "megatron, deepspeed and torchtitan offer it".
+std::string offers_it(bool spec::FrameworkSpec::*what) {
+  int n = 0;
+  for (const auto& f : spec::frameworks()) n += f.*what ? 1 : 0;
+  return offering(what) + (n == 1 ? " offers it" : " offer it");
+}
+
 template <Scope scope>
 std::string_view check_framework(const spec::ModelSpec& m, const spec::PlanSpec& p, std::string* message) {
   constexpr bool graph = scope != Scope::kStep, step = scope != Scope::kGraph;
@@ -203,13 +210,11 @@ std::string_view check_offload(const spec::PlanSpec& p, std::string* message) {
   if (!o.any()) return {};
   if (o.optimizer_on_cpu() && !fw.offload_optimizer)
     return refuse(message, "offload.optimizer", [&] {
-      return fmt::format("{} has no optimizer CPU offload; {} offer it", fw.id,
-                         offering(&spec::FrameworkSpec::offload_optimizer));
+      return fmt::format("{} has no optimizer CPU offload; {}", fw.id, offers_it(&spec::FrameworkSpec::offload_optimizer));
     });
   if (o.params_on_cpu() && !fw.offload_params)
     return refuse(message, "offload.params", [&] {
-      return fmt::format("{} has no parameter CPU offload; {} offers it", fw.id,
-                         offering(&spec::FrameworkSpec::offload_params));
+      return fmt::format("{} has no parameter CPU offload; {}", fw.id, offers_it(&spec::FrameworkSpec::offload_params));
     });
   // DeepSpeed's config reference: offload_param "Valid only with stage 3";
   // offload_optimizer "Valid for ZeRO stage 1, 2, 3" (Megatron-Core: with

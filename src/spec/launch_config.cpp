@@ -991,6 +991,16 @@ ImportReport import_torchtitan(const std::string& path) {
       }
       continue;
     }
+    if (dotted == "training.enable_cpu_offload") {
+      // FSDP2's CPUOffloadPolicy (torchtitan/distributed/fsdp.py lines
+      // 231-232): parameters, gradients and optimizer state on the host,
+      // the optimizer stepping there: the plan's optimizer and parameter offload.
+      const auto on = node.value<bool>();
+      if (!on) d.error(loc, dotted, fmt::format("expected true or false, got {}", shown));
+      else if (*on) v.offload_optimizer = v.offload_params = {"cpu", said, loc};
+      else r.ignored.push_back(at + ": torchtitan's default, no CPU offload");
+      continue;
+    }
     if ((dotted == "float8.recipe_name" || dotted == "quantize.linear.float8.recipe_name") && val) {
       // job_config.py (torchtitan 238fa99) line 738: "tensorwise", "rowwise"
       // or "rowwise_with_gw_hp" (torchao Float8LinearRecipeName, config.py

@@ -387,15 +387,16 @@ constinit const PlanField kFields[] = {
     {.key = "offload.optimizer", .setting = "offload_optimizer", .flag = "offload-optimizer",
      .help = "cpu = ZeRO-Offload: the fp32 master weights, optimizer state and an fp32 gradient copy live in "
              "host memory and CPU Adam updates them (DeepSpeed offload_optimizer, Megatron-Core "
-             "--optimizer-cpu-offload; needs ZeRO >= 1 and adam or adamw); the gradient shard crosses the host "
+             "--optimizer-cpu-offload, torchtitan training.enable_cpu_offload with offload.params; needs ZeRO >= 1 "
+             "and adam or adamw); the gradient shard crosses the host "
              "link to the CPU and the updated parameter shard back every step",
      .type = FieldType::kWord, RIDGELINE_WORD(offload.optimizer, parse_offload_device, to_string),
      .choices = offload_device_choices, .group = SummaryGroup::kTechnique, .show = Show::kIfChanged,
      .summary = "optimizer offload {}", .scope = Scope::kStep},
     {.key = "offload.params", .setting = "offload_params", .flag = "offload-params",
      .help = "cpu = ZeRO-Infinity parameter offload: the 16-bit parameter shard lives in host memory and is "
-             "fetched over the host link before each layer's forward and backward (DeepSpeed offload_param; "
-             "needs ZeRO-3 and optimizer offload)",
+             "fetched over the host link before each layer's forward and backward (DeepSpeed offload_param, "
+             "torchtitan training.enable_cpu_offload: FSDP2's CPUOffloadPolicy; needs ZeRO-3 and optimizer offload)",
      .type = FieldType::kWord, RIDGELINE_WORD(offload.params, parse_offload_device, to_string),
      .choices = offload_device_choices, .group = SummaryGroup::kTechnique, .show = Show::kIfChanged,
      .summary = "parameter offload {}", .scope = Scope::kStep},

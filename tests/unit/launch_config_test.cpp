@@ -377,6 +377,33 @@ TEST_SUITE("launch config") {
           step_and_memory(flags + "--recompute none --precision fp8 --fp8-recipe tensorwise"));
   }
 
+  TEST_CASE("torchtitan: training.enable_cpu_offload is FSDP2's CPU offload, optimizer and parameters") {
+    // torchtitan/config/configs.py line 70 (b5bcd76): "Whether to apply CPU
+    // offloading of parameters, gradients, and optimizer states in FSDP";
+    // distributed/fsdp.py lines 231-232 pass CPUOffloadPolicy to fully_shard.
+    const std::string base = "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nlocal_batch_size = 1\n"
+                             "seq_len = 4096\nsteps = 10\n[parallelism]\ndata_parallel_shard_degree = 8\n"
+                             "[activation_checkpoint]\nmode = \"full\"\n";
+    const std::string flags = "--model llama3_8b --framework torchtitan --dp 8 --zero 3 --micro-batch 1 --seq 4096 "
+                              "--tokens 327680 --fusion eager --recompute full ";
+    const std::string on = std::string(base).insert(base.find("[training]\n") + 11, "enable_cpu_offload = true\n");
+    CHECK(step_and_memory("--from-torchtitan " + temp_file("off.toml", on)) ==
+          step_and_memory(flags + "--offload-optimizer cpu --offload-params cpu"));
+    const auto pred = nlohmann::json::parse(
+        rl::test::run_cli("predict --format json --from-torchtitan " + temp_file("off2.toml", on)).out);
+    CHECK(pred.at("plan").at("offload").at("optimizer") == "cpu");
+    CHECK(pred.at("plan").at("offload").at("params") == "cpu");
+    // false is torchtitan's default: the plan without offload.
+    const std::string off = std::string(base).insert(base.find("[training]\n") + 11, "enable_cpu_offload = false\n");
+    CHECK(step_and_memory("--from-torchtitan " + temp_file("nooff.toml", off)) == step_and_memory(flags));
+    // Not a boolean: an error at its line.
+    const std::string bad = std::string(base).insert(base.find("[training]\n") + 11, "enable_cpu_offload = \"yes\"\n");
+    const auto r = rl::test::run_cli("predict --from-torchtitan " + temp_file("bad.toml", bad));
+    CHECK(r.status == 2);
+    CHECK(r.err.find(":5:22: error: training.enable_cpu_offload: expected true or false, got \"yes\"") !=
+          std::string::npos);
+  }
+
   TEST_CASE("DeepSpeed: AutoTP, parameter offload alone, gradient accumulation dtype, bf16 at stage 0") {
     const std::string head = "{\"train_micro_batch_size_per_gpu\": 1, \"gradient_accumulation_steps\": 8,\n"
                              " \"bf16\": {\"enabled\": true},\n";

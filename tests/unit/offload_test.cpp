@@ -218,9 +218,10 @@ TEST_CASE("offload: refused combinations, each with its exact error") {
         "offload.optimizer: optimizer offload needs ZeRO stage 1, 2 or 3 (the distributed optimizer), got ZeRO-0");
   p = offload_plan("megatron", 3, 8);
   p.offload.params = spec::OffloadDevice::kCpu;
-  CHECK(problem(p) == "offload.params: megatron has no parameter CPU offload; deepspeed offers it");
+  CHECK(problem(p) == "offload.params: megatron has no parameter CPU offload; deepspeed and torchtitan offer it");
   p = offload_plan("fsdp", 3, 8);
-  CHECK(problem(p) == "offload.optimizer: fsdp has no optimizer CPU offload; megatron and deepspeed offer it");
+  CHECK(problem(p) ==
+        "offload.optimizer: fsdp has no optimizer CPU offload; megatron, deepspeed and torchtitan offer it");
   p = offload_plan("deepspeed", 3, 8);
   p.offload = {spec::OffloadDevice::kNone, spec::OffloadDevice::kCpu};
   CHECK(problem(p) == "offload.params: parameter offload without optimizer offload is not modelled; set "

@@ -59,7 +59,9 @@ TEST_CASE("search offload: Llama-3-70B on 8 H100 under DeepSpeed fits only with 
 
 TEST_CASE("search offload: a framework without offload refuses it as a plan, not a crash") {
   Case70B c;
-  c.base.framework = *spec::find_framework("torchtitan");
+  // Composer's FSDP1 (the fsdp profile): no CPU offload (torchtitan's
+  // training.enable_cpu_offload and DeepSpeed's offload_* have it).
+  c.base.framework = *spec::find_framework("fsdp");
   c.s.offload = search::searchable_offloads();
   const auto r = search::run(c.s, c.m, c.base, c.hw);
   for (const auto& row : r.top) CHECK(!row.layout.offload.any());
