@@ -289,9 +289,11 @@ CostParams resolve(const spec::HardwareSpec& hw, const ResolveOptions& opt) {
     // at long sequences and head dim 128). On Hopper the same kernels run
     // the legacy mma.sync path beside idle wgmma units, and the H100 rows
     // above set them. Priors (group left out): the FlashAttention-2
-    // paper's forward peak, 73% of the A100's (Dao 2023, abstract and
-    // Sec. 4.1, head dim 128), with one exponential per score element:
-    // 4 d / eta + 128 = 4 d / 0.73 at d = 128 gives eta 0.89.
+    // paper's top figure, 73% of the A100's peak (Dao 2023, abstract:
+    // "50-73% of the theoretical maximum FLOPs/s"), taken as its forward at
+    // head dim 128 (where the README's bars are fastest), with one
+    // exponential per score element: 4 d / eta + 128 = 4 d / 0.73 at
+    // d = 128 gives eta 0.89.
     const int f2 = static_cast<int>(spec::AttentionKind::kFlash2);
     c.attention_frac[f2] = fit(0.90, 0.89, "flashattention2_benchmark", opt);
     c.attention_softmax[f2] = fit(1.5, 1.0, "flashattention2_benchmark", opt);

@@ -210,11 +210,13 @@ std::string_view check_offload(const spec::PlanSpec& p, std::string* message) {
   if (!o.any()) return {};
   if (o.optimizer_on_cpu() && !fw.offload_optimizer)
     return refuse(message, "offload.optimizer", [&] {
-      return fmt::format("{} has no optimizer CPU offload; {}", fw.id, offers_it(&spec::FrameworkSpec::offload_optimizer));
+      return fmt::format("{} has no optimizer CPU offload; {}", fw.id,
+                         offers_it(&spec::FrameworkSpec::offload_optimizer));
     });
   if (o.params_on_cpu() && !fw.offload_params)
     return refuse(message, "offload.params", [&] {
-      return fmt::format("{} has no parameter CPU offload; {}", fw.id, offers_it(&spec::FrameworkSpec::offload_params));
+      return fmt::format("{} has no parameter CPU offload; {}", fw.id,
+                         offers_it(&spec::FrameworkSpec::offload_params));
     });
   // DeepSpeed's config reference: offload_param "Valid only with stage 3";
   // offload_optimizer "Valid for ZeRO stage 1, 2, 3" (Megatron-Core: with

@@ -519,7 +519,8 @@ Interval IntervalModel::run_interval_unrated(const RunTraits& t, double level, s
   k.kind = KernelKind::kGemm;
   k.generation = t.generation;
   const auto kpools = kernel_pools(k, false);
-  const PoolFit kf = fit_pool(rows_, kpools, [](const Residual& x) { return x.kernel; }, exclude_group, kMinPoolSources);
+  const PoolFit kf =
+      fit_pool(rows_, kpools, [](const Residual& x) { return x.kernel; }, exclude_group, kMinPoolSources);
   const double total = f.sd(), kernel = kf.index >= 0 ? std::min(kf.sd(), total) : 0.0;
   const double rest = std::sqrt(std::max(0.0, total * total - kernel * kernel));
   Interval iv =
