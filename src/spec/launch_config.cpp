@@ -850,7 +850,7 @@ std::string_view torchtitan_no_effect(std::string_view key) {
       {"fault_tolerance.*", "fault tolerance"}, {"memory_estimation.*", "a dry run"},
       {"optimizer.lr", "learning rate"}, {"optimizer.eps", "optimizer hyper-parameter"},
       {"optimizer.weight_decay", "optimizer hyper-parameter"}, {"optimizer.beta1", "optimizer hyper-parameter"},
-      {"optimizer.beta2", "optimizer hyper-parameter"}, {"optimizer.early_step_in_backward", "update order"},
+      {"optimizer.beta2", "optimizer hyper-parameter"},
       {"optimizer.implementation", "the optimizer's kernels (fused or foreach: one pass over the state)"},
       {"training.dataset", "data"}, {"training.dataset_path", "data"}, {"training.max_norm", "gradient clipping threshold"},
       {"training.seed", "random seed"}, {"training.deterministic", "determinism flags"},
@@ -937,6 +937,11 @@ ImportReport import_torchtitan(const std::string& path) {
       {"training.mixed_precision_param", &LaunchValues::precision},
       {"activation_checkpoint.mode", &LaunchValues::recompute},
       {"optimizer.name", &LaunchValues::optimizer},
+      // torchtitan/components/optimizer.py build_optimizers (before the
+      // 2026 dataclass configs, 9810191~1 line 277): early_step_in_backward
+      // builds OptimizersInBackwardContainer, each parameter stepped and its
+      // gradient zeroed in a post-accumulate-grad hook: optimizer.in_backward.
+      {"optimizer.early_step_in_backward", &LaunchValues::optimizer_in_backward},
       {"compile.enable", &LaunchValues::fusion},
       {"training.compile", &LaunchValues::fusion},  // before [compile]
   };
@@ -1594,6 +1599,7 @@ void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, Import
             "parameter offload without optimizer offload (zero_optimization.offload_optimizer) is not modelled");
   a.direct("offload_optimizer", v.offload_optimizer);
   a.direct("offload_params", v.offload_params);
+  a.direct("optimizer_in_backward", v.optimizer_in_backward);
   // Megatron-Core's --optimizer-offload-fraction: the share of the
   // optimizer's parameters updated on the CPU; only the whole is modelled.
   // The Adam moments' dtype: one for both (optimizer.state_dtype).

@@ -79,7 +79,9 @@ Float8Names float8_names(const ImportReport& r) {
 ///    line 171;
 ///  - activation_checkpoint.mode none | selective | full and
 ///    selective_ac_option "op" or K (lines 652-655);
-///  - optimizer.name "AdamW" or "Adam" (line 135).
+///  - optimizer.name "AdamW" or "Adam" (line 135); optimizer.early_step_in_backward
+///    (9810191~1 line 160); training.enable_cpu_offload (b5bcd76 configs.py
+///    line 70: parameters, gradients and optimizer state together).
 void torchtitan_edit(const ImportReport& r, const PlanSpec& a, const PlanSpec& b,
                      const std::vector<std::string_view>& keys, Edit& e) {
   const auto& v = r.values;
@@ -200,6 +202,14 @@ void torchtitan_edit(const ImportReport& r, const PlanSpec& a, const PlanSpec& b
       } else {
         e.refuse();
       }
+    } else if (k == "offload.optimizer" || k == "offload.params") {
+      // training.enable_cpu_offload moves both at once (FSDP2's CPUOffloadPolicy).
+      const bool opt = b.offload.optimizer_on_cpu(), params = b.offload.params_on_cpu();
+      if (opt != params) e.refuse();
+      else if (k == "offload.optimizer" || std::find(keys.begin(), keys.end(), "offload.optimizer") == keys.end())
+        e.add(fmt::format("training.enable_cpu_offload = {}", opt ? "true" : "false"));
+    } else if (k == "optimizer.in_backward") {
+      e.add(fmt::format("optimizer.early_step_in_backward = {}", b.optimizer.in_backward ? "true" : "false"));
     } else if (k == "optimizer.kind") {
       if (b.optimizer.kind == OptimizerKind::kAdamW) e.add("optimizer.name = \"AdamW\"");
       else if (b.optimizer.kind == OptimizerKind::kAdam) e.add("optimizer.name = \"Adam\"");

@@ -404,6 +404,32 @@ TEST_SUITE("launch config") {
           std::string::npos);
   }
 
+  TEST_CASE("torchtitan: optimizer.early_step_in_backward is the optimizer in the backward") {
+    // torchtitan/components/optimizer.py (9810191~1) build_optimizers line
+    // 277: OptimizersInBackwardContainer steps each parameter and zeroes its
+    // gradient in a post-accumulate-grad hook; NotImplementedError with
+    // pipeline parallelism.
+    const std::string base = "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nlocal_batch_size = 1\n"
+                             "seq_len = 4096\nsteps = 10\n[optimizer]\nearly_step_in_backward = true\n";
+    const std::string flags = "--model llama3_8b --framework torchtitan --dp 8 --zero 3 --micro-batch 1 --seq 4096 "
+                              "--tokens 327680 --fusion eager --recompute selective_layer:2 ";
+    const std::string dp8 = base + "[parallelism]\ndata_parallel_shard_degree = 8\n";
+    CHECK(step_and_memory("--from-torchtitan " + temp_file("inbwd.toml", dp8)) ==
+          step_and_memory(flags + "--optimizer-in-backward"));
+    // On one GPU the whole gradient it frees shows: 16 GB of bf16 gradients
+    // of Llama-3-8B against its largest tensor's (the 128256 x 4096
+    // embedding's, 1.05 GB).
+    const std::string one = base + "[parallelism]\ndata_parallel_shard_degree = 1\n";
+    const auto j = nlohmann::json::parse(
+        rl::test::run_cli("predict --format json --from-torchtitan " + temp_file("inbwd1.toml", one)).out);
+    CHECK(j.at("memory").at("gradients_bytes").get<double>() == doctest::Approx(128256.0 * 4096 * 2));
+    const auto r = rl::test::run_cli("predict --from-torchtitan " +
+                                     temp_file("inbwd_pp.toml", base + "[parallelism]\ndata_parallel_shard_degree = 4\n"
+                                                                       "pipeline_parallel_degree = 2\n"));
+    CHECK(r.status == 2);
+    CHECK(r.err.find("optimizer in backward is not supported with pipeline parallelism") != std::string::npos);
+  }
+
   TEST_CASE("DeepSpeed: AutoTP, parameter offload alone, gradient accumulation dtype, bf16 at stage 0") {
     const std::string head = "{\"train_micro_batch_size_per_gpu\": 1, \"gradient_accumulation_steps\": 8,\n"
                              " \"bf16\": {\"enabled\": true},\n";

@@ -126,6 +126,16 @@ TEST_SUITE("launch edit") {
     CHECK_FALSE(edit(x, [](auto& p) { p.attention = spec::AttentionKind::kCudnn; }).has_value());
     CHECK_FALSE(edit(x, [](auto& p) { p.optimizer.kind = spec::OptimizerKind::kAdafactor; }).has_value());
     CHECK(edit(x, [](auto& p) { p.optimizer.kind = spec::OptimizerKind::kAdam; }) == "optimizer.name = \"Adam\"");
+    // FSDP2's CPU offload moves the optimizer and the parameters together
+    // (training.enable_cpu_offload, configs.py line 70 at b5bcd76): one key
+    // for both; one without the other is not torchtitan's.
+    CHECK(edit(x, [](auto& p) {
+            p.offload.optimizer = spec::OffloadDevice::kCpu;
+            p.offload.params = spec::OffloadDevice::kCpu;
+          }) == "training.enable_cpu_offload = true");
+    CHECK_FALSE(edit(x, [](auto& p) { p.offload.optimizer = spec::OffloadDevice::kCpu; }).has_value());
+    // optimizer.early_step_in_backward (job_config.py at 9810191~1 line 160).
+    CHECK(edit(x, [](auto& p) { p.optimizer.in_backward = true; }) == "optimizer.early_step_in_backward = true");
   }
 
   TEST_CASE("torchtitan 2024: its own key names; its per-rank batch_size takes the global batch with it") {

@@ -55,6 +55,9 @@ struct LaunchValues {
   LaunchValue expert_tp;  // Megatron --expert-tensor-parallel-size: modelled only as TP
   LaunchValue offload_optimizer, offload_params;  // "cpu" (DeepSpeed offload_*.device, Megatron --optimizer-cpu-offload)
   LaunchValue offload_fraction;  // Megatron --optimizer-offload-fraction: only 1.0 is modelled
+  /// torchtitan optimizer.early_step_in_backward: each parameter's step in
+  /// its post-accumulate-grad hook (optimizer.in_backward).
+  LaunchValue optimizer_in_backward;
   /// Megatron --use-precision-aware-optimizer, --exp-avg-dtype and
   /// --exp-avg-sq-dtype: the Adam moments' dtype (optimizer.state_dtype).
   LaunchValue precision_aware_optimizer, exp_avg_dtype, exp_avg_sq_dtype;
