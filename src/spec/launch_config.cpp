@@ -863,7 +863,6 @@ std::string_view torchtitan_no_effect(std::string_view key) {
       {"activation_checkpoint.selective_ac_option", "read with activation_checkpoint.mode"},
       {"parallelism.pipeline_parallel_schedule", "read with the pipeline degree"},
       {"experimental.pipeline_parallel_schedule", "read with the pipeline degree"},
-      {"parallelism.fsdp_reshard_after_forward", "\"default\": the framework profile's pp_params"},
       {"float8.precompute_float8_dynamic_scale_for_fsdp", "one scale computation per step"},
       {"quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp", "one scale computation per step"},
       {"float8.filter_fqns", "layers kept in bf16 (the output layer)"},
@@ -957,6 +956,7 @@ ImportReport import_torchtitan(const std::string& path) {
   int model_line = 0;
   bool ddp = false;
   std::vector<LaunchValue> scaling;  // the 2024 [float8] scaling types
+  LaunchValue reshard;               // parallelism.fsdp_reshard_after_forward
   for (const auto& [dotted, np] : leaves) {
     const toml::node& node = *np;
     const support::SourceLoc loc = toml_loc(path, node);
@@ -994,6 +994,10 @@ ImportReport import_torchtitan(const std::string& path) {
           }
         }
       }
+      continue;
+    }
+    if (dotted == "parallelism.fsdp_reshard_after_forward") {
+      reshard = {val.value_or(shown), at, loc};  // read with the pipeline degree, below
       continue;
     }
     if (dotted == "training.enable_cpu_offload") {
@@ -1106,6 +1110,27 @@ ImportReport import_torchtitan(const std::string& path) {
   if (ddp && v.dp_shard.given()) {
     v.dp_replicate = v.dp_shard;
     v.dp_shard = {};
+  }
+  // FSDP2's reshard_after_forward (torchtitan/distributed/fsdp.py,
+  // get_fsdp_reshard_after_forward_policy): "always" reshards, "never" keeps
+  // the parameters gathered from the forward to the backward, "default"
+  // does not reshard under PP and does without it - what the profile models
+  // (pp_params). An explicit policy that agrees with the default is read as
+  // it; one that does not is not modelled.
+  if (reshard.given()) {
+    const bool pp = v.pp.given() && std::atoll(v.pp.text.c_str()) > 1;
+    const std::string& w = reshard.text;
+    if (w != "always" && w != "never" && w != "default")
+      d.error(reshard.loc, "parallelism.fsdp_reshard_after_forward",
+              fmt::format("expected \"default\", \"always\" or \"never\", got \"{}\"", w));
+    else if ((w == "always" && pp) || (w == "never" && !pp))
+      d.error(reshard.loc, "parallelism.fsdp_reshard_after_forward",
+              fmt::format("\"{}\" {} is not modelled; \"default\" (the parameters {} after the forward) is", w,
+                          pp ? "with pipeline parallelism" : "without pipeline parallelism",
+                          pp ? "kept gathered" : "resharded"));
+    else
+      r.ignored.push_back(reshard.said + (w == "default" ? ": torchtitan's default"
+                                                          : ": what \"default\" does with this pipeline degree"));
   }
   // 2024 float8 scaling: all dynamic is tensorwise, all delayed Transformer
   // Engine-style delayed scaling; a mix is not modelled.

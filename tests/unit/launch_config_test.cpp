@@ -430,6 +430,31 @@ TEST_SUITE("launch config") {
     CHECK(r.err.find("optimizer in backward is not supported with pipeline parallelism") != std::string::npos);
   }
 
+  TEST_CASE("torchtitan: fsdp_reshard_after_forward is read with the pipeline degree") {
+    // torchtitan/distributed/fsdp.py get_fsdp_reshard_after_forward_policy:
+    // "always" -> True, "never" -> False, "default" -> not pp_enabled. The
+    // profile models the default (frameworks/torchtitan.yaml pp_params).
+    const std::string head = "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nlocal_batch_size = 1\n"
+                             "seq_len = 4096\nsteps = 10\n[parallelism]\ndata_parallel_shard_degree = 8\n";
+    const std::string flags = "--model llama3_8b --framework torchtitan --dp 8 --zero 3 --micro-batch 1 --seq 4096 "
+                              "--tokens 327680 --fusion eager --recompute selective_layer:2";
+    const auto with = [&](const std::string& name, const std::string& policy) {
+      return temp_file(name, head + "fsdp_reshard_after_forward = \"" + policy + "\"\n");
+    };
+    // Without PP, "always" and "default" both reshard: the plan of the flags.
+    CHECK(step_and_memory("--from-torchtitan " + with("always.toml", "always")) == step_and_memory(flags));
+    CHECK(step_and_memory("--from-torchtitan " + with("default.toml", "default")) == step_and_memory(flags));
+    // "never" without PP keeps the parameters gathered: not modelled, an
+    // error at its line (10) and column (30), not the default's answer.
+    auto r = rl::test::run_cli("predict --from-torchtitan " + with("never.toml", "never"));
+    CHECK(r.status == 2);
+    CHECK(r.err.find(":10:30: error: parallelism.fsdp_reshard_after_forward: \"never\" without pipeline parallelism "
+                     "is not modelled") != std::string::npos);
+    r = rl::test::run_cli("predict --from-torchtitan " + with("bad.toml", "sometimes"));
+    CHECK(r.status == 2);
+    CHECK(r.err.find("expected \"default\", \"always\" or \"never\", got \"sometimes\"") != std::string::npos);
+  }
+
   TEST_CASE("DeepSpeed: AutoTP, parameter offload alone, gradient accumulation dtype, bf16 at stage 0") {
     const std::string head = "{\"train_micro_batch_size_per_gpu\": 1, \"gradient_accumulation_steps\": 8,\n"
                              " \"bf16\": {\"enabled\": true},\n";
