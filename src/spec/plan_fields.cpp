@@ -28,6 +28,13 @@ namespace {
     return v.has_value();                                                                         \
   }
 
+/// gate_up's two words: fused (true) or separate.
+std::optional<bool> parse_gate_up(std::string_view s) {
+  if (s == "fused") return true;
+  if (s == "separate") return false;
+  return std::nullopt;
+}
+
 bool is_fp8(const PlanSpec& p) { return p.precision == Precision::kFp8; }
 bool is_adapter(const PlanSpec& p) { return p.finetune.mode != FinetuneMode::kFull; }
 bool is_mixed(const PlanSpec& p) { return p.precision != Precision::kFp32 && p.precision != Precision::kTf32; }
@@ -360,12 +367,7 @@ constinit const PlanField kFields[] = {
              "(Megatron-Core's linear_fc1, NeMo AutoModel's custom Llama and Qwen2); separate = two GEMMs with "
              "contiguous outputs (torchtitan, Hugging Face) (default: the framework's)",
      .type = FieldType::kWord,
-     .parse_word = [](PlanSpec& p, std::string_view s) {
-       if (s != "fused" && s != "separate") return false;
-       p.fused_gate_up = s == "fused";
-       p.gate_up_given = true;
-       return true;
-     },
+     RIDGELINE_GIVEN_WORD(fused_gate_up, gate_up_given, parse_gate_up),
      .word = [](const PlanSpec& p) {
        const bool fused = p.gate_up_given ? p.fused_gate_up : spec::framework(p.framework).fused_gate_up;
        return std::string(fused ? "fused" : "separate");
