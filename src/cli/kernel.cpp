@@ -418,7 +418,7 @@ constexpr std::string_view kPasses[] = {"fwd", "bwd", "fwd+bwd"};
 void register_attention(CLI::App* parent, int& rc) {
   auto a = std::make_shared<AttentionArgs>();
   auto* cmd = parent->add_subcommand(
-      "attention", "Attention core: a fused kernel (flash, flash2, flash3, cudnn, triton) or the naive sequence");
+      "attention", "Attention core: a fused kernel (flash, flash2, flash3, cudnn, triton, triton_legacy) or the naive sequence");
   cmd->add_option("--batch", a->batch, "Sequences")->required()->type_name("N");
   cmd->add_option("--heads", a->heads, "Query heads")->required()->type_name("N");
   cmd->add_option("--kv-heads", a->kv_heads, "K/V heads (GQA; default: --heads)")->type_name("N");

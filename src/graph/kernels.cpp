@@ -21,21 +21,16 @@ Kernel gemm_kernel(double m, double n, double k, double batch, Dtype dtype) {
   return g;
 }
 
-AttentionTile attention_tile(spec::AttentionKind impl, double d, AttentionPass pass, bool causal,
-                             const spec::HardwareSpec& hw) {
-  return attention_tile(impl, d, pass, causal, hw.smem_per_sm_bytes);
-}
-
-AttentionTile attention_tile(spec::AttentionKind impl, double d, AttentionPass pass, bool causal,
-                             double smem_per_sm_bytes) {
+AttentionTile attention_tile(spec::AttentionKind impl, double d, AttentionPass pass, bool causal) {
   const bool fwd = pass == AttentionPass::kForward;
   switch (impl) {
-    case spec::AttentionKind::kFlash: {
-      // Dao et al. 2022, Alg. 1: B_c = ceil(M / 4d) elements of SRAM M (16-bit), B_r = min(B_c, d).
-      const double smem = smem_per_sm_bytes > 0 ? smem_per_sm_bytes : 96.0 * 1024.0;
-      const double bc = std::max(16.0, std::ceil(smem / 2.0 / (4.0 * d)));
-      return {std::max(16.0, std::min(bc, d)), bc};
-    }
+    case spec::AttentionKind::kFlash:
+      // flash-attn 1.0.x (v1.0.9 csrc/flash_attn/src/fmha_fwd_hdim{64,128}.cu,
+      // fmha_bwd_hdim{64,128}.cu): FMHA_kernel_traits<S, D, 16, 1, W>: a CTA
+      // steps through its queries 16 rows at a time against a key block of
+      // S = 256 keys (head dim <= 64, seqlen_k >= 256) or 128 (head dim
+      // 128), the key block split across its W warps (4 forward, 8 backward).
+      return {kFa1QueryStep, d <= 64 ? 256.0 : 128.0};
     case spec::AttentionKind::kFlash3:
       if (!fwd) return d <= 64 ? AttentionTile{128, 128} : AttentionTile{64, 128};
       if (d <= 64) return {192, 128};
@@ -43,6 +38,11 @@ AttentionTile attention_tile(spec::AttentionKind impl, double d, AttentionPass p
       return {128, 80};
     case spec::AttentionKind::kCudnn: return {128, 128};
     case spec::AttentionKind::kTriton: return {128, 64};
+    case spec::AttentionKind::kTritonLegacy:
+      // flash_attn_triton.py (flash-attn v1.0.x; llm-foundry v0.3.0
+      // llmfoundry/models/layers/flash_attn_triton.py): BLOCK = 128 for the
+      // forward's BLOCK_M and BLOCK_N, and 128 x 128 blocks in the backward.
+      return {128, 128};
     case spec::AttentionKind::kNaive:
     case spec::AttentionKind::kFlash2:
     default:
@@ -51,6 +51,11 @@ AttentionTile attention_tile(spec::AttentionKind impl, double d, AttentionPass p
       if (d <= 128) return {128, 64};
       return {64, 64};
   }
+}
+
+double fa1_key_passes(double q_len, double kv_len, double bc, bool causal) {
+  const double n = std::max(1.0, std::ceil(kv_len / bc));
+  return causal && q_len >= kv_len ? (n + 1) / 2 : n;
 }
 
 double causal_executed_fraction(const AttentionShape& s, const AttentionTile& t) {
@@ -68,7 +73,7 @@ Kernel flash_attention_forward(const AttentionShape& s, spec::AttentionKind impl
   // hdim-diff kernels, hdim 192 / v 128, tile by 192).
   const double d_mean = dv == d ? d : (d + dv) / 2;
   const double sq = s.q_len, sk = s.kv_len;
-  const AttentionTile tile = attention_tile(impl, std::max(d, dv), AttentionPass::kForward, s.causal, hw);
+  const AttentionTile tile = attention_tile(impl, std::max(d, dv), AttentionPass::kForward, s.causal);
   Kernel f;
   f.name = "flash_attention";
   f.op = Op::kFlashAttn;
@@ -96,6 +101,20 @@ Kernel flash_attention_forward(const AttentionShape& s, spec::AttentionKind impl
   f.saved_bytes = q + (k + v) + lse;  // Q, K, V (6 sbh as in the naive core) + log-sum-exp
   f.saved_core_bytes = 0;            // no s^2 tensors
   f.launches = 1;
+  if (impl == spec::AttentionKind::kFlash) {
+    // FlashAttention-1 holds one key block at a time and streams the CTA's
+    // queries past it (flash-attn v1.0.9 csrc/flash_attn/src/fmha_fprop_kernel_1xN.h,
+    // device_1xN_ once per loop_step_idx of ceil(seqlen_k / S)): K and V are
+    // read once, but every key block after the first re-reads Q and the fp32
+    // output accumulator o_tmp and writes it back (the last writes O). A
+    // causal key block meets only the queries at or below it: (n + 1) / 2
+    // of the n blocks per query row on average.
+    const double passes = fa1_key_passes(sq, sk, tile.bc, s.causal);
+    const double acc = b * a * sq * dv * 4.0;
+    f.read_bytes = k + v + q * passes + acc * (passes - 1);
+    f.write_bytes = o + lse + acc * (passes - 1);
+    f.sram_bytes = (q + o) * passes + k + v;
+  }
   if (s.causal && s.window > 0 && s.window < sk) {
     const double w = s.window;
     const double nb = std::min(std::ceil(sk / tile.bc), std::ceil((w - 1) / tile.bc) + std::ceil(tile.br / tile.bc));
@@ -117,6 +136,20 @@ void finish_flash_attention_backward(Kernel& b, const Kernel& f) {
   b.write_bytes = f.read_bytes;                      // dQ, dK, dV
   b.sram_bytes = 2.5 * f.sram_bytes;
   b.launches = 2;
+  if (f.impl == static_cast<std::uint8_t>(spec::AttentionKind::kFlash)) {
+    // FlashAttention-1's backward loops over key blocks as its forward does
+    // (v1.0.9 fmha_dgrad_kernel_1xN_loop.h, gmem_dq_tmp): K, V read and dK, dV
+    // written once; Q and dO re-read and the fp32 query-gradient
+    // accumulator dq_tmp read and written back at every key block.
+    const double e = spec::bytes_per_element(f.dtype);
+    const double sq = f.gemm.m, sk = f.gemm.n, d = f.gemm.k, bh = f.gemm.batch;
+    const AttentionTile t = attention_tile(spec::AttentionKind::kFlash, d, AttentionPass::kBackward, f.has(kCausal));
+    const double passes = fa1_key_passes(sq, sk, t.bc, f.has(kCausal));
+    const double q = bh * sq * d * e, kv = 2 * bh * sk * d * e, acc = bh * sq * d * 4.0, lse = bh * sq * 4.0;
+    b.read_bytes = kv + 2 * q * passes + acc * passes + q + lse;  // + O once for dO . O
+    b.write_bytes = kv + q + acc * passes;
+    b.sram_bytes = 2 * q * passes + kv + q;
+  }
 }
 
 Kernel flash_attention_backward(const Kernel& f) {

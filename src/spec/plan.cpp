@@ -41,7 +41,8 @@ constexpr std::pair<std::string_view, Precision> kPrecisions[] = {
     {"bf16", Precision::kBf16}, {"fp8", Precision::kFp8}, {"nvfp4", Precision::kNvfp4}};
 constexpr std::pair<std::string_view, AttentionKind> kAttention[] = {
     {"naive", AttentionKind::kNaive}, {"flash", AttentionKind::kFlash}, {"flash2", AttentionKind::kFlash2},
-    {"flash3", AttentionKind::kFlash3}, {"cudnn", AttentionKind::kCudnn}, {"triton", AttentionKind::kTriton}};
+    {"flash3", AttentionKind::kFlash3}, {"cudnn", AttentionKind::kCudnn}, {"triton", AttentionKind::kTriton},
+    {"triton_legacy", AttentionKind::kTritonLegacy}};
 constexpr std::pair<std::string_view, Fusion> kFusion[] = {
     {"eager", Fusion::kEager}, {"fused", Fusion::kFused}, {"compiled", Fusion::kCompiled}, {"xla", Fusion::kXla}};
 constexpr std::pair<std::string_view, OptimizerKind> kOptimizers[] = {

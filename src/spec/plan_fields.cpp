@@ -115,7 +115,9 @@ constinit const PlanField kFields[] = {
      .help = "fp16: fraction of steps skipped on overflow", .type = FieldType::kNumber, .lo = 0, .hi = 0.5,
      .num_ref = [](PlanSpec& p) -> double& { return p.skipped_step_rate; },
      .applies = [](const PlanSpec& p) { return p.precision == Precision::kFp16; }, .scope = Scope::kStep},
-    {.key = "attention", .flag = "attention", .help = "Attention kernel (default: the framework's)",
+    {.key = "attention", .flag = "attention",
+     .help = "Attention kernel (default: the framework's; triton_legacy: a Triton FlashAttention built by the "
+             "pre-MLIR Triton compiler, mma.sync on every GPU, as llm-foundry's attn_impl triton ran through v0.3)",
      .type = FieldType::kWord,
      RIDGELINE_GIVEN_WORD(attention, attention_given, parse_attention),
      .word = [](const PlanSpec& p) { return to_string(p.attention); }, .choices = attention_choices,

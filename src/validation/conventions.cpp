@@ -21,18 +21,17 @@ constexpr SourceConvention kConventions[] = {
     {"flashattention_repo", spec::AttentionFlops::kFull, false, spec::AttentionKind::kFlash,
      spec::AttentionKind::kFlash2, "Megatron-LM formula x 3/4", ""},
     // llm-foundry collect_results.py: 3 x (2 N s + 4 L h s^2) per sequence (not halved). Its
-    // benchmark runs (scripts/train/benchmarking/submit_benchmarks.py, 2023) default to
-    // attn_impl triton on a PyTorch 1.13 image, and llm-foundry then pinned flash-attn
-    // 1.0.3: either way a FlashAttention-1-class kernel.
-    {"llm_foundry", spec::AttentionFlops::kFull, false, spec::AttentionKind::kFlash, spec::AttentionKind::kFlash,
-     "3 x (2 N s + 4 L h s^2) per sequence",
-     "FlashAttention version not stated: flash (v1 class; llm-foundry's 2023 benchmarks ran attn_impl triton "
-     "or flash-attn 1.0.x)",
-     // The 2023 H100 tables (bf16 and fp8) state the same 'attn_impl flash/triton'
-     // as the A100 ones and no flash-attn version: the source's convention
-     // (v1 class) applies to them too. The large-scale table (>= 128 GPUs,
-     // added in 2024 with sweep.py's --attn_impl flash and the gpu-flash2
-     // install) states flash2 in its rows.
+    // 2023 benchmark runs (scripts/train/benchmarking/submit_benchmarks.py: --attn_impl
+    // default 'triton', which sets model.attn_config.attn_impl; sweep.sh passes none) ran
+    // llm-foundry's Triton FlashAttention (llmfoundry/models/layers/flash_attn_triton.py,
+    // flash-attn 1.0.x's flash_attn_triton.py) on the pre-MLIR Triton compiler (setup.py
+    // v0.3.0: triton-pre-mlir, branch triton_pre_mlir_sm90 for the H100s): mma.sync on both
+    // GPUs. The large-scale H100 table (>= 128 GPUs, added in 2024 with sweep.py's
+    // --attn_impl flash and the gpu-flash2 install) states flash2 in its rows.
+    {"llm_foundry", spec::AttentionFlops::kFull, false, spec::AttentionKind::kTritonLegacy,
+     spec::AttentionKind::kTritonLegacy, "3 x (2 N s + 4 L h s^2) per sequence",
+     "attention kernel not stated: triton_legacy (llm-foundry's benchmark script defaulted to attn_impl triton, "
+     "its Triton FlashAttention on the pre-MLIR Triton compiler)",
      std::nullopt, {}},
 };
 

@@ -815,6 +815,7 @@ std::optional<spec::AttentionKind> attention_impl_of(std::string_view text) {
   if (contains(t, "standard") || contains(t, "naive") || contains(t, "eager") || contains(t, "pytorch"))
     return spec::AttentionKind::kNaive;
   if (contains(t, "cudnn")) return spec::AttentionKind::kCudnn;
+  if (contains(t, "pre-mlir") || contains(t, "pre_mlir")) return spec::AttentionKind::kTritonLegacy;
   if (contains(t, "triton")) return spec::AttentionKind::kTriton;
   if (const int v = flash_version_in(t)) return kind_of_version(v);
   return std::nullopt;

@@ -229,6 +229,83 @@ TEST_CASE("cost: a causal attention kernel's unequal blocks are list-scheduled, 
   CHECK(many.compute_s / iter_s == doctest::Approx(573440.0 / 132 + (1 - 1.0 / 132) * 33).epsilon(1e-9));
 }
 
+TEST_CASE("cost: FlashAttention-1's key-block loop - fp32 accumulator traffic and the warps' exchange (flash-attn v1.0.9)") {
+  const auto hw = test::gpu("a100_sxm_80gb");
+  const auto c = cost::resolve(hw);
+  graph::AttentionShape s;
+  s.batch = 1, s.heads = 16, s.kv_heads = 16, s.q_len = 4096, s.kv_len = 4096, s.head_dim = 128, s.causal = false;
+  const auto f = graph::flash_attention_forward(s, spec::AttentionKind::kFlash, spec::Dtype::kBf16, hw);
+  // fmha_fwd_hdim128.cu: FMHA_kernel_traits<128, 128, 16, 1, 4>: 16-row query
+  // steps against key blocks of 128: 4096 / 128 = 32 key blocks. Q, K, V, O:
+  // 4096 x 16 x 128 x 2 B = 16 MiB each; the fp32 accumulator o_tmp 32 MiB.
+  // Reads: K + V once, Q at each of the 32 blocks, o_tmp at the 31 after the
+  // first: 16 MiB x (2 + 32 + 2 x 31) = 1,610,612,736 B. Writes: o_tmp at 31
+  // blocks, O and the fp32 log-sum-exp (16 x 4096 x 4 B) once:
+  // 16 MiB x (1 + 62) + 262,144 = 1,057,226,752 B.
+  const double mib16 = 16.0 * 1024 * 1024;
+  CHECK(f.read_bytes == doctest::Approx(mib16 * 96));
+  CHECK(f.write_bytes == doctest::Approx(mib16 * 63 + 262144));
+  // Causal: a key block meets the queries at or below it, (32 + 1) / 2 = 16.5 blocks per row.
+  s.causal = true;
+  const auto fc = graph::flash_attention_forward(s, spec::AttentionKind::kFlash, spec::Dtype::kBf16, hw);
+  CHECK(fc.read_bytes == doctest::Approx(mib16 * (2 + 16.5 + 2 * 15.5)));
+  // Backward (fmha_bwd_hdim128.cu, the same loop): K, V read and dK, dV
+  // written once; Q and dO re-read and the fp32 dq_tmp read and written at
+  // each of the 32 blocks; O and the log-sum-exp read once.
+  s.causal = false;
+  const auto b = graph::flash_attention_backward(f);
+  CHECK(b.read_bytes == doctest::Approx(mib16 * (2 + 2 * 32 + 2 * 32 + 1) + 262144));
+  CHECK(b.write_bytes == doctest::Approx(mib16 * (2 + 1 + 2 * 32)));
+  // Compute: blocks = 16 heads x 4096 / 16 = 4096 query steps' blocks, waves
+  // = ceil(4096 / 108) = 38, each (32 key blocks + 1 prologue) iterations of
+  // 4 x 16 x 128 x 128 MMA FLOP at FA2's efficiency, 16 x 128 scores'
+  // softmax and the 4 warps' fp32 partial O (16 x 128) stored and summed
+  // through shared memory: 2 x 4 x 16 x 128 x 4 B at the banks' rate per SM.
+  const auto r = cost::cost_kernel(f, c, false);
+  const int kf1 = static_cast<int>(spec::AttentionKind::kFlash);
+  const double per_sm = c.peak_flop_per_s[static_cast<int>(spec::Peak::kBf16)] / c.sms;
+  const double iter_s = (4.0 * 16 * 128 * 128 / c.attention_frac[kf1] +
+                         16.0 * 128 * c.attention_softmax[kf1] * c.mma_flop_per_exp) / per_sm +
+                        c.fa1_exchange_cost * 2.0 * 4 * 16 * 128 * 4 / (c.sram_bytes_per_s / c.sms);
+  CHECK(r.blocks == 4096);
+  CHECK(r.waves == 38);
+  CHECK(r.compute_s == doctest::Approx(38 * 33 * iter_s).epsilon(1e-9));
+  // FA1's main loop is FA2's (the same mma.sync code); the exchange per
+  // score element grows as d / Bc (64 / 256 at head dim 64, 128 / 128 at
+  // 128), so FA1 runs head dim 128 slower per FLOP than 64, where FA2 runs
+  // it faster (the README's A100 bars at 16K, non-causal: FA1 110 and 83
+  // TFLOP/s, FA2 176 and 203).
+  CHECK(c.attention_frac[kf1] == c.attention_frac[static_cast<int>(spec::AttentionKind::kFlash2)]);
+  auto per_flop = [&](spec::AttentionKind k, double d) {
+    graph::AttentionShape x;
+    x.batch = 1, x.heads = 2048 / d, x.kv_heads = x.heads, x.q_len = 16384, x.kv_len = 16384, x.head_dim = d;
+    const auto fw = graph::flash_attention_forward(x, k, spec::Dtype::kBf16, hw);
+    const auto bw = graph::flash_attention_backward(fw);
+    return (cost::cost_kernel(fw, c, false).time_s + cost::cost_kernel(bw, c, false).time_s) / fw.flops;
+  };
+  CHECK(per_flop(spec::AttentionKind::kFlash, 128) > per_flop(spec::AttentionKind::kFlash, 64));
+  CHECK(per_flop(spec::AttentionKind::kFlash2, 128) < per_flop(spec::AttentionKind::kFlash2, 64));
+}
+
+TEST_CASE("cost: a pre-MLIR Triton kernel runs the mma.sync path on Hopper") {
+  // triton_legacy: mma.sync on every GPU. On an A100 it is the Triton fit
+  // itself; on an H100 the same fraction of the mma.sync peak, which is
+  // 0.65 of the warpgroup-MMA peak the efficiencies are quoted against
+  // (Luo et al. 2024: H800 mma.sync fp16 494.4 vs wgmma 729.3 TFLOP/s),
+  // while the triton kind there is the warpgroup-MMA fit.
+  const auto a100 = cost::resolve(test::gpu("a100_sxm_80gb"));
+  const auto h100 = cost::resolve(test::gpu("h100_sxm"));
+  const int tl = static_cast<int>(spec::AttentionKind::kTritonLegacy);
+  const int tr = static_cast<int>(spec::AttentionKind::kTriton);
+  CHECK(a100.attention_frac[tl] == doctest::Approx(a100.attention_frac[tr]));
+  CHECK(h100.attention_frac[tl] == doctest::Approx(0.65 * a100.attention_frac[tl]));
+  CHECK(h100.attention_frac[tl] < h100.attention_frac[tr]);
+  // flash_attn_triton.py: BLOCK_M = BLOCK_N = 128.
+  const auto t = graph::attention_tile(spec::AttentionKind::kTritonLegacy, 128, graph::AttentionPass::kForward, true);
+  CHECK(t.br == 128);
+  CHECK(t.bc == 128);
+}
+
 TEST_CASE("cost: time never rises when bandwidth or peak rise") {
   auto hw = test::gpu("a100_sxm_80gb");
   const graph::Kernel ks[] = {gemm(4096, 4096, 4096, spec::Dtype::kBf16), gemm(64, 4096, 4096, spec::Dtype::kBf16),

@@ -258,7 +258,7 @@ TEST_CASE("kernel cli: every bad input is one exact line, exit 2, and no output 
        "error: --heads: 32 is not a multiple of --kv-heads 5\n"},
       {"attention --batch 1 --heads 32 --seq 0 --head-dim 64", "error: --seq: expected a whole number >= 1, got 0\n"},
       {"attention --batch 1 --heads 32 --seq 128 --head-dim 64 --impl flash4",
-       "error: --impl: expected one of naive, flash, flash2, flash3, cudnn, triton, got \"flash4\"\n"},
+       "error: --impl: expected one of naive, flash, flash2, flash3, cudnn, triton, triton_legacy, got \"flash4\"\n"},
       {"attention --gpu a100_sxm_80gb --batch 1 --heads 32 --seq 128 --head-dim 64 --impl flash3",
        "error: --impl: flash3 needs Hopper (wgmma and TMA); NVIDIA A100 SXM4 80GB is ampere\n"},
       {"attention --gpu a100_sxm_80gb --batch 1 --heads 32 --seq 128 --head-dim 64 --dtype fp8",

@@ -267,7 +267,7 @@ TEST_CASE("validation kernels: a DeepGEMM row is graph::gemm_kernel in fp8, 2 M 
   CHECK(pr->secondary[0].quantity == "memory_bandwidth_gb_s");
 }
 
-TEST_CASE("validation kernels: llm-foundry's H100 rows: FSDP as ZeRO-3, amp_fp8 as fp8, the source's FlashAttention-1 class") {
+TEST_CASE("validation kernels: llm-foundry's H100 rows: FSDP as ZeRO-3, amp_fp8 as fp8, the source's legacy Triton kernel") {
   const auto hw = test::gpu("h100_sxm");
   // llmfoundry_h100_80gb_fp8_1b_s512_g8_mb56, as published.yaml states it.
   spec::PublishedRow r;
@@ -287,8 +287,9 @@ TEST_CASE("validation kernels: llm-foundry's H100 rows: FSDP as ZeRO-3, amp_fp8 
   CHECK(tc->plan.parallel.zero == 3);
   CHECK(tc->plan.parallel.dp == 8);
   // The row says 'attn_impl flash/triton' as the A100 tables do, and no
-  // flash-attn version: the source's convention, a v1-class kernel.
-  CHECK(tc->plan.attention == spec::AttentionKind::kFlash);
+  // flash-attn version: the source's convention, its benchmark script's
+  // default attn_impl triton on the pre-MLIR Triton compiler.
+  CHECK(tc->plan.attention == spec::AttentionKind::kTritonLegacy);
   CHECK(tc->plan.recompute.kind == spec::RecomputeKind::kNone);
   CHECK(tc->plan.micro_batch == 56);
   CHECK(tc->plan.global_batch == 1792);
@@ -303,7 +304,7 @@ TEST_CASE("validation kernels: llm-foundry's H100 rows: FSDP as ZeRO-3, amp_fp8 
   CHECK(tc->plan.recompute.kind == spec::RecomputeKind::kFull);
   tc = validation::map_training_row(r, test::gpu("a100_sxm_80gb"));
   REQUIRE(tc);
-  CHECK(tc->plan.attention == spec::AttentionKind::kFlash);
+  CHECK(tc->plan.attention == spec::AttentionKind::kTritonLegacy);
 }
 
 TEST_CASE("validation kernels: leave-one-group-out has one line per group with predicted rows") {

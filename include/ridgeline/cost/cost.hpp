@@ -70,6 +70,10 @@ struct CostParams {
   /// rescaling, masking), in exponentials.
   std::array<double, spec::kAttentionKindCount> attention_softmax{};
   double mma_flop_per_exp = 256;   // per SM per clock: tensor FLOP / special-function (exp) results
+  /// FlashAttention-1's per-step exchange of the warps' fp32 partial
+  /// products through shared memory, in multiples of its bytes at the
+  /// banks' peak rate (attention_compute_s).
+  double fa1_exchange_cost = 1;
   double attention_block_iters = 1;  // a block's prologue + epilogue, in main-loop iterations
   /// Backward main-loop MMA efficiency relative to the forward's, per spec::AttentionKind.
   std::array<double, spec::kAttentionKindCount> attention_bwd_frac{};

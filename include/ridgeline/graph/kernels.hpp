@@ -30,15 +30,27 @@ enum class AttentionPass : std::uint8_t { kForward, kBackward };
 ///    head dim <= 64, 128 x 128 (causal) or 128 x 176 up to 128, 128 x 80
 ///    above; backward 128 x 128 up to 64, 64 x 128 above.
 ///  - cudnn, triton: 128 x 128 and 128 x 64 (the Triton tutorial's BLOCK_M,
-///    BLOCK_N); flash (v1): Alg. 1 of Dao et al. 2022 from the SRAM size.
+///    BLOCK_N); flash (v1, flash-attn 1.0.x): 16-row query steps against key
+///    blocks of 256 (head dim <= 64) or 128 keys.
+/// FlashAttention-1's query step (FMHA_kernel_traits' STEP) and the warps its
+/// key block is split across, forward and backward (flash-attn v1.0.9
+/// fmha_fwd_hdim*.cu: W = 4; fmha_bwd_hdim*.cu: W = 8). The warps' partial
+/// P V (forward) and dS K (backward) products are summed through shared
+/// memory every step, and each key block re-reads and re-writes the fp32
+/// output (o_tmp) or query-gradient (dq_tmp) accumulator in global memory.
+inline constexpr double kFa1QueryStep = 16;
+inline constexpr double kFa1ForwardWarps = 4;
+inline constexpr double kFa1BackwardWarps = 8;
+
 struct AttentionTile {
   double br = 128, bc = 128;
 };
-AttentionTile attention_tile(spec::AttentionKind impl, double head_dim, AttentionPass pass, bool causal,
-                             const spec::HardwareSpec& hw);
-/// The same, from the SM's shared memory in bytes (what FA1's tiles depend on).
-AttentionTile attention_tile(spec::AttentionKind impl, double head_dim, AttentionPass pass, bool causal,
-                             double smem_per_sm_bytes);
+AttentionTile attention_tile(spec::AttentionKind impl, double head_dim, AttentionPass pass, bool causal);
+
+/// FlashAttention-1's key blocks (of bc keys) per query row, each one a pass
+/// over the row's fp32 accumulator in global memory: n = ceil(kv_len / bc),
+/// (n + 1) / 2 on average under a causal mask.
+double fa1_key_passes(double q_len, double kv_len, double bc, bool causal);
 
 /// Fraction of the query x key tile grid a kernel executes: 1 without a
 /// mask; causal skips the tiles above the diagonal but runs the diagonal

@@ -29,10 +29,13 @@ enum class Fp8Recipe : std::uint8_t { kDelayed, kTensorwise, kBlockwise, kMxfp8,
 enum class RecomputeKind : std::uint8_t { kNone, kSelective, kFull, kEvery, kSqrt, kOp };
 /// The attention core's implementation: naive (separate QK^T, softmax, PV
 /// kernels with the s x s scores in HBM), FlashAttention 1/2/3 (Dao et al.
-/// 2022, Dao 2023, Shah et al. 2024), cuDNN's fused SDPA (cudnn) and the
-/// Triton fused-attention tutorial kernel (triton).
-enum class AttentionKind : std::uint8_t { kNaive, kFlash, kFlash2, kFlash3, kCudnn, kTriton };
-inline constexpr int kAttentionKindCount = 6;
+/// 2022, Dao 2023, Shah et al. 2024), cuDNN's fused SDPA (cudnn), the
+/// Triton fused-attention tutorial kernel (triton: warpgroup MMA on Hopper)
+/// and a Triton FlashAttention built by the pre-MLIR Triton compiler
+/// (triton_legacy: mma.sync on every GPU; llm-foundry's attn_impl triton
+/// through v0.3).
+enum class AttentionKind : std::uint8_t { kNaive, kFlash, kFlash2, kFlash3, kCudnn, kTriton, kTritonLegacy };
+inline constexpr int kAttentionKindCount = 7;
 enum class Fusion : std::uint8_t { kEager, kFused, kCompiled, kXla };
 enum class OptimizerKind : std::uint8_t { kSgd, kAdam, kAdamW, kAdafactor, kCame, kSophia, kLion, kAdam8bit, kMuon };
 enum class FinetuneMode : std::uint8_t { kFull, kLora, kQlora };
