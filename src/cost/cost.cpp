@@ -280,7 +280,6 @@ CostParams resolve(const spec::HardwareSpec& hw, const ResolveOptions& opt) {
   // bias +4.9% -> -1.4% beside the non-causal rows' -1.1%).
   const double sync = hw.has_async_mma() ? 0.65 : 1.0;
   att(spec::AttentionKind::kFlash2, 0.675 * sync, 0.625, 0.75 * sync, 1.0);
-  const double fa2_sync_eta = fit(0.90, 0.89, "flashattention2_benchmark", opt);  // FA2 on Ampere (below)
   if (!hw.has_async_mma()) {
     // FlashAttention-2 on the SMs it was written for (sm80 and the sm86 /
     // sm89 parts, which run the same mma.sync kernels), fitted on its own
@@ -300,7 +299,7 @@ CostParams resolve(const spec::HardwareSpec& hw, const ResolveOptions& opt) {
     // exponential per score element: 4 d / eta + 128 = 4 d / 0.73 at
     // d = 128 gives eta 0.89.
     const int f2 = static_cast<int>(spec::AttentionKind::kFlash2);
-    c.attention_frac[f2] = fa2_sync_eta;
+    c.attention_frac[f2] = fit(0.90, 0.89, "flashattention2_benchmark", opt);
     c.attention_softmax[f2] = fit(1.5, 1.0, "flashattention2_benchmark", opt);
   }
   {
