@@ -952,7 +952,8 @@ double attention_compute_s(const graph::Kernel& k, const CostParams& c, KernelCo
   r.tile_m = br, r.tile_n = bc, r.split_k = 1, r.blocks = blocks, r.waves = waves;
   r.efficiency = eta;
   r.basis = c.calibrated ? "calibration block (attention_efficiency)"
-                         : "per-implementation MMA efficiency and softmax cost fitted on the FlashAttention-3 paper's H100 kernel rows";
+                         : "per-implementation MMA efficiency and softmax cost fitted on published kernel benchmarks "
+                           "(the FlashAttention-3 paper's H100 rows; the flash-attention README's A100 and H100 bars)";
   // Equal blocks (non-causal) run in whole waves. Unequal ones (causal: a
   // query block's key range grows along the diagonal) are list-scheduled as
   // SMs free up, so the last to finish ends at most (1 - 1/SMs) of the
