@@ -485,8 +485,10 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
   }
   // The model code's own gate and up projections and eager RMSNorm
   // (training.gate_up, training.rms_norm), where they differ from the
-  // framework's: read as the plan fields of the same names.
-  for (const char* key : {"gate_up", "rms_norm"}) {
+  // framework's, and the recipe's fp8 scaling and CUDA-graph capture
+  // (training.fp8_recipe, training.cuda_graphs), where the row states
+  // them: read as the plan fields of the same names.
+  for (const char* key : {"gate_up", "rms_norm", "fp8_recipe", "cuda_graphs"}) {
     if (!tr.has(key)) continue;
     const std::string text = lower(tr.text(key));
     if (auto e = spec::apply_setting(p, key, text); !e.empty()) return Skip{"training." + e};

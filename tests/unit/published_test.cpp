@@ -426,6 +426,45 @@ TEST_CASE("published: torch.compile, a named optimizer, QLoRA and FSDP CPU offlo
   fs::remove(f);
 }
 
+TEST_CASE("published: a row's fp8 recipe and CUDA-graph capture map onto the plan; a word the plan does not know "
+          "skips the row naming the field") {
+  const std::string model =
+      "  model: {architecture: llama, layers: 2, hidden: 1024, heads: 8, kv_heads: 8, ffn_hidden: 4096, vocab: 32000, "
+      "seq_len: 1024}\n";
+  const std::string f = write_rows(
+      "recipe.yaml",
+      "schema_version: 1\nrows:\n"
+      "- id: current_scaling_graphs\n  group: fixture\n  category: end_to_end_training\n"
+      "  hardware: {gpu: B200, num_gpus: 8}\n" + model +
+          "  training: {framework: megatron, micro_batch: 1, precision: fp8, fp8_recipe: tensorwise, cuda_graphs: "
+          "true}\n"
+          "  measured: {tokens_per_s_per_gpu: 1000}\n"
+          "- id: unstated\n  group: fixture\n  category: end_to_end_training\n"
+          "  hardware: {gpu: B200, num_gpus: 8}\n" + model +
+          "  training: {framework: megatron, micro_batch: 1, precision: fp8}\n"
+          "  measured: {tokens_per_s_per_gpu: 1000}\n"
+          "- id: unknown_recipe\n  group: fixture\n  category: end_to_end_training\n"
+          "  hardware: {gpu: B200, num_gpus: 8}\n" + model +
+          "  training: {framework: megatron, micro_batch: 1, precision: fp8, fp8_recipe: percolumn}\n"
+          "  measured: {tokens_per_s_per_gpu: 1000}\n");
+  const auto file = spec::load_published(f);
+  REQUIRE(file.rows.size() == 3);
+  const auto hw = test::gpu("b200");
+  const auto g = validation::map_training_row(file.rows[0], hw);
+  REQUIRE(g);
+  CHECK(g->plan.fp8_recipe == spec::Fp8Recipe::kTensorwise);
+  CHECK(g->plan.cuda_graphs);
+  // Unstated: the plan's defaults (delayed scaling, no graphs), as before.
+  const auto u = validation::map_training_row(file.rows[1], hw);
+  REQUIRE(u);
+  CHECK(u->plan.fp8_recipe == spec::PlanSpec{}.fp8_recipe);
+  CHECK_FALSE(u->plan.cuda_graphs);
+  const auto x = validation::map_training_row(file.rows[2], hw);
+  REQUIRE_FALSE(x);
+  CHECK(x.reason().starts_with("training.fp8_recipe: "));
+  fs::remove(f);
+}
+
 TEST_CASE("published: rows Ridgeline cannot predict are skipped with their reason") {
   const auto file = spec::load_published(kFixtures + "skipped_rows.yaml");
   REQUIRE(file.rows.size() == 6);
