@@ -316,9 +316,23 @@ std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec&
       if (auto e = spec::check_stage_layers(m.layers, q.pp, q.first_stage_layers, q.last_stage_layers); !e.empty())
         return refuse(message, q.first_stage_layers > 0 ? "parallel.first_stage_layers" : "parallel.last_stage_layers",
                       [&] { return std::string(e); });
-    if (step && q.virtual_stages > 1)
-      return refuse(message, "parallel.virtual_stages",
-                    [&] { return std::string("uneven pipeline stages with virtual stages are not modelled"); });
+    // Virtual stages over uneven stages: the busiest stage sets the pace,
+    // and its layers must split into equal chunks for the interleaved
+    // schedule's bubble (engine::finish_time) to be its; a lighter end
+    // stage's chunks may hold one layer fewer, as Megatron-Core's
+    // --account-for-embedding-in-pipeline-split and
+    // --account-for-loss-in-pipeline-split build them (transformer_block.py
+    // get_num_layers_to_build: the embedding or loss counts as a layer of
+    // the first or last chunk).
+    if (step && q.virtual_stages > 1) {
+      const int busiest = spec::max_stage_layers(m.layers, q.pp, q.first_stage_layers, q.last_stage_layers);
+      if (busiest % q.virtual_stages != 0)
+        return refuse(message, "parallel.virtual_stages", [&] {
+          return fmt::format("uneven pipeline stages with virtual stages: the busiest stage's {} layers do not "
+                             "split into {} virtual stages",
+                             busiest, q.virtual_stages);
+        });
+    }
   }
   const long long stages = static_cast<long long>(q.pp) * std::max(1, q.virtual_stages);
   if (step && !uneven && m.layers % stages != 0 && spec::framework(p.framework).refuses_indivisible_layers)

@@ -141,10 +141,12 @@ constinit const MegatronArg kMegatronArgs[] = {
     {"pipeline-model-parallel-layout", true, nullptr, {}, {}, {},
      "a custom pipeline layout is not modelled; give --decoder-first-pipeline-num-layers and "
      "--decoder-last-pipeline-num-layers"},
-    {"account-for-embedding-in-pipeline-split", false, nullptr, {}, {}, {},
-     "counting the embedding as a layer in the pipeline split is not modelled"},
-    {"account-for-loss-in-pipeline-split", false, nullptr, {}, {}, {},
-     "counting the loss as a layer in the pipeline split is not modelled"},
+    // megatron/core/transformer/transformer_block.py get_num_layers_to_build
+    // (Megatron-Core 0.12+): the embedding (loss) counts as one layer of the
+    // first (last) pipeline stage's share: applied as first (last) stage
+    // layers in apply_launch.
+    {"account-for-embedding-in-pipeline-split", false, &LaunchValues::embedding_in_split, "true"},
+    {"account-for-loss-in-pipeline-split", false, &LaunchValues::loss_in_split, "true"},
     // arguments.py lines 3118-3120: on unless turned off; the framework
     // profile's pp_p2p_overlap (interleaved schedules) is what is modelled.
     {"no-overlap-p2p-communication", false, nullptr, {}, {}, {},
@@ -1709,6 +1711,35 @@ void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, Import
       const std::string vpp = std::to_string(per_stage / *n);
       a.set("vpp", vpp, v.layers_per_virtual_stage);
       r.notes.push_back(fmt::format("vpp {} = {} layers / PP {} / {} layers per virtual stage", vpp, m.layers, pp, *n));
+    }
+  }
+  // The embedding and the loss counted as layers of the pipeline split
+  // (Megatron-Core transformer_block.py get_num_layers_to_build and
+  // arguments.py's checks): the model's layers plus one for each split
+  // evenly over PP x VP chunks, the first (last) stage giving up one layer
+  // to the embedding (loss); the same as uneven first and last stages, and
+  // exclusive of them.
+  if (v.embedding_in_split.given() || v.loss_in_split.given()) {
+    const LaunchValue& x = v.embedding_in_split.given() ? v.embedding_in_split : v.loss_in_split;
+    const int e = v.embedding_in_split.given() ? 1 : 0, l = v.loss_in_split.given() ? 1 : 0;
+    const int pp = std::max(1, p.parallel.pp), vpp = std::max(1, p.parallel.virtual_stages);
+    const long long total = static_cast<long long>(m.layers) + e + l;
+    if (pp < 2) {
+      d.error(x.loc, field_of(x), "needs pipeline parallelism (--pipeline-model-parallel-size > 1)");
+    } else if (v.first_stage_layers.given() || v.last_stage_layers.given()) {
+      d.error(x.loc, field_of(x),
+              "cannot be combined with --decoder-first-pipeline-num-layers or --decoder-last-pipeline-num-layers");
+    } else if (total % (static_cast<long long>(pp) * vpp) != 0) {
+      d.error(x.loc, field_of(x),
+              fmt::format("{} layers{}{} do not split evenly over PP {} x {} virtual stages", m.layers,
+                          e ? " + the embedding" : "", l ? " + the loss" : "", pp, vpp));
+    } else {
+      const long long per_stage = total / pp;
+      if (e) a.set("first_stage_layers", std::to_string(per_stage - 1), v.embedding_in_split);
+      if (l) a.set("last_stage_layers", std::to_string(per_stage - 1), v.loss_in_split);
+      r.notes.push_back(fmt::format("{} layers{}{} over PP {}: {} a stage{}{}", m.layers, e ? " + the embedding" : "",
+                                    l ? " + the loss" : "", pp, per_stage, e ? ", the first holding one fewer" : "",
+                                    l ? ", the last one fewer" : ""));
     }
   }
   // Data parallelism: torchrun's GPUs over TP x PP x CP (Megatron's

@@ -33,6 +33,20 @@ constexpr SourceConvention kConventions[] = {
      "attention kernel not stated: triton_legacy (llm-foundry's benchmark script defaulted to attn_impl triton, "
      "its Triton FlashAttention on the pre-MLIR Triton compiler)",
      std::nullopt, {}},
+    // NeMo's model FLOPs (nemo/utils/flops_formulas.py as first added,
+    // f0bf77b, llama2/llama3: 12 s/h per layer-h^2, the attention not
+    // halved; its NeMo 24.07 rows' TFLOP/s and tokens/s agree with it within
+    // 0.05%): the long-context table gives TFLOP/s alone. Its kernels are
+    // the framework's (cuDNN under Megatron on Hopper and Blackwell).
+    // The page's two tables are two sources (NeMo 24.03.01 on DGX-H100,
+    // NeMo 25.04.rc2 on DGX-B200); the B200 one is pending
+    // (validation/pending/README.md).
+    {"nemo_long_context", spec::AttentionFlops::kFull, false, spec::AttentionKind::kFlash2,
+     spec::AttentionKind::kFlash2, "L h^2 (12 + 12 g/a + 18 f/h + 12 s/h + 6 V/(L h)) per token", "",
+     std::nullopt, {}, true},
+    {"nemo_long_context_b200", spec::AttentionFlops::kFull, false, spec::AttentionKind::kFlash2,
+     spec::AttentionKind::kFlash2, "L h^2 (12 + 12 g/a + 18 f/h + 12 s/h + 6 V/(L h)) per token", "",
+     std::nullopt, {}, true},
 };
 
 constexpr SourceConvention kDefaultConvention = {"", spec::AttentionFlops::kCausal, false,

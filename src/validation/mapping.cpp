@@ -261,7 +261,7 @@ spec::AttentionKind attention_of(const spec::PublishedRow& row, const SourceConv
     if (t.rfind("false", 0) == 0 || t.rfind("no", 0) == 0) return spec::AttentionKind::kNaive;
     if (t.rfind("true", 0) == 0 || t.rfind("yes", 0) == 0) return unstated_flash(conv, gen, notes);
   }
-  if (conv.group.empty()) {
+  if (conv.group.empty() || conv.attention_by_framework) {
     const spec::AttentionKind k = fw.attention_on(gen);
     notes.push_back(fmt::format("attention kernel not stated: {}'s default on {}: {}", fw.id, spec::name(gen),
                                 spec::to_string(k)));
@@ -485,10 +485,11 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
   }
   // The model code's own gate and up projections and eager RMSNorm
   // (training.gate_up, training.rms_norm), where they differ from the
-  // framework's, and the recipe's fp8 scaling and CUDA-graph capture
-  // (training.fp8_recipe, training.cuda_graphs), where the row states
+  // framework's, the recipe's fp8 scaling and CUDA-graph capture
+  // (training.fp8_recipe, training.cuda_graphs) and uneven pipeline stages
+  // (training.first_stage_layers, last_stage_layers), where the row states
   // them: read as the plan fields of the same names.
-  for (const char* key : {"gate_up", "rms_norm", "fp8_recipe", "cuda_graphs"}) {
+  for (const char* key : {"gate_up", "rms_norm", "fp8_recipe", "cuda_graphs", "first_stage_layers", "last_stage_layers"}) {
     if (!tr.has(key)) continue;
     const std::string text = lower(tr.text(key));
     if (auto e = spec::apply_setting(p, key, text); !e.empty()) return Skip{"training." + e};

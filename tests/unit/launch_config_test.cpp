@@ -224,6 +224,53 @@ TEST_SUITE("launch config") {
     CHECK(error_of("--micro-batch-size\n--bf16\n") == ":1:1: error: --micro-batch-size: expected a value after it");
   }
 
+  TEST_CASE("Megatron args: the embedding and loss counted in the pipeline split are lighter end stages") {
+    // Megatron-Core get_num_layers_to_build: Llama 3.1 405B's 126 layers +
+    // the embedding + the loss = 128 over PP 8 x VP 8 chunks of 2 (NeMo's
+    // llama31_405b recipe sets both): 16 a stage, the first and last 15.
+    const std::string both =
+        "torchrun --nproc_per_node 8 --nnodes 16 pretrain_gpt.py --tensor-model-parallel-size 8 "
+        "--pipeline-model-parallel-size 8 --num-virtual-stages-per-pipeline-rank 8 "
+        "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split --bf16 "
+        "--micro-batch-size 1 --global-batch-size 64 --seq-length 8192\n";
+    const auto m = rl::test::model("llama3_405b");
+    REQUIRE(m.layers == 126);
+    {
+      auto r = rl::spec::import_megatron(temp_file("account.sh", both));
+      rl::spec::PlanSpec p;
+      rl::spec::apply_launch(r.values, p, m, r);
+      CHECK(p.parallel.first_stage_layers == 15);
+      CHECK(p.parallel.last_stage_layers == 15);
+      CHECK(p.parallel.virtual_stages == 8);
+      // 15 + 6 x 16 + 15 = 126; the busiest stage's 16 split into 8 chunks of 2: the engine takes it.
+      CHECK(rl::spec::max_stage_layers(m.layers, 8, 15, 15) == 16);
+      CHECK(rl::engine::check_plan(m, p, rl::test::gpu("h100_sxm")).field.empty());
+    }
+    {
+      // The embedding alone: 127 do not split over 64 chunks (Megatron asserts the same).
+      const std::string one =
+          "--pipeline-model-parallel-size 8 --num-virtual-stages-per-pipeline-rank 8 "
+          "--account-for-embedding-in-pipeline-split --bf16\n";
+      auto r = rl::spec::import_megatron(temp_file("account_one.sh", one));
+      rl::spec::PlanSpec p;
+      CHECK_THROWS_WITH_AS(rl::spec::apply_launch(r.values, p, m, r),
+                           doctest::Contains("126 layers + the embedding do not split evenly over PP 8 x 8 virtual "
+                                             "stages"),
+                           rl::support::SpecError);
+    }
+    {
+      // Exclusive of the explicit first-stage count, as in Megatron-LM.
+      const std::string mixed =
+          "--pipeline-model-parallel-size 8 --decoder-first-pipeline-num-layers 14 "
+          "--account-for-loss-in-pipeline-split --bf16\n";
+      auto r = rl::spec::import_megatron(temp_file("account_mixed.sh", mixed));
+      rl::spec::PlanSpec p;
+      CHECK_THROWS_WITH_AS(rl::spec::apply_launch(r.values, p, m, r),
+                           doctest::Contains("cannot be combined with --decoder-first-pipeline-num-layers"),
+                           rl::support::SpecError);
+    }
+  }
+
   TEST_CASE("Megatron args: --moe-enable-deepep is the deepep dispatcher, --moe-shared-expert-overlap the overlap") {
     // megatron/training/arguments.py: both store_true.
     const std::string text =

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "ridgeline/engine/engine.hpp"
 #include "ridgeline/search/search.hpp"
 #include "ridgeline/spec/framework.hpp"
 #include "search_candidate.hpp"
@@ -271,14 +272,25 @@ TEST_CASE("search stages: even stages and the end stages lighter, where the othe
   CHECK(search::stages_text(layouts[3]) == "first 11");
   CHECK(search::stages_text(layouts[6]) == "first 7 last 7");
 
-  // With interleaving searched too, engine::check_plan refuses uneven
-  // stages with virtual stages (counted as plan refusals), and no row has both.
+  // With interleaving searched too, engine::check_plan takes uneven stages
+  // with virtual stages only where the busiest stage's layers split evenly
+  // into them (Megatron-Core's chunks; an end stage's may hold a layer
+  // fewer): PP 2 with the last stage at 11 leaves 13 on the first, which 2
+  // virtual stages do not split (a plan refusal); PP 3 with 7 + 7 leaves 10
+  // in the middle, which they do.
   c.s.vpp = -1;
   const auto v = search::run(c.s, c.m, c.base, c.hw);
   CHECK(v.counts.plan > 0);
   CHECK(v.counts.enumerated == v.counts.pruned + v.counts.evaluated);
   for (const auto& l : row_layouts(v))
-    CHECK_FALSE((l.vpp > 1 && (l.first_stage_layers > 0 || l.last_stage_layers > 0)));
+    if (l.vpp > 1 && (l.first_stage_layers > 0 || l.last_stage_layers > 0))
+      CHECK(spec::max_stage_layers(c.m.layers, l.pp, l.first_stage_layers, l.last_stage_layers) % l.vpp == 0);
+  spec::PlanSpec odd = search::plan_for(c.base, layouts[2], 24);  // PP 2, last 11: 13 on the first
+  odd.parallel.virtual_stages = 2;
+  CHECK(engine::check_plan(c.m, odd, c.hw).field == "parallel.virtual_stages");
+  spec::PlanSpec even = search::plan_for(c.base, layouts[6], 24);  // PP 3, first 7, last 7: 10 in the middle
+  even.parallel.virtual_stages = 2;
+  CHECK(engine::check_plan(c.m, even, c.hw).field.empty());
 }
 
 TEST_CASE("search stages: not searched, the plan's split is fixed") {

@@ -65,6 +65,10 @@ struct LaunchValues {
   LaunchValue recompute_granularity, recompute_method, recompute_num_layers;  // Megatron
   LaunchValue recompute_modules;  // Megatron --recompute-modules, its words joined by '+'
   LaunchValue layers_per_virtual_stage;  // Megatron: vpp = layers / PP / N
+  /// Megatron --account-for-embedding-in-pipeline-split and
+  /// --account-for-loss-in-pipeline-split: the embedding and the loss each
+  /// count as one layer in the pipeline split (first and last stage layers).
+  LaunchValue embedding_in_split, loss_in_split;
   LaunchValue nproc_per_node, nnodes;    // torchrun: DP = GPUs / (TP x PP x CP)
   LaunchValue dp_shard, dp_replicate;    // torchtitan: DP = shard x replicate; shard > 1: ZeRO-3 (FSDP2)
   LaunchValue grad_accum;                // DeepSpeed gradient_accumulation_steps

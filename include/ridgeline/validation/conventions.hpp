@@ -24,6 +24,10 @@ struct SourceConvention {
   /// tables): the FlashAttention version those ran, and why; unset = flash_version.
   std::optional<spec::AttentionKind> hopper_flash_version = std::nullopt;
   std::string_view hopper_flash_note = {};
+  /// The attention kernel of a row that does not say: the framework's
+  /// default on the row's GPU generation (as for a source without its own
+  /// convention), not default_attention.
+  bool attention_by_framework = false;
 
   /// The FlashAttention version a row on `g` ran when it does not say, and the note why.
   spec::AttentionKind flash_version_on(spec::Generation g) const;
