@@ -132,6 +132,40 @@ void fit_reserve(const std::vector<const RunPoint*>& runs, spec::StackCalibratio
   c.allocator_reserve = rho;
 }
 
+/// Why the host dispatch and the exposed communication keep the framework
+/// profile's values, from the runs' predicted shares of the step.
+void hold_note(const std::vector<const RunPoint*>& runs, spec::StackCalibrationEntry& e) {
+  const std::string fw = spec::framework_id(e.correction.framework);
+  double comm_lo = 1, comm_hi = 0, host_hi = 0;
+  int bound = 0;
+  for (const RunPoint* p : runs) {
+    comm_lo = std::min(comm_lo, p->comm_share);
+    comm_hi = std::max(comm_hi, p->comm_share);
+    host_hi = std::max(host_hi, p->host_share);
+    bound += p->host_bound ? 1 : 0;
+  }
+  const auto pct = [](double x) { return fmt::format("{:.1f}%", 100 * x); };
+  e.held_note = fmt::format(
+      "host dispatch per op and the exposed share of communication kept at frameworks/{}.yaml's: a whole run's "
+      "step time holds them together with the clock and the kernels' efficiency, in the step-time scale; ",
+      fw);
+  if (bound > 0)
+    e.held_note += fmt::format("{} of {} run{} host-bound in the prediction (dispatch outlasting the kernels), whose "
+                               "scale is then the host's as much as the GPU's; ",
+                               bound, runs.size(), runs.size() == 1 ? "" : "s");
+  else
+    e.held_note += fmt::format("no run is host-bound in the prediction (dispatch behind the kernels, at most {} of a "
+                               "step), so the runs carry nothing of it; ",
+                               pct(host_hi));
+  e.held_note += fmt::format("exposed communication {} of the predicted step", comm_lo == comm_hi
+                                                                                   ? pct(comm_hi)
+                                                                                   : pct(comm_lo) + " to " + pct(comm_hi));
+  e.held_note += runs.size() >= 3 && comm_hi - comm_lo >= 0.10
+                     ? ": runs that differ this much could tell it from the scale, a fit not made here"
+                     : runs.size() >= 3 ? ", too alike across the runs to tell it from the scale"
+                                        : ", from under three runs, which cannot tell it from the scale";
+}
+
 }  // namespace
 
 spec::StackCalibrationSpec fit_runs(const std::vector<RunPoint>& runs, const std::string& runs_file,
@@ -165,6 +199,7 @@ spec::StackCalibrationSpec fit_runs(const std::vector<RunPoint>& runs, const std
     }
     fit_time(g, e, prior);
     fit_reserve(g, e);
+    hold_note(g, e);
     out.stacks.push_back(std::move(e));
   }
   return out;

@@ -228,6 +228,11 @@ int calibrate_runs(const std::string& runs_file, const std::string& output) {
     p.prior_reserve = pred.memory.allocator_reserve;
     p.measured_memory_bytes = r.measured.peak_memory_bytes;
     p.memory_kind = r.measured.memory_kind;
+    if (pred.step.time_s > 0) {
+      p.comm_share = pred.step.exposed_comm_s / pred.step.time_s;
+      p.host_share = pred.step.host_s / pred.step.time_s;
+    }
+    p.host_bound = pred.step.host_bound;
     if (!(p.measured_step_s > 0) || !std::isfinite(p.measured_step_s) || !(p.predicted_step_s > 0))
       run_error(r.loc, r.field, "no step time could be formed from the measurement");
     std::string line = fmt::format("  {}: {} on {} x {}, {}; predicted {}, measured {} (x {:.3f})", r.name,
@@ -262,6 +267,7 @@ int calibrate_runs(const std::string& runs_file, const std::string& output) {
                        c.has_reserve() ? units::format_percent(c.allocator_reserve)
                                        : units::format_percent(c.reserve_prior) + " (prior)",
                        e.reserve_note);
+    out << fmt::format("  held at the prior: {}\n", e.held_note);
   }
   return kExitOk;
 }

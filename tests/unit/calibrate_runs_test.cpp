@@ -105,6 +105,15 @@ TEST_CASE("calibrate --runs then predict --calibration: the sample runs, the JSO
   CHECK(cal.out.find("Calibrated 3 stacks from 5 runs of tests/data/runs/runs.yaml") != std::string::npos);
   // The hf stack's run gave no memory: its reserve keeps the prior, and says why.
   CHECK(cal.out.find("kept at the prior, frameworks/hf.yaml's 0.1: no run gave peak memory") != std::string::npos);
+  // Host dispatch and exposed communication stay at the framework's values,
+  // and the output says why: no sample run is host-bound (Llama-3-8B's
+  // kernels outlast its dispatch on 8 H100s), and the torchtitan stack's
+  // three runs differ little in exposed communication.
+  CHECK(cal.out.find("held at the prior: host dispatch per op and the exposed share of communication kept at "
+                     "frameworks/torchtitan.yaml's") != std::string::npos);
+  CHECK(cal.out.find("no run is host-bound in the prediction") != std::string::npos);
+  CHECK(cal.out.find("too alike across the runs to tell it from the scale") != std::string::npos);
+  CHECK(cal.out.find("from under three runs, which cannot tell it from the scale") != std::string::npos);
   const std::string plan = "--gpu h100_sxm --model llama3_8b --framework torchtitan --dp 8 --zero 3 --seq 8192 "
                            "--global-batch 64 --recompute op";
   const json bare = predict_json(plan);

@@ -22,7 +22,12 @@
 //                identify rho: allocated memory holds no allocator reserve.
 //
 // A parameter no run identifies keeps its prior, and the stack's notes say
-// why. Times in seconds, memory in bytes.
+// why: the framework's host dispatch per op and the exposed share of
+// communication per link tier are in every run's step time together with
+// the clock and the kernels' efficiency, and stay at the framework
+// profile's values; the note says how the runs' predicted shares of them
+// spread (runs that differ in them are what a separate fit would need).
+// Times in seconds, memory in bytes.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +54,10 @@ struct RunPoint {
   double prior_reserve = 0;              // the framework's allocator reserve the prediction used
   double measured_memory_bytes = 0;      // 0 = not measured
   spec::MemoryKind memory_kind = spec::MemoryKind::kReserved;
+  /// The prediction's exposed communication and host dispatch, as shares
+  /// of its step, and whether the host's dispatch outlasts the kernels.
+  double comm_share = 0, host_share = 0;
+  bool host_bound = false;
 };
 
 /// Fits every stack (GPU profile, framework) the runs cover, in the order

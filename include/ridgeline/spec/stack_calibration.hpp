@@ -59,6 +59,11 @@ struct StackCalibrationEntry {
   double time_interval_lo = 0, time_interval_hi = 0;
   std::string time_note;     // how the scale's uncertainty was made
   std::string reserve_note;  // how the reserve was fitted, or why it kept its prior
+  /// The parameters a whole run does not separate from the step-time scale
+  /// (the framework's host dispatch per op, the exposed share of
+  /// communication), kept at the framework profile's values, and why
+  /// (calibrate --runs prints it; not written to the file).
+  std::string held_note;
   std::vector<StackRunResidual> residuals;
 };
 
