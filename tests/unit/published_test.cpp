@@ -431,22 +431,17 @@ TEST_CASE("published: a row's fp8 recipe and CUDA-graph capture map onto the pla
   const std::string model =
       "  model: {architecture: llama, layers: 2, hidden: 1024, heads: 8, kv_heads: 8, ffn_hidden: 4096, vocab: 32000, "
       "seq_len: 1024}\n";
-  const std::string f = write_rows(
-      "recipe.yaml",
-      "schema_version: 1\nrows:\n"
-      "- id: current_scaling_graphs\n  group: fixture\n  category: end_to_end_training\n"
-      "  hardware: {gpu: B200, num_gpus: 8}\n" + model +
-          "  training: {framework: megatron, micro_batch: 1, precision: fp8, fp8_recipe: tensorwise, cuda_graphs: "
-          "true}\n"
-          "  measured: {tokens_per_s_per_gpu: 1000}\n"
-          "- id: unstated\n  group: fixture\n  category: end_to_end_training\n"
-          "  hardware: {gpu: B200, num_gpus: 8}\n" + model +
-          "  training: {framework: megatron, micro_batch: 1, precision: fp8}\n"
-          "  measured: {tokens_per_s_per_gpu: 1000}\n"
-          "- id: unknown_recipe\n  group: fixture\n  category: end_to_end_training\n"
-          "  hardware: {gpu: B200, num_gpus: 8}\n" + model +
-          "  training: {framework: megatron, micro_batch: 1, precision: fp8, fp8_recipe: percolumn}\n"
-          "  measured: {tokens_per_s_per_gpu: 1000}\n");
+  // One B200 row per training block.
+  const auto row = [&](const std::string& id, const std::string& training) {
+    return "- id: " + id + "\n  group: fixture\n  category: end_to_end_training\n" +
+           "  hardware: {gpu: B200, num_gpus: 8}\n" + model + "  training: {framework: megatron, micro_batch: 1, " +
+           training + "}\n  measured: {tokens_per_s_per_gpu: 1000}\n";
+  };
+  const std::string f =
+      write_rows("recipe.yaml", "schema_version: 1\nrows:\n" +
+                                    row("current_scaling_graphs", "precision: fp8, fp8_recipe: tensorwise, cuda_graphs: true") +
+                                    row("unstated", "precision: fp8") +
+                                    row("unknown_recipe", "precision: fp8, fp8_recipe: percolumn"));
   const auto file = spec::load_published(f);
   REQUIRE(file.rows.size() == 3);
   const auto hw = test::gpu("b200");
