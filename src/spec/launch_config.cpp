@@ -1731,8 +1731,9 @@ void apply_launch(const LaunchValues& v, PlanSpec& p, const ModelSpec& m, Import
               "cannot be combined with --decoder-first-pipeline-num-layers or --decoder-last-pipeline-num-layers");
     } else if (total % (static_cast<long long>(pp) * vpp) != 0) {
       d.error(x.loc, field_of(x),
-              fmt::format("{} layers{}{} do not split evenly over PP {} x {} virtual stages", m.layers,
-                          e ? " + the embedding" : "", l ? " + the loss" : "", pp, vpp));
+              fmt::format("{} layers{}{} do not split evenly over {}", m.layers, e ? " + the embedding" : "",
+                          l ? " + the loss" : "",
+                          vpp > 1 ? fmt::format("PP {} x {} virtual stages", pp, vpp) : fmt::format("PP {}", pp)));
     } else {
       const long long per_stage = total / pp;
       if (e) a.set("first_stage_layers", std::to_string(per_stage - 1), v.embedding_in_split);
