@@ -6,6 +6,13 @@ namespace ridgeline::validation {
 
 namespace {
 
+/// NeMo's model-FLOPs convention (its comment at the table's use below):
+/// the attention not halved, the framework's own attention kernel.
+constexpr SourceConvention nemo_model_flops(std::string_view group) {
+  return {group, spec::AttentionFlops::kFull, false, spec::AttentionKind::kFlash2, spec::AttentionKind::kFlash2,
+          "L h^2 (12 + 12 g/a + 18 f/h + 12 s/h + 6 V/(L h)) per token", "", std::nullopt, {}, true};
+}
+
 constexpr SourceConvention kConventions[] = {
     // Korthikanti et al. 2022, App. A: 72 B s L h^2 (1 + s/6h + V/12hL), attention not halved;
     // Megatron-LM of 2022 (fused scale-mask-softmax, no FlashAttention).
@@ -41,12 +48,8 @@ constexpr SourceConvention kConventions[] = {
     // The page's two tables are two sources (NeMo 24.03.01 on DGX-H100,
     // NeMo 25.04.rc2 on DGX-B200); the B200 one is pending
     // (validation/pending/README.md).
-    {"nemo_long_context", spec::AttentionFlops::kFull, false, spec::AttentionKind::kFlash2,
-     spec::AttentionKind::kFlash2, "L h^2 (12 + 12 g/a + 18 f/h + 12 s/h + 6 V/(L h)) per token", "",
-     std::nullopt, {}, true},
-    {"nemo_long_context_b200", spec::AttentionFlops::kFull, false, spec::AttentionKind::kFlash2,
-     spec::AttentionKind::kFlash2, "L h^2 (12 + 12 g/a + 18 f/h + 12 s/h + 6 V/(L h)) per token", "",
-     std::nullopt, {}, true},
+    nemo_model_flops("nemo_long_context"),
+    nemo_model_flops("nemo_long_context_b200"),
 };
 
 constexpr SourceConvention kDefaultConvention = {"", spec::AttentionFlops::kCausal, false,

@@ -489,7 +489,8 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
   // (training.fp8_recipe, training.cuda_graphs) and uneven pipeline stages
   // (training.first_stage_layers, last_stage_layers), where the row states
   // them: read as the plan fields of the same names.
-  for (const char* key : {"gate_up", "rms_norm", "fp8_recipe", "cuda_graphs", "first_stage_layers", "last_stage_layers"}) {
+  for (const char* key :
+       {"gate_up", "rms_norm", "fp8_recipe", "cuda_graphs", "first_stage_layers", "last_stage_layers"}) {
     if (!tr.has(key)) continue;
     const std::string text = lower(tr.text(key));
     if (auto e = spec::apply_setting(p, key, text); !e.empty()) return Skip{"training." + e};
