@@ -278,7 +278,15 @@ CostParams resolve(const spec::HardwareSpec& hw, const ResolveOptions& opt) {
   // the inverse, so that the backward rows keep theirs (validate-published
   // --group flashattention3_paper: median 4.6% -> 4.2%; causal forward speed
   // bias +4.9% -> -1.4% beside the non-causal rows' -1.1%).
-  const double sync = hw.has_async_mma() ? 0.65 : 1.0;
+  // Dense 16-bit tensor FLOP per SM per clock at the quoted peak (Hopper
+  // 4096: 989.4 TFLOP/s / (132 SMs x 1.83 GHz); Blackwell 8192).
+  const double per_clock = hw.sm_count > 0 && boost > 0 ? hw.peak(spec::Peak::kBf16) / (hw.sm_count * boost) : 4096;
+  // mma.sync keeps Hopper's per-SM rate where the asynchronous MMA doubles
+  // it (sm_100's tcgen05): Blackwell's 8192 FLOP per SM-clock come only
+  // from the asynchronous path, so a warp-level mma.sync kernel reaches
+  // 0.65 x 4096 / 8192 = 0.325 of its dense peak (0.344 on B200, whose
+  // 2,250 TFLOP/s are quoted below its 1,965 MHz boost).
+  const double sync = hw.has_async_mma() ? 0.65 * std::min(1.0, 4096.0 / per_clock) : 1.0;
   att(spec::AttentionKind::kFlash2, 0.675 * sync, 0.625, 0.75 * sync, 1.0);
   if (!hw.has_async_mma()) {
     // FlashAttention-2 on the SMs it was written for (sm80 and the sm86 /
@@ -383,13 +391,32 @@ CostParams resolve(const spec::HardwareSpec& hw, const ResolveOptions& opt) {
     c.attention_bwd_frac[static_cast<int>(spec::AttentionKind::kFlash3)] = 0.68;
     c.attention_bwd_frac[static_cast<int>(spec::AttentionKind::kCudnn)] = 0.665;
   }
-  // Tensor FLOP per exponential per SM-clock: the 16-bit dense peak per SM
-  // per clock over the 16 special-function results per SM per clock (CUDA C
-  // Programming Guide, arithmetic instruction throughput, cc 8.x-10.x).
-  {
-    const double per_clock = hw.sm_count > 0 && boost > 0 ? hw.peak(spec::Peak::kBf16) / (hw.sm_count * boost) : 4096;
-    c.mma_flop_per_exp = std::max(1.0, per_clock / 16.0);
+  if (hw.generation == spec::Generation::kBlackwell) {
+    // cuDNN's fused attention on sm_100 issues its MMAs asynchronously
+    // (tcgen05, accumulators in tensor memory), so the softmax warps'
+    // exponentials run beside them: fitted on the cuDNN rows of NVIDIA's
+    // cudnn-frontend SDPA benchmarks (B200, cuDNN 9.10.2, causal, 8K-128K
+    // tokens: "cudnn_frontend_sdpa_b200"; GB200, cuDNN 9.22, causal and not,
+    // 2K-32K: "cudnn_frontend_sdpa"; head dim 128), the main loop kept at
+    // Hopper's 0.95: 0.5 exponentials per score element not overlapped
+    // (Hopper's kernels: 1.25) and a backward main loop at 0.6 of the
+    // forward's (SMEM-bound, FlashAttention-4's analysis, arXiv 2603.05451),
+    // where the Hopper fit carried over had the forward 30-60% slow. GB300
+    // (Blackwell Ultra, twice the exponentials per clock: the profile's
+    // compute.exp_per_sm_clock) is not fitted: its rows check the term.
+    // Left out, each group takes the other's fit (B200 alone: 0.5625 and
+    // 0.55; GB200 alone: 0.4375 and 0.625).
+    const int cu = static_cast<int>(spec::AttentionKind::kCudnn);
+    const bool b200_out = opt.without_group == "cudnn_frontend_sdpa_b200";
+    const bool gb200_out = opt.without_group == "cudnn_frontend_sdpa";
+    c.attention_softmax[cu] = b200_out ? 0.4375 : gb200_out ? 0.5625 : 0.5;
+    c.attention_bwd_frac[cu] = b200_out ? 0.625 : gb200_out ? 0.55 : 0.6;
   }
+  // Tensor FLOP per exponential per SM-clock: the 16-bit dense peak per SM
+  // per clock over the exponentials the special-function units return per SM
+  // per clock (the profile's compute.exp_per_sm_clock: 16, CUDA C Programming
+  // Guide, arithmetic instruction throughput, cc 8.x-10.x; 32 on Blackwell Ultra).
+  c.mma_flop_per_exp = std::max(1.0, per_clock / hw.exp_per_sm_clock);
   for (int i = 0; i < spec::kKernelClassCount; ++i) c.mem_frac[i] = e.hbm_frac * e.class_mem_frac[i];
   // A framework's own elementwise and norm kernels (graph::kImplFramework:
   // PyTorch's eager TensorIterator over a strided or broadcast operand, its

@@ -279,6 +279,7 @@ HardwareSpec load_hardware_with_overrides(const std::string& path, std::span<con
       comp->error_at("sustained_clock", fmt::format("expected at most the boost clock ({:g} MHz), got {:g} MHz",
                                                     hw.clock_hz / 1e6, *sustained / 1e6));
     hw.sustained_clock_hz = sustained.value_or(hw.clock_hz);
+    hw.exp_per_sm_clock = comp->number("exp_per_sm_clock", false, 1.0, 1024.0).value_or(16.0);
     hw.smem_per_sm_bytes = comp->quantity("smem_per_sm", Dimension::kBytes).value_or(0);
     hw.sram_bytes_per_s = comp->quantity("sram_bandwidth", Dimension::kByteRate).value_or(0);
     hw.launch_overhead_s = event_time(*comp, "launch_overhead").value_or(0);

@@ -225,6 +225,7 @@ std::string to_yaml(const HardwareSpec& hw, const YamlStyle& style) {
   if (hw.clock_hz > 0) y += fmt::format("  boost_clock: {}\n", q(hw.clock_hz, Dimension::kFrequency));
   if (hw.sustained_clock_hz > 0)
     y += fmt::format("  sustained_clock: {}\n", q(hw.sustained_clock_hz, Dimension::kFrequency));
+  if (hw.exp_per_sm_clock != 16.0) y += fmt::format("  exp_per_sm_clock: {:g}\n", hw.exp_per_sm_clock);
   if (hw.smem_per_sm_bytes > 0) y += fmt::format("  smem_per_sm: {}\n", q(hw.smem_per_sm_bytes, Dimension::kBytes));
   if (hw.sram_bytes_per_s > 0)
     y += fmt::format("  sram_bandwidth: {}\n", q(hw.sram_bytes_per_s, Dimension::kByteRate));

@@ -37,9 +37,13 @@ struct Context {
   }
 };
 
-/// A clock the row says its benchmarks ran at ("... GPU clock fixed at 1830
-/// MHz ..." in hardware.clock_note), in hertz; 0 when it states none.
-double locked_clock_of(const PublishedRow& row) {
+/// A clock the row says its benchmarks ran at, in hertz: the profile's boost
+/// clock for hardware.clock: boost (short calls with idle gaps, shorter than
+/// the power limiter's response: the row's clock_basis says why), a fixed one
+/// ("... GPU clock fixed at 1830 MHz ..." in hardware.clock_note); 0 when it
+/// states none (the profile's sustained clock, as a training step gets).
+double locked_clock_of(const PublishedRow& row, const spec::HardwareSpec& hw) {
+  if (row.hardware.text("clock") == "boost") return hw.clock_hz;
   const std::string note = row.hardware.text("clock_note");
   const auto at = note.find("fixed at ");
   if (at == std::string::npos) return 0;
@@ -424,7 +428,11 @@ std::optional<Skip> out_of_scope(const PublishedRow& row) {
 }
 
 OrSkip<RowPrediction> predict_row(const PublishedRow& row, const spec::HardwareSpec& hw, const PredictOptions& opt) {
-  const Context cx{hw, opt, locked_clock_of(row)};
+  if (row.hardware.has("clock") && row.hardware.text("clock") != "boost")
+    return Skip{fmt::format("unsupported hardware.clock '{}' (boost: the benchmark ran at the profile's boost clock; "
+                            "a fixed clock goes in clock_note as 'fixed at N MHz')",
+                            row.hardware.text("clock"))};
+  const Context cx{hw, opt, locked_clock_of(row, hw)};
   switch (row.category) {
     case PublishedCategory::kEndToEndTraining: return predict_end_to_end(row, cx);
     case PublishedCategory::kLayerTime: return predict_layer_time(row, cx);

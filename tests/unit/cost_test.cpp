@@ -167,6 +167,65 @@ TEST_CASE("cost: a power limit lowers the sustained clock and with it a compute-
   CHECK(t_low / t_tdp == doctest::Approx(1 / std::cbrt(500.0 / 700.0)));
 }
 
+TEST_CASE("cost: Blackwell - a training step's clock under back-to-back load, boost for a benchmark's bursts") {
+  // B200: 1965 MHz boost, ~1580 MHz after 50-100 ms of back-to-back work at
+  // its 1000 W (flashinfer-ai/flashinfer PR 2899). A plan runs at the
+  // sustained clock x the training fraction; a row at boost (locked) at 1.
+  const auto b200 = test::gpu("b200");
+  CHECK(b200.sustained_clock_hz == 1.58e9);
+  CHECK(cost::resolve(b200).clock_ratio == doctest::Approx(1580.0 / 1965.0));
+  cost::ResolveOptions at_boost;
+  at_boost.locked_clock_hz = b200.clock_hz;
+  CHECK(cost::resolve(b200, at_boost).clock_ratio == 1.0);
+  cost::ResolveOptions train;
+  train.training_run = true;
+  const auto t = cost::resolve(b200, train);
+  CHECK(t.clock_scale == doctest::Approx(1580.0 / 1965.0 * t.training_clock_frac));
+  // GB200, the same die at 1200 W: the profiles' power law (f ~ P^(1/3)) from
+  // B200's: 1580 x (1200 / 1000)^(1/3) = 1679.0 MHz; GB300 at 1400 W 1767.6.
+  CHECK(test::gpu("gb200").sustained_clock_hz == doctest::Approx(1580e6 * std::cbrt(1.2)).epsilon(1e-3));
+  CHECK(test::gpu("gb300").sustained_clock_hz == doctest::Approx(1580e6 * std::cbrt(1.4)).epsilon(1e-3));
+}
+
+TEST_CASE("cost: Blackwell's fused attention overlaps half its exponentials; Blackwell Ultra issues twice as many") {
+  // cuDNN on sm_100, forward, head dim 128, per score element: the MMAs'
+  // 4 d = 512 FLOP at 0.95, plus 0.5 exponentials not overlapped at 8192 /
+  // 16 = 512 tensor FLOP each on GB200 (2500 TFLOP/s / (148 SMs x 2.062
+  // GHz) = 8192 FLOP per SM-clock, 16 exponentials), 256 on GB300 (32):
+  // 538.9 + 256 = 794.9 against 538.9 + 128 = 666.9 FLOP-equivalents,
+  // GB300 1.1919x faster at the same clock and tiles. Measured (published.yaml,
+  // cuDNN 9.22, 2 x 16384 tokens, 64 heads, not causal): 10.369 / 8.734 ms = 1.187.
+  const auto gb200 = test::gpu("gb200"), gb300 = test::gpu("gb300");
+  CHECK(gb200.exp_per_sm_clock == 16.0);
+  CHECK(gb300.exp_per_sm_clock == 32.0);
+  CHECK(test::gpu("h100_sxm").exp_per_sm_clock == 16.0);
+  cost::ResolveOptions boost;
+  boost.locked_clock_hz = 2.062e9;
+  const auto c200 = cost::resolve(gb200, boost), c300 = cost::resolve(gb300, boost);
+  const int cu = static_cast<int>(spec::AttentionKind::kCudnn);
+  CHECK(c200.attention_frac[cu] == doctest::Approx(0.95));
+  CHECK(c200.attention_softmax[cu] == doctest::Approx(0.5));
+  CHECK(c200.attention_bwd_frac[cu] == doctest::Approx(0.6));
+  CHECK(c200.mma_flop_per_exp == doctest::Approx(2500e12 / (148 * 2.062e9) / 16).epsilon(1e-3));
+  CHECK(c300.mma_flop_per_exp == doctest::Approx(c200.mma_flop_per_exp / 2));
+  graph::AttentionShape s;
+  s.batch = 2, s.heads = 64, s.kv_heads = 8, s.q_len = 16384, s.kv_len = 16384, s.head_dim = 128, s.causal = false;
+  const auto fwd = graph::flash_attention_forward(s, spec::AttentionKind::kCudnn, spec::Dtype::kBf16, gb200);
+  const double t200 = cost::cost_kernel(fwd, c200, false).compute_s;
+  const double t300 = cost::cost_kernel(fwd, c300, false).compute_s;
+  CHECK(t200 / t300 == doctest::Approx((512 / 0.95 + 0.5 * 512) / (512 / 0.95 + 0.5 * 256)).epsilon(1e-6));
+  // Hopper's kernels keep their fit: 1.25 exponentials, backward at 0.665.
+  const auto h100 = cost::resolve(test::gpu("h100_sxm"));
+  CHECK(h100.attention_softmax[cu] == doctest::Approx(1.25));
+  CHECK(h100.attention_bwd_frac[cu] == doctest::Approx(0.665));
+  // Left out, each cudnn-frontend group takes the other's fit.
+  cost::ResolveOptions out;
+  out.without_group = "cudnn_frontend_sdpa_b200";
+  CHECK(cost::resolve(gb200, out).attention_softmax[cu] == doctest::Approx(0.4375));
+  out.without_group = "cudnn_frontend_sdpa";
+  CHECK(cost::resolve(gb200, out).attention_softmax[cu] == doctest::Approx(0.5625));
+}
+
 TEST_CASE("cost: attention as a tiled kernel - blocks, waves, causal half, backward") {
   const auto hw = test::gpu("h100_sxm");
   const auto c = cost::resolve(hw);

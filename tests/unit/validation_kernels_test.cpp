@@ -267,6 +267,38 @@ TEST_CASE("validation kernels: a DeepGEMM row is graph::gemm_kernel in fp8, 2 M 
   CHECK(pr->secondary[0].quantity == "memory_bandwidth_gb_s");
 }
 
+TEST_CASE("validation kernels: a row run at the boost clock (hardware.clock: boost) is predicted there") {
+  // MAMF's B200 bf16 row (mamf_bf16_B200-SXM: M 1792, N 16128, K 3072): its
+  // 12-40 ms bursts per shape run near the 1965 MHz boost; a training step
+  // holds the profile's sustained 1580 MHz. A compute-bound GEMM at boost is
+  // faster by the clock ratio, 1965 / 1580 = 1.2437, less what its fixed
+  // fill-and-drain latency does not scale with.
+  const auto hw = test::gpu("b200");
+  spec::PublishedRow r;
+  r.id = "mamf_bf16_B200-SXM";
+  r.group = "mamf";
+  r.category = spec::PublishedCategory::kGemmKernel;
+  r.hardware = section({{"gpu", "B200-SXM"}, {"num_gpus", "1"}});
+  r.kernel = section({{"M", "1792"}, {"N", "16128"}, {"K", "3072"}, {"dtype", "bf16"}});
+  r.measured = section({{"tflops", "1745"}});
+  const auto sustained = validation::predict_row(r, hw);
+  r.hardware = section({{"gpu", "B200-SXM"}, {"num_gpus", "1"}, {"clock", "boost"}});
+  const auto boost = validation::predict_row(r, hw);
+  REQUIRE(sustained);
+  REQUIRE(boost);
+  const double ratio = boost->primary.predicted / sustained->primary.predicted;
+  CHECK(ratio > 1.2);
+  CHECK(ratio < 1965.0 / 1580.0 + 1e-9);
+  // Measured 1745 TFLOP/s: at boost within 10%, at the sustained clock not.
+  CHECK(std::abs(boost->primary.predicted / 1745 - 1) < 0.10);
+  CHECK(sustained->primary.predicted / 1745 < 0.8);
+  // Another word is not guessed at: the row is skipped, saying what is read.
+  r.hardware = section({{"gpu", "B200-SXM"}, {"num_gpus", "1"}, {"clock", "1965 MHz"}});
+  const auto other = validation::predict_row(r, hw);
+  REQUIRE_FALSE(other);
+  CHECK(other.skip().reason.find("unsupported hardware.clock '1965 MHz'") == 0);
+}
+
 TEST_CASE("validation kernels: llm-foundry's H100 rows: FSDP as ZeRO-3, amp_fp8 as fp8, the source's legacy Triton kernel") {
   const auto hw = test::gpu("h100_sxm");
   // llmfoundry_h100_80gb_fp8_1b_s512_g8_mb56, as published.yaml states it.

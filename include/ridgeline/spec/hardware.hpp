@@ -264,6 +264,11 @@ struct HardwareSpec {
   /// (`compute.sustained_clock`; the boost clock when the profile gives none).
   /// 0 < sustained_clock_hz <= clock_hz.
   double sustained_clock_hz = 0.0;
+  /// Exponentials (MUFU.EX2) the special-function units issue per SM per
+  /// clock (`compute.exp_per_sm_clock`): 16 on every NVIDIA part from sm_50
+  /// to sm_100 (CUDA C Programming Guide, arithmetic instruction throughput),
+  /// 32 on Blackwell Ultra, which doubles it. Prices a softmax's exponentials.
+  double exp_per_sm_clock = 16.0;
   double smem_per_sm_bytes = 0.0;
   double sram_bytes_per_s = 0.0;  // aggregate over all SMs
   /// Dense peak per Peak (FLOP/s); 0 = not supported (e.g. fp8 on A100).
