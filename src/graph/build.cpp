@@ -139,6 +139,19 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
     fill_pointwise(k, name, op, group, read, write, flops, act);
     return k;
   };
+  // Squared ReLU's second kernel, relu(x) then its square (transformers'
+  // ReLUSquaredActivation: F.relu, then torch.square; Megatron-Core's
+  // squared_relu, torch.pow(F.relu(x), 2), under @jit_fuser, which fuses
+  // the two: megatron/core/activations.py; NeMo 1.x's likewise). It reads
+  // the ReLU's output and writes the down-projection's input, in the
+  // activation's fusion group (one kernel at the fused level, as jit_fuser
+  // makes it; two eager). Autograd's pow saves its input, the tensor the
+  // ReLU saved: nothing more is held.
+  auto add_square = [&](double count, std::string_view name, double elements) -> Kernel& {
+    Kernel& k = add_pointwise(count, name, Op::kAct, FuseGroup::kBiasAct, elements * D.e, elements * D.e, elements);
+    k.saved_bytes = 0;
+    return k;
+  };
   auto add_gemm = [&](double count, std::string_view name, Op op, double m, double n, double kk, double batch,
                       Dtype dt, bool weight) -> Kernel& {
     Kernel& k = add(count);
@@ -403,6 +416,7 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
         add_pointwise(L_mlp, "mlp_act", Op::kAct, FuseGroup::kBiasAct, routed * D.f * D.e, routed * D.f * D.e,
                       8 * routed * D.f)
             .saved_bytes = routed * D.f * D.e;
+        if (M.activation == spec::Activation::kSquaredRelu) add_square(L_mlp, "mlp_act_square", routed * D.f);
       }
     }
     {
@@ -423,7 +437,7 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
   // Saves as the dense model's: the input (2 sbh, SP: /t), the activation's
   // inputs and the down-projection's input.
   struct MlpNames {
-    const char *up, *bias, *act, *gate_mul, *down;
+    const char *up, *bias, *act, *act_square, *gate_mul, *down;
   };
   auto plain_mlp = [&](const MlpNames& nm, double width, double count, std::uint16_t extra) {
     auto mark = [&](Kernel* k) { k->flags |= extra; };
@@ -438,6 +452,7 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
     Kernel& s = add_pointwise(count, nm.act, Op::kAct, FuseGroup::kBiasAct, T * f * D.e, T * f * D.e, 8 * T * f);
     s.saved_bytes = T * f * D.e;
     mark(&s);
+    if (M.activation == spec::Activation::kSquaredRelu) mark(&add_square(count, nm.act_square, T * f));
     if (gated) {
       Kernel& m2 =
           add_pointwise(count, nm.gate_mul, Op::kGateMul, FuseGroup::kBiasAct, 2 * T * f * D.e, T * f * D.e, T * f);
@@ -449,14 +464,16 @@ void build_forward(const spec::ModelSpec& M, const spec::MicrobatchPlan& P, Grap
     mark(&down);
   };
   if (M.is_moe() && M.moe.shared_ffn > 0 && L_mlp > 0) {
-    plain_mlp({"shared_up_proj", "shared_up_bias", "shared_act", "shared_gate_mul", "shared_down_proj"},
+    plain_mlp({"shared_up_proj", "shared_up_bias", "shared_act", "shared_act_square", "shared_gate_mul",
+               "shared_down_proj"},
               M.moe.shared_ffn, L_mlp, kSharedExpert);
     // The shared expert's output added to the routed experts' combined output.
     add_pointwise(L_mlp, "moe_shared_add", Op::kSharedAdd, FuseGroup::kNone, 2 * D.T * D.h * D.e, D.T * D.h * D.e,
                   D.T * D.h);
   }
   if (L_dense > 0)
-    plain_mlp({"dense_up_proj", "dense_up_bias", "dense_act", "dense_gate_mul", "dense_down_proj"},
+    plain_mlp({"dense_up_proj", "dense_up_bias", "dense_act", "dense_act_square", "dense_gate_mul",
+               "dense_down_proj"},
               M.moe.dense_ffn, L_dense, 0);
   bias_dropout_add(Op::kDownBias, Op::kDropout2, Op::kResidual2, FuseGroup::kBiasDropoutAdd2, "mlp_down_bias",
                    "mlp_dropout", "residual_add2");

@@ -19,6 +19,7 @@ namespace {
 std::optional<Activation> parse_activation(std::string_view s) {
   if (s == "gelu") return Activation::kGelu;
   if (s == "relu") return Activation::kRelu;
+  if (s == "squared_relu") return Activation::kSquaredRelu;
   if (s == "swiglu") return Activation::kSwiglu;
   if (s == "geglu") return Activation::kGeglu;
   return std::nullopt;
@@ -183,6 +184,7 @@ std::string_view name(Activation a) {
     case Activation::kRelu: return "relu";
     case Activation::kSwiglu: return "swiglu";
     case Activation::kGeglu: return "geglu";
+    case Activation::kSquaredRelu: return "squared_relu";
   }
   return "gelu";
 }
@@ -288,7 +290,7 @@ ModelSpec load_model_with_overrides(const std::string& path, std::span<const Fie
   m.ffn_hidden = static_cast<int>(r.integer("ffn_hidden", true, 1, 1 << 26).value_or(0));
   m.vocab = static_cast<int>(r.integer("vocab", true, 1, 1 << 26).value_or(0));
   m.max_seq_len = static_cast<int>(r.integer("max_seq_len", true, 1, 1 << 30).value_or(0));
-  m.activation = r.word("activation", parse_activation, "gelu, relu, swiglu, geglu").value_or(Activation::kGelu);
+  m.activation = r.word("activation", parse_activation, "gelu, relu, squared_relu, swiglu, geglu").value_or(Activation::kGelu);
   m.norm = r.word("norm", parse_norm, "layernorm, rmsnorm").value_or(Norm::kLayerNorm);
   m.position = r.word("position", parse_position, "learned, rope, alibi, none").value_or(Position::kLearned);
   m.tied_embeddings = r.boolean("tied_embeddings").value_or(false);
@@ -358,7 +360,7 @@ ModelSpec load_hf_config_with_overrides(const std::string& path, std::span<const
   throw_if_errors();
   static const std::vector<std::string> kTypes = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3",
                                                   "qwen3_moe", "gemma", "gemma2", "phi3", "gpt2", "gpt_neox",
-                                                  "deepseek_v2", "deepseek_v3", "gpt_oss"};
+                                                  "deepseek_v2", "deepseek_v3", "gpt_oss", "nemotron"};
   if (std::find(kTypes.begin(), kTypes.end(), *type) == kTypes.end()) {
     std::string all;
     for (const auto& t : kTypes) all += (all.empty() ? "" : ", ") + t;
@@ -422,6 +424,22 @@ ModelSpec load_hf_config_with_overrides(const std::string& path, std::span<const
       m.bias = true;
       m.tied_embeddings = r.boolean("tie_word_embeddings").value_or(false);
       m.dropout = r.number("hidden_dropout", false, 0.0, 0.99).value_or(0.0);
+    } else if (*type == "nemotron") {
+      // Nemotron-4 (transformers' NemotronConfig, modeling_nemotron.py): an MLP
+      // that is not gated (up_proj, act_fn, down_proj), hidden_act relu2 =
+      // ReLUSquaredActivation (relu, then square), LayerNorm1p (a LayerNorm
+      // with zero-centred gamma: costed as a LayerNorm), untied embeddings.
+      const std::string act = r.string("hidden_act").value_or("relu2");
+      if (act == "relu2") m.activation = Activation::kSquaredRelu;
+      else if (act == "relu") m.activation = Activation::kRelu;
+      else if (act.rfind("gelu", 0) == 0) m.activation = Activation::kGelu;
+      else r.error_at("hidden_act", fmt::format("expected relu2, relu or a gelu for a nemotron MLP, got \"{}\"", act));
+      m.norm = Norm::kLayerNorm;
+      m.bias = r.boolean("attention_bias").value_or(false) || r.boolean("mlp_bias").value_or(false);
+      m.tied_embeddings = r.boolean("tie_word_embeddings").value_or(false);
+      m.dropout = 0.0;
+      if (r.number("partial_rotary_factor", false, 0.0, 1.0).value_or(0.5) < 1.0)
+        m.notes.push_back("RoPE on part of each head (partial_rotary_factor) is costed as RoPE on all of it");
     } else {
       // Gemma names its MLP activation hidden_activation (gelu_pytorch_tanh) and
       // keeps hidden_act for older checkpoints; both gate the MLP (GeGLU).

@@ -75,7 +75,8 @@ std::optional<E> spec_word(std::string_view text, const E (&values)[N]) {
 }
 
 constexpr spec::Activation kActivations[] = {spec::Activation::kGelu, spec::Activation::kRelu,
-                                             spec::Activation::kSwiglu, spec::Activation::kGeglu};
+                                             spec::Activation::kSquaredRelu, spec::Activation::kSwiglu,
+                                             spec::Activation::kGeglu};
 constexpr spec::Norm kNorms[] = {spec::Norm::kLayerNorm, spec::Norm::kRmsNorm};
 
 /// Model from the row's fields. GPT-style unless the architecture text says

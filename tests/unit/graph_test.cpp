@@ -222,6 +222,38 @@ TEST_CASE("fusion: fused chains read and write each tensor once") {
   CHECK(lf == 1);
 }
 
+TEST_CASE("fusion: squared ReLU is relu then square, two kernels eager and one fused, with nothing more saved") {
+  // The Nemotron-4 15B block (tests/data/hf/nemotron4_15b), b = 1, s = 2048:
+  // F = s f elements of 2 bytes. Eager (transformers' ReLUSquaredActivation:
+  // F.relu, then torch.square): each reads and writes F, 4eF; fused
+  // (Megatron-Core's squared_relu under @jit_fuser): 2eF, one launch.
+  auto m = spec::load_hf_config(std::string(RIDGELINE_SOURCE_DIR) + "/tests/data/hf/nemotron4_15b/config.json");
+  const double F = 2048.0 * m.ffn_hidden, e = 2;
+  auto act = [&](spec::Fusion f, double& launches, double& saved) {
+    auto p = plan(1, 2048);
+    p.fusion = f;
+    double bytes = 0;
+    launches = saved = 0;
+    for (const auto& k : step(m, p).kernels)
+      if (k.phase == spec::Phase::kForward && k.group == graph::FuseGroup::kBiasAct)
+        bytes += k.hbm_bytes(), launches += k.launches, saved += k.saved_bytes;
+    return bytes;
+  };
+  double le = 0, lf = 0, se = 0, sf = 0;
+  CHECK(act(spec::Fusion::kEager, le, se) == doctest::Approx(4 * e * F));
+  CHECK(act(spec::Fusion::kFused, lf, sf) == doctest::Approx(2 * e * F));
+  CHECK(le == 2);
+  CHECK(lf == 1);
+  // Saved: the ReLU's output once (pow saves the same tensor), as for relu.
+  CHECK(se == doctest::Approx(e * F));
+  CHECK(sf == doctest::Approx(e * F));
+  m.activation = spec::Activation::kRelu;
+  double lr = 0, sr = 0;
+  CHECK(act(spec::Fusion::kEager, lr, sr) == doctest::Approx(2 * e * F));
+  CHECK(lr == 1);
+  CHECK(sr == doctest::Approx(e * F));
+}
+
 TEST_CASE("fusion: compiled merges more than fused, and CUDA graphs cut launch cost") {
   const auto m = test::model("llama3_8b");
   auto launches = [&](spec::Fusion f) {

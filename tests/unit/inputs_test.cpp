@@ -390,7 +390,7 @@ TEST_CASE("HF config: what Ridgeline does not model is one clear error") {
   const std::string t5 = hf("t5_small_config.json");
   CHECK(hf_errors(t5, {}) ==
         Lines{t5 + ":15:17: error: model_type: unsupported model type 't5'; supported: llama, mistral, mixtral, qwen2, "
-                   "qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, phi3, gpt2, gpt_neox, deepseek_v2, deepseek_v3, gpt_oss"});
+                   "qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, phi3, gpt2, gpt_neox, deepseek_v2, deepseek_v3, gpt_oss, nemotron"});
 }
 
 TEST_CASE("hub_id: validated as owner/name") {
@@ -588,6 +588,43 @@ TEST_CASE("HF config: GPT-OSS-120B (sliding-window layers, attention sinks, bias
   CHECK(cy.active == c.active);
   CHECK(y.window_layers == 18);
   CHECK(y.sliding_window == 128);
+}
+
+// Nemotron-4 15B in transformers' NemotronConfig keys (tests/data/hf/SOURCES.md):
+// an MLP not gated with relu2 (squared ReLU), LayerNorm (weight and bias, 2h),
+// GQA 48 / 8 heads of 128, untied. Hand count:
+//   attention 6144 x (6144 + 2 x 1024) + 6144 x 6144 = 88,080,384
+//   MLP 2 x 6144 x 24576 = 301,989,888; norms 2 x 2 x 6144 = 24,576
+//   layer 390,094,848; 32 layers 12,483,035,136, + final norm 12,288
+//   embedding and LM head 2 x 256000 x 6144 = 3,145,728,000
+//   total 15,628,775,424: Nemotron-4 15B (arXiv:2402.16819, Sec. 2: "3.2
+//   billion embedding parameters and 12.5 billion non-embedding parameters").
+TEST_CASE("HF config: Nemotron-4 15B (nemotron: squared ReLU, LayerNorm, not gated)") {
+  const auto m = spec::load_hf_config(hf("nemotron4_15b/config.json"));
+  CHECK(m.activation == spec::Activation::kSquaredRelu);
+  CHECK_FALSE(spec::is_gated(m.activation));
+  CHECK(m.norm == spec::Norm::kLayerNorm);
+  CHECK_FALSE(m.bias);
+  CHECK_FALSE(m.tied_embeddings);
+  CHECK(m.kv_heads == 8);
+  CHECK(m.head_dim == 128);
+  const auto c = spec::count_params(m);
+  CHECK(c.attention_per_layer == 88080384.0);
+  CHECK(c.per_layer == 390094848.0);
+  CHECK(c.total == 15628775424.0);
+  CHECK(c.embedding + c.lm_head == doctest::Approx(3.2e9).epsilon(0.02));
+  CHECK(c.total - c.embedding - c.lm_head == doctest::Approx(12.5e9).epsilon(0.01));
+  CHECK(std::string(spec::name(m.activation)) == "squared_relu");
+  // The shipped YAML is the same model.
+  CHECK(spec::count_params(test::model("nemotron4_15b")).total == c.total);
+  // Nemotron-4 340B (models/nemotron4_340b.yaml): heads of 18432 / 96 = 192,
+  //   attention 18432 x (18432 + 2 x 8 x 192) + 18432^2 = 736,100,352
+  //   MLP 2 x 18432 x 73728 = 2,717,908,992; norms 4 x 18432 = 73,728
+  //   96 layers 331,591,974,912 (+ final norm 36,864); embedding and head
+  //   2 x 256000 x 18432 = 9,437,184,000: the report's 331.6B and 9.4B.
+  const auto c340 = spec::count_params(test::model("nemotron4_340b"));
+  CHECK(c340.per_layer == 3454083072.0);
+  CHECK(c340.total == 341029195776.0);
 }
 
 // GPT-OSS-20B (openai/gpt-oss-20b config.json): the same block as the 120B

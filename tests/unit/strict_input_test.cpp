@@ -284,7 +284,7 @@ TEST_CASE("strict YAML: null is never taken as absent; each typed field says wha
                                 std::string(kModel) + "activation: null\nbias: NULL\ndropout: ~\nmoe:\nsource: x\n");
   CHECK(model_errors(words) ==
         std::vector<std::string>{
-            words + ":8:13: error: activation: expected one of gelu, relu, swiglu, geglu, got null",
+            words + ":8:13: error: activation: expected one of gelu, relu, squared_relu, swiglu, geglu, got null",
             words + ":9:7: error: bias: expected true or false, got null",
             words + ":10:10: error: dropout: expected a number, got null",
             words + ":11:1: error: moe: expected a mapping of fields, got null"});

@@ -11,7 +11,9 @@
 
 namespace ridgeline::spec {
 
-enum class Activation : std::uint8_t { kGelu, kRelu, kSwiglu, kGeglu };
+/// kSquaredRelu: relu(x)^2, not gated (Primer, So et al. 2021; Nemotron-4:
+/// Megatron-Core's squared_relu, torch.pow(F.relu(x), 2)).
+enum class Activation : std::uint8_t { kGelu, kRelu, kSwiglu, kGeglu, kSquaredRelu };
 enum class Norm : std::uint8_t { kLayerNorm, kRmsNorm };
 enum class Position : std::uint8_t { kLearned, kRope, kAlibi, kNone };
 
