@@ -858,6 +858,10 @@ OrSkip<KernelCase> map_attention_row(const spec::PublishedRow& row, const spec::
   if (!a) return a.skip();
   auto d = whole(kr, "kernel", "head_dim");
   if (!d) return d.skip();
+  // A value head of its own width (DeepSeek-V3's multi-head latent
+  // attention: Q and K 192, V 128); absent, the query/key width.
+  const int dv = whole_or(kr, "head_dim_v", *d);
+  if (dv < 1 || dv > (1 << 16)) return Skip{fmt::format("kernel.head_dim_v {} out of range", dv)};
   const int g = whole_or(kr, "kv_heads", *a);
   if (g > *a || *a % g != 0) return Skip{fmt::format("kernel.kv_heads {} do not divide kernel.heads {}", g, *a)};
   if (static_cast<double>(*a) * *d > (1 << 24) || static_cast<double>(b) * *s > 1e12)
@@ -921,6 +925,7 @@ OrSkip<KernelCase> map_attention_row(const spec::PublishedRow& row, const spec::
   sh.kv_heads = g;
   sh.q_len = sh.kv_len = *s;
   sh.head_dim = *d;
+  if (dv != *d) sh.v_head_dim = dv;
   sh.causal = causal;
   double forward_model_flops = 0;
   if (kc.impl == spec::AttentionKind::kNaive) {
@@ -938,10 +943,10 @@ OrSkip<KernelCase> map_attention_row(const spec::PublishedRow& row, const spec::
     if (kc.backward) kc.kernels.push_back(graph::flash_attention_backward(f));
   }
   kc.convention_flops = attention_benchmark_flops(forward_model_flops, kc.forward, kc.backward);
-  kc.config = fmt::format("{} attention {} {} b={} s={} heads={}{} d={} {}", spec::to_string(kc.impl),
+  kc.config = fmt::format("{} attention {} {} b={} s={} heads={}{} d={}{} {}", spec::to_string(kc.impl),
                           kc.forward && kc.backward ? "fwd+bwd" : kc.forward ? "fwd" : "bwd",
                           causal ? "causal" : "non-causal", b, *s, *a, g != *a ? fmt::format(" kv_heads={}", g) : "",
-                          *d, spec::name(dt));
+                          *d, dv != *d ? fmt::format(" d_v={}", dv) : "", spec::name(dt));
   return kc;
 }
 

@@ -267,6 +267,32 @@ TEST_CASE("validation kernels: a DeepGEMM row is graph::gemm_kernel in fp8, 2 M 
   CHECK(pr->secondary[0].quantity == "memory_bandwidth_gb_s");
 }
 
+TEST_CASE("validation kernels: an attention row with its own value-head width (DeepSeek-V3's 192 / 128)") {
+  // cudnnfe_gb200_cudnn_dsv3_causal_s8192_fwd: b 2, s 8192, 128 heads, Q/K
+  // head 192, V head 128, causal. Forward FLOPs 2 b a s^2 (192 + 128) / 2
+  // = 2 x 2 x 128 x 8192^2 x 320 / 2 = 5,497,558,138,880 (cudnn-frontend's
+  // flops(): 2 x nonmasked x (d_qk + d_vo) x b x a, nonmasked ~ s^2 / 2).
+  const auto hw = test::gpu("gb200");
+  spec::PublishedRow r;
+  r.id = "cudnnfe_gb200_cudnn_dsv3_causal_s8192_fwd";
+  r.group = "cudnn_frontend_sdpa";
+  r.category = spec::PublishedCategory::kAttentionKernel;
+  r.hardware = section({{"gpu", "GB200"}, {"num_gpus", "1"}, {"clock", "boost"}});
+  r.kernel = section({{"direction", "fwd"}, {"impl", "cudnn"}, {"batch", "2"}, {"seqlen", "8192"}, {"heads", "128"},
+                      {"kv_heads", "128"}, {"head_dim", "192"}, {"head_dim_v", "128"}, {"causal", "true"},
+                      {"dtype", "bf16"}});
+  r.measured = section({{"time_ms", "3.470"}});
+  const auto kc = validation::map_attention_row(r, hw);
+  REQUIRE(kc);
+  REQUIRE(kc->kernels.size() == 1);
+  CHECK(kc->convention_flops == doctest::Approx(2.0 * 2 * 128 * 8192.0 * 8192 * 320 / 2));
+  CHECK(kc->kernels[0].gemm.k == 160);  // the two GEMMs' mean width
+  CHECK(kc->config.find("d=192 d_v=128") != std::string::npos);
+  const auto pr = validation::predict_row(r, hw);
+  REQUIRE(pr);
+  CHECK(std::abs(pr->primary.error_pct) < 10);  // measured 3.470 ms (1,585 TFLOP/s)
+}
+
 TEST_CASE("validation kernels: a row run at the boost clock (hardware.clock: boost) is predicted there") {
   // MAMF's B200 bf16 row (mamf_bf16_B200-SXM: M 1792, N 16128, K 3072): its
   // 12-40 ms bursts per shape run near the 1965 MHz boost; a training step
