@@ -267,8 +267,9 @@ constexpr const char* kSharedKey = "shared_bytes_per_clk_per_SM";
 /// implementation: torch's and megatron's norms and their kernels over
 /// strided views (the SwiGLU halves) are the framework's own
 /// (graph::kImplFramework); torch's elementwise kernels over contiguous
-/// operands, which PyTorch vectorizes (techniques::apply_fusion), and liger
-/// and triton kernels are tuned (graph::kImplTuned).
+/// operands, which PyTorch vectorizes (techniques::apply_fusion), and liger,
+/// triton, cudnn and torch_compile (Inductor's) kernels are tuned
+/// (graph::kImplTuned).
 /// kernel.pass backward (layer_norm only): the norm's backward as
 /// graph::derive_backward forms it in a training graph (reads the saved
 /// input, the output gradient and the weight, writes the input gradient),
@@ -287,9 +288,11 @@ OrSkip<RowPrediction> predict_memory_kernel(const PublishedRow& row, const Conte
   const auto dtype = dtype_of(dt);
   if (!dtype) return Skip{fmt::format("unsupported kernel.dtype '{}'", dt)};
   std::uint8_t tier = graph::kImplFramework;
-  if (impl == "liger" || impl == "triton") tier = graph::kImplTuned;
+  if (impl == "liger" || impl == "triton" || impl == "cudnn" || impl == "torch_compile") tier = graph::kImplTuned;
   else if (impl != "torch" && impl != "megatron")
-    return Skip{fmt::format("unrecognised kernel.implementation '{}' (torch, megatron, liger, triton)", impl)};
+    return Skip{fmt::format("unrecognised kernel.implementation '{}' (torch, megatron, liger, triton, cudnn, "
+                            "torch_compile)",
+                            impl)};
   else if (op == "relu_squared") tier = graph::kImplTuned;  // contiguous operands: PyTorch's vectorized loop
   const std::string pass = row.kernel.has("pass") ? row.kernel.text("pass") : "forward";
   if (pass != "forward" && pass != "backward")

@@ -293,6 +293,39 @@ TEST_CASE("validation kernels: an attention row with its own value-head width (D
   CHECK(std::abs(pr->primary.error_pct) < 10);  // measured 3.470 ms (1,585 TFLOP/s)
 }
 
+TEST_CASE("validation kernels: cuDNN's and torch.compile's norm kernels are tuned, torch's the framework's") {
+  // cudnnfe_norm_gb200_*_rms_norm_llama3-8b_fwd: 16384 x 4096 bf16, one read
+  // and one write of 2 x 16384 x 4096 x 2 = 268,435,456 bytes. Tuned: at the
+  // streaming rate; the framework's norm at 0.625 of it, 1.6x the time
+  // (less the fixed latency both pay).
+  const auto hw = test::gpu("gb200");
+  auto row = [&](const char* impl) {
+    spec::PublishedRow r;
+    r.id = std::string("cudnnfe_norm_gb200_") + impl + "_rms_norm_llama3-8b_fwd";
+    r.group = "cudnn_frontend_norms";
+    r.category = spec::PublishedCategory::kMemoryMicrobenchmark;
+    r.hardware = section({{"gpu", "GB200"}, {"num_gpus", "1"}});
+    r.kernel = section({{"op", "rms_norm"}, {"implementation", impl}, {"tokens", "16384"}, {"hidden", "4096"},
+                        {"dtype", "bf16"}, {"pass", "forward"}});
+    r.measured = section({{"time_ms", "0.042"}});
+    return validation::predict_row(r, hw);
+  };
+  const auto cudnn = row("cudnn"), compiled = row("torch_compile"), torch = row("torch");
+  REQUIRE(cudnn);
+  REQUIRE(compiled);
+  REQUIRE(torch);
+  CHECK(cudnn->primary.predicted == compiled->primary.predicted);
+  CHECK(cudnn->config.find("tuned") != std::string::npos);
+  CHECK(torch->config.find("framework") != std::string::npos);
+  CHECK(torch->primary.predicted / cudnn->primary.predicted > 1.4);
+  CHECK(torch->primary.predicted / cudnn->primary.predicted < 1.6 + 1e-9);
+  // Measured 0.042 ms: the tuned kernel within 5% (6.4 TB/s; the model 0.88 x 8 TB/s).
+  CHECK(std::abs(cudnn->primary.error_pct) < 5);
+  const auto other = row("apex");
+  REQUIRE_FALSE(other);
+  CHECK(other.skip().reason.find("unrecognised kernel.implementation 'apex'") == 0);
+}
+
 TEST_CASE("validation kernels: a row run at the boost clock (hardware.clock: boost) is predicted there") {
   // MAMF's B200 bf16 row (mamf_bf16_B200-SXM: M 1792, N 16128, K 3072): its
   // 12-40 ms bursts per shape run near the 1965 MHz boost; a training step
