@@ -290,7 +290,8 @@ ModelSpec load_model_with_overrides(const std::string& path, std::span<const Fie
   m.ffn_hidden = static_cast<int>(r.integer("ffn_hidden", true, 1, 1 << 26).value_or(0));
   m.vocab = static_cast<int>(r.integer("vocab", true, 1, 1 << 26).value_or(0));
   m.max_seq_len = static_cast<int>(r.integer("max_seq_len", true, 1, 1 << 30).value_or(0));
-  m.activation = r.word("activation", parse_activation, "gelu, relu, squared_relu, swiglu, geglu").value_or(Activation::kGelu);
+  m.activation =
+      r.word("activation", parse_activation, "gelu, relu, squared_relu, swiglu, geglu").value_or(Activation::kGelu);
   m.norm = r.word("norm", parse_norm, "layernorm, rmsnorm").value_or(Norm::kLayerNorm);
   m.position = r.word("position", parse_position, "learned, rope, alibi, none").value_or(Position::kLearned);
   m.tied_embeddings = r.boolean("tied_embeddings").value_or(false);

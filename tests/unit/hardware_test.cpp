@@ -194,9 +194,13 @@ TEST_CASE("hardware: the exponentials per SM per clock are read, checked and wri
   CHECK(spec::to_yaml(gb300).find("\n  exp_per_sm_clock: 32\n") != std::string::npos);
   CHECK(spec::to_yaml(test::gpu("h100_sxm")).find("exp_per_sm_clock") == std::string::npos);
   std::string f;
-  const auto got = load_errors("exp_zero", edited(shipped_text("gb300"), "exp_per_sm_clock: 32", "exp_per_sm_clock: 0"), &f);
+  const std::string gb300_text = shipped_text("gb300");
+  auto got = load_errors("exp_zero", edited(gb300_text, "exp_per_sm_clock: 32", "exp_per_sm_clock: 0"), &f);
   REQUIRE(got.size() == 1);
-  CHECK(got[0].rfind(f + ":20:21: error: compute.exp_per_sm_clock: ", 0) == 0);
+  CHECK(got[0] == f + ":20:21: error: compute.exp_per_sm_clock: expected a number from 1 to 1024, got 0");
+  got = load_errors("exp_word", edited(gb300_text, "exp_per_sm_clock: 32", "exp_per_sm_clock: many"), &f);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0] == f + ":20:21: error: compute.exp_per_sm_clock: expected a number, got \"many\"");
 }
 
 TEST_CASE("hardware: GPU names normalise as sources print them") {

@@ -615,6 +615,13 @@ TEST_CASE("HF config: Nemotron-4 15B (nemotron: squared ReLU, LayerNorm, not gat
   CHECK(c.embedding + c.lm_head == doctest::Approx(3.2e9).epsilon(0.02));
   CHECK(c.total - c.embedding - c.lm_head == doctest::Approx(12.5e9).epsilon(0.01));
   CHECK(std::string(spec::name(m.activation)) == "squared_relu");
+  // A gated activation is not what a nemotron MLP runs: located, not guessed.
+  const std::string bad =
+      write_temp("nemotron_silu.json", "{\"model_type\": \"nemotron\", \"hidden_size\": 64, \"num_hidden_layers\": 2,\n"
+                                       " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 256,\n"
+                                       " \"hidden_act\": \"silu\"}\n");
+  CHECK(hf_errors(bad, {}) ==
+        Lines{bad + ":3:16: error: hidden_act: expected relu2, relu or a gelu for a nemotron MLP, got \"silu\""});
   // The shipped YAML is the same model.
   CHECK(spec::count_params(test::model("nemotron4_15b")).total == c.total);
   // Nemotron-4 340B (models/nemotron4_340b.yaml): heads of 18432 / 96 = 192,
