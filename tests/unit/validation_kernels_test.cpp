@@ -45,6 +45,20 @@ spec::PublishedSection section(std::initializer_list<std::pair<const char*, std:
   return s;
 }
 
+/// A kernel-level row as published.yaml states it.
+spec::PublishedRow kernel_row(const std::string& id, const std::string& group, spec::PublishedCategory category,
+                              spec::PublishedSection hardware, spec::PublishedSection kernel,
+                              spec::PublishedSection measured) {
+  spec::PublishedRow r;
+  r.id = id;
+  r.group = group;
+  r.category = category;
+  r.hardware = std::move(hardware);
+  r.kernel = std::move(kernel);
+  r.measured = std::move(measured);
+  return r;
+}
+
 /// fa3_fig5_fp16_fwd_d64_causal_s4k_flashattention3: Figure 5, head dim 64,
 /// causal, seqlen 4096, batch 16384 / 4096 = 4, heads 2048 / 64 = 32.
 spec::PublishedRow fa3_causal_forward() {
@@ -273,15 +287,12 @@ TEST_CASE("validation kernels: an attention row with its own value-head width (D
   // = 2 x 2 x 128 x 8192^2 x 320 / 2 = 5,497,558,138,880 (cudnn-frontend's
   // flops(): 2 x nonmasked x (d_qk + d_vo) x b x a, nonmasked ~ s^2 / 2).
   const auto hw = test::gpu("gb200");
-  spec::PublishedRow r;
-  r.id = "cudnnfe_gb200_cudnn_dsv3_causal_s8192_fwd";
-  r.group = "cudnn_frontend_sdpa";
-  r.category = spec::PublishedCategory::kAttentionKernel;
-  r.hardware = section({{"gpu", "GB200"}, {"num_gpus", "1"}, {"clock", "boost"}});
-  r.kernel = section({{"direction", "fwd"}, {"impl", "cudnn"}, {"batch", "2"}, {"seqlen", "8192"}, {"heads", "128"},
-                      {"kv_heads", "128"}, {"head_dim", "192"}, {"head_dim_v", "128"}, {"causal", "true"},
-                      {"dtype", "bf16"}});
-  r.measured = section({{"time_ms", "3.470"}});
+  const auto r = kernel_row(
+      "cudnnfe_gb200_cudnn_dsv3_causal_s8192_fwd", "cudnn_frontend_sdpa", spec::PublishedCategory::kAttentionKernel,
+      section({{"gpu", "GB200"}, {"num_gpus", "1"}, {"clock", "boost"}}),
+      section({{"direction", "fwd"}, {"impl", "cudnn"}, {"batch", "2"}, {"seqlen", "8192"}, {"heads", "128"},
+               {"kv_heads", "128"}, {"head_dim", "192"}, {"head_dim_v", "128"}, {"causal", "true"}, {"dtype", "bf16"}}),
+      section({{"time_ms", "3.470"}}));
   const auto kc = validation::map_attention_row(r, hw);
   REQUIRE(kc);
   REQUIRE(kc->kernels.size() == 1);
@@ -300,15 +311,13 @@ TEST_CASE("validation kernels: cuDNN's and torch.compile's norm kernels are tune
   // (less the fixed latency both pay).
   const auto hw = test::gpu("gb200");
   auto row = [&](const char* impl) {
-    spec::PublishedRow r;
-    r.id = std::string("cudnnfe_norm_gb200_") + impl + "_rms_norm_llama3-8b_fwd";
-    r.group = "cudnn_frontend_norms";
-    r.category = spec::PublishedCategory::kMemoryMicrobenchmark;
-    r.hardware = section({{"gpu", "GB200"}, {"num_gpus", "1"}});
-    r.kernel = section({{"op", "rms_norm"}, {"implementation", impl}, {"tokens", "16384"}, {"hidden", "4096"},
-                        {"dtype", "bf16"}, {"pass", "forward"}});
-    r.measured = section({{"time_ms", "0.042"}});
-    return validation::predict_row(r, hw);
+    return validation::predict_row(
+        kernel_row(std::string("cudnnfe_norm_gb200_") + impl + "_rms_norm_llama3-8b_fwd", "cudnn_frontend_norms",
+                   spec::PublishedCategory::kMemoryMicrobenchmark, section({{"gpu", "GB200"}, {"num_gpus", "1"}}),
+                   section({{"op", "rms_norm"}, {"implementation", impl}, {"tokens", "16384"}, {"hidden", "4096"},
+                            {"dtype", "bf16"}, {"pass", "forward"}}),
+                   section({{"time_ms", "0.042"}})),
+        hw);
   };
   const auto cudnn = row("cudnn"), compiled = row("torch_compile"), torch = row("torch");
   REQUIRE(cudnn);
@@ -333,13 +342,10 @@ TEST_CASE("validation kernels: a row run at the boost clock (hardware.clock: boo
   // faster by the clock ratio, 1965 / 1580 = 1.2437, less what its fixed
   // fill-and-drain latency does not scale with.
   const auto hw = test::gpu("b200");
-  spec::PublishedRow r;
-  r.id = "mamf_bf16_B200-SXM";
-  r.group = "mamf";
-  r.category = spec::PublishedCategory::kGemmKernel;
-  r.hardware = section({{"gpu", "B200-SXM"}, {"num_gpus", "1"}});
-  r.kernel = section({{"M", "1792"}, {"N", "16128"}, {"K", "3072"}, {"dtype", "bf16"}});
-  r.measured = section({{"tflops", "1745"}});
+  auto r = kernel_row("mamf_bf16_B200-SXM", "mamf", spec::PublishedCategory::kGemmKernel,
+                      section({{"gpu", "B200-SXM"}, {"num_gpus", "1"}}),
+                      section({{"M", "1792"}, {"N", "16128"}, {"K", "3072"}, {"dtype", "bf16"}}),
+                      section({{"tflops", "1745"}}));
   const auto sustained = validation::predict_row(r, hw);
   r.hardware = section({{"gpu", "B200-SXM"}, {"num_gpus", "1"}, {"clock", "boost"}});
   const auto boost = validation::predict_row(r, hw);
