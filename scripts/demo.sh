@@ -17,7 +17,7 @@ bin=./build/ridgeline
 echo "== 1. A plan that fits: Llama-3-8B on 8 H100s, at the best layout of"
 echo "==    'ridgeline search --gpu h100_sxm --model llama3_8b --gpus 8 --global-batch 64 --seq 8192 --precision bf16'"
 "$bin" predict --gpu h100_sxm --model llama3_8b --seq 8192 --global-batch 64 --precision bf16 \
-  --tp 1 --pp 1 --dp 8 --cp 1 --micro-batch 1 --zero 3 --recompute none "$@"
+  --tp 1 --pp 1 --dp 4 --cp 2 --micro-batch 1 --zero 2 --recompute none "$@"
 rc=$?
 [ $rc -eq 0 ] || { echo "demo: the plan that should fit exited with status $rc" >&2; exit $rc; }
 

@@ -937,11 +937,25 @@ double attention_compute_s(const graph::Kernel& k, const CostParams& c, KernelCo
     const double nq = std::ceil(s.q_len / br), nk = std::ceil(s.kv_len / bc);
     blocks = s.batch * s.heads * nq;
     if (s.causal) {
-      // Query block j (bottom-right aligned) reaches key (j + 1) Br + (kv_len - q_len).
-      const double ratio = br / bc, off = std::max(0.0, s.kv_len - s.q_len) / bc;
+      // Query block j reaches key (j + 1) Br: on average half the keys and
+      // half a diagonal block. More keys than queries is context
+      // parallelism's rank (the graph's only such kernel: s / cp queries
+      // against all s keys), whose queries are two chunks of the sequence's
+      // 2 cp, one from its head and one from its tail (Megatron-LM
+      // megatron/training/utils.py get_batch_on_this_cp_rank: "chunk_0 and
+      // chunk_3 are assigned to GPU0"; Transformer Engine's AttnFuncWithCP
+      // steps over them so; torch's _HeadTailLoadBalancer, torch/distributed/
+      // tensor/experimental/_context_parallel/_load_balancer.py):
+      // its queries' mean position is s / 2, so again half the keys, and
+      // the tail chunk's last block reads them all. Read as a block at the
+      // end of the sequence (chunked prefill), the forward was charged
+      // (1 - 1 / 2cp) of the keys, 1.94x the work at CP 16, while the
+      // backward below already took half.
+      const double ratio = br / bc;
       const double round_up = std::fmod(ratio, 1.0) > 0 ? 0.5 : 0.0;
-      mean_it = std::min(nk, ratio * (nq + 1) / 2 + off + round_up);
-      max_it = std::min(nk, std::ceil(ratio * nq + off));
+      const bool cp = s.kv_len > s.q_len;
+      mean_it = std::min(nk, (cp ? nk : ratio * nq) / 2 + ratio / 2 + round_up);
+      max_it = cp ? nk : std::min(nk, std::ceil(ratio * nq));
     } else {
       mean_it = max_it = nk;
     }

@@ -276,12 +276,16 @@ TEST_CASE("goodput: predict's table, JSON and CSV") {
 }
 
 TEST_CASE("goodput: search --deadline ranks by the goodput-adjusted days") {
-  // The best layout of the README case is DP8 ZeRO-3, micro-batch 1: its days are predict's expected wall clock.
+  // The best layout of the README case is DP4 CP2 ZeRO-2, micro-batch 1: its days are predict's expected wall clock.
   const auto s = test::run_cli("search --gpu h100_sxm --model llama3_8b --deadline 30d --global-batch 64 --seq 8192 "
                                "--top 1 --format json");
   REQUIRE(s.status == 0);
   const json top = json::parse(s.out)["top"][0];
-  const auto p = test::run_cli(kReadme + "--format json");
+  CHECK(top["dp"] == 4);
+  CHECK(top["cp"] == 2);
+  CHECK(top["zero"] == 2);
+  const auto p = test::run_cli("predict --model llama3_8b --gpu h100_sxm --dp 4 --cp 2 --global-batch 64 --seq 8192 "
+                               "--zero 2 --recompute none --format json");
   REQUIRE(p.status == 0);
   const json t = json::parse(p.out)["training"];
   CHECK(top["wall_clock_days"].get<double>() == doctest::Approx(t["wall_clock_days"].get<double>()));
