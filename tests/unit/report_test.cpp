@@ -411,14 +411,14 @@ TEST_CASE("report: three files; every chart is well-formed SVG plotting the JSON
     const std::string& s = chart["roofline"];
     // H100 SXM dense bf16 989.4 TFLOP/s at the 1830 MHz boost (whitepaper),
     // at the profile's 1755 MHz sustained clock 949.0, and at the clock a
-    // training run holds: 0.884 of that (docs/accuracy.md: the median of the
-    // seven end-to-end groups' fractions, 0.884 in the middle), the same for
-    // every GPU: 948.7 x 0.884 = 838.6; HBM 3.35 TB/s: ridge 838.6 / 3.35 =
-    // 250.3 FLOP/B (the table rounds the profile's 1754.7 / 1830 x 0.884 =
-    // 0.848 to 839 TFLOP/s and 250).
+    // training run holds: 0.885 of that (docs/accuracy.md: the median of the
+    // eight end-to-end groups' fractions, 0.884 and 0.886 in the middle), the
+    // same for every GPU: 948.7 x 0.885 = 839.6; HBM 3.35 TB/s: ridge 839.6 /
+    // 3.35 = 250.6 FLOP/B (the table rounds the profile's 1754.7 / 1830 x 0.885
+    // = 0.849 to 840 TFLOP/s and 251).
     const auto bf16 = find_tag(s, "line", {{"class", "roof"}, {"data-precision", "bf16"}});
-    CHECK(number(bf16, "data-peak-flop-per-s") == doctest::Approx(989.4e12 * 1755 / 1830 * 0.884));
-    CHECK(number(bf16, "data-ridge-intensity") == doctest::Approx(989.4 * 1755 / 1830 * 0.884 / 3.35));
+    CHECK(number(bf16, "data-peak-flop-per-s") == doctest::Approx(989.4e12 * 1755 / 1830 * 0.885));
+    CHECK(number(bf16, "data-ridge-intensity") == doctest::Approx(989.4 * 1755 / 1830 * 0.885 / 3.35));
     CHECK(number(bf16, "data-peak-flop-per-s") < j["question"]["gpu"]["peak_flop_per_s"]["bf16"].get<double>());
     CHECK(find_tag(s, "line", {{"class", "roof"}, {"data-precision", "fp8"}}).size() > 0);  // H100 has fp8
     CHECK(number(find_tag(s, "line", {{"class", "hbm"}}), "data-hbm-bytes-per-s") == doctest::Approx(3.35e12));
@@ -446,13 +446,13 @@ TEST_CASE("report: three files; every chart is well-formed SVG plotting the JSON
     // H100 SXM: dense bf16 989.4 TFLOP/s at the 1830 MHz boost (whitepaper
     // v1.04 Table 1); the profile's sustained clock 1830 x 794.5 / 828.6 =
     // 1754.7 MHz (its source: MAMF on H100 SXM against GH200); the training
-    // clock fraction 0.884, the median of the seven end-to-end groups'
-    // fractions (0.862, 0.871, 0.878, 0.884, 0.886, 0.898, 0.903).
+    // clock fraction 0.885, the median of the eight end-to-end groups'
+    // fractions (0.862, 0.871, 0.878, 0.884, 0.886, 0.898, 0.903, 0.954).
     const auto& R = j["roofline"];
     CHECK(R["boost_clock_hz"].get<double>() == doctest::Approx(1830e6));
     CHECK(R["clock_ratio"].get<double>() == doctest::Approx(1754.7 / 1830).epsilon(1e-4));
-    CHECK(R["training_clock_frac"].get<double>() == doctest::Approx(0.884));
-    CHECK(R["clock_scale"].get<double>() == doctest::Approx(1754.7 / 1830 * 0.884).epsilon(1e-4));
+    CHECK(R["training_clock_frac"].get<double>() == doctest::Approx(0.885));
+    CHECK(R["clock_scale"].get<double>() == doctest::Approx(1754.7 / 1830 * 0.885).epsilon(1e-4));
     bool bf16 = false;
     for (const auto& r : R["roofs"]) {
       CHECK(r["peak_flop_per_s"].get<double>() ==
@@ -462,15 +462,15 @@ TEST_CASE("report: three files; every chart is well-formed SVG plotting the JSON
       CHECK(r["spec_peak_flop_per_s"].get<double>() == doctest::Approx(989.4e12));
     }
     CHECK(bf16);
-    // 989.4 x 0.9589 x 0.884 = 838.6 TFLOP/s: the table shows both, the roof's column its factor.
+    // 989.4 x 0.9589 x 0.885 = 839.6 TFLOP/s: the table shows both, the roof's column its factor.
     for (const std::string* doc : {&g.md, &g.html}) {
       CHECK(doc->find("roof = spec-sheet dense peak × 0.959 (the 1755 MHz the kernels run at, of the 1830 MHz "
-                      "boost) × 0.884 (training-clock fraction) = × 0.848") != std::string::npos);
+                      "boost) × 0.885 (training-clock fraction) = × 0.849") != std::string::npos);
       CHECK(doc->find("Training-clock fraction") != std::string::npos);
       CHECK(doc->find("Clock the kernels run at") != std::string::npos);
     }
-    CHECK(g.md.find("| bf16 | 989 TFLOP/s | 839 TFLOP/s | 250 |") != std::string::npos);
-    CHECK(g.md.find("| precision | spec-sheet dense peak | roof (× 0.848) | ridge point (FLOP/B) |") != std::string::npos);
+    CHECK(g.md.find("| bf16 | 989 TFLOP/s | 840 TFLOP/s | 251 |") != std::string::npos);
+    CHECK(g.md.find("| precision | spec-sheet dense peak | roof (× 0.849) | ridge point (FLOP/B) |") != std::string::npos);
     CHECK(g.md.find("dense peaks;") == std::string::npos);  // no roof called a dense peak
     const auto d = find_tag(chart["roofline"], "g", {{"class", "roof-derivation"}});
     CHECK(number(d, "data-clock-ratio") == R["clock_ratio"].get<double>());
