@@ -135,7 +135,7 @@ void finish_flash_attention_backward(Kernel& b, const Kernel& f) {
   b.read_bytes = f.read_bytes + 2 * f.write_bytes;  // Q,K,V (+ re-reads), O, dO, lse
   b.write_bytes = f.read_bytes;                      // dQ, dK, dV
   b.sram_bytes = 2.5 * f.sram_bytes;
-  b.launches = 2;
+  b.launches = 2 * f.launches;  // per call: the dO . O preprocessing kernel and the main loop
   if (f.impl == static_cast<std::uint8_t>(spec::AttentionKind::kFlash)) {
     // FlashAttention-1's backward loops over key blocks as its forward does
     // (v1.0.9 fmha_dgrad_kernel_1xN_loop.h, gmem_dq_tmp): K, V read and dK, dV

@@ -288,35 +288,54 @@ TEST_CASE("cost: a causal attention kernel's unequal blocks are list-scheduled, 
   CHECK(many.compute_s / iter_s == doctest::Approx(573440.0 / 132 + (1 - 1.0 / 132) * 33).epsilon(1e-9));
 }
 
-TEST_CASE("cost: a context-parallel rank's causal attention runs half its keys (head and tail chunks), like the backward") {
+TEST_CASE("cost: a context-parallel rank's causal attention runs as the ring's cp steps, half its keys") {
   // CP 16 over 65,536 tokens: a rank holds 4,096 queries, chunks 2 x 2,048
-  // from the sequence's head and tail (Megatron-Core get_batch_on_this_cp_rank),
-  // against all 65,536 keys. FA3 forward, head dim 128, causal tiles 128 x 128:
-  // nq = 32 query blocks of nk = 512 key tiles. The queries' mean position
-  // is 32,768: mean 512 / 2 + 1 / 2 = 256.5 key tiles a block, the tail's
-  // last block all 512. 64 heads: 2,048 blocks on 132 SMs, Graham's bound
-  // 2,048 x (256.5 + 1) / 132 + (1 - 1/132) x (512 + 1) iterations.
+  // from the sequence's head and tail (Megatron-LM get_batch_on_this_cp_rank),
+  // against all 65,536 keys, in 16 ring steps (Transformer Engine's
+  // AttnFuncWithCP): step 0 causal over its own 4,096 tokens; each of the
+  // other 15 unmasked, 4,096 x 2,048 (both query chunks against the first
+  // key chunk it received, or the tail chunk against both: the same area).
   const auto hw = test::gpu("h100_sxm");
   const auto c = cost::resolve(hw);
   graph::AttentionShape s;
   s.batch = 1, s.heads = 64, s.kv_heads = 64, s.q_len = 4096, s.kv_len = 65536, s.head_dim = 128, s.causal = true;
   const auto fwd = graph::flash_attention_forward(s, spec::AttentionKind::kFlash3, spec::Dtype::kBf16, hw);
+  graph::AttentionShape diag = s, off = s;
+  diag.kv_len = 4096;
+  off.kv_len = 2048, off.causal = false;
+  const auto kd = graph::flash_attention_forward(diag, spec::AttentionKind::kFlash3, spec::Dtype::kBf16, hw);
+  const auto ko = graph::flash_attention_forward(off, spec::AttentionKind::kFlash3, spec::Dtype::kBf16, hw);
   const auto r = cost::cost_kernel(fwd, c, false);
-  // One iteration of a 128 x 128 tile: 4 Br Bc d MMA FLOP at FA3's
-  // efficiency and Br Bc exponentials, on one SM's share of the peak.
+  const auto rd = cost::cost_kernel(kd, c, false);
+  const auto ro = cost::cost_kernel(ko, c, false);
+  CHECK(r.compute_s == doctest::Approx(rd.compute_s + 15 * ro.compute_s).epsilon(1e-12));
+  // Step 0 by hand: FA3 causal tiles 128 x 128, 32 query blocks a head, block j
+  // running j + 1 key tiles (mean 16.5, longest 32) plus one prologue
+  // iteration; 64 heads: 2,048 blocks list-scheduled on 132 SMs (Graham:
+  // 2,048 x 17.5 / 132 + (1 - 1/132) x 33 iterations). One iteration: 4 Br Bc d
+  // MMA FLOP at FA3's efficiency and Br Bc exponentials, on one SM's share of
+  // the peak.
   const int f3 = static_cast<int>(spec::AttentionKind::kFlash3);
   const double per_sm = c.peak_flop_per_s[static_cast<int>(spec::Peak::kBf16)] / c.sms;
   const double iter_s = (4.0 * 128 * 128 * 128 / c.attention_frac[f3] +
                          128.0 * 128 * c.attention_softmax[f3] * c.mma_flop_per_exp) / per_sm;
-  CHECK(r.blocks == 2048);
-  CHECK(r.compute_s / iter_s == doctest::Approx(2048 * 257.5 / 132 + (1 - 1.0 / 132) * 513).epsilon(1e-9));
-  // The backward already took half: its blocks run over key tiles with
-  // nq (nk + 1) / (2 nk) query tiles on average. Forward and backward keep
-  // the ratio they have on a square causal kernel of the same work.
-  const auto bwd = cost::cost_kernel(graph::flash_attention_backward(fwd), c, false);
-  CHECK(bwd.compute_s / r.compute_s > 2.0);
-  CHECK(bwd.compute_s / r.compute_s < 3.2);
-  // Model FLOPs: half the rectangle, as the executed work now is.
+  CHECK(rd.compute_s / iter_s == doctest::Approx(2048 * 17.5 / 132 + (1 - 1.0 / 132) * 33).epsilon(1e-9));
+  // The work is half the rectangle's (the 16 x 4,096 x 4,096 / 2 of step 0 and
+  // the 15 x 4,096 x 2,048 of the rest: 8.5 of 16 key-sixteenths), within
+  // the tails: between 0.5 and 0.65 of the unmasked 4,096 x 65,536 kernel.
+  graph::AttentionShape full = s;
+  full.causal = false;
+  const auto rf = cost::cost_kernel(graph::flash_attention_forward(full, spec::AttentionKind::kFlash3,
+                                                                   spec::Dtype::kBf16, hw), c, false);
+  CHECK(r.compute_s > 0.5 * rf.compute_s);
+  CHECK(r.compute_s < 0.65 * rf.compute_s);
+  // The backward takes the same steps; each call is a launch (2 a call backward).
+  const auto bwd = graph::flash_attention_backward(fwd);
+  const auto rb = cost::cost_kernel(bwd, c, false);
+  CHECK(rb.compute_s == doctest::Approx(cost::cost_kernel(graph::flash_attention_backward(kd), c, false).compute_s +
+                                        15 * cost::cost_kernel(graph::flash_attention_backward(ko), c, false).compute_s)
+                             .epsilon(1e-12));
+  // Model FLOPs: half the rectangle.
   CHECK(fwd.model_flops == doctest::Approx(4.0 * 64 * 4096 * 65536 * 128 / 2));
 }
 

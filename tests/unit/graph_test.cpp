@@ -187,6 +187,35 @@ TEST_CASE("attention: doubling s grows naive HBM bytes ~4x and flash bytes exact
   CHECK(f2 / f1 == doctest::Approx(2.0));
 }
 
+TEST_CASE("attention: under context parallelism the ring's cp steps are cp calls, forward and backward") {
+  // Llama-2-7B at 8,192 tokens, CP 4: a rank's 2,048 queries against all
+  // 8,192 keys (graph: q_len s / cp, kv_len s), one fused call a ring step
+  // (Transformer Engine's AttnFuncWithCP): 4 forward launches, and 2 a call
+  // backward (the dO . O preprocessing and the main loop): 8.
+  const auto m = test::model("llama2_7b");
+  auto p = plan(1, 8192);
+  p.attention = spec::AttentionKind::kFlash2;
+  p.parallel.cp = 4;
+  int seen = 0;
+  for (const auto& k : step(m, p).kernels) {
+    if (k.op != graph::Op::kFlashAttn) continue;
+    CHECK(k.gemm.m == 2048);
+    CHECK(k.gemm.n == 8192);
+    if (k.phase == spec::Phase::kForward) {
+      CHECK(k.launches == 4);
+      ++seen;
+    }
+    if (k.phase == spec::Phase::kBackward) {
+      CHECK(k.launches == 8);
+      ++seen;
+    }
+  }
+  CHECK(seen == 2);
+  p.parallel.cp = 1;
+  for (const auto& k : step(m, p).kernels)
+    if (k.op == graph::Op::kFlashAttn) CHECK(k.launches == (k.phase == spec::Phase::kBackward ? 2 : 1));
+}
+
 TEST_CASE("fusion: fused chains read and write each tensor once") {
   // GPT-3 1.3B (bias, dropout), b = 1, s = 2048: N = s h elements of 2 bytes.
   const auto m = test::model("gpt3_1.3b");
