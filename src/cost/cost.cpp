@@ -924,9 +924,10 @@ double attention_compute_s(const graph::Kernel& k, const CostParams& c, KernelCo
     // at tag v1.4): step 0 the rank's own two chunks, causal, a square of
     // its s / cp tokens; each other step either both query chunks against
     // the first key chunk it received or the tail chunk against both, s / cp
-    // x s / (2 cp) unmasked. In all half the keys, as the backward's blocks
-    // below take them; read as one block at the end of the sequence the
-    // forward was charged (1 - 1 / 2cp) of them, 1.94x the work at CP 16.
+    // x s / (2 cp) unmasked. In all half the keys, forward and backward
+    // alike (the backward kernel keeps the forward's shape); read as one
+    // block at the end of the sequence the forward was charged (1 - 1 / 2cp)
+    // of them, 1.94x the work at CP 16.
     const double cp = std::max(2.0, std::round(k.gemm.n / k.gemm.m));
     graph::Kernel diag = k, off = k;
     diag.gemm.n = k.gemm.m;
