@@ -46,8 +46,8 @@ constexpr SourceConvention kConventions[] = {
     // 0.05%): the long-context table gives TFLOP/s alone. Its kernels are
     // the framework's (cuDNN under Megatron on Hopper and Blackwell).
     // The page's two tables are two sources (NeMo 24.03.01 on DGX-H100,
-    // NeMo 25.04.rc2 on DGX-B200); the B200 one is pending
-    // (validation/pending/README.md).
+    // NeMo 25.04.rc2 on DGX-B200); the B200 one is in published.yaml, the
+    // H100 one pending (validation/pending/README.md).
     nemo_model_flops("nemo_long_context"),
     nemo_model_flops("nemo_long_context_b200"),
 };
