@@ -913,7 +913,7 @@ CollectiveCost collective_cost_cached(graph::Collective kind, double bytes, doub
 
 /// Compute time of a fused attention kernel (see the header); fills the tile detail of r.
 double attention_compute_s(const graph::Kernel& k, const CostParams& c, KernelCost& r) {
-  if (k.has(graph::kCausal) && k.gemm.n > 1.5 * k.gemm.m) {
+  if (const double cp = graph::context_parallel_steps(k.gemm.m, k.gemm.n, k.has(graph::kCausal)); cp > 1) {
     // More keys than queries, causal: a context-parallel rank (the graph's
     // only such kernel: s / cp queries against all s keys). Its queries are
     // two of the sequence's 2 cp chunks, one from the head and one from the
@@ -928,7 +928,6 @@ double attention_compute_s(const graph::Kernel& k, const CostParams& c, KernelCo
     // alike (the backward kernel keeps the forward's shape); read as one
     // block at the end of the sequence the forward was charged (1 - 1 / 2cp)
     // of them, 1.94x the work at CP 16.
-    const double cp = std::max(2.0, std::round(k.gemm.n / k.gemm.m));
     graph::Kernel diag = k, off = k;
     diag.gemm.n = k.gemm.m;
     off.gemm.n = k.gemm.m / 2;

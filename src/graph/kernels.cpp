@@ -100,7 +100,7 @@ Kernel flash_attention_forward(const AttentionShape& s, spec::AttentionKind impl
   f.sram_bytes = q + (k + v) * tr * (s.causal ? 0.5 : 1.0) + o;
   f.saved_bytes = q + (k + v) + lse;  // Q, K, V (6 sbh as in the naive core) + log-sum-exp
   f.saved_core_bytes = 0;            // no s^2 tensors
-  f.launches = 1;
+  f.launches = context_parallel_steps(sq, sk, s.causal);  // a CP rank: a call per ring step
   if (impl == spec::AttentionKind::kFlash) {
     // FlashAttention-1 holds one key block at a time and streams the CTA's
     // queries past it (flash-attn v1.0.9 csrc/flash_attn/src/fmha_fprop_kernel_1xN.h,

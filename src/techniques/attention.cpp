@@ -53,9 +53,6 @@ void apply_attention(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
                                               p.attention_flops == spec::AttentionFlops::kCausal);
     f.flags |= graph::kLayer;
     f.count = k.count;
-    // Under CP the ring runs one fused-attention call per step
-    // (cost::attention_compute_s), each a launch.
-    f.launches = std::max(1, p.parallel.cp);
     // Sliding-window layers (spec::ModelSpec::sliding_window): their share
     // of the layers runs the windowed kernel, the rest full attention.
     if (m.sliding_window > 0 && m.window_layers > 0 && m.sliding_window < shape.kv_len) {

@@ -5,6 +5,8 @@
 // Units: FLOP and bytes per instance.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <string_view>
 #include <vector>
 
@@ -58,6 +60,14 @@ double fa1_key_passes(double q_len, double kv_len, double bc, bool causal);
 /// block when q_len = kv_len (Br = Bc), in general 1/2 + Br / (2 kv_len)
 /// capped at 1.
 double causal_executed_fraction(const AttentionShape& s, const AttentionTile& t);
+
+/// The ring steps of a causal attention kernel with more keys than queries:
+/// a context-parallel rank (s / cp queries against all s keys) runs cp
+/// fused-attention calls (Transformer Engine's AttnFuncWithCP); 1 for any
+/// other kernel.
+inline double context_parallel_steps(double q_len, double kv_len, bool causal) {
+  return causal && kv_len > 1.5 * q_len ? std::max(2.0, std::round(kv_len / q_len)) : 1.0;
+}
 
 /// A fused (flash) attention forward kernel: reads Q, K, V, writes O and the
 /// fp32 log-sum-exp; flops = 4 b h q_len kv_len d x the executed fraction;
