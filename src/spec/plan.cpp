@@ -375,6 +375,9 @@ PlanSpec load_plan(const std::string& path) {
   if (!d.has_errors() && p.global_batch > 0 && p.micro_batch > p.global_batch)
     d.error(loc_of(path, root["micro_batch"]), "micro_batch",
             fmt::format("micro-batch {} exceeds the global batch {}", p.micro_batch, p.global_batch));
+  if (!d.has_errors() && p.seq_len > 0 && p.packed_doc_len > p.seq_len)
+    d.error(loc_of(path, root["packed_doc_len"]), "packed_doc_len",
+            fmt::format("packed documents of {} tokens exceed the sequence length {}", p.packed_doc_len, p.seq_len));
   d.throw_if_errors();
   return p;
 }

@@ -122,6 +122,15 @@ constinit const PlanField kFields[] = {
      RIDGELINE_GIVEN_WORD(attention, attention_given, parse_attention),
      .word = [](const PlanSpec& p) { return to_string(p.attention); }, .choices = attention_choices,
      .group = SummaryGroup::kTechnique, .show = Show::kAlways, .summary = "{} attention", .scope = Scope::kGraph},
+    {.key = "packed_doc_len", .setting = "packed_doc_len", .flag = "packed-doc-len",
+     .help = "Sequences packed from documents of N tokens, each attending only within itself (flash-attn varlen "
+             "or Transformer Engine THD with cu_seqlens, as NeMo's packed SFT runs; flex attention's "
+             "block-causal mask): a fused attention kernel costs seq / N documents of N tokens, not one of seq. "
+             "For documents of unequal length give sum(l^2) / sum(l), the length-weighted mean, which sets "
+             "the attention's work (default 0: one document per sequence)",
+     .type = FieldType::kInt, .lo = 0, .hi = 1 << 30,
+     .int_ref = [](PlanSpec& p) -> int& { return p.packed_doc_len; }, .group = SummaryGroup::kTechnique,
+     .show = Show::kIfChanged, .summary = "packed docs of {}", .scope = Scope::kGraph},
     {.key = "fusion", .flag = "fusion", .help = "Kernel fusion level (default: the framework's)",
      .type = FieldType::kWord,
      RIDGELINE_GIVEN_WORD(fusion, fusion_given, parse_fusion),

@@ -39,6 +39,19 @@ void apply_attention(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
     shape.kv_heads = std::max(1.0, m.kv_heads / t);
     shape.q_len = sq;
     shape.kv_len = sq * std::max(1, p.parallel.cp);  // keys: the whole sequence under CP
+    // Packed documents (spec::PlanSpec::packed_doc_len): the kernel runs each
+    // document as its own sequence (flash-attn varlen and Transformer Engine's
+    // THD format iterate over cu_seqlens; a block-causal mask skips the blocks
+    // between documents), so a sequence of s tokens is s / N documents of N.
+    // Under CP each document is split over the ranks as the sequence was
+    // (TE's THD format: 2 cp chunks per document), its rank's share N / cp.
+    const double whole = shape.kv_len;
+    if (p.packed_doc_len > 0 && p.packed_doc_len < whole) {
+      const double n = p.packed_doc_len;
+      shape.batch = b * whole / n;
+      shape.q_len = n * sq / whole;
+      shape.kv_len = n;
+    }
     shape.head_dim = m.head_dim;
     if (m.is_mla()) {
       // Latent attention materializes K and V per head: d_qk = nope + rope, d_v.
@@ -69,7 +82,7 @@ void apply_attention(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
     // Under CP the kernel streams every rank's K/V chunk, but keeps only its
     // own for backward: Q, K, V of the local tokens + the log-sum-exp.
     const double e = spec::bytes_per_element(k.dtype);
-    const double lse = shape.batch * shape.heads * sq * 4.0;
+    const double lse = b * shape.heads * sq * 4.0;  // per token, packed or not
     g.attention_qkv_bytes = m.is_mla() ? T * shape.heads * (2 * shape.head_dim + shape.v_head_dim) * e
                                         : T * (shape.heads + 2 * shape.kv_heads) * shape.head_dim * e;
     f.saved_bytes = g.attention_qkv_bytes + lse;

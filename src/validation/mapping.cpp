@@ -488,10 +488,13 @@ OrSkip<TrainingCase> map_training_row(const spec::PublishedRow& row, const spec:
   // (training.gate_up, training.rms_norm), where they differ from the
   // framework's, the recipe's fp8 scaling and CUDA-graph capture
   // (training.fp8_recipe, training.cuda_graphs) and uneven pipeline stages
-  // (training.first_stage_layers, last_stage_layers), where the row states
-  // them: read as the plan fields of the same names.
-  for (const char* key :
-       {"gate_up", "rms_norm", "fp8_recipe", "cuda_graphs", "first_stage_layers", "last_stage_layers"}) {
+  // (training.first_stage_layers, last_stage_layers) and the documents a
+  // packed sequence holds (training.packed_doc_len: a row that says only
+  // packed_sequences runs one document per pack, the most attention work,
+  // as its source states no document lengths), where the row states them:
+  // read as the plan fields of the same names.
+  for (const char* key : {"gate_up", "rms_norm", "fp8_recipe", "cuda_graphs", "first_stage_layers",
+                          "last_stage_layers", "packed_doc_len"}) {
     if (!tr.has(key)) continue;
     const std::string text = lower(tr.text(key));
     if (auto e = spec::apply_setting(p, key, text); !e.empty()) return Skip{"training." + e};

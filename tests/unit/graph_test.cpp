@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "ridgeline/engine/engine.hpp"
 #include "ridgeline/memory/memory.hpp"
 #include "ridgeline/techniques/params.hpp"
 #include "ridgeline/techniques/passes.hpp"
@@ -214,6 +215,51 @@ TEST_CASE("attention: under context parallelism the ring's cp steps are cp calls
   p.parallel.cp = 1;
   for (const auto& k : step(m, p).kernels)
     if (k.op == graph::Op::kFlashAttn) CHECK(k.launches == (k.phase == spec::Phase::kBackward ? 2 : 1));
+}
+
+TEST_CASE("attention: packed documents run as their own sequences (varlen / THD), the work N / s of one sequence") {
+  // Llama-2-7B (32 heads of 128), one sequence of 4096 packed from 8
+  // documents of 512, FlashAttention-2: the kernel runs 8 sequences of 512
+  // (flash-attn varlen over cu_seqlens). Causal model FLOPs per layer:
+  // 8 x 4 x 32 x 512^2 x 128 / 2 = 17,179,869,184, against one sequence's
+  // 4 x 32 x 4096^2 x 128 / 2 = 137,438,953,472: N / s = 1/8. Under CP 2
+  // each document is split over the two ranks (TE's THD format, 2 cp chunks
+  // a document): a rank's 256 queries of each against its 512 keys, half
+  // the work, in the ring's 2 calls.
+  const auto m = test::model("llama2_7b");
+  auto p = plan(1, 4096);
+  p.attention = spec::AttentionKind::kFlash2;
+  auto forward = [&](const spec::PlanSpec& q) {
+    for (const auto& k : step(m, q).kernels)
+      if (k.op == graph::Op::kFlashAttn && k.phase == spec::Phase::kForward) return k;
+    return graph::Kernel{};
+  };
+  const graph::Kernel whole = forward(p);
+  CHECK(whole.model_flops == doctest::Approx(137438953472.0));
+  p.packed_doc_len = 512;
+  const graph::Kernel packed = forward(p);
+  CHECK(packed.model_flops == doctest::Approx(17179869184.0));
+  CHECK(packed.gemm.m == 512);
+  CHECK(packed.gemm.n == 512);
+  CHECK(packed.gemm.batch == 8 * 32);
+  CHECK(packed.launches == 1);
+  // Q, K, V and O are the same tokens either way.
+  CHECK(packed.saved_bytes == doctest::Approx(whole.saved_bytes));
+  p.parallel.cp = 2;
+  const graph::Kernel ring = forward(p);
+  CHECK(ring.model_flops == doctest::Approx(17179869184.0 / 2));
+  CHECK(ring.gemm.m == 256);
+  CHECK(ring.gemm.n == 512);
+  CHECK(ring.launches == 2);
+  // A document as long as the sequence is the sequence.
+  p.parallel.cp = 1;
+  p.packed_doc_len = 4096;
+  CHECK(forward(p).model_flops == doctest::Approx(whole.model_flops));
+  // Longer than the sequence: refused, naming the field.
+  p.packed_doc_len = 8192;
+  const engine::Problem e = engine::check_plan(m, p, test::gpu("h100_sxm"));
+  CHECK(e.field == "packed_doc_len");
+  CHECK(e.message == "packed documents of 8192 tokens exceed the sequence length 4096");
 }
 
 TEST_CASE("fusion: fused chains read and write each tensor once") {

@@ -29,6 +29,7 @@ spec::PlanSpec unusual_plan() {
   p.micro_batch = 2;
   p.global_batch = 64;
   p.seq_len = 2048;
+  p.packed_doc_len = 512;
   p.precision = spec::Precision::kFp8;
   p.fp8_recipe = spec::Fp8Recipe::kTensorwise;
   p.fp8_primary_weights = true;

@@ -426,8 +426,8 @@ TEST_CASE("published: torch.compile, a named optimizer, QLoRA and FSDP CPU offlo
   fs::remove(f);
 }
 
-TEST_CASE("published: a row's fp8 recipe and CUDA-graph capture map onto the plan; a word the plan does not know "
-          "skips the row naming the field") {
+TEST_CASE("published: a row's fp8 recipe, CUDA-graph capture and packed documents map onto the plan; a word the "
+          "plan does not know skips the row naming the field") {
   const std::string model =
       "  model: {architecture: llama, layers: 2, hidden: 1024, heads: 8, kv_heads: 8, ffn_hidden: 4096, vocab: 32000, "
       "seq_len: 1024}\n";
@@ -441,9 +441,11 @@ TEST_CASE("published: a row's fp8 recipe and CUDA-graph capture map onto the pla
       write_rows("recipe.yaml", "schema_version: 1\nrows:\n" +
                                     row("current_scaling_graphs", "precision: fp8, fp8_recipe: tensorwise, cuda_graphs: true") +
                                     row("unstated", "precision: fp8") +
-                                    row("unknown_recipe", "precision: fp8, fp8_recipe: percolumn"));
+                                    row("unknown_recipe", "precision: fp8, fp8_recipe: percolumn") +
+                                    row("packed", "precision: bf16, packed_sequences: true, packed_doc_len: 256") +
+                                    row("packed_unstated", "precision: bf16, packed_sequences: true"));
   const auto file = spec::load_published(f);
-  REQUIRE(file.rows.size() == 3);
+  REQUIRE(file.rows.size() == 5);
   const auto hw = test::gpu("b200");
   const auto g = validation::map_training_row(file.rows[0], hw);
   REQUIRE(g);
@@ -457,6 +459,14 @@ TEST_CASE("published: a row's fp8 recipe and CUDA-graph capture map onto the pla
   const auto x = validation::map_training_row(file.rows[2], hw);
   REQUIRE_FALSE(x);
   CHECK(x.reason().starts_with("training.fp8_recipe: "));
+  // Packed documents: their length where the row states it; packing alone
+  // keeps one document per sequence (the source's lengths unknown).
+  const auto p = validation::map_training_row(file.rows[3], hw);
+  REQUIRE(p);
+  CHECK(p->plan.packed_doc_len == 256);
+  const auto pu = validation::map_training_row(file.rows[4], hw);
+  REQUIRE(pu);
+  CHECK(pu->plan.packed_doc_len == 0);
   fs::remove(f);
 }
 

@@ -297,6 +297,15 @@ TEST_CASE("strict YAML: null is never taken as absent; each typed field says wha
   CHECK(spec::load_model(quoted).name == "null");
 }
 
+TEST_CASE("strict YAML: a plan's packed documents longer than its sequence are refused at the value") {
+  const auto f = write_temp("packed.yaml", "seq_len: 4096\npacked_doc_len: 5000\n");
+  CHECK(plan_errors(f) ==
+        std::vector<std::string>{
+            f + ":2:17: error: packed_doc_len: packed documents of 5000 tokens exceed the sequence length 4096"});
+  const auto ok = write_temp("packed_ok.yaml", "seq_len: 4096\npacked_doc_len: 4096\n");
+  CHECK(spec::load_plan(ok).packed_doc_len == 4096);
+}
+
 TEST_CASE("strict JSON: syntax errors are located and say what was found") {
   auto one = [](const std::string& name, const std::string& text) {
     const auto f = write_temp(name, text);

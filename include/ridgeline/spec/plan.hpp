@@ -252,6 +252,12 @@ struct PlanSpec {
   int micro_batch = 1;
   int global_batch = 0;  // 0 = micro_batch * dp (one micro-batch per step)
   int seq_len = 0;       // 0 = model's max_seq_len
+  /// Sequences packed from documents of this many tokens, each attending
+  /// only within itself (flash-attn varlen / Transformer Engine THD with
+  /// cu_seqlens, flex-attention block-causal masks): a fused attention
+  /// kernel runs seq / packed_doc_len documents per sequence. 0 = one
+  /// document per sequence (techniques::apply_attention).
+  int packed_doc_len = 0;
   Precision precision = Precision::kBf16;
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
   /// fp8: the trained linear weights held only as their quantized copies
@@ -328,6 +334,7 @@ struct MicrobatchPlan {
   };
   int micro_batch = 1;
   int seq_len = 0;
+  int packed_doc_len = 0;  // PlanSpec::packed_doc_len
   std::uint8_t framework = 0;  // spec::framework(): fused kernels, TP overlap
   bool attention_given = false;  // else the framework's default on the GPU (spec::attention_on)
   bool main_grads_given = false;  // else the framework's default (spec::main_grads_of)
@@ -355,7 +362,7 @@ struct MicrobatchPlan {
 
   MicrobatchPlan() = default;
   MicrobatchPlan(const PlanSpec& p)  // NOLINT(google-explicit-constructor): a plan is its micro-batch part
-      : micro_batch(p.micro_batch), seq_len(p.seq_len), framework(p.framework), attention_given(p.attention_given),
+      : micro_batch(p.micro_batch), seq_len(p.seq_len), packed_doc_len(p.packed_doc_len), framework(p.framework), attention_given(p.attention_given),
         main_grads_given(p.main_grads_given),
         precision(p.precision), fp8_recipe(p.fp8_recipe), fp8_primary_weights(p.fp8_primary_weights),
         fp8_activation_storage(p.fp8_activation_storage),
