@@ -205,6 +205,12 @@ FrameworkSpec load_framework(const std::string& path) {
       if (auto n = m.number("comm_sms", true, 1, 1024)) f.tp_overlap_comm_sms = *n;
     }
   }, false);
+  behaviour(r, "cp_merge", [&](MapReader& m) {
+    if (auto v = m.number("forward_bytes", true, 0, 1024)) f.cp_merge_forward_bytes = *v;
+    if (auto v = m.number("backward_bytes", true, 0, 1024)) f.cp_merge_backward_bytes = *v;
+    if (auto v = m.integer("forward_kernels", true, 0, 64)) f.cp_merge_forward_kernels = static_cast<int>(*v);
+    if (auto v = m.integer("backward_kernels", true, 0, 64)) f.cp_merge_backward_kernels = static_cast<int>(*v);
+  }, false);
   behaviour(r, "zero3_fetch", [&](MapReader& m) {
     auto v = two_words(m, "per_layer", "per_module");
     if (v && *v) {

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ridgeline/graph/memory_kernels.hpp"
 #include "ridgeline/spec/framework.hpp"
 #include "ridgeline/spec/precision.hpp"
 #include "ridgeline/techniques/params.hpp"
@@ -151,6 +152,43 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
     add_comm(ks, "cp_kv_all_gather", Collective::kAllGather, spec::Phase::kBackward, kv * cp, cp, t * cp, L, ring);
     add_comm(ks, "cp_dkv_reduce_scatter", Collective::kReduceScatter, spec::Phase::kBackward, kv * cp, cp,
              t * cp, L, ring);
+    // The ring's merge of its steps' partial results (frameworks/NAME.yaml
+    // cp_merge). Forward: each step's output rescaled by its log-sum-exp and
+    // added into the running output (Transformer Engine's
+    // flash_attn_fwd_out_correction, one jit-fused kernel a step, after the
+    // ring: context_parallel.py, TE v1.4-v2.5); backward: each step's dQ,
+    // dK and dV added into their accumulators (dq.add_, dk.add_, dv.add_).
+    // The last CP rank merges every step over all its queries, the others
+    // half of theirs past their own; the ring waits for the last, so each
+    // step is costed over the whole chunk.
+    const bool mla = m.is_mla();
+    const double heads = m.heads / t, kv_heads = mla ? heads : std::max(1.0, m.kv_heads / t);
+    const double d_qk = mla ? m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim : m.head_dim;
+    const double d_v = mla ? m.mla.v_head_dim : m.head_dim;
+    const double out = T * heads * d_v, grads = T * (heads * d_qk + kv_heads * (d_qk + d_v));
+    auto merge = [&](std::string_view name, spec::Phase phase, double elements, double bytes, int kernels,
+                     double count) {
+      Kernel& k = ks.emplace_back(
+          graph::elementwise_kernel(elements * cp, 2, e >= 4 ? spec::Dtype::kFp32 : spec::Dtype::kBf16));
+      k.name = name;
+      k.phase = phase;
+      k.impl = graph::kImplTuned;
+      k.read_bytes = elements * cp * bytes * 2 / 3;
+      k.write_bytes = elements * cp * bytes / 3;
+      k.launches = cp * kernels;
+      k.count = count;
+      k.flags |= layer;
+    };
+    if (fw.cp_merge_forward_bytes > 0) {
+      merge("cp_out_merge", spec::Phase::kForward, out, fw.cp_merge_forward_bytes, fw.cp_merge_forward_kernels, L);
+      const auto rk = p.recompute.kind;
+      if (rk == spec::RecomputeKind::kFull || rk == spec::RecomputeKind::kEvery || rk == spec::RecomputeKind::kSqrt)
+        merge("cp_out_merge", spec::Phase::kRecompute, out, fw.cp_merge_forward_bytes, fw.cp_merge_forward_kernels,
+              recomputed_layers);
+    }
+    if (fw.cp_merge_backward_bytes > 0)
+      merge("cp_grad_merge", spec::Phase::kBackward, grads, fw.cp_merge_backward_bytes,
+            fw.cp_merge_backward_kernels, L);
   }
   if (m.is_moe() && ep > 1) {
     // Dispatch and combine in the MoE layers only (not the dense first ones).

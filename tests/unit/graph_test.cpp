@@ -5,6 +5,7 @@
 
 #include "ridgeline/engine/engine.hpp"
 #include "ridgeline/memory/memory.hpp"
+#include "ridgeline/spec/framework.hpp"
 #include "ridgeline/techniques/params.hpp"
 #include "ridgeline/techniques/passes.hpp"
 #include "test_support.hpp"
@@ -215,6 +216,50 @@ TEST_CASE("attention: under context parallelism the ring's cp steps are cp calls
   p.parallel.cp = 1;
   for (const auto& k : step(m, p).kernels)
     if (k.op == graph::Op::kFlashAttn) CHECK(k.launches == (k.phase == spec::Phase::kBackward ? 2 : 1));
+}
+
+TEST_CASE("attention: the CP ring's merges cost a pass over the rank's chunk per step, by the framework's kernels") {
+  // Llama-2-7B (32 heads of 128, MHA) at 8,192 tokens on CP 4, one
+  // sequence: a rank's chunk T = 2,048 tokens. Forward, Transformer
+  // Engine's out correction reads the step's output and the running one and
+  // writes it (6 bytes an element of bf16): O = T x 32 x 128 = 8,388,608
+  // elements, x 4 steps x 6 = 201,326,592 bytes, one kernel a step.
+  // Backward, dQ, dK and dV added each step: T x (32 x 128 + 32 x 256) =
+  // 25,165,824 elements x 4 x 6 = 603,979,776 bytes, three kernels a step.
+  // torchtitan (PyTorch's fp32 _SDPAMerger): 38 bytes an output element.
+  const auto m = test::model("llama2_7b");
+  auto p = plan(1, 8192);
+  p.attention = spec::AttentionKind::kFlash2;
+  p.parallel.cp = 4;
+  auto merges = [&](const spec::PlanSpec& q) {
+    std::vector<graph::Kernel> out;
+    for (const auto& k : step(m, q).kernels)
+      if (k.name == "cp_out_merge" || k.name == "cp_grad_merge") out.push_back(k);
+    return out;
+  };
+  auto ks = merges(p);
+  REQUIRE(ks.size() == 2);
+  CHECK(ks[0].phase == spec::Phase::kForward);
+  CHECK(ks[0].hbm_bytes() == doctest::Approx(201326592.0));
+  CHECK(ks[0].launches == 4);
+  CHECK(ks[0].count == m.layers);
+  CHECK(ks[1].phase == spec::Phase::kBackward);
+  CHECK(ks[1].hbm_bytes() == doctest::Approx(603979776.0));
+  CHECK(ks[1].launches == 12);
+  // Full recomputation re-runs the forward merge.
+  p.recompute.kind = spec::RecomputeKind::kFull;
+  ks = merges(p);
+  REQUIRE(ks.size() == 3);
+  CHECK(ks[1].phase == spec::Phase::kRecompute);
+  CHECK(ks[1].hbm_bytes() == doctest::Approx(201326592.0));
+  p.recompute = {};
+  p.framework = *spec::find_framework("torchtitan");
+  ks = merges(p);
+  REQUIRE(ks.size() == 2);
+  CHECK(ks[0].hbm_bytes() == doctest::Approx(8388608.0 * 4 * 38));
+  // No ring, no merge.
+  p.parallel.cp = 1;
+  CHECK(merges(p).empty());
 }
 
 TEST_CASE("attention: packed documents run as their own sequences (varlen / THD), the work N / s of one sequence") {

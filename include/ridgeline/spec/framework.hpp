@@ -155,6 +155,15 @@ struct FrameworkSpec {
   /// num_sm 16), the all-gathers in front of a GEMM by copy-engine ring
   /// exchange (TE's ring_exchange method, use_ce).
   double tp_overlap_comm_sms = 0;
+  /// A context-parallel ring's merge of its steps' partial results
+  /// (frameworks/NAME.yaml cp_merge; absent: Transformer Engine's 6, 6, 1,
+  /// 3): HBM bytes per attention-output element per ring step forward (the
+  /// step's output rescaled by its log-sum-exp and added into the running
+  /// output), bytes per Q, K and V gradient element per step backward (each
+  /// step's dQ, dK and dV added into their accumulators), and the kernels a
+  /// step launches for each. Every step is costed alike, the first too.
+  double cp_merge_forward_bytes = 6, cp_merge_backward_bytes = 6;
+  int cp_merge_forward_kernels = 1, cp_merge_backward_kernels = 3;
   /// ZeRO-3 parameter fetch granularity (frameworks/NAME.yaml zero3_fetch;
   /// absent: 0, one all-gather per FSDP unit, a decoder layer, as FSDP
   /// flattens a unit's parameters): > 0 = per module, DeepSpeed's
