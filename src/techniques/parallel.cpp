@@ -152,6 +152,13 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
     add_comm(ks, "cp_kv_all_gather", Collective::kAllGather, spec::Phase::kBackward, kv * cp, cp, t * cp, L, ring);
     add_comm(ks, "cp_dkv_reduce_scatter", Collective::kReduceScatter, spec::Phase::kBackward, kv * cp, cp,
              t * cp, L, ring);
+    // Recomputing whole layers re-runs their attention's forward ring.
+    const auto rk = p.recompute.kind;
+    const bool rerun =
+        rk == spec::RecomputeKind::kFull || rk == spec::RecomputeKind::kEvery || rk == spec::RecomputeKind::kSqrt;
+    if (rerun)
+      add_comm(ks, "cp_kv_all_gather", Collective::kAllGather, spec::Phase::kRecompute, kv * cp, cp, t * cp,
+               recomputed_layers, ring);
     // The ring's merge of its steps' partial results (frameworks/NAME.yaml
     // cp_merge). Forward: each step's output rescaled by its log-sum-exp and
     // added into the running output (Transformer Engine's
@@ -181,8 +188,7 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
     };
     if (fw.cp_merge_forward_bytes > 0) {
       merge("cp_out_merge", spec::Phase::kForward, out, fw.cp_merge_forward_bytes, fw.cp_merge_forward_kernels, L);
-      const auto rk = p.recompute.kind;
-      if (rk == spec::RecomputeKind::kFull || rk == spec::RecomputeKind::kEvery || rk == spec::RecomputeKind::kSqrt)
+      if (rerun)
         merge("cp_out_merge", spec::Phase::kRecompute, out, fw.cp_merge_forward_bytes, fw.cp_merge_forward_kernels,
               recomputed_layers);
     }

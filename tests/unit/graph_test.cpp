@@ -218,7 +218,8 @@ TEST_CASE("attention: under context parallelism the ring's cp steps are cp calls
     if (k.op == graph::Op::kFlashAttn) CHECK(k.launches == (k.phase == spec::Phase::kBackward ? 2 : 1));
 }
 
-TEST_CASE("attention: the CP ring's merges cost a pass over the rank's chunk per step, by the framework's kernels") {
+TEST_CASE("attention: the CP ring's merges cost a pass over the rank's chunk per step, by the framework's kernels; "
+          "recomputation re-runs the ring") {
   // Llama-2-7B (32 heads of 128, MHA) at 8,192 tokens on CP 4, one
   // sequence: a rank's chunk T = 2,048 tokens. Forward, Transformer
   // Engine's out correction reads the step's output and the running one and
@@ -246,12 +247,16 @@ TEST_CASE("attention: the CP ring's merges cost a pass over the rank's chunk per
   CHECK(ks[1].phase == spec::Phase::kBackward);
   CHECK(ks[1].hbm_bytes() == doctest::Approx(603979776.0));
   CHECK(ks[1].launches == 12);
-  // Full recomputation re-runs the forward merge.
+  // Full recomputation re-runs the forward ring: its K/V exchange and merge.
   p.recompute.kind = spec::RecomputeKind::kFull;
   ks = merges(p);
   REQUIRE(ks.size() == 3);
   CHECK(ks[1].phase == spec::Phase::kRecompute);
   CHECK(ks[1].hbm_bytes() == doctest::Approx(201326592.0));
+  int rerun = 0;
+  for (const auto& k : step(m, p).kernels)
+    if (k.name == "cp_kv_all_gather" && k.phase == spec::Phase::kRecompute) rerun += static_cast<int>(k.count);
+  CHECK(rerun == m.layers);
   p.recompute = {};
   p.framework = *spec::find_framework("torchtitan");
   ks = merges(p);
