@@ -210,6 +210,14 @@ FrameworkSpec load_framework(const std::string& path) {
     if (auto v = m.number("backward_bytes", true, 0, 1024)) f.cp_merge_backward_bytes = *v;
     if (auto v = m.integer("forward_kernels", true, 0, 64)) f.cp_merge_forward_kernels = static_cast<int>(*v);
     if (auto v = m.integer("backward_kernels", true, 0, 64)) f.cp_merge_backward_kernels = static_cast<int>(*v);
+    f.cp_merge_forward_bytes_compiled = f.cp_merge_forward_bytes;
+    f.cp_merge_forward_kernels_compiled = f.cp_merge_forward_kernels;
+    if (auto c = m.map("compiled")) {
+      if (auto v = c->number("forward_bytes", true, 0, 1024)) f.cp_merge_forward_bytes_compiled = *v;
+      if (auto v = c->integer("forward_kernels", true, 0, 64))
+        f.cp_merge_forward_kernels_compiled = static_cast<int>(*v);
+      c->finish();
+    }
   }, false);
   behaviour(r, "zero3_fetch", [&](MapReader& m) {
     auto v = two_words(m, "per_layer", "per_module");

@@ -186,11 +186,12 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
       k.count = count;
       k.flags |= layer;
     };
-    if (fw.cp_merge_forward_bytes > 0) {
-      merge("cp_out_merge", spec::Phase::kForward, out, fw.cp_merge_forward_bytes, fw.cp_merge_forward_kernels, L);
-      if (rerun)
-        merge("cp_out_merge", spec::Phase::kRecompute, out, fw.cp_merge_forward_bytes, fw.cp_merge_forward_kernels,
-              recomputed_layers);
+    const bool compiled = p.fusion == spec::Fusion::kCompiled;
+    const double fwd_bytes = compiled ? fw.cp_merge_forward_bytes_compiled : fw.cp_merge_forward_bytes;
+    const int fwd_kernels = compiled ? fw.cp_merge_forward_kernels_compiled : fw.cp_merge_forward_kernels;
+    if (fwd_bytes > 0) {
+      merge("cp_out_merge", spec::Phase::kForward, out, fwd_bytes, fwd_kernels, L);
+      if (rerun) merge("cp_out_merge", spec::Phase::kRecompute, out, fwd_bytes, fwd_kernels, recomputed_layers);
     }
     if (fw.cp_merge_backward_bytes > 0)
       merge("cp_grad_merge", spec::Phase::kBackward, grads, fw.cp_merge_backward_bytes,

@@ -227,7 +227,7 @@ TEST_CASE("attention: the CP ring's merges cost a pass over the rank's chunk per
   // elements, x 4 steps x 6 = 201,326,592 bytes, one kernel a step.
   // Backward, dQ, dK and dV added each step: T x (32 x 128 + 32 x 256) =
   // 25,165,824 elements x 4 x 6 = 603,979,776 bytes, three kernels a step.
-  // torchtitan (PyTorch's fp32 _SDPAMerger): 38 bytes an output element.
+  // torchtitan (PyTorch's fp32 _SDPAMerger): 38 bytes an output element eager.
   const auto m = test::model("llama2_7b");
   auto p = plan(1, 8192);
   p.attention = spec::AttentionKind::kFlash2;
@@ -262,6 +262,13 @@ TEST_CASE("attention: the CP ring's merges cost a pass over the rank's chunk per
   ks = merges(p);
   REQUIRE(ks.size() == 2);
   CHECK(ks[0].hbm_bytes() == doctest::Approx(8388608.0 * 4 * 38));
+  CHECK(ks[0].launches == 4 * 7);
+  // Compiled, the merge's chain is one fused kernel: 4 + 2 + 4 bytes.
+  p.fusion = spec::Fusion::kCompiled;
+  ks = merges(p);
+  CHECK(ks[0].hbm_bytes() == doctest::Approx(8388608.0 * 4 * 10));
+  CHECK(ks[0].launches == 4 * 2);
+  p.fusion = spec::Fusion::kEager;
   // No ring, no merge.
   p.parallel.cp = 1;
   CHECK(merges(p).empty());

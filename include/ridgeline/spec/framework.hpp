@@ -162,8 +162,12 @@ struct FrameworkSpec {
   /// output), bytes per Q, K and V gradient element per step backward (each
   /// step's dQ, dK and dV added into their accumulators), and the kernels a
   /// step launches for each. Every step is costed alike, the first too.
+  /// Under --fusion compiled the forward's (cp_merge.compiled; absent: the
+  /// same): torch.compile fusing an eager merge's elementwise chain.
   double cp_merge_forward_bytes = 6, cp_merge_backward_bytes = 6;
   int cp_merge_forward_kernels = 1, cp_merge_backward_kernels = 3;
+  double cp_merge_forward_bytes_compiled = 6;
+  int cp_merge_forward_kernels_compiled = 1;
   /// ZeRO-3 parameter fetch granularity (frameworks/NAME.yaml zero3_fetch;
   /// absent: 0, one all-gather per FSDP unit, a decoder layer, as FSDP
   /// flattens a unit's parameters): > 0 = per module, DeepSpeed's
