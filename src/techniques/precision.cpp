@@ -51,7 +51,7 @@ constexpr CastNames kFp4Grad{"nvfp4_amax_grad", "nvfp4_cast_transpose_grad", "nv
 ///    row-wise and a column-wise quantization, each read e, write q; NVFP4's
 ///    column-wise one applies the 16x16 random Hadamard transform first.
 void append_casts(std::vector<Kernel>& out, const Kernel& gemm, const spec::QuantRecipe& q, const CastNames& names,
-                  spec::Dtype dtype, spec::Phase phase, double elems, double e) {
+                  spec::Dtype dtype, spec::Phase phase, double elems, double e, bool rowwise_only = false) {
   Kernel c;
   c.op = Op::kCast;
   c.cls = spec::KernelClass::kCast;
@@ -70,7 +70,7 @@ void append_casts(std::vector<Kernel>& out, const Kernel& gemm, const spec::Quan
     out.push_back(a);
   }
   c.read_bytes = elems * e;
-  if (!q.separate_colwise) {
+  if (!q.separate_colwise && !rowwise_only) {
     c.name = names.cast_transpose;
     c.write_bytes = 2 * elems * q.act_bytes_per_elem;
     c.flops = 2 * elems;
@@ -81,6 +81,7 @@ void append_casts(std::vector<Kernel>& out, const Kernel& gemm, const spec::Quan
   c.write_bytes = elems * q.act_bytes_per_elem;
   c.flops = 2 * elems;
   out.push_back(c);
+  if (rowwise_only) return;
   c.name = names.colwise;
   c.flops = (2 + q.hadamard_flop_per_elem) * elems;
   out.push_back(c);
@@ -199,6 +200,7 @@ void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
   const CastNames& in_names = fp4 ? kFp4Input : kFp8Input;
   const CastNames& grad_names = fp4 ? kFp4Grad : kFp8Grad;
   const bool fused_norm = q.norm_fused && p.fusion != spec::Fusion::kEager;
+  const bool frozen_base = p.finetune.mode != spec::FinetuneMode::kFull;
   const double e = g.act_bytes;
   auto& ks = g.kernels;
   const size_t n = ks.size();
@@ -243,7 +245,16 @@ void apply_precision(graph::Graph& g, const spec::ModelSpec& m, const spec::Micr
     // Appended to the graph itself (its capacity is kept across evaluations:
     // no allocation); a copy, since appending may move the kernels.
     const Kernel gemm = k;
-    if (!after_norm) append_casts(ks, gemm, q, in_names, q.gemm, spec::Phase::kForward, in_elems, e);
+    // A frozen base (LoRA, QLoRA) has no weight gradient, so its input is
+    // quantized row-wise only, for the forward GEMM: no column-wise copy
+    // (transformer_engine/pytorch/module/linear.py: at v1.7
+    // fp8_cast_transpose_fused only "and weight.requires_grad", else
+    // cast_to_fp8; at v2.5 backward_needs_input = is_grad_enabled and
+    // weight.requires_grad, input_quantizer.set_usage(rowwise=True,
+    // columnwise=backward_needs_input)). The output gradient keeps both
+    // (v1.7's grad_output_preprocess casts and transposes it either way).
+    if (!after_norm)
+      append_casts(ks, gemm, q, in_names, q.gemm, spec::Phase::kForward, in_elems, e, frozen_base);
     append_casts(ks, gemm, q, grad_names, q.grad, spec::Phase::kBackward, out_elems, e);
   }
   // DeepSeek-V3's low-precision storage (report Sec. 3.3.2: "we only cache

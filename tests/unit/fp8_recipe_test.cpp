@@ -142,6 +142,28 @@ TEST_CASE("fp8: cast kernels per layer, delayed vs tensorwise") {
   CHECK(f.bytes == doctest::Approx(4.0 * 14'680'064));
 }
 
+TEST_CASE("fp8: a frozen base (LoRA) quantizes its inputs row-wise only; the output gradients keep both copies") {
+  // GPT-3 350M (h 1,024, FFN 4,096), 2,048 tokens, delayed scaling, fused:
+  // the forward casts out's and down's inputs. Full: cast_transpose, read 2
+  // and write 1 + 1 bytes per element, 4 x (2,097,152 + 8,388,608) =
+  // 41,943,040 bytes. LoRA (no weight gradient: Transformer Engine
+  // quantizes the input row-wise only, linear.py set_usage(columnwise=
+  // backward_needs_input)): read 2, write 1, 3 x 10,485,760 = 31,457,280.
+  // The backward's output-gradient casts are the same either way.
+  spec::PlanSpec p = fp8_plan(spec::Fp8Recipe::kDelayed);
+  const graph::Graph full = step_graph(p);
+  p.finetune.mode = spec::FinetuneMode::kLora;
+  const graph::Graph lora = step_graph(p);
+  const Casts fl = layer_casts(full, spec::Phase::kForward, "fp8_");
+  const Casts ll = layer_casts(lora, spec::Phase::kForward, "fp8_");
+  CHECK(fl.bytes == doctest::Approx(41'943'040));
+  CHECK(ll.kernels == 2);
+  CHECK(ll.bytes == doctest::Approx(31'457'280));
+  CHECK(layer_casts(lora, spec::Phase::kForward, "fp8_quantize_input_rowwise").kernels == 2);
+  CHECK(layer_casts(lora, spec::Phase::kBackward, "fp8_").bytes ==
+        doctest::Approx(layer_casts(full, spec::Phase::kBackward, "fp8_").bytes));
+}
+
 TEST_CASE("fp8: mxfp8 quantizes row-wise and column-wise copies in kernels of their own") {
   // Each tensor: two quantizations, each reading 2 bytes and writing
   // 1 + 1/32 bytes per element. Forward, four inputs: 2 x 3.03125 x
