@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <fmt/format.h>
 #include <iostream>
 #include <map>
@@ -168,7 +169,21 @@ void register_compare(Commands& commands, int& rc) {
       } else if (f == Format::kCsv) {
         text = report::compare_csv(vars, rows, iv);
       } else {
-        const std::string header = report::compare_header(rows, spec::plan_summary(a->plan.build(*rows.front().model)),
+        // The base plan as its rows run it: on one GPU, with that GPU's
+        // defaults (the framework's attention kernel for its generation).
+        // Across generations an unstated attention kernel is each GPU's.
+        spec::PlanSpec base = a->plan.build(*rows.front().model);
+        const bool one_generation = std::all_of(rows.begin(), rows.end(), [&](const search::CompareRow& r) {
+          return r.gpu->generation == rows.front().gpu->generation;
+        });
+        if (one_generation) spec::apply_generation_defaults(base, rows.front().gpu->generation);
+        std::string summary = spec::plan_summary(base);
+        if (!one_generation && !base.attention_given) {
+          const std::string said = spec::to_string(base.attention) + " attention";
+          if (const size_t at = summary.find(said); at != std::string::npos)
+            summary.replace(at, said.size(), "the framework's attention on each GPU");
+        }
+        const std::string header = report::compare_header(rows, summary,
                                                           settings_summary(a->plan.sets),
                                                           a->plan.stack_calibration());
         text = markdown ? report::compare_markdown(vars, rows, iv, header)

@@ -218,6 +218,10 @@ TEST_CASE("compare planning: --vary gpu runs each row on its own GPU, as predict
   REQUIRE(t.status == 0);
   CHECK(t.out.starts_with("Llama-3-8B on each row's GPU; base plan: "));
   CHECK(line_starting(t.out, "  gpu ") != "");
+  // Across generations an unstated attention kernel is each GPU's own
+  // (Transformer Engine's cuDNN on Hopper and Blackwell, FlashAttention-2
+  // before): the header says so rather than naming one.
+  CHECK(t.out.find("megatron, bf16, the framework's attention on each GPU,") != std::string::npos);
 }
 
 TEST_CASE("compare planning: --vary model and framework; a GPU that is not there names the value") {
@@ -267,6 +271,9 @@ TEST_CASE("compare planning: --format markdown is a pipe table under the header"
   const auto r = test::run_cli("compare --vary recompute=none,full --format markdown");
   REQUIRE(r.status == 0);
   CHECK(r.out.starts_with("Llama-3-8B on NVIDIA H100 SXM5 80GB; base plan: "));
+  // On one Hopper GPU the base plan's attention is what its rows run:
+  // megatron's cuDNN fused attention there (spec::attention_on).
+  CHECK(r.out.starts_with("Llama-3-8B on NVIDIA H100 SXM5 80GB; base plan: megatron, bf16, cudnn attention,"));
   CHECK(line_starting(r.out, "| recompute ") ==
         "| recompute | step time | 80% step time | tokens/s | 80% tokens/s | MFU | HFU | peak memory | fits | "
         "speed-up (tokens/s) | memory saved | wall clock | cost | tokens/$ | vs best |");
