@@ -423,7 +423,11 @@ void register_attention(CLI::App* parent, int& rc) {
   cmd->add_option("--heads", a->heads, "Query heads")->required()->type_name("N");
   cmd->add_option("--kv-heads", a->kv_heads, "K/V heads (GQA; default: --heads)")->type_name("N");
   cmd->add_option("--seq", a->seq, "Query length")->required()->type_name("N");
-  cmd->add_option("--kv-seq", a->kv_seq, "Key length (default: --seq). Causal with more keys than queries is a context-parallel rank (keys = cp x queries): its queries are a head and a tail chunk of the sequence, costed as the ring's cp calls, half the keys in all")->type_name("N");
+  cmd->add_option("--kv-seq", a->kv_seq,
+                  "Key length (default: --seq). Causal with more keys than queries is a context-parallel rank "
+                  "(keys = cp x queries): its queries are a head and a tail chunk of the sequence, costed as the "
+                  "ring's cp calls, half the keys in all")
+      ->type_name("N");
   cmd->add_option("--head-dim", a->head_dim, "Head dimension")->required()->type_name("N");
   auto* causal = cmd->add_flag("--causal", a->causal, "Mask keys after the query (the default)");
   auto* bidi = cmd->add_flag("--bidirectional", a->bidirectional, "No mask");

@@ -279,9 +279,8 @@ spec::PlanSpec PlanFlags::build(const spec::ModelSpec& model) const {
   if (p.global_batch > 0 && p.micro_batch > p.global_batch)
     throw UsageError{"--micro-batch", fmt::format("micro-batch {} exceeds the global batch {}", p.micro_batch,
                                                   p.global_batch)};
-  if (p.seq_len > 0 && p.packed_doc_len > p.seq_len)
-    throw UsageError{"--packed-doc-len", fmt::format("packed documents of {} tokens exceed the sequence length {}",
-                                                     p.packed_doc_len, p.seq_len)};
+  if (auto why = spec::packed_docs_problem(p.packed_doc_len, p.seq_len); !why.empty())
+    throw UsageError{"--packed-doc-len", std::move(why)};
   return p;
 }
 

@@ -268,9 +268,7 @@ std::string_view check_plan_into(const spec::ModelSpec& m, const spec::PlanSpec&
   if (graph && seq < 1)
     return refuse(message, "seq_len", [&] { return std::string("expected a sequence length of at least 1"); });
   if (graph && p.packed_doc_len > seq)
-    return refuse(message, "packed_doc_len", [&] {
-      return fmt::format("packed documents of {} tokens exceed the sequence length {}", p.packed_doc_len, seq);
-    });
+    return refuse(message, "packed_doc_len", [&] { return spec::packed_docs_problem(p.packed_doc_len, seq); });
   if (graph && p.global_batch > 0 && p.micro_batch > p.global_batch)
     return refuse(message, "micro_batch", [&] {
       return fmt::format("micro-batch {} exceeds the global batch {}", p.micro_batch, p.global_batch);

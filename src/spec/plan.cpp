@@ -363,6 +363,11 @@ void read_fields(MapReader& r, std::string_view prefix, PlanSpec& p) {
 
 }  // namespace
 
+std::string packed_docs_problem(int doc_len, int seq_len) {
+  if (seq_len <= 0 || doc_len <= seq_len) return "";
+  return fmt::format("packed documents of {} tokens exceed the sequence length {}", doc_len, seq_len);
+}
+
 PlanSpec load_plan(const std::string& path) {
   YamlNode root = load_yaml_file(path);
   support::DiagnosticList d;
@@ -375,9 +380,8 @@ PlanSpec load_plan(const std::string& path) {
   if (!d.has_errors() && p.global_batch > 0 && p.micro_batch > p.global_batch)
     d.error(loc_of(path, root["micro_batch"]), "micro_batch",
             fmt::format("micro-batch {} exceeds the global batch {}", p.micro_batch, p.global_batch));
-  if (!d.has_errors() && p.seq_len > 0 && p.packed_doc_len > p.seq_len)
-    d.error(loc_of(path, root["packed_doc_len"]), "packed_doc_len",
-            fmt::format("packed documents of {} tokens exceed the sequence length {}", p.packed_doc_len, p.seq_len));
+  if (const auto why = packed_docs_problem(p.packed_doc_len, p.seq_len); !d.has_errors() && !why.empty())
+    d.error(loc_of(path, root["packed_doc_len"]), "packed_doc_len", why);
   d.throw_if_errors();
   return p;
 }

@@ -53,7 +53,11 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
   const double ep = std::max(1, par.ep);
   const double e = g.act_bytes;
   const double L = g.layers;
-  // The layers whose forward a recomputation re-runs (techniques/recompute.cpp).
+  // Whether a recomputation re-runs whole layers' forwards, collectives
+  // included, and how many (techniques/recompute.cpp).
+  const auto rk = p.recompute.kind;
+  const bool rerun_layers =
+      rk == spec::RecomputeKind::kFull || rk == spec::RecomputeKind::kEvery || rk == spec::RecomputeKind::kSqrt;
   const double recomputed_layers =
       p.recompute.block_layers > 0 ? std::min<double>(p.recompute.block_layers, L) : L;
   const double T = g.tokens;
@@ -127,8 +131,7 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
     }
     // Recomputing whole layers re-runs their forward collectives too: every
     // layer's, or under Megatron's block method (block:K) the first K's.
-    const auto rk = p.recompute.kind;
-    if (rk == spec::RecomputeKind::kFull || rk == spec::RecomputeKind::kEvery || rk == spec::RecomputeKind::kSqrt) {
+    if (rerun_layers) {
       if (par.sp) {
         tp("tp_all_gather", Collective::kAllGather, spec::Phase::kRecompute, S, 2 * recomputed_layers, true);
         tp("tp_reduce_scatter", Collective::kReduceScatter, spec::Phase::kRecompute, S, 2 * recomputed_layers,
@@ -153,10 +156,7 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
     add_comm(ks, "cp_dkv_reduce_scatter", Collective::kReduceScatter, spec::Phase::kBackward, kv * cp, cp,
              t * cp, L, ring);
     // Recomputing whole layers re-runs their attention's forward ring.
-    const auto rk = p.recompute.kind;
-    const bool rerun =
-        rk == spec::RecomputeKind::kFull || rk == spec::RecomputeKind::kEvery || rk == spec::RecomputeKind::kSqrt;
-    if (rerun)
+    if (rerun_layers)
       add_comm(ks, "cp_kv_all_gather", Collective::kAllGather, spec::Phase::kRecompute, kv * cp, cp, t * cp,
                recomputed_layers, ring);
     // The ring's merge of its steps' partial results (frameworks/NAME.yaml
@@ -191,7 +191,8 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
     const int fwd_kernels = compiled ? fw.cp_merge_forward_kernels_compiled : fw.cp_merge_forward_kernels;
     if (fwd_bytes > 0) {
       merge("cp_out_merge", spec::Phase::kForward, out, fwd_bytes, fwd_kernels, L);
-      if (rerun) merge("cp_out_merge", spec::Phase::kRecompute, out, fwd_bytes, fwd_kernels, recomputed_layers);
+      if (rerun_layers)
+        merge("cp_out_merge", spec::Phase::kRecompute, out, fwd_bytes, fwd_kernels, recomputed_layers);
     }
     if (fw.cp_merge_backward_bytes > 0)
       merge("cp_grad_merge", spec::Phase::kBackward, grads, fw.cp_merge_backward_bytes,
@@ -213,9 +214,6 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
     const std::uint16_t a2a = p.parallel.ep_comm_overlap       ? layer | graph::kOverlapped
                               : p.moe.shared_expert_overlap ? layer | graph::kBesideSharedExpert
                                                               : layer;
-    const auto rk = p.recompute.kind;
-    const bool recompute_layers =
-        rk == spec::RecomputeKind::kFull || rk == spec::RecomputeKind::kEvery || rk == spec::RecomputeKind::kSqrt;
     const double recomputed_moe = recomputed_layers * (moe_layers / std::max(1.0, L));
     if (p.moe.dispatcher == spec::MoeDispatcher::kAllToAll) {
       // Megatron-Core's alltoall dispatcher: every token-expert pair a row
@@ -226,7 +224,7 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
       add_comm(ks, "ep_all_to_all", Collective::kAllToAll, spec::Phase::kBackward, S, ep, t * cp * ep,
                2 * moe_layers, a2a);
       // Recomputing whole layers re-runs their dispatch and combine.
-      if (recompute_layers)
+      if (rerun_layers)
         add_comm(ks, "ep_all_to_all", Collective::kAllToAll, spec::Phase::kRecompute, S, ep, t * cp * ep,
                  2 * recomputed_moe, layer);
     } else {
@@ -259,7 +257,7 @@ void apply_parallel(graph::Graph& g, const spec::ModelSpec& m, const spec::Micro
       node_a2a("ep_combine", spec::Phase::kForward, from_experts, moe_layers, a2a);
       node_a2a("ep_dispatch", spec::Phase::kBackward, to_experts, moe_layers, a2a);  // the combine's backward
       node_a2a("ep_combine", spec::Phase::kBackward, from_experts, moe_layers, a2a);  // the dispatch's backward
-      if (recompute_layers) {
+      if (rerun_layers) {
         node_a2a("ep_dispatch", spec::Phase::kRecompute, to_experts, recomputed_moe, layer);
         node_a2a("ep_combine", spec::Phase::kRecompute, from_experts, recomputed_moe, layer);
       }

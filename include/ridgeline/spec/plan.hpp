@@ -362,8 +362,8 @@ struct MicrobatchPlan {
 
   MicrobatchPlan() = default;
   MicrobatchPlan(const PlanSpec& p)  // NOLINT(google-explicit-constructor): a plan is its micro-batch part
-      : micro_batch(p.micro_batch), seq_len(p.seq_len), packed_doc_len(p.packed_doc_len), framework(p.framework), attention_given(p.attention_given),
-        main_grads_given(p.main_grads_given),
+      : micro_batch(p.micro_batch), seq_len(p.seq_len), packed_doc_len(p.packed_doc_len), framework(p.framework),
+        attention_given(p.attention_given), main_grads_given(p.main_grads_given),
         precision(p.precision), fp8_recipe(p.fp8_recipe), fp8_primary_weights(p.fp8_primary_weights),
         fp8_activation_storage(p.fp8_activation_storage),
         recompute(p.recompute), attention(p.attention), fusion(p.fusion), cuda_graphs(p.cuda_graphs),
@@ -382,6 +382,11 @@ struct MicrobatchPlan {
         cross_entropy(p.cross_entropy), gate_up_given(p.gate_up_given), fused_gate_up(p.fused_gate_up),
         rms_norm_given(p.rms_norm_given), rms_norm(p.rms_norm), moe(p.moe) {}
 };
+
+/// Why packed documents of `doc_len` tokens cannot fill a sequence of
+/// `seq_len` ("" when they can: 0, or at most the sequence), worded for
+/// every place that checks it (the plan file, the flag, check_plan).
+std::string packed_docs_problem(int doc_len, int seq_len);
 
 /// Decoder layers on pipeline stage `stage` (0-based) of `pp`: the first
 /// and last stages' given counts (0 = even share), the stages between
